@@ -1,0 +1,484 @@
+/*
+ * ingot/core.h - the format-agnostic read API of ingot.
+ *
+ * ingot opens model weight files of any known format zero-copy and exposes one view of them:
+ * a list of named tensors (dtype, shape, data) and a list of typed metadata entries.
+ *
+ * Contents, simplest first:
+ *   1. version, export macro, status codes, the caller-owned error record
+ *   2. allocator hooks
+ *   3. the dtype table
+ *   4. opening and closing a file (path + mmap, path + pread, caller buffer)
+ *   5. tensors: count, by index, by name, bounded reads, checksum verification
+ *   6. typed metadata
+ *
+ * Ownership, in one place:
+ *   - ingot_file_open*() return an owned handle; release it with ingot_file_close() (NULL is a no-op).
+ *   - Every pointer a getter hands out (names, keys, strings, tensor data) is borrowed and valid
+ *     until ingot_file_close() on that handle. Tensor data is read-only.
+ *   - A failed call leaves its out-parameters NULL/zero and owns nothing.
+ *
+ * Threads: an open ingot_file is immutable after open. Any number of threads may call the
+ * getters, ingot_file_tensor_read() and the verify functions on one handle concurrently.
+ * ingot_file_close() must not race with any other call on the same handle.
+ *
+ * The mmap contract (read this if you open files by path in the default mode):
+ *   - Files are mapped read-only and private (PROT_READ, MAP_PRIVATE). Every extent the format
+ *     declares is validated against the file size taken by fstat() at open, so no pointer handed
+ *     out ever lies beyond the end of the file as it was at open.
+ *   - Do not truncate or rewrite a file in place while it is open: a page that no longer exists
+ *     raises SIGBUS in whoever touches it. Replace files by rename() instead (this is what every
+ *     ingot writer does): an existing mapping keeps the old contents for its whole life.
+ *     MAP_POPULATE or mlock() do not protect against truncation.
+ *   - ingot's own bulk reads (checksum verification, ingot_file_tensor_read(), conversions) run
+ *     under a per-thread SIGBUS guard and report INGOT_E_IO_FAULT instead of crashing. The guard
+ *     chains to any handler installed before. Pointers you dereference yourself are not guarded.
+ *   - Where mmap is unwanted (network or FUSE file systems, shared directories) open with
+ *     INGOT_IO_PREAD: only the header is read into memory; tensor data is then read on demand with
+ *     ingot_file_tensor_read() and ingot_tensor_info.data is NULL.
+ */
+#ifndef INGOT_CORE_H
+#define INGOT_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * 1. Version, export macro, status codes, errors
+ * ------------------------------------------------------------------------------------------- */
+
+#if defined(INGOT_STATIC_DEFINE) || !defined(__GNUC__)
+#define INGOT_API
+#else
+#define INGOT_API __attribute__((visibility("default")))
+#endif
+
+#if defined(__GNUC__)
+#define INGOT_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define INGOT_DEPRECATED(msg)
+#endif
+
+#define INGOT_VERSION_MAJOR 0
+#define INGOT_VERSION_MINOR 1
+#define INGOT_VERSION_PATCH 0
+#define INGOT_VERSION_NUMBER \
+    (INGOT_VERSION_MAJOR * 10000 + INGOT_VERSION_MINOR * 100 + INGOT_VERSION_PATCH)
+
+/** The library's INGOT_VERSION_NUMBER; compare with the header's to catch a mismatched install. */
+INGOT_API unsigned ingot_version_number(void);
+/** "MAJOR.MINOR.PATCH", static storage. */
+INGOT_API const char *ingot_version_string(void);
+
+/* Status codes: X(ENUM_SUFFIX, value, static message). Values never change once released; new
+ * codes are appended. Broad primaries; the detail goes into ingot_error. */
+#define INGOT_STATUS_LIST(X)                                                                     \
+    X(OK, 0, "success")                                                                          \
+    X(TRUNCATED, 1, "file or buffer ends before the data it declares")                           \
+    X(BAD_MAGIC, 2, "not a file of the expected format (magic bytes)")                           \
+    X(BAD_VERSION, 3, "unsupported format version")                                              \
+    X(BAD_HEADER_SIZE, 4, "header size field out of range")                                      \
+    X(BAD_COUNT, 5, "element count out of range")                                                \
+    X(BAD_STRING, 6, "malformed string (length, encoding or terminator)")                        \
+    X(BAD_ARRAY, 7, "malformed array (length or element type)")                                  \
+    X(BAD_TYPE, 8, "unknown type code")                                                          \
+    X(WRONG_TYPE, 9, "value has a different type than requested")                                \
+    X(DUPLICATE, 10, "duplicate tensor name or metadata key")                                    \
+    X(BAD_NDIMS, 11, "tensor rank out of range")                                                 \
+    X(BAD_SHAPE, 12, "tensor shape invalid or its element count overflows")                      \
+    X(BAD_SIZE, 13, "byte size inconsistent with dtype and shape, or overflowing")               \
+    X(BAD_LAYOUT, 14, "data offsets overlap, leave gaps, or fall outside the data section")      \
+    X(BAD_ALIGN, 15, "alignment invalid or data misaligned")                                     \
+    X(BAD_NAME, 16, "tensor name or key empty, too long or malformed")                           \
+    X(LIMIT, 17, "input exceeds a configured limit")                                             \
+    X(BAD_METADATA, 18, "metadata inconsistent with the tensors or the format's rules")          \
+    X(UNSUPPORTED, 19, "feature not supported")                                                  \
+    X(BAD_PATH, 20, "path refused (external, absolute or traversing)")                           \
+    X(BAD_CHECKSUM, 21, "checksum mismatch: data is corrupt")                                    \
+    X(NOMEM, 22, "out of memory")                                                                \
+    X(IO, 23, "input/output error")                                                              \
+    X(IO_FAULT, 24, "mapped file changed under us (SIGBUS while reading)")                       \
+    X(NOT_FOUND, 25, "no such tensor or key")                                                    \
+    X(RANGE, 26, "index or range out of bounds")                                                 \
+    X(MISUSE, 27, "API misuse (invalid argument or call order)")                                 \
+    X(UNKNOWN_FORMAT, 28, "file format not recognised")                                          \
+    X(BAD_FLAGS, 29, "unknown required feature flag set")
+
+typedef enum ingot_status {
+#define INGOT_X_(name, value, msg) INGOT_##name = value,
+    INGOT_STATUS_LIST(INGOT_X_)
+#undef INGOT_X_
+} ingot_status;
+
+/* INGOT_OK is spelled without E_; every failure also has an INGOT_E_ alias for readability. */
+#define INGOT_E_TRUNCATED INGOT_TRUNCATED
+#define INGOT_E_BAD_MAGIC INGOT_BAD_MAGIC
+#define INGOT_E_BAD_VERSION INGOT_BAD_VERSION
+#define INGOT_E_BAD_HEADER_SIZE INGOT_BAD_HEADER_SIZE
+#define INGOT_E_BAD_COUNT INGOT_BAD_COUNT
+#define INGOT_E_BAD_STRING INGOT_BAD_STRING
+#define INGOT_E_BAD_ARRAY INGOT_BAD_ARRAY
+#define INGOT_E_BAD_TYPE INGOT_BAD_TYPE
+#define INGOT_E_WRONG_TYPE INGOT_WRONG_TYPE
+#define INGOT_E_DUPLICATE INGOT_DUPLICATE
+#define INGOT_E_BAD_NDIMS INGOT_BAD_NDIMS
+#define INGOT_E_BAD_SHAPE INGOT_BAD_SHAPE
+#define INGOT_E_BAD_SIZE INGOT_BAD_SIZE
+#define INGOT_E_BAD_LAYOUT INGOT_BAD_LAYOUT
+#define INGOT_E_BAD_ALIGN INGOT_BAD_ALIGN
+#define INGOT_E_BAD_NAME INGOT_BAD_NAME
+#define INGOT_E_LIMIT INGOT_LIMIT
+#define INGOT_E_BAD_METADATA INGOT_BAD_METADATA
+#define INGOT_E_UNSUPPORTED INGOT_UNSUPPORTED
+#define INGOT_E_BAD_PATH INGOT_BAD_PATH
+#define INGOT_E_BAD_CHECKSUM INGOT_BAD_CHECKSUM
+#define INGOT_E_NOMEM INGOT_NOMEM
+#define INGOT_E_IO INGOT_IO
+#define INGOT_E_IO_FAULT INGOT_IO_FAULT
+#define INGOT_E_NOT_FOUND INGOT_NOT_FOUND
+#define INGOT_E_RANGE INGOT_RANGE
+#define INGOT_E_MISUSE INGOT_MISUSE
+#define INGOT_E_UNKNOWN_FORMAT INGOT_UNKNOWN_FORMAT
+#define INGOT_E_BAD_FLAGS INGOT_BAD_FLAGS
+
+/** Static English text for a status ("checksum mismatch: data is corrupt"). Never NULL. */
+INGOT_API const char *ingot_status_str(ingot_status s);
+/** The enum name without prefix ("BAD_CHECKSUM"). Never NULL ("UNKNOWN" for foreign values). */
+INGOT_API const char *ingot_status_name(ingot_status s);
+
+/** Offset value meaning "no particular byte offset". */
+#define INGOT_NO_OFFSET UINT64_MAX
+
+/** Caller-owned detail of a failure: pass one as the optional last argument of any call that can
+ *  fail on input. Nothing in it is allocated; it is fully written on failure and left untouched
+ *  on success. `where` names the tensor, key or region ("header", "tensor table") involved, or is
+ *  empty; `offset` is the byte offset in the file of the offending field, or INGOT_NO_OFFSET. */
+typedef struct ingot_error {
+    ingot_status code;
+    uint64_t offset;
+    char where[64];
+    char msg[192];
+} ingot_error;
+
+/** Formats "CODE_NAME: msg [where 'x'] [at byte N]" into buf (always NUL-terminated, truncated to
+ *  cap). Returns buf. */
+INGOT_API char *ingot_error_format(const ingot_error *e, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * 2. Allocator hooks (per object, never process-wide)
+ * ------------------------------------------------------------------------------------------- */
+
+/** All members NULL means libc. alloc returns memory aligned to at least `align` (a power of two
+ *  no larger than 4096) or NULL; free receives the size that was requested. */
+typedef struct ingot_allocator {
+    void *(*alloc)(void *ctx, size_t size, size_t align);
+    void (*free)(void *ctx, void *p, size_t size);
+    void *ctx;
+} ingot_allocator;
+
+/* ---------------------------------------------------------------------------------------------
+ * 3. The dtype table
+ *
+ * One list for every format. Values are stored on disk by .ingot and never change; new dtypes are
+ * appended. GGML block types are 256 + their ggml_type id so the two numberings stay related.
+ * X(NAME, value, block_elems, block_bytes). Names are what the CLI prints.
+ * ------------------------------------------------------------------------------------------- */
+#define INGOT_DTYPE_LIST(X)                                                                      \
+    X(F64, 1, 1, 8)                                                                              \
+    X(F32, 2, 1, 4)                                                                              \
+    X(F16, 3, 1, 2)                                                                              \
+    X(BF16, 4, 1, 2)                                                                             \
+    X(F8_E4M3, 5, 1, 1)                                                                          \
+    X(F8_E5M2, 6, 1, 1)                                                                          \
+    X(I64, 7, 1, 8)                                                                              \
+    X(I32, 8, 1, 4)                                                                              \
+    X(I16, 9, 1, 2)                                                                              \
+    X(I8, 10, 1, 1)                                                                              \
+    X(U64, 11, 1, 8)                                                                             \
+    X(U32, 12, 1, 4)                                                                             \
+    X(U16, 13, 1, 2)                                                                             \
+    X(U8, 14, 1, 1)                                                                              \
+    X(BOOL, 15, 1, 1)                                                                            \
+    X(Q4_0, 258, 32, 18)                                                                         \
+    X(Q4_1, 259, 32, 20)                                                                         \
+    X(Q5_0, 262, 32, 22)                                                                         \
+    X(Q5_1, 263, 32, 24)                                                                         \
+    X(Q8_0, 264, 32, 34)                                                                         \
+    X(Q8_1, 265, 32, 36)                                                                         \
+    X(Q2_K, 266, 256, 84)                                                                        \
+    X(Q3_K, 267, 256, 110)                                                                       \
+    X(Q4_K, 268, 256, 144)                                                                       \
+    X(Q5_K, 269, 256, 176)                                                                       \
+    X(Q6_K, 270, 256, 210)                                                                       \
+    X(Q8_K, 271, 256, 292)                                                                       \
+    X(IQ2_XXS, 272, 256, 66)                                                                     \
+    X(IQ2_XS, 273, 256, 74)                                                                      \
+    X(IQ3_XXS, 274, 256, 98)                                                                     \
+    X(IQ1_S, 275, 256, 50)                                                                       \
+    X(IQ4_NL, 276, 32, 18)                                                                       \
+    X(IQ3_S, 277, 256, 110)                                                                      \
+    X(IQ2_S, 278, 256, 82)                                                                       \
+    X(IQ4_XS, 279, 256, 136)                                                                     \
+    X(IQ1_M, 285, 256, 56)                                                                       \
+    X(TQ1_0, 290, 256, 54)                                                                       \
+    X(TQ2_0, 291, 256, 66)                                                                       \
+    X(MXFP4, 295, 32, 17)                                                                        \
+    X(NVFP4, 296, 64, 36)                                                                        \
+    X(Q1_0, 297, 128, 18)                                                                        \
+    X(Q2_0, 298, 64, 18)
+
+typedef enum ingot_dtype {
+    INGOT_DTYPE_INVALID = 0,
+#define INGOT_X_(name, value, be, bb) INGOT_DTYPE_##name = value,
+    INGOT_DTYPE_LIST(INGOT_X_)
+#undef INGOT_X_
+} ingot_dtype;
+
+/** "F32", "Q4_K", ...; NULL for a value not in the table. */
+INGOT_API const char *ingot_dtype_name(ingot_dtype dt);
+/** Parses a name as printed by ingot_dtype_name (exact, case-sensitive). */
+INGOT_API ingot_status ingot_dtype_from_name(const char *name, ingot_dtype *out);
+/** True if dt is in the table. */
+INGOT_API bool ingot_dtype_valid(ingot_dtype dt);
+/** Elements per block: 1 for scalar types, 32/64/128/256 for GGML block types; 0 if invalid. */
+INGOT_API uint32_t ingot_dtype_block_elems(ingot_dtype dt);
+/** Bytes per block (bytes per element for scalar types); 0 if invalid. */
+INGOT_API uint32_t ingot_dtype_block_bytes(ingot_dtype dt);
+/** True for GGML block types (opaque blocks; the innermost dimension is a multiple of the block). */
+INGOT_API bool ingot_dtype_is_quantized(ingot_dtype dt);
+
+#define INGOT_MAX_RANK 8
+
+/** Element count and byte size of a tensor, with every multiplication checked.
+ *  Errors: BAD_TYPE (unknown dtype), BAD_NDIMS (rank > INGOT_MAX_RANK), BAD_SHAPE (element
+ *  count overflows uint64), BAD_SIZE (byte size overflows, or the innermost dimension is not a
+ *  whole number of blocks). A rank-0 tensor is a scalar of one element. */
+INGOT_API ingot_status ingot_dtype_nbytes(ingot_dtype dt, uint32_t rank, const uint64_t *shape,
+                                          uint64_t *nelem, uint64_t *nbytes);
+
+/** Checksums used by .ingot (docs/FORMAT.md). */
+/** CRC-32C (Castagnoli, reflected 0x82F63B78, init and final xor 0xFFFFFFFF) of buf, continuing
+ *  from `crc` (0 to start). Uses SSE4.2 when the CPU has it. crc32c("123456789") == 0xE3069283. */
+INGOT_API uint32_t ingot_crc32c(uint32_t crc, const void *buf, size_t n);
+/** CRC of A||B from crc(A), crc(B) and len(B). */
+INGOT_API uint32_t ingot_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. Opening a file
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct ingot_file ingot_file;
+
+typedef enum ingot_io_mode {
+    INGOT_IO_MMAP = 0,  /**< map the file read-only (default) */
+    INGOT_IO_PREAD = 1, /**< read the header only; tensor data through ingot_file_tensor_read() */
+} ingot_io_mode;
+
+typedef enum ingot_verify_mode {
+    INGOT_VERIFY_HEADER = 0, /**< default: header checksum (every structural check always runs) */
+    INGOT_VERIFY_NONE = 1,   /**< skip checksums at open; structure is still fully validated */
+    INGOT_VERIFY_ALL = 2,    /**< also verify every tensor's checksum before returning */
+} ingot_verify_mode;
+
+/** Open options. Zero-initialise ({0}) for the defaults. */
+typedef struct ingot_open_opts {
+    ingot_io_mode io;
+    ingot_verify_mode verify;
+    const ingot_allocator *allocator; /**< NULL: libc; copied, ctx must outlive the file */
+    const char *format;               /**< NULL: detect from content; else an adapter name */
+    uint32_t threads;                 /**< threads for INGOT_VERIFY_ALL; 0 = 1 */
+} ingot_open_opts;
+
+/** Opens a model file of any known format; the format is detected from content, never from the
+ *  file name. In INGOT_IO_MMAP mode cost is O(header), independent of the size of the data.
+ *  @param opts  NULL for defaults.
+ *  @param out   owned handle, release with ingot_file_close(); NULL on failure.
+ *  @param err   optional failure detail.
+ *  Thread-safe. */
+INGOT_API ingot_status ingot_file_open(const char *path, const ingot_open_opts *opts,
+                                       ingot_file **out, ingot_error *err);
+
+/** Opens a file image held in memory. `buf` is borrowed: it must stay valid and unchanged until
+ *  ingot_file_close(). opts->io is ignored. */
+INGOT_API ingot_status ingot_file_open_buffer(const void *buf, size_t size,
+                                              const ingot_open_opts *opts, ingot_file **out,
+                                              ingot_error *err);
+
+/** Releases the handle, its mapping and every pointer it handed out. NULL is a no-op. */
+INGOT_API void ingot_file_close(ingot_file *f);
+
+/** Adapter name of the open file ("ingot", ...). Static storage. */
+INGOT_API const char *ingot_file_format(const ingot_file *f);
+/** Size of the file in bytes (fstat at open, or the buffer size). */
+INGOT_API uint64_t ingot_file_size(const ingot_file *f);
+/** Format version as "MAJOR.MINOR" (static or file-owned storage, valid until close). */
+INGOT_API const char *ingot_file_version(const ingot_file *f);
+/** Data alignment the file guarantees for every tensor (1 if the format has none). */
+INGOT_API uint64_t ingot_file_alignment(const ingot_file *f);
+
+/* ---------------------------------------------------------------------------------------------
+ * 5. Tensors
+ * ------------------------------------------------------------------------------------------- */
+
+/** Flags of ingot_tensor_info. Bits not listed are zero. */
+enum {
+    INGOT_TENSOR_HAS_PARAM_ID = 1u << 0,  /**< param_id is meaningful */
+    INGOT_TENSOR_BIG_ENDIAN = 1u << 1,    /**< stored elements are big-endian */
+    INGOT_TENSOR_FORTRAN = 1u << 2,       /**< stored in column-major order */
+    INGOT_TENSOR_STRIDED = 1u << 3,       /**< strides[] describe a non-contiguous view */
+    INGOT_TENSOR_NOT_MAPPED = 1u << 4,    /**< data is NULL: read with ingot_file_tensor_read() */
+    INGOT_TENSOR_UNALIGNED = 1u << 5,     /**< data not aligned to the dtype's element size */
+    INGOT_TENSOR_HAS_CHECKSUM = 1u << 6,  /**< the format stores a checksum for this tensor */
+};
+
+/** A view of one tensor. Caller-allocated, filled by ingot_file_tensor_at()/_find().
+ *  Frozen for this major version. */
+typedef struct ingot_tensor_info {
+    const char *name;                 /**< UTF-8, NUL-terminated, borrowed until close */
+    size_t name_len;                  /**< bytes, without the NUL */
+    ingot_dtype dtype;
+    uint32_t rank;                    /**< 0 (scalar) .. INGOT_MAX_RANK */
+    uint64_t shape[INGOT_MAX_RANK];   /**< outermost first; entries >= rank are 0 */
+    int64_t strides[INGOT_MAX_RANK];  /**< in elements; only with INGOT_TENSOR_STRIDED, else 0 */
+    uint64_t nelem;                   /**< product of shape (1 for a scalar) */
+    uint64_t nbytes;                  /**< bytes stored */
+    uint64_t offset;                  /**< absolute byte offset of the data in the file */
+    const void *data;                 /**< borrowed, read-only, valid until close; NULL if not mapped */
+    uint64_t param_id;                /**< with INGOT_TENSOR_HAS_PARAM_ID */
+    uint32_t flags;                   /**< INGOT_TENSOR_* */
+    uint32_t index;                   /**< position in the file's tensor list */
+} ingot_tensor_info;
+
+/** Number of tensors. */
+INGOT_API uint64_t ingot_file_tensor_count(const ingot_file *f);
+
+/** Fills *out for tensor i (0-based, in file order). RANGE if i >= count. */
+INGOT_API ingot_status ingot_file_tensor_at(const ingot_file *f, uint64_t i,
+                                            ingot_tensor_info *out);
+
+/** Looks a tensor up by its exact name (NUL-terminated). O(log n), no allocation.
+ *  NOT_FOUND if absent (out is zeroed). */
+INGOT_API ingot_status ingot_file_tensor_find(const ingot_file *f, const char *name,
+                                              ingot_tensor_info *out);
+/** As ingot_file_tensor_find() with an explicit length (name need not be NUL-terminated). */
+INGOT_API ingot_status ingot_file_tensor_findn(const ingot_file *f, const char *name,
+                                               size_t len, ingot_tensor_info *out);
+
+/** Copies n bytes of tensor i's stored bytes, starting at byte `offset` of the tensor, into dst.
+ *  Works in every I/O mode; in mmap mode the copy runs under the SIGBUS guard (IO_FAULT if the
+ *  file was truncated under us). RANGE if offset+n exceeds the tensor. */
+INGOT_API ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t offset,
+                                              void *dst, size_t n, ingot_error *err);
+
+/** Verifies tensor i's stored checksum (BAD_CHECKSUM naming the tensor on mismatch). For
+ *  formats that store none, returns OK after checking the bytes are readable. */
+INGOT_API ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i,
+                                                ingot_error *err);
+
+/** Runs every check the format allows: header checksum, every tensor checksum, padding bytes.
+ *  `threads` 0 or 1 runs on the calling thread; more splits the work (results do not depend on
+ *  the thread count). The first failure in file order is reported. */
+INGOT_API ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads,
+                                         ingot_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * 6. Typed metadata
+ *
+ * Each entry has a key (UTF-8, unique in the file), a type and a value that is either a scalar or
+ * an array of that type. Keys and string values are borrowed (not necessarily NUL-terminated: use
+ * the lengths). Iteration order is the file's order (sorted by key for .ingot).
+ * ------------------------------------------------------------------------------------------- */
+
+#define INGOT_META_TYPE_LIST(X)                                                                  \
+    X(U8, 1, 1)                                                                                  \
+    X(U16, 2, 2)                                                                                 \
+    X(U32, 3, 4)                                                                                 \
+    X(U64, 4, 8)                                                                                 \
+    X(I8, 5, 1)                                                                                  \
+    X(I16, 6, 2)                                                                                 \
+    X(I32, 7, 4)                                                                                 \
+    X(I64, 8, 8)                                                                                 \
+    X(F32, 9, 4)                                                                                 \
+    X(F64, 10, 8)                                                                                \
+    X(BOOL, 11, 1)                                                                               \
+    X(STRING, 12, 0)                                                                             \
+    X(BYTES, 13, 0)
+
+typedef enum ingot_meta_type {
+    INGOT_META_INVALID = 0,
+#define INGOT_X_(name, value, size) INGOT_META_##name = value,
+    INGOT_META_TYPE_LIST(INGOT_X_)
+#undef INGOT_X_
+} ingot_meta_type;
+
+/** "u8".."f64", "bool", "string", "bytes"; NULL if invalid. */
+INGOT_API const char *ingot_meta_type_name(ingot_meta_type t);
+/** Size of one element in bytes (1,2,4,8; 0 for STRING/BYTES and invalid). */
+INGOT_API uint32_t ingot_meta_type_size(ingot_meta_type t);
+
+/** One metadata entry. Caller-allocated; pointers borrowed until close. */
+typedef struct ingot_meta_info {
+    const char *key;
+    size_t key_len;
+    ingot_meta_type type;
+    bool is_array;
+    uint64_t count; /**< array: element count. Scalar string/bytes: byte length. Else 1. */
+    uint64_t index; /**< position in the file's metadata list */
+    union {
+        uint64_t u; /**< U8..U64 widened */
+        int64_t i;  /**< I8..I64 widened */
+        double f;   /**< F32/F64 widened */
+        bool b;     /**< BOOL */
+    } v;            /**< scalar numeric and bool values */
+    const void *data; /**< scalar STRING/BYTES: the bytes (count of them); else NULL */
+} ingot_meta_info;
+
+/** Number of metadata entries. */
+INGOT_API uint64_t ingot_file_meta_count(const ingot_file *f);
+/** Entry i (0-based). RANGE if out of bounds. */
+INGOT_API ingot_status ingot_file_meta_at(const ingot_file *f, uint64_t i, ingot_meta_info *out);
+/** Entry by exact key (NUL-terminated). NOT_FOUND if absent. O(log n) for .ingot. */
+INGOT_API ingot_status ingot_file_meta_find(const ingot_file *f, const char *key,
+                                            ingot_meta_info *out);
+
+/* Typed scalar getters. NOT_FOUND if the key is absent; WRONG_TYPE if the entry has another type or
+ * is an array (types are never converted). Out-parameters are untouched on failure. */
+INGOT_API ingot_status ingot_file_meta_get_u8(const ingot_file *f, const char *key, uint8_t *out);
+INGOT_API ingot_status ingot_file_meta_get_u16(const ingot_file *f, const char *key, uint16_t *out);
+INGOT_API ingot_status ingot_file_meta_get_u32(const ingot_file *f, const char *key, uint32_t *out);
+INGOT_API ingot_status ingot_file_meta_get_u64(const ingot_file *f, const char *key, uint64_t *out);
+INGOT_API ingot_status ingot_file_meta_get_i8(const ingot_file *f, const char *key, int8_t *out);
+INGOT_API ingot_status ingot_file_meta_get_i16(const ingot_file *f, const char *key, int16_t *out);
+INGOT_API ingot_status ingot_file_meta_get_i32(const ingot_file *f, const char *key, int32_t *out);
+INGOT_API ingot_status ingot_file_meta_get_i64(const ingot_file *f, const char *key, int64_t *out);
+INGOT_API ingot_status ingot_file_meta_get_f32(const ingot_file *f, const char *key, float *out);
+INGOT_API ingot_status ingot_file_meta_get_f64(const ingot_file *f, const char *key, double *out);
+INGOT_API ingot_status ingot_file_meta_get_bool(const ingot_file *f, const char *key, bool *out);
+/** String value: *s points at *len bytes of UTF-8 (not NUL-terminated in general). */
+INGOT_API ingot_status ingot_file_meta_get_string(const ingot_file *f, const char *key,
+                                                  const char **s, size_t *len);
+INGOT_API ingot_status ingot_file_meta_get_bytes(const ingot_file *f, const char *key,
+                                                 const void **p, size_t *len);
+
+/** Array entry of element type `type`: *count receives the element count.
+ *  WRONG_TYPE if the entry is a scalar or has another element type. */
+INGOT_API ingot_status ingot_file_meta_get_array(const ingot_file *f, const char *key,
+                                                 ingot_meta_type type, uint64_t *count);
+/** Copies elements [first, first+n) of numeric/bool array entry `index` into dst, converted to
+ *  host byte order (BOOL as one byte 0/1). `type` must match the stored element type. */
+INGOT_API ingot_status ingot_file_meta_array_read(const ingot_file *f, uint64_t index,
+                                                  ingot_meta_type type, uint64_t first,
+                                                  uint64_t n, void *dst);
+/** Element `elem` of STRING or BYTES array entry `index`: borrowed bytes. */
+INGOT_API ingot_status ingot_file_meta_array_string(const ingot_file *f, uint64_t index,
+                                                    uint64_t elem, const char **s, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* INGOT_CORE_H */

@@ -1,0 +1,15 @@
+/*
+ * ingot/ingot.h - umbrella header: include this to use ingot.
+ *
+ *   core.h    open any model file zero-copy; tensors, typed metadata, verification
+ *   writer.h  streaming, crash-safe writer
+ *   native.h  the freestanding .ingot reader core (embedded use)
+ */
+#ifndef INGOT_INGOT_H
+#define INGOT_INGOT_H
+
+#include "ingot/core.h"
+#include "ingot/native.h"
+#include "ingot/writer.h"
+
+#endif

@@ -1,0 +1,14 @@
+/* crc32c.h - internal CRC-32C entry points (the public ones are in ingot/native.h). */
+#ifndef INGOT_CRC32C_H
+#define INGOT_CRC32C_H
+
+#include "deps.h"
+
+/* Portable path only (tests compare it with the accelerated one). */
+uint32_t ingot__crc32c_sw(uint32_t crc, const void *buf, size_t n);
+/* Appends nbytes zero bytes to a raw (non-inverted) CRC register. */
+uint32_t ingot__crc32c_shift(uint32_t raw, uint64_t nbytes);
+/* True when the hardware instruction is used. */
+bool ingot__crc32c_hw(void);
+
+#endif

@@ -1,0 +1,612 @@
+/*
+ * file.c - the ingot_file object: opening by path (mmap or pread) or from a buffer, adapter
+ * dispatch, the format-agnostic getters (typed metadata included), guarded reads and parallel
+ * checksum verification. Knows no format: adapters come in as a list.
+ */
+#define _GNU_SOURCE
+#include "file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "checked.h"
+#include "crc32c.h"
+#include "error.h"
+#include "guard.h"
+#include "io.h"
+
+size_t ingot__verify_chunk = 4u << 20;
+
+#define PROBE_BYTES 64
+
+static ingot_status sys_err(ingot_error *err, ingot_status code, const char *what,
+                            const char *path, int e)
+{
+    return ingot__err(err, code, INGOT_NO_OFFSET, path, path ? strlen(path) : 0, "%s: %s", what,
+                      strerror(e));
+}
+
+static ingot_status new_file(const ingot_open_opts *opts, ingot_file **out, ingot_error *err)
+{
+    ingot_allocator a = {0};
+    if (opts && opts->allocator) a = *opts->allocator;
+    ingot_file *f = ingot__calloc(&a, sizeof *f);
+    if (!f) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the file");
+    f->alloc = a;
+    f->fd = -1;
+    f->alignment = 1;
+    if (opts) f->opts = *opts;
+    *out = f;
+    return INGOT_OK;
+}
+
+static void release(ingot_file *f)
+{
+    if (f->map) ingot__io->munmap(f->map, f->map_len);
+    if (f->fd >= 0) ingot__io->close(f->fd);
+    ingot__free(&f->alloc, f->head, f->head_len);
+    ingot__free(&f->alloc, f, sizeof *f);
+}
+
+void ingot_file_close(ingot_file *f)
+{
+    if (!f) return;
+    if (f->fmt && f->fmt->close) f->fmt->close(f);
+    release(f);
+}
+
+ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingot_error *err)
+{
+    if (n > f->size)
+        return ingot__err(err, INGOT_TRUNCATED, f->size, "header", 6,
+                          "need %llu bytes, file has %llu", (unsigned long long)n,
+                          (unsigned long long)f->size);
+    if (f->base) {
+        *p = f->base;
+        return INGOT_OK;
+    }
+    if (n > f->head_len) {
+        if (n > SIZE_MAX / 2)
+            return ingot__err(err, INGOT_LIMIT, 0, "header", 6, "header too large");
+        void *buf = f->head;
+        if (!ingot__grow(&f->alloc, &buf, f->head_len, (size_t)n))
+            return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, "header", 6,
+                              "allocating %llu header bytes", (unsigned long long)n);
+        f->head = buf;
+        size_t have = f->head_len;
+        f->head_len = (size_t)n;
+        while (have < n) {
+            ssize_t r = ingot__io->pread(f->fd, f->head + have, (size_t)n - have, (off_t)have);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                f->head_len = have;
+                if (r == 0)
+                    return ingot__err(err, INGOT_TRUNCATED, have, "header", 6,
+                                      "file ended while reading the header");
+                return sys_err(err, INGOT_IO, "pread", 0, errno);
+            }
+            have += (size_t)r;
+        }
+    }
+    *p = f->head;
+    return INGOT_OK;
+}
+
+typedef struct {
+    const uint8_t *src;
+    void *dst;
+    size_t n;
+} copy_job;
+
+static ingot_status do_copy(void *arg)
+{
+    copy_job *j = arg;
+    memcpy(j->dst, j->src, j->n);
+    return INGOT_OK;
+}
+
+ingot_status ingot__file_read(const ingot_file *f, uint64_t off, void *dst, size_t n,
+                              ingot_error *err)
+{
+    if (!ing_in_bounds(off, n, f->size))
+        return ingot__err(err, INGOT_RANGE, off, 0, 0, "read past the end of the file");
+    if (f->base) {
+        copy_job j = {f->base + off, dst, n};
+        ingot_status st = ingot__guard(do_copy, &j);
+        if (st == INGOT_IO_FAULT)
+            return ingot__err(err, st, off, 0, 0,
+                              "SIGBUS reading the mapping: the file was truncated or changed");
+        return st;
+    }
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = ingot__io->pread(f->fd, (uint8_t *)dst + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return sys_err(err, INGOT_IO, "pread", 0, errno);
+        if (r == 0)
+            return ingot__err(err, INGOT_IO_FAULT, off + done, 0, 0,
+                              "file shrank since it was opened");
+        done += (size_t)r;
+    }
+    return INGOT_OK;
+}
+
+static ingot_status dispatch(const ingot__format *const *formats, ingot_file *f, ingot_error *err)
+{
+    const ingot__format *best = NULL;
+    if (f->opts.format) {
+        for (size_t i = 0; formats[i]; i++)
+            if (strcmp(formats[i]->name, f->opts.format) == 0) best = formats[i];
+        if (!best)
+            return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, f->opts.format,
+                              strlen(f->opts.format), "no adapter of that name");
+    } else {
+        size_t n = f->size < PROBE_BYTES ? (size_t)f->size : PROBE_BYTES;
+        const uint8_t *head;
+        ING_TRY(ingot__file_head(f, n, &head, err));
+        int best_score = 0;
+        for (size_t i = 0; formats[i]; i++) {
+            int s = formats[i]->probe(head, n);
+            if (s > best_score) best_score = s, best = formats[i];
+        }
+        if (!best)
+            return ingot__err(err, f->size == 0 ? INGOT_TRUNCATED : INGOT_UNKNOWN_FORMAT, 0, 0, 0,
+                              f->size == 0 ? "empty file" : "no known format matches these bytes");
+    }
+    f->fmt = best;
+    ingot_status st = best->open(f, err);
+    if (st != INGOT_OK) {
+        f->fmt = NULL;
+        return st;
+    }
+    if (f->opts.verify == INGOT_VERIFY_ALL) {
+        st = ingot_file_verify(f, f->opts.threads, err);
+        if (st != INGOT_OK) {
+            if (best->close) best->close(f);
+            f->fmt = NULL;
+        }
+    }
+    return st;
+}
+
+ingot_status ingot__file_open_path(const ingot__format *const *formats, const char *path,
+                                   const ingot_open_opts *opts, ingot_file **out,
+                                   ingot_error *err)
+{
+    if (!out) return INGOT_MISUSE;
+    *out = NULL;
+    if (!path) return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "path is NULL");
+    ingot_file *f;
+    ING_TRY(new_file(opts, &f, err));
+    ingot_status st;
+    f->fd = ingot__io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (f->fd < 0) {
+        st = sys_err(err, errno == ENOENT ? INGOT_NOT_FOUND : INGOT_IO, "open", path, errno);
+        goto fail;
+    }
+    struct stat sb;
+    if (ingot__io->fstat(f->fd, &sb) != 0) {
+        st = sys_err(err, INGOT_IO, "fstat", path, errno);
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = ingot__err(err, INGOT_IO, INGOT_NO_OFFSET, path, strlen(path), "not a regular file");
+        goto fail;
+    }
+    f->size = (uint64_t)sb.st_size;
+    if (f->opts.io == INGOT_IO_MMAP && f->size > 0 && f->size <= SIZE_MAX) {
+        void *m = ingot__io->mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, f->fd, 0);
+        if (m != MAP_FAILED) {
+            f->map = m;
+            f->map_len = (size_t)f->size;
+            f->base = m;
+            ingot__io->close(f->fd); /* the mapping keeps the file alive */
+            f->fd = -1;
+        } /* else: fall back to pread, as SQLite does */
+    }
+    st = dispatch(formats, f, err);
+    if (st != INGOT_OK) goto fail;
+    *out = f;
+    return INGOT_OK;
+fail:
+    release(f);
+    return st;
+}
+
+ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const void *buf,
+                                     size_t size, const ingot_open_opts *opts, ingot_file **out,
+                                     ingot_error *err)
+{
+    if (!out) return INGOT_MISUSE;
+    *out = NULL;
+    if (!buf && size)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "buffer is NULL");
+    ingot_file *f;
+    ING_TRY(new_file(opts, &f, err));
+    static const uint8_t empty[1];
+    f->base = size ? buf : empty;
+    f->size = size;
+    ingot_status st = dispatch(formats, f, err);
+    if (st != INGOT_OK) {
+        release(f);
+        return st;
+    }
+    *out = f;
+    return INGOT_OK;
+}
+
+const char *ingot_file_format(const ingot_file *f) { return f ? f->fmt->name : NULL; }
+uint64_t ingot_file_size(const ingot_file *f) { return f ? f->size : 0; }
+const char *ingot_file_version(const ingot_file *f) { return f ? f->version : NULL; }
+uint64_t ingot_file_alignment(const ingot_file *f) { return f ? f->alignment : 0; }
+
+uint64_t ingot_file_tensor_count(const ingot_file *f) { return f ? f->fmt->tensor_count(f) : 0; }
+
+ingot_status ingot_file_tensor_at(const ingot_file *f, uint64_t i, ingot_tensor_info *out)
+{
+    if (!f || !out) return INGOT_MISUSE;
+    return f->fmt->tensor_at(f, i, out);
+}
+
+ingot_status ingot_file_tensor_findn(const ingot_file *f, const char *name, size_t len,
+                                     ingot_tensor_info *out)
+{
+    if (!f || !out || (!name && len)) return INGOT_MISUSE;
+    return f->fmt->tensor_find(f, name, len, out);
+}
+
+ingot_status ingot_file_tensor_find(const ingot_file *f, const char *name, ingot_tensor_info *out)
+{
+    if (!name) return INGOT_MISUSE;
+    return ingot_file_tensor_findn(f, name, strlen(name), out);
+}
+
+ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t offset, void *dst,
+                                    size_t n, ingot_error *err)
+{
+    if (!f || (!dst && n)) return INGOT_MISUSE;
+    ingot_tensor_info t;
+    ingot_status st = f->fmt->tensor_at(f, i, &t);
+    if (st != INGOT_OK) return ingot__err(err, st, INGOT_NO_OFFSET, 0, 0, "no tensor %llu",
+                                          (unsigned long long)i);
+    if (offset > t.nbytes || n > t.nbytes - offset)
+        return ingot__err(err, INGOT_RANGE, t.offset, t.name, t.name_len,
+                          "read of [%llu, +%zu) beyond the tensor's %llu bytes",
+                          (unsigned long long)offset, n, (unsigned long long)t.nbytes);
+    st = ingot__file_read(f, t.offset + offset, dst, n, err);
+    if (st != INGOT_OK && err) ingot__err(err, st, err->offset, t.name, t.name_len, "%s", err->msg);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Verification: tensors are split in chunks of ingot__verify_chunk bytes; workers CRC chunks in any
+ * order; chunk CRCs are then combined per tensor in file order, so the result and the reported
+ * failure never depend on the thread count.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t tensor;
+    uint64_t off, len; /* absolute */
+    uint32_t crc;
+    ingot_status st;
+} vitem;
+
+typedef struct {
+    const ingot_file *f;
+    vitem *items;
+    size_t n_items;
+    atomic_size_t next;
+} vshared;
+
+typedef struct {
+    vshared *s;
+    uint8_t *bounce; /* pread mode: this worker's read buffer */
+} vworker_arg;
+
+typedef struct {
+    const uint8_t *p;
+    uint64_t n;
+    uint32_t crc;
+    bool zero;
+} crc_job;
+
+static ingot_status crc_mapped(void *arg)
+{
+    crc_job *j = arg;
+    j->crc = ingot_crc32c(0, j->p, (size_t)j->n);
+    return INGOT_OK;
+}
+
+static ingot_status zero_mapped(void *arg)
+{
+    crc_job *j = arg;
+    j->zero = true;
+    for (uint64_t k = 0; k < j->n; k++)
+        if (j->p[k]) {
+            j->zero = false;
+            j->n = k;
+            break;
+        }
+    return INGOT_OK;
+}
+
+#define BOUNCE (1u << 20)
+
+/* CRC (or zero check) of [off, off+len) through the mapping or pread. */
+static ingot_status scan(const ingot_file *f, uint64_t off, uint64_t len, uint8_t *bounce,
+                         bool zero_check, uint32_t *crc, uint64_t *nonzero_at)
+{
+    if (f->base) {
+        crc_job j = {f->base + off, len, 0, true};
+        ingot_status st = ingot__guard(zero_check ? zero_mapped : crc_mapped, &j);
+        if (st != INGOT_OK) return st;
+        if (crc) *crc = j.crc;
+        if (zero_check && !j.zero) *nonzero_at = off + j.n;
+        return INGOT_OK;
+    }
+    uint32_t c = 0;
+    for (uint64_t done = 0; done < len;) {
+        size_t n = len - done < BOUNCE ? (size_t)(len - done) : BOUNCE;
+        ING_TRY(ingot__file_read(f, off + done, bounce, n, NULL));
+        if (zero_check) {
+            for (size_t k = 0; k < n; k++)
+                if (bounce[k]) {
+                    *nonzero_at = off + done + k;
+                    return INGOT_OK;
+                }
+        } else {
+            c = ingot_crc32c(c, bounce, n);
+        }
+        done += n;
+    }
+    if (crc) *crc = c;
+    return INGOT_OK;
+}
+
+static void *vworker(void *arg)
+{
+    vworker_arg *w = arg;
+    vshared *s = w->s;
+    for (;;) {
+        size_t k = atomic_fetch_add(&s->next, 1);
+        if (k >= s->n_items) break;
+        vitem *it = &s->items[k];
+        it->st = scan(s->f, it->off, it->len, w->bounce, false, &it->crc, NULL);
+    }
+    return NULL;
+}
+
+ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i, ingot_error *err)
+{
+    if (!f) return INGOT_MISUSE;
+    ingot_tensor_info t;
+    ingot_status st = f->fmt->tensor_at(f, i, &t);
+    if (st != INGOT_OK)
+        return ingot__err(err, st, INGOT_NO_OFFSET, 0, 0, "no tensor %llu", (unsigned long long)i);
+    bool has_crc = false;
+    uint32_t want = 0;
+    uint64_t zero_after = 0;
+    if (f->fmt->tensor_check) ING_TRY(f->fmt->tensor_check(f, i, &has_crc, &want, &zero_after));
+    uint8_t *bounce = NULL;
+    if (!f->base && !(bounce = ingot__alloc(&f->alloc, BOUNCE)))
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating a read buffer");
+    uint32_t got = 0;
+    uint64_t bad = UINT64_MAX;
+    st = scan(f, t.offset, t.nbytes, bounce, false, &got, NULL);
+    if (st == INGOT_OK && zero_after) st = scan(f, t.offset + t.nbytes, zero_after, bounce, true, NULL, &bad);
+    ingot__free(&f->alloc, bounce, BOUNCE);
+    if (st != INGOT_OK)
+        return ingot__err(err, st, t.offset, t.name, t.name_len, "reading tensor data failed");
+    if (has_crc && got != want)
+        return ingot__err(err, INGOT_BAD_CHECKSUM, t.offset, t.name, t.name_len,
+                          "tensor data checksum 0x%08x, stored 0x%08x", got, want);
+    if (bad != UINT64_MAX)
+        return ingot__err(err, INGOT_BAD_LAYOUT, bad, t.name, t.name_len,
+                          "padding after the tensor is not zero");
+    return INGOT_OK;
+}
+
+ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_error *err)
+{
+    if (!f) return INGOT_MISUSE;
+    if (f->fmt->verify_header) ING_TRY(f->fmt->verify_header(f, err));
+    uint64_t nt = f->fmt->tensor_count(f);
+    if (nt == 0) return INGOT_OK;
+    if (threads == 0) threads = 1;
+    if (threads > 64) threads = 64;
+
+    /* Plan: every tensor split in chunks (an empty tensor is one empty chunk). */
+    size_t chunk = ingot__verify_chunk ? ingot__verify_chunk : 1;
+    uint64_t n_items = 0;
+    for (uint64_t i = 0; i < nt; i++) {
+        ingot_tensor_info t;
+        ING_TRY(f->fmt->tensor_at(f, i, &t));
+        n_items += t.nbytes ? (t.nbytes + chunk - 1) / chunk : 1;
+    }
+    if (n_items > SIZE_MAX / sizeof(vitem))
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "too many chunks");
+    vshared s = {.f = f, .n_items = (size_t)n_items};
+    size_t items_bytes = (size_t)n_items * sizeof(vitem);
+    s.items = ingot__alloc(&f->alloc, items_bytes);
+    if (!s.items)
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the plan");
+    size_t k = 0;
+    for (uint64_t i = 0; i < nt; i++) {
+        ingot_tensor_info t;
+        f->fmt->tensor_at(f, i, &t);
+        uint64_t off = 0;
+        do {
+            uint64_t len = t.nbytes - off < chunk ? t.nbytes - off : chunk;
+            s.items[k++] = (vitem){(uint32_t)i, t.offset + off, len, 0, INGOT_OK};
+            off += len;
+        } while (off < t.nbytes);
+    }
+    atomic_init(&s.next, 0);
+    if (threads > n_items) threads = (uint32_t)n_items;
+
+    ingot_status st = INGOT_OK;
+    uint8_t *bounces = NULL;
+    size_t bounce_bytes = 0;
+    if (!f->base) {
+        bounce_bytes = (size_t)threads * BOUNCE;
+        bounces = ingot__alloc(&f->alloc, bounce_bytes);
+        if (!bounces) {
+            st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating read buffers");
+            goto done;
+        }
+    }
+    vworker_arg args[64];
+    pthread_t tids[64];
+    uint32_t started = 0;
+    for (uint32_t t = 0; t < threads; t++)
+        args[t] = (vworker_arg){&s, bounces ? bounces + (size_t)t * BOUNCE : NULL};
+    for (uint32_t t = 1; t < threads; t++, started++)
+        if (pthread_create(&tids[t - 1], NULL, vworker, &args[t]) != 0) break;
+    vworker(&args[0]); /* the caller works too; with no threads started it does everything */
+    for (uint32_t t = 0; t < started; t++) pthread_join(tids[t], NULL);
+
+    /* Combine per tensor, in file order; report the first failure. */
+    k = 0;
+    for (uint64_t i = 0; i < nt && st == INGOT_OK; i++) {
+        ingot_tensor_info t;
+        f->fmt->tensor_at(f, i, &t);
+        uint32_t crc = 0;
+        for (; k < s.n_items && s.items[k].tensor == i; k++) {
+            if (s.items[k].st != INGOT_OK) {
+                st = ingot__err(err, s.items[k].st, s.items[k].off, t.name, t.name_len,
+                                "reading tensor data failed (%s)",
+                                ingot_status_str(s.items[k].st));
+                break;
+            }
+            crc = ingot_crc32c_combine(crc, s.items[k].crc, s.items[k].len);
+        }
+        if (st != INGOT_OK) break;
+        bool has_crc = false;
+        uint32_t want = 0;
+        uint64_t zero_after = 0;
+        if (f->fmt->tensor_check) {
+            st = f->fmt->tensor_check(f, i, &has_crc, &want, &zero_after);
+            if (st != INGOT_OK) break;
+        }
+        if (has_crc && crc != want) {
+            st = ingot__err(err, INGOT_BAD_CHECKSUM, t.offset, t.name, t.name_len,
+                            "tensor data checksum 0x%08x, stored 0x%08x", crc, want);
+            break;
+        }
+        if (zero_after) {
+            uint64_t bad = UINT64_MAX;
+            st = scan(f, t.offset + t.nbytes, zero_after, bounces, true, NULL, &bad);
+            if (st != INGOT_OK)
+                st = ingot__err(err, st, t.offset + t.nbytes, t.name, t.name_len,
+                                "reading padding failed");
+            else if (bad != UINT64_MAX)
+                st = ingot__err(err, INGOT_BAD_LAYOUT, bad, t.name, t.name_len,
+                                "padding after the tensor is not zero");
+        }
+    }
+done:
+    ingot__free(&f->alloc, bounces, bounce_bytes);
+    ingot__free(&f->alloc, s.items, items_bytes);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Metadata
+ * ------------------------------------------------------------------------------------------- */
+
+uint64_t ingot_file_meta_count(const ingot_file *f) { return f ? f->fmt->meta_count(f) : 0; }
+
+ingot_status ingot_file_meta_at(const ingot_file *f, uint64_t i, ingot_meta_info *out)
+{
+    if (!f || !out) return INGOT_MISUSE;
+    return f->fmt->meta_at(f, i, out);
+}
+
+ingot_status ingot_file_meta_find(const ingot_file *f, const char *key, ingot_meta_info *out)
+{
+    if (!f || !key || !out) return INGOT_MISUSE;
+    return f->fmt->meta_find(f, key, strlen(key), out);
+}
+
+static ingot_status scalar(const ingot_file *f, const char *key, ingot_meta_type type,
+                           ingot_meta_info *m)
+{
+    ING_TRY(ingot_file_meta_find(f, key, m));
+    if (m->type != type || m->is_array) return INGOT_WRONG_TYPE;
+    return INGOT_OK;
+}
+
+#define GETTER(suffix, TYPE, ctype, field)                                                        \
+    ingot_status ingot_file_meta_get_##suffix(const ingot_file *f, const char *key, ctype *out)  \
+    {                                                                                             \
+        ingot_meta_info m;                                                                        \
+        if (!out) return INGOT_MISUSE;                                                            \
+        ING_TRY(scalar(f, key, INGOT_META_##TYPE, &m));                                           \
+        *out = (ctype)m.v.field;                                                                  \
+        return INGOT_OK;                                                                          \
+    }
+GETTER(u8, U8, uint8_t, u)
+GETTER(u16, U16, uint16_t, u)
+GETTER(u32, U32, uint32_t, u)
+GETTER(u64, U64, uint64_t, u)
+GETTER(i8, I8, int8_t, i)
+GETTER(i16, I16, int16_t, i)
+GETTER(i32, I32, int32_t, i)
+GETTER(i64, I64, int64_t, i)
+GETTER(f32, F32, float, f)
+GETTER(f64, F64, double, f)
+GETTER(bool, BOOL, bool, b)
+#undef GETTER
+
+ingot_status ingot_file_meta_get_string(const ingot_file *f, const char *key, const char **s,
+                                        size_t *len)
+{
+    ingot_meta_info m;
+    if (!s || !len) return INGOT_MISUSE;
+    ING_TRY(scalar(f, key, INGOT_META_STRING, &m));
+    *s = m.data;
+    *len = (size_t)m.count;
+    return INGOT_OK;
+}
+
+ingot_status ingot_file_meta_get_bytes(const ingot_file *f, const char *key, const void **p,
+                                       size_t *len)
+{
+    ingot_meta_info m;
+    if (!p || !len) return INGOT_MISUSE;
+    ING_TRY(scalar(f, key, INGOT_META_BYTES, &m));
+    *p = m.data;
+    *len = (size_t)m.count;
+    return INGOT_OK;
+}
+
+ingot_status ingot_file_meta_get_array(const ingot_file *f, const char *key, ingot_meta_type type,
+                                       uint64_t *count)
+{
+    ingot_meta_info m;
+    if (!count) return INGOT_MISUSE;
+    ING_TRY(ingot_file_meta_find(f, key, &m));
+    if (!m.is_array || m.type != type) return INGOT_WRONG_TYPE;
+    *count = m.count;
+    return INGOT_OK;
+}
+
+ingot_status ingot_file_meta_array_read(const ingot_file *f, uint64_t index, ingot_meta_type type,
+                                        uint64_t first, uint64_t n, void *dst)
+{
+    if (!f || (!dst && n)) return INGOT_MISUSE;
+    return f->fmt->meta_array_read(f, index, type, first, n, dst);
+}
+
+ingot_status ingot_file_meta_array_string(const ingot_file *f, uint64_t index, uint64_t elem,
+                                          const char **s, size_t *len)
+{
+    if (!f || !s || !len) return INGOT_MISUSE;
+    return f->fmt->meta_array_string(f, index, elem, s, len);
+}

@@ -1,0 +1,90 @@
+/*
+ * file.h - the ingot_file object and the format adapter interface (STYLE.md §7).
+ *
+ * A format adapter is one `ingot__format` descriptor. The core opens the file (mmap, pread or a
+ * caller buffer), asks every registered adapter to probe the first bytes, and hands the file to the
+ * best one. The adapter validates the header, keeps its state in f->state, and answers tensor and
+ * metadata queries. No format type reaches the public API.
+ */
+#ifndef INGOT_FILE_H
+#define INGOT_FILE_H
+
+#include "deps.h"
+#include "ingot/core.h"
+#include "ingot/writer.h"
+
+typedef struct ingot__writer_ops ingot__writer_ops;
+
+typedef struct ingot__format {
+    const char *name;
+    /* How sure the first n bytes (n may be small) are this format: 0 no, 100 full magic. */
+    int (*probe)(const uint8_t *head, size_t n);
+    /* Validates and indexes the file. On failure frees everything it allocated. */
+    ingot_status (*open)(ingot_file *f, ingot_error *err);
+    void (*close)(ingot_file *f);
+
+    uint64_t (*tensor_count)(const ingot_file *f);
+    ingot_status (*tensor_at)(const ingot_file *f, uint64_t i, ingot_tensor_info *out);
+    ingot_status (*tensor_find)(const ingot_file *f, const char *name, size_t len,
+                                ingot_tensor_info *out);
+    /* Integrity facts of tensor i: stored CRC-32C (has_crc false if none) and the number of
+     * bytes after its data that the format requires to be zero. NULL: no checksums, no padding. */
+    ingot_status (*tensor_check)(const ingot_file *f, uint64_t i, bool *has_crc, uint32_t *crc,
+                                 uint64_t *zero_after);
+    /* Re-verifies the header checksum (for ingot_file_verify). NULL: nothing to verify. */
+    ingot_status (*verify_header)(const ingot_file *f, ingot_error *err);
+
+    uint64_t (*meta_count)(const ingot_file *f);
+    ingot_status (*meta_at)(const ingot_file *f, uint64_t i, ingot_meta_info *out);
+    ingot_status (*meta_find)(const ingot_file *f, const char *key, size_t len,
+                              ingot_meta_info *out);
+    ingot_status (*meta_array_read)(const ingot_file *f, uint64_t index, ingot_meta_type type,
+                                    uint64_t first, uint64_t n, void *dst);
+    ingot_status (*meta_array_string)(const ingot_file *f, uint64_t index, uint64_t elem,
+                                      const char **s, size_t *len);
+
+    /* Writer for this format, or NULL if read-only. */
+    const ingot__writer_ops *writer;
+} ingot__format;
+
+struct ingot_file {
+    ingot_allocator alloc;
+    const ingot__format *fmt;
+    void *state; /* the adapter's */
+
+    const uint8_t *base; /* whole file image (mapping or caller buffer); NULL in pread mode */
+    uint64_t size;
+    int fd;              /* pread mode: open descriptor; else -1 */
+    void *map;           /* our mapping, or NULL */
+    size_t map_len;
+
+    uint8_t *head; /* pread mode: the first head_len bytes, read at open */
+    size_t head_len;
+
+    uint64_t alignment; /* set by the adapter */
+    char version[16];   /* set by the adapter: "1.0" */
+    ingot_open_opts opts;
+};
+
+/* For adapters: makes the first n bytes available (pread mode reads them once, at open) and points
+ * *p at them. TRUNCATED if the file is shorter. Not thread-safe: call only from open. */
+ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingot_error *err);
+
+/* Copies [off, off+n) of the file into dst: guarded memcpy from the mapping or pread. */
+ingot_status ingot__file_read(const ingot_file *f, uint64_t off, void *dst, size_t n,
+                              ingot_error *err);
+
+/* Opens with the given adapters (a NULL-terminated list, most distinctive magic first). The public
+ * ingot_file_open* live in the formats layer (src/formats/registry.c), which owns the list: the
+ * core knows no format. */
+ingot_status ingot__file_open_path(const ingot__format *const *formats, const char *path,
+                                   const ingot_open_opts *opts, ingot_file **out,
+                                   ingot_error *err);
+ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const void *buf,
+                                     size_t size, const ingot_open_opts *opts, ingot_file **out,
+                                     ingot_error *err);
+
+/* Chunk size of parallel verification; tests shrink it to hit boundaries. */
+extern size_t ingot__verify_chunk;
+
+#endif

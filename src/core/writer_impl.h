@@ -1,0 +1,100 @@
+/*
+ * writer_impl.h - the writer object shared by the public writer (writer.c) and the per-format
+ * writer ops (src/formats/<f>/). The core owns the description (metadata, tensors), the output sink
+ * (atomic file or memory), data streaming and CRC-32C; a format decides the bytes around the data.
+ */
+#ifndef INGOT_WRITER_IMPL_H
+#define INGOT_WRITER_IMPL_H
+
+#include "afile.h"
+#include "deps.h"
+#include "ingot/writer.h"
+
+typedef struct ingot__wmeta {
+    char *key; /* NUL-terminated copy */
+    uint32_t key_len;
+    ingot_meta_type type;
+    bool is_array;
+    uint64_t count;  /* as in ingot_meta_info */
+    uint64_t scalar; /* numeric/bool scalar: value bits, little-endian semantics, zero-extended */
+    uint8_t *blob;   /* string/bytes scalar: the bytes; numeric array: elements LE;
+                        string array: elements back to back */
+    size_t blob_len;
+    uint64_t *lens; /* string/bytes array: element lengths (count of them) */
+} ingot__wmeta;
+
+typedef struct ingot__wtensor {
+    char *name;
+    uint32_t name_len;
+    ingot_dtype dtype;
+    uint32_t rank;
+    uint64_t shape[INGOT_MAX_RANK];
+    uint64_t nbytes;
+    bool has_param_id;
+    uint64_t param_id;
+    const void *data; /* borrowed, or NULL for pushed */
+    uint32_t crc;     /* filled while streaming */
+    uint64_t offset;  /* absolute file offset, set by the format's begin */
+} ingot__wtensor;
+
+typedef struct ingot__writer_ops ingot__writer_ops;
+
+struct ingot__writer_ops {
+    /* Format restrictions on a tensor or a metadata entry (NULL: accept all). */
+    ingot_status (*check_tensor)(ingot_writer *w, const ingot__wtensor *t, ingot_error *err);
+    /* Lays out the file (sets every t->offset and *total) and writes what precedes the data. */
+    ingot_status (*begin)(ingot_writer *w, uint64_t *total, ingot_error *err);
+    /* Writes what goes between the previous tensor and tensor i (padding). */
+    ingot_status (*before_tensor)(ingot_writer *w, uint64_t i, ingot_error *err);
+    /* Everything is streamed: patch headers (checksums) and write any trailer. */
+    ingot_status (*finish)(ingot_writer *w, ingot_error *err);
+    void (*free_state)(ingot_writer *w);
+};
+
+enum { WS_DESCRIBE, WS_STREAM, WS_DONE, WS_FAILED };
+
+struct ingot_writer {
+    ingot_allocator alloc;
+    const ingot__writer_ops *ops;
+    uint32_t alignment;
+    bool no_fsync;
+    int state;
+
+    ingot__wmeta *meta;
+    size_t n_meta, cap_meta;
+    ingot__wtensor *tensors;
+    size_t n_tensors, cap_tensors;
+
+    /* sink */
+    bool to_mem;
+    ingot__afile af;
+    uint8_t *mem;
+    size_t mem_len, mem_cap;
+    uint64_t pos; /* bytes appended so far */
+
+    /* streaming */
+    size_t cur;          /* current tensor */
+    uint64_t cur_done;   /* bytes of it written */
+    uint32_t cur_crc;
+    uint64_t data_done, data_total;
+    ingot_progress_fn progress;
+    void *progress_ctx;
+
+    void *fmt_state; /* the format's */
+};
+
+/* Sink primitives for format writers. */
+ingot_status ingot__wsink_write(ingot_writer *w, const void *buf, size_t n, ingot_error *err);
+ingot_status ingot__wsink_zeros(ingot_writer *w, uint64_t n, ingot_error *err);
+ingot_status ingot__wsink_pwrite(ingot_writer *w, uint64_t off, const void *buf, size_t n,
+                                 ingot_error *err);
+
+/* Chunk size of streamed writes (CRC then write while the chunk is in cache); tests shrink it. */
+extern size_t ingot__write_chunk;
+
+/* Creates a writer for the given format ops. The public ingot_writer_new (src/formats/registry.c)
+ * looks the ops up by format name: the core knows no format. */
+ingot_status ingot__writer_create(const ingot__writer_ops *ops, const ingot_writer_opts *opts,
+                                  ingot_writer **out, ingot_error *err);
+
+#endif

@@ -1,0 +1,610 @@
+/*
+ * native_read.c - the freestanding .ingot v1 reader: validation at open, O(log n) lookups,
+ * typed metadata and checksum verification over a caller-provided image. No allocation, no stdio.
+ * Normative spec: docs/FORMAT.md; byte offsets: native_layout.h.
+ *
+ * Open validates every field before any use (RELIABILITY.md §0-1), in file order: fixed header,
+ * section layout, tensor entries, name index, metadata entries, then the header checksum. After a
+ * successful open every accessor is a bounds-free read of validated data.
+ */
+#include "checked.h"
+#include "crc32c.h"
+#include "error.h"
+#include "ingot/native.h"
+#include "native_layout.h"
+#include "utf8.h"
+
+struct ingot_native {
+    const uint8_t *buf;
+    uint64_t avail, file_size;
+    uint64_t header_size, n_tensors, n_meta;
+    uint64_t tt_off, ni_off, mt_off, pool_off, pool_size, data_off, data_size;
+    uint32_t minor, alignment;
+};
+
+_Static_assert(sizeof(struct ingot_native) <= INGOT_NATIVE_WORKSPACE, "workspace too small");
+
+#define ERR(code, off, where, wlen, ...) ingot__err(err, code, off, where, wlen, __VA_ARGS__)
+#define HERR(code, field, ...) ingot__err(err, code, field, "header", 6, __VA_ARGS__)
+
+static const uint8_t *tentry(const ingot_native *r, uint64_t i)
+{
+    return r->buf + r->tt_off + i * ING_TEN_SIZE;
+}
+static const uint8_t *mentry(const ingot_native *r, uint64_t i)
+{
+    return r->buf + r->mt_off + i * ING_MET_SIZE;
+}
+static const uint8_t *pool(const ingot_native *r) { return r->buf + r->pool_off; }
+
+/* Compares two byte strings: memcmp order, then shorter first (= code point order for UTF-8). */
+static int bytes_cmp(const uint8_t *a, uint64_t alen, const uint8_t *b, uint64_t blen)
+{
+    uint64_t n = alen < blen ? alen : blen;
+    int c = n ? ING_MEMCMP(a, b, (size_t)n) : 0;
+    if (c) return c;
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+static bool all_zero(const uint8_t *p, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (p[i]) return false;
+    return true;
+}
+
+ingot_status ingot_native_header_size(const void *head, size_t n, uint64_t *needed,
+                                      ingot_error *err)
+{
+    const uint8_t *h = (const uint8_t *)head;
+    if (!head || !needed) return INGOT_MISUSE;
+    *needed = 0;
+    if (n < ING_HDR_SIZE)
+        return HERR(INGOT_TRUNCATED, n, "file of %zu bytes is shorter than the 128-byte header", n);
+    if (ING_MEMCMP(h, ING_MAGIC, ING_MAGIC_LEN) != 0)
+        return HERR(INGOT_BAD_MAGIC, 0, "magic is not \\x89INGOT\\r\\n");
+    if (ing_ld16(h + HDR_MAJOR) != ING_VERSION_MAJOR)
+        return HERR(INGOT_BAD_VERSION, HDR_MAJOR, "major version %u (this reader reads 1)",
+                    ing_ld16(h + HDR_MAJOR));
+    uint64_t d = ing_ld64(h + HDR_DATA);
+    if (d < ING_HDR_SIZE)
+        return HERR(INGOT_BAD_LAYOUT, HDR_DATA, "data offset %llu inside the fixed header",
+                    (unsigned long long)d);
+    *needed = d;
+    return INGOT_OK;
+}
+
+/* Validates the fixed header and the section layout; fills r. */
+static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error *err)
+{
+    if (ING_MEMCMP(h, ING_MAGIC, ING_MAGIC_LEN) != 0)
+        return HERR(INGOT_BAD_MAGIC, 0, "magic is not \\x89INGOT\\r\\n");
+    uint32_t major = ing_ld16(h + HDR_MAJOR);
+    if (major != ING_VERSION_MAJOR)
+        return HERR(INGOT_BAD_VERSION, HDR_MAJOR, "major version %u (this reader reads 1)", major);
+    r->minor = ing_ld16(h + HDR_MINOR);
+    bool known = r->minor <= ING_VERSION_MINOR;
+
+    r->header_size = ing_ld32(h + HDR_HEADER_SIZE);
+    if (r->header_size < ING_HDR_SIZE || (r->header_size & 7) ||
+        (known && r->header_size != ING_HDR_SIZE))
+        return HERR(INGOT_BAD_HEADER_SIZE, HDR_HEADER_SIZE, "header size %llu (expected 128)",
+                    (unsigned long long)r->header_size);
+    uint32_t freq = ing_ld32(h + HDR_FLAGS_REQUIRED);
+    if (freq != 0)
+        return HERR(INGOT_BAD_FLAGS, HDR_FLAGS_REQUIRED,
+                    "required feature flags 0x%x unknown to this reader", freq);
+    /* flags_optional: unknown bits are ignored by design. */
+    if (known && (ing_ld32(h + HDR_RESERVED0) || ing_ld64(h + HDR_RESERVED1) ||
+                  ing_ld32(h + HDR_RESERVED2)))
+        return HERR(INGOT_BAD_FLAGS, HDR_RESERVED0, "reserved header fields are not zero");
+
+    r->alignment = ing_ld32(h + HDR_ALIGNMENT);
+    if (!ing_is_pow2(r->alignment) || r->alignment < ING_ALIGN_MIN || r->alignment > ING_ALIGN_MAX)
+        return HERR(INGOT_BAD_ALIGN, HDR_ALIGNMENT,
+                    "alignment %u is not a power of two in 64..65536", r->alignment);
+
+    uint64_t fsz = ing_ld64(h + HDR_FILE_SIZE);
+    if (fsz > r->file_size)
+        return HERR(INGOT_TRUNCATED, HDR_FILE_SIZE, "header declares %llu bytes, file has %llu",
+                    (unsigned long long)fsz, (unsigned long long)r->file_size);
+    if (fsz < r->file_size)
+        return HERR(INGOT_BAD_LAYOUT, HDR_FILE_SIZE,
+                    "%llu trailing bytes after the declared end of file",
+                    (unsigned long long)(r->file_size - fsz));
+
+    r->n_tensors = ing_ld64(h + HDR_N_TENSORS);
+    r->n_meta = ing_ld64(h + HDR_N_META);
+    uint64_t room = r->file_size - r->header_size;
+    if (r->n_tensors > UINT32_MAX || r->n_tensors > room / (ING_TEN_SIZE + 4))
+        return HERR(INGOT_BAD_COUNT, HDR_N_TENSORS, "tensor count %llu exceeds what the file holds",
+                    (unsigned long long)r->n_tensors);
+    if (r->n_meta > room / ING_MET_SIZE)
+        return HERR(INGOT_BAD_COUNT, HDR_N_META, "metadata count %llu exceeds what the file holds",
+                    (unsigned long long)r->n_meta);
+
+    r->tt_off = ing_ld64(h + HDR_TENSOR_TABLE);
+    r->ni_off = ing_ld64(h + HDR_NAME_INDEX);
+    r->mt_off = ing_ld64(h + HDR_META_TABLE);
+    r->pool_off = ing_ld64(h + HDR_POOL);
+    r->pool_size = ing_ld64(h + HDR_POOL_SIZE);
+    r->data_off = ing_ld64(h + HDR_DATA);
+    r->data_size = ing_ld64(h + HDR_DATA_SIZE);
+
+    /* Each section: 8-aligned start, after the previous one, size from the counts. Counts are
+     * bounded by the file size above, so the products cannot overflow. */
+    struct {
+        uint64_t off, size;
+        uint32_t field;
+        const char *name;
+    } sec[4] = {
+        {r->tt_off, r->n_tensors * ING_TEN_SIZE, HDR_TENSOR_TABLE, "tensor table"},
+        {r->ni_off, (r->n_tensors * 4 + 7) & ~(uint64_t)7, HDR_NAME_INDEX, "name index"},
+        {r->mt_off, r->n_meta * ING_MET_SIZE, HDR_META_TABLE, "metadata table"},
+        {r->pool_off, r->pool_size, HDR_POOL, "pool"},
+    };
+    uint64_t end = r->header_size;
+    for (int i = 0; i < 4; i++) {
+        if ((sec[i].off & 7) || sec[i].off < end || (known && sec[i].off != end))
+            return HERR(INGOT_BAD_LAYOUT, sec[i].field, "%s offset %llu (expected %llu)",
+                        sec[i].name, (unsigned long long)sec[i].off, (unsigned long long)end);
+        if (!ing_in_bounds(sec[i].off, sec[i].size, r->file_size))
+            return HERR(INGOT_TRUNCATED, sec[i].field, "%s of %llu bytes at %llu runs past the end",
+                        sec[i].name, (unsigned long long)sec[i].size,
+                        (unsigned long long)sec[i].off);
+        end = sec[i].off + sec[i].size;
+    }
+    if (r->data_off % r->alignment)
+        return HERR(INGOT_BAD_ALIGN, HDR_DATA, "data offset %llu is not a multiple of %u",
+                    (unsigned long long)r->data_off, r->alignment);
+    uint64_t want = 0;
+    if (!ing_round_up(end, r->alignment, &want) || r->data_off < end ||
+        (known && r->data_off != want))
+        return HERR(INGOT_BAD_LAYOUT, HDR_DATA, "data offset %llu (expected %llu)",
+                    (unsigned long long)r->data_off, (unsigned long long)want);
+    if (r->data_off > r->file_size || r->data_size != r->file_size - r->data_off)
+        return HERR(r->data_off > r->file_size ? INGOT_TRUNCATED : INGOT_BAD_LAYOUT,
+                    HDR_DATA_SIZE, "data section [%llu, +%llu) does not end at the file end %llu",
+                    (unsigned long long)r->data_off, (unsigned long long)r->data_size,
+                    (unsigned long long)r->file_size);
+    if (r->avail < r->data_off)
+        return HERR(INGOT_TRUNCATED, r->avail, "only %llu of the %llu header bytes are available",
+                    (unsigned long long)r->avail, (unsigned long long)r->data_off);
+    return INGOT_OK;
+}
+
+/* A name or key: pool-relative (off, len), NUL after it, valid UTF-8 without NUL. */
+static ingot_status check_name(const ingot_native *r, uint64_t off, uint64_t len,
+                               uint64_t field_abs, const char *what, ingot_error *err)
+{
+    if (len == 0 || len > ING_NAME_MAX)
+        return ERR(INGOT_BAD_NAME, field_abs, what, ing_strlen(what), "%s length %llu not in 1..65535", what,
+                   (unsigned long long)len);
+    if (off >= r->pool_size || len >= r->pool_size - off)
+        return ERR(INGOT_BAD_STRING, field_abs, what, ing_strlen(what), "%s [%llu, +%llu] outside the pool", what,
+                   (unsigned long long)off, (unsigned long long)len);
+    const uint8_t *s = pool(r) + off;
+    if (s[len] != 0 || !ingot__utf8_valid(s, len, false))
+        return ERR(INGOT_BAD_STRING, r->pool_off + off, (const char *)s, len,
+                   "%s is not NUL-terminated UTF-8 without NUL", what);
+    return INGOT_OK;
+}
+
+static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
+{
+    uint64_t pos = 0; /* end of the previous tensor, relative to the data section */
+    for (uint64_t i = 0; i < r->n_tensors; i++) {
+        const uint8_t *e = tentry(r, i);
+        uint64_t at = r->tt_off + i * ING_TEN_SIZE;
+        uint64_t noff = ing_ld64(e + TEN_NAME_OFF), nlen = ing_ld32(e + TEN_NAME_LEN);
+        ING_TRY(check_name(r, noff, nlen, at + TEN_NAME_OFF, "tensor name", err));
+        const char *name = (const char *)pool(r) + noff;
+#define TERR(code, field, ...) ERR(code, at + (field), name, nlen, __VA_ARGS__)
+        ingot_dtype dt = (ingot_dtype)ing_ld16(e + TEN_DTYPE);
+        if (!ingot_dtype_valid(dt))
+            return TERR(INGOT_BAD_TYPE, TEN_DTYPE, "unknown dtype code %u", (unsigned)dt);
+        uint32_t rank = e[TEN_RANK];
+        if (rank > INGOT_MAX_RANK)
+            return TERR(INGOT_BAD_NDIMS, TEN_RANK, "rank %u exceeds %d", rank, INGOT_MAX_RANK);
+        uint8_t fl = e[TEN_FLAGS];
+        if (fl & ~TEN_FLAG_PARAM_ID)
+            return TERR(INGOT_BAD_FLAGS, TEN_FLAGS, "unknown tensor flags 0x%x", fl);
+        if (!(fl & TEN_FLAG_PARAM_ID) && ing_ld64(e + TEN_PARAM_ID))
+            return TERR(INGOT_BAD_FLAGS, TEN_PARAM_ID, "param id set without its flag");
+        if (ing_ld32(e + TEN_RESERVED))
+            return TERR(INGOT_BAD_FLAGS, TEN_RESERVED, "reserved field is not zero");
+        uint64_t shape[INGOT_MAX_RANK];
+        for (uint32_t d = 0; d < INGOT_MAX_RANK; d++) {
+            shape[d] = ing_ld64(e + TEN_SHAPE + 8 * d);
+            if (d >= rank && shape[d])
+                return TERR(INGOT_BAD_SHAPE, TEN_SHAPE + 8 * d, "dimension %u beyond rank %u is %llu",
+                            d, rank, (unsigned long long)shape[d]);
+        }
+        uint64_t nbytes;
+        ingot_status st = ingot_dtype_nbytes(dt, rank, shape, 0, &nbytes);
+        if (st == INGOT_BAD_SHAPE)
+            return TERR(st, TEN_SHAPE, "element count overflows or a dimension exceeds 2^63-1");
+        if (st != INGOT_OK)
+            return TERR(st, TEN_SHAPE, "innermost dimension is not a whole number of %s blocks "
+                        "or the byte size overflows", ingot_dtype_name(dt));
+        if (ing_ld64(e + TEN_NBYTES) != nbytes)
+            return TERR(INGOT_BAD_SIZE, TEN_NBYTES, "stores %llu bytes, dtype and shape need %llu",
+                        (unsigned long long)ing_ld64(e + TEN_NBYTES), (unsigned long long)nbytes);
+        uint64_t off = ing_ld64(e + TEN_OFFSET), want = 0;
+        if (off % r->alignment)
+            return TERR(INGOT_BAD_ALIGN, TEN_OFFSET, "data offset %llu not a multiple of %u",
+                        (unsigned long long)off, r->alignment);
+        if (!ing_round_up(pos, r->alignment, &want) || off != want)
+            return TERR(INGOT_BAD_LAYOUT, TEN_OFFSET,
+                        "data offset %llu, expected %llu (tensors are stored in table order "
+                        "without gaps or overlaps)",
+                        (unsigned long long)off, (unsigned long long)want);
+        if (!ing_in_bounds(off, nbytes, r->data_size))
+            return TERR(INGOT_BAD_LAYOUT, TEN_OFFSET, "data [%llu, +%llu) past the data section",
+                        (unsigned long long)off, (unsigned long long)nbytes);
+        pos = off + nbytes;
+#undef TERR
+    }
+    if (pos != r->data_size)
+        return ERR(INGOT_BAD_LAYOUT, r->data_off + pos, "data", 4,
+                   "%llu bytes after the last tensor", (unsigned long long)(r->data_size - pos));
+    return INGOT_OK;
+}
+
+static void tensor_name(const ingot_native *r, uint64_t i, const uint8_t **s, uint64_t *len)
+{
+    const uint8_t *e = tentry(r, i);
+    *s = pool(r) + ing_ld64(e + TEN_NAME_OFF);
+    *len = ing_ld32(e + TEN_NAME_LEN);
+}
+
+static ingot_status check_index(const ingot_native *r, ingot_error *err)
+{
+    const uint8_t *ix = r->buf + r->ni_off;
+    const uint8_t *prev = 0;
+    uint64_t prev_len = 0;
+    for (uint64_t k = 0; k < r->n_tensors; k++) {
+        uint32_t i = ing_ld32(ix + 4 * k);
+        if (i >= r->n_tensors)
+            return ERR(INGOT_BAD_LAYOUT, r->ni_off + 4 * k, "name index", 10,
+                       "entry %llu names tensor %u of %llu", (unsigned long long)k, i,
+                       (unsigned long long)r->n_tensors);
+        const uint8_t *s;
+        uint64_t len;
+        tensor_name(r, i, &s, &len);
+        if (prev) {
+            int c = bytes_cmp(prev, prev_len, s, len);
+            if (c == 0)
+                return ERR(INGOT_DUPLICATE, r->ni_off + 4 * k, (const char *)s, len,
+                           "tensor name appears twice");
+            if (c > 0)
+                return ERR(INGOT_BAD_LAYOUT, r->ni_off + 4 * k, "name index", 10,
+                           "name index is not sorted at entry %llu", (unsigned long long)k);
+        }
+        prev = s;
+        prev_len = len;
+    }
+    if ((r->n_tensors & 1) && ing_ld32(ix + 4 * r->n_tensors))
+        return ERR(INGOT_BAD_LAYOUT, r->ni_off + 4 * r->n_tensors, "name index", 10,
+                   "padding is not zero");
+    return INGOT_OK;
+}
+
+static bool is_numeric(uint32_t t) { return t >= INGOT_META_U8 && t <= INGOT_META_BOOL; }
+
+static ingot_status check_meta(const ingot_native *r, ingot_error *err)
+{
+    const uint8_t *prev = 0;
+    uint64_t prev_len = 0;
+    for (uint64_t i = 0; i < r->n_meta; i++) {
+        const uint8_t *e = mentry(r, i);
+        uint64_t at = r->mt_off + i * ING_MET_SIZE;
+        uint64_t koff = ing_ld64(e + MET_KEY_OFF), klen = ing_ld32(e + MET_KEY_LEN);
+        ING_TRY(check_name(r, koff, klen, at + MET_KEY_OFF, "metadata key", err));
+        const uint8_t *key = pool(r) + koff;
+#define MERR(code, field, ...) ERR(code, at + (field), (const char *)key, klen, __VA_ARGS__)
+        if (prev) {
+            int c = bytes_cmp(prev, prev_len, key, klen);
+            if (c == 0) return MERR(INGOT_DUPLICATE, MET_KEY_OFF, "metadata key appears twice");
+            if (c > 0) return MERR(INGOT_BAD_LAYOUT, MET_KEY_OFF, "metadata table not sorted by key");
+        }
+        prev = key;
+        prev_len = klen;
+        uint32_t type = e[MET_TYPE], fl = e[MET_FLAGS];
+        if (type < INGOT_META_U8 || type > INGOT_META_BYTES)
+            return MERR(INGOT_BAD_TYPE, MET_TYPE, "unknown metadata type %u", type);
+        if (fl & ~MET_FLAG_ARRAY)
+            return MERR(INGOT_BAD_FLAGS, MET_FLAGS, "unknown metadata flags 0x%x", fl);
+        if (ing_ld16(e + MET_RESERVED))
+            return MERR(INGOT_BAD_FLAGS, MET_RESERVED, "reserved field is not zero");
+        uint64_t count = ing_ld64(e + MET_COUNT), val = ing_ld64(e + MET_VALUE);
+        uint32_t esz = ingot_meta_type_size((ingot_meta_type)type);
+        bool arr = fl & MET_FLAG_ARRAY;
+        if (!arr && is_numeric(type)) {
+            if (count != 1) return MERR(INGOT_BAD_COUNT, MET_COUNT, "scalar with count %llu",
+                                        (unsigned long long)count);
+            if (esz < 8 && (val >> (8 * esz)))
+                return MERR(INGOT_BAD_METADATA, MET_VALUE, "unused value bytes are not zero");
+            if (type == INGOT_META_BOOL && val > 1)
+                return MERR(INGOT_BAD_METADATA, MET_VALUE, "bool value %llu", (unsigned long long)val);
+            continue;
+        }
+        if (!arr) { /* string or bytes scalar: count bytes at pool offset val */
+            bool str = type == INGOT_META_STRING;
+            if (!ing_in_bounds(val, count, r->pool_size) || (str && count == r->pool_size - val))
+                return MERR(INGOT_BAD_STRING, MET_VALUE, "value [%llu, +%llu) outside the pool",
+                            (unsigned long long)val, (unsigned long long)count);
+            if (str && (pool(r)[val + count] != 0 || !ingot__utf8_valid(pool(r) + val, count, true)))
+                return MERR(INGOT_BAD_STRING, MET_VALUE, "string value is not NUL-terminated UTF-8");
+            continue;
+        }
+        if (is_numeric(type)) {
+            uint64_t bytes;
+            if (!ing_mul(count, esz, &bytes) || !ing_in_bounds(val, bytes, r->pool_size))
+                return MERR(INGOT_BAD_ARRAY, MET_COUNT, "array of %llu x %u bytes outside the pool",
+                            (unsigned long long)count, esz);
+            if (val % esz)
+                return MERR(INGOT_BAD_ALIGN, MET_VALUE, "array at pool offset %llu not aligned to %u",
+                            (unsigned long long)val, esz);
+            if (type == INGOT_META_BOOL)
+                for (uint64_t k = 0; k < count; k++)
+                    if (pool(r)[val + k] > 1)
+                        return MERR(INGOT_BAD_METADATA, MET_VALUE, "bool element %llu is %u",
+                                    (unsigned long long)k, pool(r)[val + k]);
+            continue;
+        }
+        uint64_t bytes;
+        if (!ing_mul(count, ING_STRREF_SIZE, &bytes) || !ing_in_bounds(val, bytes, r->pool_size))
+            return MERR(INGOT_BAD_ARRAY, MET_COUNT, "array of %llu strings outside the pool",
+                        (unsigned long long)count);
+        if (val & 7)
+            return MERR(INGOT_BAD_ALIGN, MET_VALUE, "string array not 8-aligned");
+        for (uint64_t k = 0; k < count; k++) {
+            const uint8_t *ref = pool(r) + val + k * ING_STRREF_SIZE;
+            uint64_t so = ing_ld64(ref), sl = ing_ld64(ref + 8);
+            bool str = type == INGOT_META_STRING;
+            if (!ing_in_bounds(so, sl, r->pool_size) || (str && sl == r->pool_size - so))
+                return MERR(INGOT_BAD_STRING, MET_VALUE, "element %llu outside the pool",
+                            (unsigned long long)k);
+            if (str && (pool(r)[so + sl] != 0 || !ingot__utf8_valid(pool(r) + so, sl, true)))
+                return MERR(INGOT_BAD_STRING, MET_VALUE, "element %llu is not NUL-terminated UTF-8",
+                            (unsigned long long)k);
+        }
+#undef MERR
+    }
+    return INGOT_OK;
+}
+
+ingot_status ingot_native_open(void *ws, size_t ws_size, const void *buf, size_t avail,
+                               uint64_t file_size, uint32_t flags, ingot_native **out,
+                               ingot_error *err)
+{
+    if (!out) return INGOT_MISUSE;
+    *out = 0;
+    if (!ws || ws_size < sizeof(ingot_native) || ((uintptr_t)ws & 7) || (!buf && avail) ||
+        avail > file_size)
+        return ERR(INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "bad workspace or buffer arguments");
+    if (avail < ING_HDR_SIZE)
+        return HERR(INGOT_TRUNCATED, avail, "file of %llu bytes is shorter than the 128-byte header",
+                    (unsigned long long)avail);
+    ingot_native *r = (ingot_native *)ws;
+    ING_MEMSET(r, 0, sizeof *r);
+    r->buf = (const uint8_t *)buf;
+    r->avail = avail;
+    r->file_size = file_size;
+    ING_TRY(check_header(r, r->buf, err));
+    const uint8_t *pad = r->buf + r->pool_off + r->pool_size;
+    if (!all_zero(pad, r->data_off - (r->pool_off + r->pool_size)))
+        return ERR(INGOT_BAD_LAYOUT, r->pool_off + r->pool_size, "header", 6,
+                   "padding before the data section is not zero");
+    ING_TRY(check_tensors(r, err));
+    ING_TRY(check_index(r, err));
+    ING_TRY(check_meta(r, err));
+    if (!(flags & INGOT_NATIVE_SKIP_HEADER_CRC)) {
+        uint32_t crc = ingot_crc32c(0, r->buf, HDR_CRC);
+        crc = ingot_crc32c(crc, r->buf + ING_HDR_SIZE, r->data_off - ING_HDR_SIZE);
+        uint32_t want = ing_ld32(r->buf + HDR_CRC);
+        if (crc != want)
+            return HERR(INGOT_BAD_CHECKSUM, HDR_CRC,
+                        "header checksum 0x%08x, computed 0x%08x over bytes [0, %llu)", want, crc,
+                        (unsigned long long)r->data_off);
+    }
+    *out = r;
+    return INGOT_OK;
+}
+
+uint64_t ingot_native_tensor_count(const ingot_native *r) { return r ? r->n_tensors : 0; }
+uint64_t ingot_native_meta_count(const ingot_native *r) { return r ? r->n_meta : 0; }
+uint32_t ingot_native_alignment(const ingot_native *r) { return r ? r->alignment : 0; }
+uint64_t ingot_native_data_offset(const ingot_native *r) { return r ? r->data_off : 0; }
+uint32_t ingot_native_version_minor(const ingot_native *r) { return r ? r->minor : 0; }
+
+ingot_status ingot_native_tensor_at(const ingot_native *r, uint64_t i, ingot_tensor_info *out)
+{
+    if (!r || !out) return INGOT_MISUSE;
+    ING_MEMSET(out, 0, sizeof *out);
+    if (i >= r->n_tensors) return INGOT_RANGE;
+    const uint8_t *e = tentry(r, i);
+    out->name = (const char *)pool(r) + ing_ld64(e + TEN_NAME_OFF);
+    out->name_len = ing_ld32(e + TEN_NAME_LEN);
+    out->dtype = (ingot_dtype)ing_ld16(e + TEN_DTYPE);
+    out->rank = e[TEN_RANK];
+    for (uint32_t d = 0; d < out->rank; d++) out->shape[d] = ing_ld64(e + TEN_SHAPE + 8 * d);
+    ingot_dtype_nbytes(out->dtype, out->rank, out->shape, &out->nelem, 0);
+    out->nbytes = ing_ld64(e + TEN_NBYTES);
+    out->offset = r->data_off + ing_ld64(e + TEN_OFFSET);
+    out->flags = INGOT_TENSOR_HAS_CHECKSUM;
+    if (r->avail == r->file_size)
+        out->data = r->buf + out->offset;
+    else
+        out->flags |= INGOT_TENSOR_NOT_MAPPED;
+    if (e[TEN_FLAGS] & TEN_FLAG_PARAM_ID) {
+        out->flags |= INGOT_TENSOR_HAS_PARAM_ID;
+        out->param_id = ing_ld64(e + TEN_PARAM_ID);
+    }
+    out->index = (uint32_t)i;
+    return INGOT_OK;
+}
+
+ingot_status ingot_native_tensor_find(const ingot_native *r, const char *name, size_t len,
+                                      ingot_tensor_info *out)
+{
+    if (!r || (!name && len) || !out) return INGOT_MISUSE;
+    const uint8_t *ix = r->buf + r->ni_off;
+    uint64_t lo = 0, hi = r->n_tensors;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        uint32_t i = ing_ld32(ix + 4 * mid);
+        const uint8_t *s;
+        uint64_t slen;
+        tensor_name(r, i, &s, &slen);
+        int c = bytes_cmp(s, slen, (const uint8_t *)name, len);
+        if (c == 0) return ingot_native_tensor_at(r, i, out);
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    ING_MEMSET(out, 0, sizeof *out);
+    return INGOT_NOT_FOUND;
+}
+
+ingot_status ingot_native_tensor_crc(const ingot_native *r, uint64_t i, uint32_t *crc)
+{
+    if (!r || !crc) return INGOT_MISUSE;
+    if (i >= r->n_tensors) return INGOT_RANGE;
+    *crc = ing_ld32(tentry(r, i) + TEN_CRC);
+    return INGOT_OK;
+}
+
+ingot_status ingot_native_tensor_verify(const ingot_native *r, uint64_t i, ingot_error *err)
+{
+    if (!r) return INGOT_MISUSE;
+    if (i >= r->n_tensors) return INGOT_RANGE;
+    if (r->avail != r->file_size)
+        return ERR(INGOT_UNSUPPORTED, INGOT_NO_OFFSET, 0, 0, "tensor data is not in the buffer");
+    const uint8_t *e = tentry(r, i);
+    const uint8_t *s;
+    uint64_t slen;
+    tensor_name(r, i, &s, &slen);
+    uint64_t off = ing_ld64(e + TEN_OFFSET), n = ing_ld64(e + TEN_NBYTES);
+    uint32_t want = ing_ld32(e + TEN_CRC), got = ingot_crc32c(0, r->buf + r->data_off + off, n);
+    if (got != want)
+        return ERR(INGOT_BAD_CHECKSUM, r->data_off + off, (const char *)s, slen,
+                   "tensor data checksum 0x%08x, stored 0x%08x", got, want);
+    uint64_t end = i + 1 < r->n_tensors ? ing_ld64(tentry(r, i + 1) + TEN_OFFSET) : off + n;
+    const uint8_t *pad = r->buf + r->data_off + off + n;
+    for (uint64_t k = 0; k < end - off - n; k++)
+        if (pad[k])
+            return ERR(INGOT_BAD_LAYOUT, r->data_off + off + n + k, (const char *)s, slen,
+                       "padding after the tensor is not zero");
+    return INGOT_OK;
+}
+
+static void meta_fill(const ingot_native *r, uint64_t i, ingot_meta_info *out)
+{
+    const uint8_t *e = mentry(r, i);
+    ING_MEMSET(out, 0, sizeof *out);
+    out->key = (const char *)pool(r) + ing_ld64(e + MET_KEY_OFF);
+    out->key_len = ing_ld32(e + MET_KEY_LEN);
+    out->type = (ingot_meta_type)e[MET_TYPE];
+    out->is_array = e[MET_FLAGS] & MET_FLAG_ARRAY;
+    out->count = ing_ld64(e + MET_COUNT);
+    out->index = i;
+    uint64_t v = ing_ld64(e + MET_VALUE);
+    if (out->is_array) return;
+    switch (out->type) {
+    case INGOT_META_U8: case INGOT_META_U16: case INGOT_META_U32: case INGOT_META_U64:
+        out->v.u = v;
+        break;
+    case INGOT_META_I8: out->v.i = (int8_t)(uint8_t)v; break;
+    case INGOT_META_I16: out->v.i = (int16_t)(uint16_t)v; break;
+    case INGOT_META_I32: out->v.i = (int32_t)(uint32_t)v; break;
+    case INGOT_META_I64: out->v.i = (int64_t)v; break;
+    case INGOT_META_F32: {
+        uint32_t b = (uint32_t)v;
+        float f;
+        ING_MEMCPY(&f, &b, 4);
+        out->v.f = f;
+        break;
+    }
+    case INGOT_META_F64: ING_MEMCPY(&out->v.f, &v, 8); break;
+    case INGOT_META_BOOL: out->v.b = v != 0; break;
+    case INGOT_META_STRING: case INGOT_META_BYTES: out->data = pool(r) + v; break;
+    case INGOT_META_INVALID: break;
+    }
+}
+
+ingot_status ingot_native_meta_at(const ingot_native *r, uint64_t i, ingot_meta_info *out)
+{
+    if (!r || !out) return INGOT_MISUSE;
+    if (i >= r->n_meta) {
+        ING_MEMSET(out, 0, sizeof *out);
+        return INGOT_RANGE;
+    }
+    meta_fill(r, i, out);
+    return INGOT_OK;
+}
+
+ingot_status ingot_native_meta_find(const ingot_native *r, const char *key, size_t len,
+                                    ingot_meta_info *out)
+{
+    if (!r || (!key && len) || !out) return INGOT_MISUSE;
+    uint64_t lo = 0, hi = r->n_meta;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        const uint8_t *e = mentry(r, mid);
+        int c = bytes_cmp(pool(r) + ing_ld64(e + MET_KEY_OFF), ing_ld32(e + MET_KEY_LEN),
+                          (const uint8_t *)key, len);
+        if (c == 0) {
+            meta_fill(r, mid, out);
+            return INGOT_OK;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    ING_MEMSET(out, 0, sizeof *out);
+    return INGOT_NOT_FOUND;
+}
+
+ingot_status ingot_native_meta_array_read(const ingot_native *r, uint64_t index,
+                                          ingot_meta_type type, uint64_t first, uint64_t n,
+                                          void *dst)
+{
+    if (!r || (!dst && n)) return INGOT_MISUSE;
+    if (index >= r->n_meta) return INGOT_RANGE;
+    const uint8_t *e = mentry(r, index);
+    if (!(e[MET_FLAGS] & MET_FLAG_ARRAY) || e[MET_TYPE] != (uint8_t)type || !is_numeric(type))
+        return INGOT_WRONG_TYPE;
+    uint64_t count = ing_ld64(e + MET_COUNT);
+    if (first > count || n > count - first) return INGOT_RANGE;
+    uint32_t esz = ingot_meta_type_size(type);
+    const uint8_t *src = pool(r) + ing_ld64(e + MET_VALUE) + first * esz;
+    uint8_t *d = (uint8_t *)dst;
+    for (uint64_t k = 0; k < n; k++) {
+        /* Stored little-endian; assemble in host order whatever the host is. */
+        uint64_t v = 0;
+        for (uint32_t b = 0; b < esz; b++) v |= (uint64_t)src[k * esz + b] << (8 * b);
+        switch (esz) {
+        case 1: d[k] = (uint8_t)v; break;
+        case 2: { uint16_t x = (uint16_t)v; ING_MEMCPY(d + 2 * k, &x, 2); break; }
+        case 4: { uint32_t x = (uint32_t)v; ING_MEMCPY(d + 4 * k, &x, 4); break; }
+        default: ING_MEMCPY(d + 8 * k, &v, 8); break;
+        }
+    }
+    return INGOT_OK;
+}
+
+ingot_status ingot_native_meta_array_string(const ingot_native *r, uint64_t index, uint64_t elem,
+                                            const char **s, size_t *len)
+{
+    if (!r || !s || !len) return INGOT_MISUSE;
+    if (index >= r->n_meta) return INGOT_RANGE;
+    const uint8_t *e = mentry(r, index);
+    if (!(e[MET_FLAGS] & MET_FLAG_ARRAY) ||
+        (e[MET_TYPE] != INGOT_META_STRING && e[MET_TYPE] != INGOT_META_BYTES))
+        return INGOT_WRONG_TYPE;
+    if (elem >= ing_ld64(e + MET_COUNT)) return INGOT_RANGE;
+    const uint8_t *ref = pool(r) + ing_ld64(e + MET_VALUE) + elem * ING_STRREF_SIZE;
+    *s = (const char *)pool(r) + ing_ld64(ref);
+    *len = (size_t)ing_ld64(ref + 8);
+    return INGOT_OK;
+}

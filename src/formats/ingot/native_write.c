@@ -1,0 +1,251 @@
+/*
+ * native_write.c - .ingot v1 writer ops: lays out the header region (fixed header, tensor table,
+ * name index, sorted metadata, pool) at begin, pads each tensor to the alignment, and at finish
+ * patches the tensor checksums and the header checksum. Deterministic: the same description gives
+ * the same bytes. Layout: docs/FORMAT.md, native_layout.h.
+ */
+#include <string.h>
+
+#include "alloc.h"
+#include "checked.h"
+#include "error.h"
+#include "ingot/core.h"
+#include "native_formats.h"
+#include "native_layout.h"
+
+typedef struct {
+    uint8_t *hdr; /* the whole header region [0, data_off) */
+    size_t hdr_len;
+    uint64_t data_off, file_size;
+} wstate;
+
+/* ---- a small stable merge sort of indices with a context comparator (qsort has no context) ---- */
+
+typedef int (*cmp_fn)(const void *ctx, uint32_t a, uint32_t b);
+
+static void msort(uint32_t *v, uint32_t *tmp, size_t n, cmp_fn cmp, const void *ctx)
+{
+    if (n < 2) return;
+    size_t h = n / 2;
+    msort(v, tmp, h, cmp, ctx);
+    msort(v + h, tmp, n - h, cmp, ctx);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n) tmp[k++] = cmp(ctx, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h) tmp[k++] = v[i++];
+    while (j < n) tmp[k++] = v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+static int bcmp_len(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t n = al < bl ? al : bl;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
+}
+
+static int cmp_tensor(const void *ctx, uint32_t a, uint32_t b)
+{
+    const ingot_writer *w = ctx;
+    return bcmp_len(w->tensors[a].name, w->tensors[a].name_len, w->tensors[b].name,
+                    w->tensors[b].name_len);
+}
+
+static int cmp_meta(const void *ctx, uint32_t a, uint32_t b)
+{
+    const ingot_writer *w = ctx;
+    return bcmp_len(w->meta[a].key, w->meta[a].key_len, w->meta[b].key, w->meta[b].key_len);
+}
+
+/* ---- pool layout: one pass computes sizes, a second writes (same code, out == NULL first) ---- */
+
+typedef struct {
+    uint8_t *out; /* NULL: measuring */
+    uint64_t len;
+} pool_t;
+
+static uint64_t pool_put(pool_t *p, const void *b, uint64_t n, bool nul)
+{
+    uint64_t at = p->len;
+    if (p->out && n) memcpy(p->out + at, b, (size_t)n);
+    if (p->out && nul) p->out[at + n] = 0;
+    p->len += n + (nul ? 1 : 0);
+    return at;
+}
+
+static void pool_align8(pool_t *p)
+{
+    uint64_t pad = (8 - (p->len & 7)) & 7;
+    if (p->out) memset(p->out + p->len, 0, (size_t)pad);
+    p->len += pad;
+}
+
+/* Lays out the pool; with p->out set, also fills tensor and metadata entries. */
+static void layout_pool(ingot_writer *w, pool_t *p, uint8_t *tt, uint8_t *mt,
+                        const uint32_t *meta_order)
+{
+    for (size_t i = 0; i < w->n_tensors; i++) {
+        uint64_t off = pool_put(p, w->tensors[i].name, w->tensors[i].name_len, true);
+        if (tt) ing_st64(tt + i * ING_TEN_SIZE + TEN_NAME_OFF, off);
+    }
+    for (size_t k = 0; k < w->n_meta; k++) {
+        const ingot__wmeta *m = &w->meta[meta_order ? meta_order[k] : k];
+        uint8_t *e = mt ? mt + k * ING_MET_SIZE : NULL;
+        uint64_t koff = pool_put(p, m->key, m->key_len, true);
+        uint64_t value = m->scalar;
+        bool str = m->type == INGOT_META_STRING;
+        if (!m->is_array && (m->type == INGOT_META_STRING || m->type == INGOT_META_BYTES)) {
+            value = pool_put(p, m->blob, m->blob_len, str);
+        } else if (m->is_array && m->lens) {
+            pool_align8(p);
+            value = p->len;
+            uint64_t refs = p->len;
+            p->len += m->count * ING_STRREF_SIZE;
+            uint64_t at = 0;
+            for (uint64_t j = 0; j < m->count; j++) {
+                uint64_t so = pool_put(p, m->blob + at, m->lens[j], str);
+                if (p->out) {
+                    ing_st64(p->out + refs + j * ING_STRREF_SIZE, so);
+                    ing_st64(p->out + refs + j * ING_STRREF_SIZE + 8, m->lens[j]);
+                }
+                at += m->lens[j];
+            }
+        } else if (m->is_array) {
+            pool_align8(p);
+            value = pool_put(p, m->blob, m->blob_len, false);
+        }
+        if (e) {
+            ing_st64(e + MET_KEY_OFF, koff);
+            ing_st32(e + MET_KEY_LEN, m->key_len);
+            e[MET_TYPE] = (uint8_t)m->type;
+            e[MET_FLAGS] = m->is_array ? MET_FLAG_ARRAY : 0;
+            ing_st64(e + MET_COUNT, m->count);
+            ing_st64(e + MET_VALUE, value);
+        }
+    }
+}
+
+static void free_state(ingot_writer *w)
+{
+    wstate *s = w->fmt_state;
+    if (!s) return;
+    ingot__free(&w->alloc, s->hdr, s->hdr_len);
+    ingot__free(&w->alloc, s, sizeof *s);
+    w->fmt_state = NULL;
+}
+
+static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
+{
+    uint64_t n = w->n_tensors, m = w->n_meta;
+    if (n > UINT32_MAX)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "more than 2^32-1 tensors");
+    uint64_t tt = ING_HDR_SIZE, ni = tt + n * ING_TEN_SIZE, mt = ni + ((n * 4 + 7) & ~7ull);
+    uint64_t po = mt + m * ING_MET_SIZE;
+    pool_t measure = {NULL, 0};
+    layout_pool(w, &measure, NULL, NULL, NULL);
+    uint64_t data_off, pos = 0;
+    if (!ing_round_up(po + measure.len, w->alignment, &data_off) || data_off > SIZE_MAX / 2)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header region too large");
+    for (size_t i = 0; i < n; i++) {
+        ingot__wtensor *t = &w->tensors[i];
+        uint64_t off;
+        if (!ing_round_up(pos, w->alignment, &off) || !ing_add(off, t->nbytes, &pos))
+            return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, t->name, t->name_len,
+                              "file size overflows");
+        t->offset = data_off + off;
+    }
+    uint64_t file_size;
+    if (!ing_add(data_off, pos, &file_size))
+        return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, 0, 0, "file size overflows");
+
+    wstate *s = ingot__calloc(&w->alloc, sizeof *s);
+    uint32_t *order = ingot__alloc(&w->alloc, (size_t)(n + m) * 2 * sizeof(uint32_t) + 4);
+    uint8_t *hdr = ingot__calloc(&w->alloc, (size_t)data_off);
+    if (!s || !order || !hdr) {
+        ingot__free(&w->alloc, s, sizeof *s);
+        ingot__free(&w->alloc, order, (size_t)(n + m) * 2 * sizeof(uint32_t) + 4);
+        ingot__free(&w->alloc, hdr, (size_t)data_off);
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the header");
+    }
+    s->hdr = hdr;
+    s->hdr_len = (size_t)data_off;
+    s->data_off = data_off;
+    s->file_size = file_size;
+    w->fmt_state = s;
+
+    /* name index and metadata order */
+    uint32_t *tmp = order + n + m;
+    for (uint32_t i = 0; i < n; i++) order[i] = i;
+    msort(order, tmp, (size_t)n, cmp_tensor, w);
+    uint32_t *morder = order + n;
+    for (uint32_t i = 0; i < m; i++) morder[i] = i;
+    msort(morder, tmp, (size_t)m, cmp_meta, w);
+
+    memcpy(hdr + HDR_MAGIC, ING_MAGIC, ING_MAGIC_LEN);
+    ing_st16(hdr + HDR_MAJOR, ING_VERSION_MAJOR);
+    ing_st16(hdr + HDR_MINOR, ING_VERSION_MINOR);
+    ing_st32(hdr + HDR_HEADER_SIZE, ING_HDR_SIZE);
+    ing_st32(hdr + HDR_ALIGNMENT, w->alignment);
+    ing_st64(hdr + HDR_FILE_SIZE, file_size);
+    ing_st64(hdr + HDR_N_TENSORS, n);
+    ing_st64(hdr + HDR_N_META, m);
+    ing_st64(hdr + HDR_TENSOR_TABLE, tt);
+    ing_st64(hdr + HDR_NAME_INDEX, ni);
+    ing_st64(hdr + HDR_META_TABLE, mt);
+    ing_st64(hdr + HDR_POOL, po);
+    ing_st64(hdr + HDR_POOL_SIZE, measure.len);
+    ing_st64(hdr + HDR_DATA, data_off);
+    ing_st64(hdr + HDR_DATA_SIZE, pos);
+
+    for (size_t i = 0; i < n; i++) {
+        const ingot__wtensor *t = &w->tensors[i];
+        uint8_t *e = hdr + tt + i * ING_TEN_SIZE;
+        ing_st32(e + TEN_NAME_LEN, t->name_len);
+        ing_st16(e + TEN_DTYPE, (uint16_t)t->dtype);
+        e[TEN_RANK] = (uint8_t)t->rank;
+        e[TEN_FLAGS] = t->has_param_id ? TEN_FLAG_PARAM_ID : 0;
+        ing_st64(e + TEN_PARAM_ID, t->has_param_id ? t->param_id : 0);
+        ing_st64(e + TEN_OFFSET, t->offset - data_off);
+        ing_st64(e + TEN_NBYTES, t->nbytes);
+        for (uint32_t d = 0; d < t->rank; d++) ing_st64(e + TEN_SHAPE + 8 * d, t->shape[d]);
+    }
+    for (size_t k = 0; k < n; k++) ing_st32(hdr + ni + 4 * k, order[k]);
+    pool_t fill = {hdr + po, 0};
+    layout_pool(w, &fill, hdr + tt, hdr + mt, morder);
+    ingot__free(&w->alloc, order, (size_t)(n + m) * 2 * sizeof(uint32_t) + 4);
+
+    /* Placeholder now (checksums are zero); finish() patches the header and tensor table. */
+    *total = file_size;
+    return ingot__wsink_write(w, hdr, (size_t)data_off, err);
+}
+
+static ingot_status before_tensor(ingot_writer *w, uint64_t i, ingot_error *err)
+{
+    uint64_t at = w->tensors[i].offset;
+    if (w->pos > at)
+        return ingot__err(err, INGOT_MISUSE, w->pos, 0, 0, "stream position past tensor start");
+    return ingot__wsink_zeros(w, at - w->pos, err);
+}
+
+static ingot_status finish(ingot_writer *w, ingot_error *err)
+{
+    wstate *s = w->fmt_state;
+    if (w->pos != s->file_size)
+        return ingot__err(err, INGOT_MISUSE, w->pos, 0, 0, "wrote %llu bytes, layout has %llu",
+                          (unsigned long long)w->pos, (unsigned long long)s->file_size);
+    uint8_t *tt = s->hdr + ING_HDR_SIZE;
+    for (size_t i = 0; i < w->n_tensors; i++)
+        ing_st32(tt + i * ING_TEN_SIZE + TEN_CRC, w->tensors[i].crc);
+    uint32_t crc = ingot_crc32c(0, s->hdr, HDR_CRC);
+    crc = ingot_crc32c(crc, s->hdr + ING_HDR_SIZE, s->hdr_len - ING_HDR_SIZE);
+    ing_st32(s->hdr + HDR_CRC, crc);
+    /* Only the fixed header and the tensor table changed. */
+    return ingot__wsink_pwrite(w, 0, s->hdr, ING_HDR_SIZE + w->n_tensors * ING_TEN_SIZE, err);
+}
+
+const ingot__writer_ops ingot__writer_native = {
+    .check_tensor = NULL,
+    .begin = begin,
+    .before_tensor = before_tensor,
+    .finish = finish,
+    .free_state = free_state,
+};

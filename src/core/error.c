@@ -44,17 +44,20 @@ static void put_str(out_t *o, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) put(o, s[i]);
 }
 
-static void put_uint(out_t *o, unsigned long long v, unsigned base)
+static void put_uint_w(out_t *o, unsigned long long v, unsigned base, int width, char padc)
 {
     char tmp[24];
-    size_t n = 0;
+    int n = 0;
     do {
         unsigned d = (unsigned)(v % base);
         tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
         v /= base;
     } while (v);
+    for (int k = n; k < width; k++) put(o, padc);
     while (n) put(o, tmp[--n]);
 }
+
+static void put_uint(out_t *o, unsigned long long v, unsigned base) { put_uint_w(o, v, base, 0, ' '); }
 
 static void put_int(out_t *o, long long v)
 {
@@ -75,7 +78,13 @@ size_t ingot__vfmt(char *buf, size_t cap, const char *fmt, va_list ap)
             continue;
         }
         p++;
-        int prec = -1, lng = 0;
+        int prec = -1, lng = 0, width = 0;
+        char padc = ' ';
+        if (*p == '0') {
+            padc = '0';
+            p++;
+        }
+        while (*p >= '0' && *p <= '9') width = width * 10 + (*p++ - '0');
         if (p[0] == '.' && p[1] == '*') {
             prec = va_arg(ap, int);
             p += 2;
@@ -110,7 +119,7 @@ size_t ingot__vfmt(char *buf, size_t cap, const char *fmt, va_list ap)
                                    : lng == 2 ? va_arg(ap, unsigned long long)
                                    : lng == 1 ? va_arg(ap, unsigned long)
                                               : va_arg(ap, unsigned);
-            put_uint(&o, v, base);
+            put_uint_w(&o, v, base, width, padc);
             break;
         }
         case '%':

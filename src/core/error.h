@@ -9,7 +9,7 @@
 #include "deps.h"
 #include "ingot/core.h"
 
-/* printf subset: %s %.*s %c %d %u %x %ld %lu %lx %lld %llu %llx %zu %%. Always NUL-terminates;
+/* printf subset: %s %.*s %c %d %u %x (%08x-style zero-padded width) %ld %lu %lx %lld %llu %llx %zu %%. Always NUL-terminates;
  * returns the length written (without NUL). */
 size_t ingot__vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
 size_t ingot__fmt(char *buf, size_t cap, const char *fmt, ...)

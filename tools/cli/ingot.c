@@ -1,1 +1,1072 @@
-int main(void){return 0;}
+/*
+ * ingot.c - the `ingot` command-line tool: info, verify, pack, unpack, dump, convert.
+ * Uses only the public API (include/ingot). Contract (other tools and tests rely on it):
+ * exit 0 ok, 1 input rejected (stderr names the error code and the place), 2 usage.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ingot/ingot.h"
+
+#define EXIT_REJECT 1
+#define EXIT_USAGE 2
+#define IO_CHUNK (4u << 20)
+
+static const char *prog = "ingot";
+
+static int usage(const char *fmt, ...)
+{
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: ", prog);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\n");
+        va_end(ap);
+    }
+    fprintf(stderr,
+            "usage:\n"
+            "  ingot info [--json] FILE\n"
+            "  ingot verify [--threads N] FILE\n"
+            "  ingot pack OUT [--align N] [--meta KEY[:TYPE]=VALUE]... "
+            "--tensor NAME:DTYPE:SHAPE=RAWFILE...\n"
+            "  ingot unpack FILE NAME -o OUT\n"
+            "  ingot dump FILE NAME [--limit N]\n"
+            "  ingot convert IN OUT [--align N]\n"
+            "  ingot --version\n"
+            "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
+            "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n");
+    return EXIT_USAGE;
+}
+
+static int fail_err(const ingot_error *e, const char *what)
+{
+    char buf[512];
+    ingot_error_format(e, buf, sizeof buf);
+    fprintf(stderr, "%s: %s: %s\n", prog, what, buf);
+    return EXIT_REJECT;
+}
+
+static int fail_st(ingot_status st, const char *what)
+{
+    fprintf(stderr, "%s: %s: %s: %s\n", prog, what, ingot_status_name(st), ingot_status_str(st));
+    return EXIT_REJECT;
+}
+
+static int fail_sys(const char *what, const char *path)
+{
+    fprintf(stderr, "%s: IO: %s '%s': %s\n", prog, what, path, strerror(errno));
+    return EXIT_REJECT;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Progress bar: stderr, only on a terminal, only once work has lasted about a second.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *label;
+    double start, last;
+    bool tty, shown;
+} progress;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress_init(progress *p, const char *label)
+{
+    p->label = label;
+    p->start = p->last = now();
+    p->tty = isatty(2);
+    p->shown = false;
+}
+
+static void progress_update(void *ctx, uint64_t done, uint64_t total)
+{
+    progress *p = ctx;
+    if (!p->tty) return;
+    double t = now();
+    if (t - p->start < 1.0 || (t - p->last < 0.1 && done < total)) return;
+    p->last = t;
+    p->shown = true;
+    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    double mb = (double)done / 1e6, rate = mb / (t - p->start);
+    fprintf(stderr, "\r%s [%s] %3d%% %.0f/%.0f MB %.0f MB/s", p->label, bar,
+            total ? (int)(100.0 * (double)done / (double)total) : 100, mb, (double)total / 1e6,
+            rate);
+}
+
+static void progress_end(progress *p)
+{
+    if (p->shown) fprintf(stderr, "\n");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------------------------- */
+
+static int open_file(const char *path, ingot_file **f)
+{
+    ingot_error e;
+    ingot_status st = ingot_file_open(path, NULL, f, &e);
+    if (st != INGOT_OK) return fail_err(&e, path);
+    return 0;
+}
+
+static void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    if (t->rank == 0) {
+        snprintf(buf, cap, "[]");
+        return;
+    }
+    for (uint32_t d = 0; d < t->rank && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? "x" : "", t->shape[d]);
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+/* JSON string with escapes; input is UTF-8 (validated by the reader). */
+static void json_str(FILE *o, const char *s, size_t n)
+{
+    fputc('"', o);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': fputs("\\\"", o); break;
+        case '\\': fputs("\\\\", o); break;
+        case '\n': fputs("\\n", o); break;
+        case '\r': fputs("\\r", o); break;
+        case '\t': fputs("\\t", o); break;
+        default:
+            if (c < 0x20 || c == 0x7f) fprintf(o, "\\u%04x", c);
+            else fputc(c, o);
+        }
+    }
+    fputc('"', o);
+}
+
+static void base64(FILE *o, const uint8_t *p, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    fputc('"', o);
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        fputc(tab[(v >> 18) & 63], o);
+        fputc(tab[(v >> 12) & 63], o);
+        fputc(i + 1 < n ? tab[(v >> 6) & 63] : '=', o);
+        fputc(i + 2 < n ? tab[v & 63] : '=', o);
+    }
+    fputc('"', o);
+}
+
+static void json_double(FILE *o, double v, bool is_f32)
+{
+    if (isnan(v)) fputs("\"NaN\"", o);
+    else if (isinf(v)) fputs(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", o);
+    else {
+        char buf[40];
+        snprintf(buf, sizeof buf, is_f32 ? "%.9g" : "%.17g", v);
+        /* keep floats recognisable as floats */
+        fputs(buf, o);
+        if (!strpbrk(buf, ".eE")) fputs(".0", o);
+    }
+}
+
+/* Prints element k of a numeric array entry (already host-order in buf). */
+static void print_elem(FILE *o, ingot_meta_type t, const void *buf, bool json)
+{
+    switch (t) {
+    case INGOT_META_U8: fprintf(o, "%u", *(const uint8_t *)buf); break;
+    case INGOT_META_U16: fprintf(o, "%u", *(const uint16_t *)buf); break;
+    case INGOT_META_U32: fprintf(o, "%" PRIu32, *(const uint32_t *)buf); break;
+    case INGOT_META_U64: fprintf(o, "%" PRIu64, *(const uint64_t *)buf); break;
+    case INGOT_META_I8: fprintf(o, "%d", *(const int8_t *)buf); break;
+    case INGOT_META_I16: fprintf(o, "%d", *(const int16_t *)buf); break;
+    case INGOT_META_I32: fprintf(o, "%" PRId32, *(const int32_t *)buf); break;
+    case INGOT_META_I64: fprintf(o, "%" PRId64, *(const int64_t *)buf); break;
+    case INGOT_META_F32:
+        if (json) json_double(o, *(const float *)buf, true);
+        else fprintf(o, "%.9g", *(const float *)buf);
+        break;
+    case INGOT_META_F64:
+        if (json) json_double(o, *(const double *)buf, false);
+        else fprintf(o, "%.17g", *(const double *)buf);
+        break;
+    case INGOT_META_BOOL: fputs(*(const uint8_t *)buf ? "true" : "false", o); break;
+    default: break;
+    }
+}
+
+/* Prints a metadata value: JSON or a human form (arrays truncated to `limit` elements). */
+static void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info *m, bool json,
+                             uint64_t limit)
+{
+    if (!m->is_array) {
+        switch (m->type) {
+        case INGOT_META_STRING: json_str(o, m->data, (size_t)m->count); return;
+        case INGOT_META_BYTES:
+            if (json) base64(o, m->data, (size_t)m->count);
+            else {
+                fprintf(o, "<%" PRIu64 " bytes>", m->count);
+            }
+            return;
+        case INGOT_META_F32: case INGOT_META_F64: {
+            if (json) json_double(o, m->v.f, m->type == INGOT_META_F32);
+            else fprintf(o, m->type == INGOT_META_F32 ? "%.9g" : "%.17g", m->v.f);
+            return;
+        }
+        case INGOT_META_BOOL: fputs(m->v.b ? "true" : "false", o); return;
+        case INGOT_META_I8: case INGOT_META_I16: case INGOT_META_I32: case INGOT_META_I64:
+            fprintf(o, "%" PRId64, m->v.i);
+            return;
+        default: fprintf(o, "%" PRIu64, m->v.u); return;
+        }
+    }
+    fputc('[', o);
+    uint64_t n = json ? m->count : (m->count < limit ? m->count : limit);
+    for (uint64_t k = 0; k < n; k++) {
+        if (k) fputs(json ? ", " : ", ", o);
+        if (m->type == INGOT_META_STRING || m->type == INGOT_META_BYTES) {
+            const char *s;
+            size_t len;
+            if (ingot_file_meta_array_string(f, m->index, k, &s, &len) != INGOT_OK) break;
+            if (m->type == INGOT_META_STRING) json_str(o, s, len);
+            else if (json) base64(o, (const uint8_t *)s, len);
+            else fprintf(o, "<%zu bytes>", len);
+        } else {
+            uint64_t v = 0;
+            if (ingot_file_meta_array_read(f, m->index, m->type, k, 1, &v) != INGOT_OK) break;
+            print_elem(o, m->type, &v, json);
+        }
+    }
+    if (n < m->count) fprintf(o, ", ... (%" PRIu64 " total)", m->count);
+    fputc(']', o);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * info
+ * ------------------------------------------------------------------------------------------- */
+
+static int cmd_info(int argc, char **argv)
+{
+    bool json = false;
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = true;
+        else if (argv[i][0] == '-' && argv[i][1]) return usage("info: unknown option %s", argv[i]);
+        else if (!path) path = argv[i];
+        else return usage("info: more than one file");
+    }
+    if (!path) return usage("info: missing FILE");
+    ingot_file *f;
+    int rc = open_file(path, &f);
+    if (rc) return rc;
+    uint64_t nt = ingot_file_tensor_count(f), nm = ingot_file_meta_count(f);
+    FILE *o = stdout;
+    if (json) {
+        fprintf(o, "{\"format\": ");
+        json_str(o, ingot_file_format(f), strlen(ingot_file_format(f)));
+        fprintf(o, ", \"version\": \"%s\", \"size\": %" PRIu64 ", \"alignment\": %" PRIu64,
+                ingot_file_version(f), ingot_file_size(f), ingot_file_alignment(f));
+        fprintf(o, ", \"metadata\": {");
+        for (uint64_t i = 0; i < nm; i++) {
+            ingot_meta_info m;
+            ingot_file_meta_at(f, i, &m);
+            fprintf(o, "%s", i ? ", " : "");
+            json_str(o, m.key, m.key_len);
+            fputs(": ", o);
+            print_meta_value(o, f, &m, true, 0);
+        }
+        fprintf(o, "}, \"tensors\": [");
+        for (uint64_t i = 0; i < nt; i++) {
+            ingot_tensor_info t;
+            ingot_file_tensor_at(f, i, &t);
+            fprintf(o, "%s{\"name\": ", i ? ", " : "");
+            json_str(o, t.name, t.name_len);
+            fprintf(o, ", \"dtype\": \"%s\", \"shape\": [", ingot_dtype_name(t.dtype));
+            for (uint32_t d = 0; d < t.rank; d++) fprintf(o, "%s%" PRIu64, d ? ", " : "", t.shape[d]);
+            fprintf(o, "], \"nbytes\": %" PRIu64 ", \"offset\": %" PRIu64 ", \"param_id\": ",
+                    t.nbytes, t.offset);
+            if (t.flags & INGOT_TENSOR_HAS_PARAM_ID) fprintf(o, "%" PRIu64, t.param_id);
+            else fputs("null", o);
+            if (t.flags & INGOT_TENSOR_BIG_ENDIAN) fputs(", \"byte_order\": \"big\"", o);
+            if (t.flags & INGOT_TENSOR_FORTRAN) fputs(", \"layout\": \"fortran\"", o);
+            fputc('}', o);
+        }
+        fprintf(o, "]}\n");
+    } else {
+        fprintf(o, "%s: %s %s, %" PRIu64 " bytes, alignment %" PRIu64 ", %" PRIu64
+                   " tensors, %" PRIu64 " metadata entries\n",
+                path, ingot_file_format(f), ingot_file_version(f), ingot_file_size(f),
+                ingot_file_alignment(f), nt, nm);
+        if (nm) fprintf(o, "\nmetadata:\n");
+        for (uint64_t i = 0; i < nm; i++) {
+            ingot_meta_info m;
+            ingot_file_meta_at(f, i, &m);
+            fprintf(o, "  %-32.*s %-6s%s ", (int)m.key_len, m.key, ingot_meta_type_name(m.type),
+                    m.is_array ? "[]" : "  ");
+            print_meta_value(o, f, &m, false, 8);
+            fputc('\n', o);
+        }
+        if (nt) {
+            size_t w = 4;
+            for (uint64_t i = 0; i < nt; i++) {
+                ingot_tensor_info t;
+                ingot_file_tensor_at(f, i, &t);
+                if (t.name_len > w) w = t.name_len;
+            }
+            if (w > 48) w = 48;
+            fprintf(o, "\n  %5s  %-*s  %-8s %-20s %14s %14s  %s\n", "#", (int)w, "name", "dtype",
+                    "shape", "nbytes", "offset", "param_id");
+            for (uint64_t i = 0; i < nt; i++) {
+                ingot_tensor_info t;
+                char sh[160];
+                ingot_file_tensor_at(f, i, &t);
+                shape_str(&t, sh, sizeof sh);
+                fprintf(o, "  %5" PRIu64 "  %-*.*s  %-8s %-20s %14" PRIu64 " %14" PRIu64 "  ", i,
+                        (int)w, (int)t.name_len, t.name, ingot_dtype_name(t.dtype), sh, t.nbytes,
+                        t.offset);
+                if (t.flags & INGOT_TENSOR_HAS_PARAM_ID) fprintf(o, "%" PRIu64 "\n", t.param_id);
+                else fputs("-\n", o);
+            }
+        }
+    }
+    ingot_file_close(f);
+    return fflush(o) == 0 ? 0 : EXIT_REJECT;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * verify
+ * ------------------------------------------------------------------------------------------- */
+
+static int cmd_verify(int argc, char **argv)
+{
+    const char *path = NULL;
+    uint64_t threads = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            if (!parse_u64(argv[++i], &threads) || threads > 64)
+                return usage("verify: bad --threads");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage("verify: unknown option %s", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return usage("verify: more than one file");
+        }
+    }
+    if (!path) return usage("verify: missing FILE");
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (uint64_t)(n < 8 ? n : 8) : 1;
+    }
+    ingot_file *f;
+    int rc = open_file(path, &f); /* checks the structure and the header checksum */
+    if (rc) return rc;
+    ingot_error e;
+    ingot_status st;
+    uint64_t nt = ingot_file_tensor_count(f), total = 0;
+    for (uint64_t i = 0; i < nt; i++) {
+        ingot_tensor_info t;
+        ingot_file_tensor_at(f, i, &t);
+        total += t.nbytes;
+    }
+    if (isatty(2) && total > (512u << 20)) {
+        /* Long job on a terminal: tensor by tensor so a progress bar can be shown. */
+        progress p;
+        progress_init(&p, "verify");
+        uint64_t done = 0;
+        st = INGOT_OK;
+        for (uint64_t i = 0; i < nt && st == INGOT_OK; i++) {
+            ingot_tensor_info t;
+            ingot_file_tensor_at(f, i, &t);
+            st = ingot_file_tensor_verify(f, i, &e);
+            done += t.nbytes;
+            progress_update(&p, done, total);
+        }
+        progress_end(&p);
+    } else {
+        st = ingot_file_verify(f, (uint32_t)threads, &e);
+    }
+    if (st != INGOT_OK) {
+        ingot_file_close(f);
+        return fail_err(&e, path);
+    }
+    printf("%s: OK (%s %s, %" PRIu64 " tensors, %" PRIu64 " bytes of tensor data, all checksums "
+           "match)\n",
+           path, ingot_file_format(f), ingot_file_version(f), nt, total);
+    ingot_file_close(f);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * pack
+ * ------------------------------------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static bool parse_scalar(ingot_meta_type t, const char *s, uint64_t *bits)
+{
+    char *end;
+    errno = 0;
+    switch (t) {
+    case INGOT_META_U8: case INGOT_META_U16: case INGOT_META_U32: case INGOT_META_U64: {
+        uint64_t v;
+        if (!parse_u64(s, &v)) return false;
+        uint32_t sz = ingot_meta_type_size(t);
+        if (sz < 8 && v >> (8 * sz)) return false;
+        *bits = v;
+        return true;
+    }
+    case INGOT_META_I8: case INGOT_META_I16: case INGOT_META_I32: case INGOT_META_I64: {
+        long long v = strtoll(s, &end, 0);
+        if (errno || *end || !*s) return false;
+        uint32_t sz = ingot_meta_type_size(t);
+        if (sz < 8) {
+            long long lim = 1ll << (8 * sz - 1);
+            if (v < -lim || v >= lim) return false;
+        }
+        *bits = (uint64_t)v;
+        return true;
+    }
+    case INGOT_META_F32: {
+        float v = strtof(s, &end);
+        if (*end || !*s) return false;
+        uint32_t b;
+        memcpy(&b, &v, 4);
+        *bits = b;
+        return true;
+    }
+    case INGOT_META_F64: {
+        double v = strtod(s, &end);
+        if (*end || !*s) return false;
+        memcpy(bits, &v, 8);
+        return true;
+    }
+    case INGOT_META_BOOL:
+        if (!strcmp(s, "true") || !strcmp(s, "1")) *bits = 1;
+        else if (!strcmp(s, "false") || !strcmp(s, "0")) *bits = 0;
+        else return false;
+        return true;
+    default: return false;
+    }
+}
+
+static ingot_meta_type meta_type_from(const char *s, size_t n)
+{
+    for (int t = INGOT_META_U8; t <= INGOT_META_BYTES; t++) {
+        const char *name = ingot_meta_type_name((ingot_meta_type)t);
+        if (strlen(name) == n && memcmp(name, s, n) == 0) return (ingot_meta_type)t;
+    }
+    return INGOT_META_INVALID;
+}
+
+/* --meta KEY=VALUE (string) or KEY:TYPE=VALUE or KEY:TYPE[]=V1,V2,... */
+static int add_meta_arg(ingot_writer *w, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq) return usage("--meta %s: expected KEY=VALUE", arg);
+    const char *colon = memchr(arg, ':', (size_t)(eq - arg));
+    /* the type is after the LAST colon before '=' so keys may contain ':' */
+    for (const char *c = colon; c && c < eq; c = memchr(c + 1, ':', (size_t)(eq - c - 1)))
+        colon = c;
+    ingot_meta_type type = INGOT_META_STRING;
+    bool array = false;
+    size_t klen = (size_t)(eq - arg);
+    if (colon) {
+        const char *ts = colon + 1;
+        size_t tn = (size_t)(eq - ts);
+        if (tn > 2 && ts[tn - 2] == '[' && ts[tn - 1] == ']') array = true, tn -= 2;
+        ingot_meta_type t = meta_type_from(ts, tn);
+        if (t != INGOT_META_INVALID) {
+            type = t;
+            klen = (size_t)(colon - arg);
+        } else if (array) {
+            return usage("--meta %s: unknown type", arg);
+        }
+    }
+    char *key = strndup(arg, klen);
+    const char *val = eq + 1;
+    ingot_status st = INGOT_OK;
+    if (!key) return fail_st(INGOT_NOMEM, "--meta");
+    if (!array && type == INGOT_META_STRING) {
+        st = ingot_writer_set_string(w, key, val);
+    } else if (!array && type == INGOT_META_BYTES) {
+        size_t n = strlen(val);
+        uint8_t *b = malloc(n / 2 + 1);
+        bool ok = b && n % 2 == 0;
+        for (size_t i = 0; ok && i < n / 2; i++) {
+            int hi = hexval(val[2 * i]), lo = hexval(val[2 * i + 1]);
+            if (hi < 0 || lo < 0) ok = false;
+            else b[i] = (uint8_t)(hi * 16 + lo);
+        }
+        st = ok ? ingot_writer_set_bytes(w, key, b, n / 2) : INGOT_BAD_METADATA;
+        free(b);
+    } else if (!array) {
+        uint64_t bits;
+        if (!parse_scalar(type, val, &bits)) st = INGOT_BAD_METADATA;
+        else switch (type) {
+            case INGOT_META_U8: st = ingot_writer_set_u8(w, key, (uint8_t)bits); break;
+            case INGOT_META_U16: st = ingot_writer_set_u16(w, key, (uint16_t)bits); break;
+            case INGOT_META_U32: st = ingot_writer_set_u32(w, key, (uint32_t)bits); break;
+            case INGOT_META_U64: st = ingot_writer_set_u64(w, key, bits); break;
+            case INGOT_META_I8: st = ingot_writer_set_i8(w, key, (int8_t)bits); break;
+            case INGOT_META_I16: st = ingot_writer_set_i16(w, key, (int16_t)bits); break;
+            case INGOT_META_I32: st = ingot_writer_set_i32(w, key, (int32_t)bits); break;
+            case INGOT_META_I64: st = ingot_writer_set_i64(w, key, (int64_t)bits); break;
+            case INGOT_META_F32: { float v; uint32_t b = (uint32_t)bits; memcpy(&v, &b, 4);
+                st = ingot_writer_set_f32(w, key, v); break; }
+            case INGOT_META_F64: { double v; memcpy(&v, &bits, 8);
+                st = ingot_writer_set_f64(w, key, v); break; }
+            case INGOT_META_BOOL: st = ingot_writer_set_bool(w, key, bits != 0); break;
+            default: st = INGOT_BAD_TYPE;
+            }
+    } else if (type == INGOT_META_STRING || type == INGOT_META_BYTES) {
+        /* comma-separated strings (no escaping: use the API for strings with commas) */
+        size_t cap = 1;
+        for (const char *c = val; *c; c++) cap += *c == ',';
+        const void **elems = calloc(cap, sizeof *elems);
+        size_t *lens = calloc(cap, sizeof *lens), n = 0;
+        if (!elems || !lens) st = INGOT_NOMEM;
+        for (const char *c = val; st == INGOT_OK;) {
+            const char *e = strchr(c, ',');
+            elems[n] = c;
+            lens[n++] = e ? (size_t)(e - c) : strlen(c);
+            if (!e) break;
+            c = e + 1;
+        }
+        if (st == INGOT_OK) st = ingot_writer_set_string_array(w, key, type, elems, lens, n);
+        free(elems);
+        free(lens);
+    } else {
+        size_t cap = 1;
+        for (const char *c = val; *c; c++) cap += *c == ',';
+        uint32_t esz = ingot_meta_type_size(type);
+        uint8_t *buf = calloc(cap, esz);
+        char *copy = strdup(val);
+        size_t n = 0;
+        if (!buf || !copy) st = INGOT_NOMEM;
+        for (char *tok = copy, *next; st == INGOT_OK && tok; tok = next) {
+            next = strchr(tok, ',');
+            if (next) *next++ = '\0';
+            if (!*tok && !next && n == 0) break; /* empty array */
+            uint64_t bits;
+            if (!parse_scalar(type, tok, &bits)) {
+                st = INGOT_BAD_METADATA;
+                break;
+            }
+            if (type == INGOT_META_F32) {
+                uint32_t b = (uint32_t)bits;
+                memcpy(buf + n * 4, &b, 4);
+            } else {
+                switch (esz) {
+                case 1: buf[n] = (uint8_t)bits; break;
+                case 2: { uint16_t x = (uint16_t)bits; memcpy(buf + 2 * n, &x, 2); break; }
+                case 4: { uint32_t x = (uint32_t)bits; memcpy(buf + 4 * n, &x, 4); break; }
+                default: memcpy(buf + 8 * n, &bits, 8);
+                }
+            }
+            n++;
+        }
+        if (st == INGOT_OK) st = ingot_writer_set_array(w, key, type, buf, n);
+        free(buf);
+        free(copy);
+    }
+    int rc = 0;
+    if (st == INGOT_BAD_METADATA) rc = usage("--meta %s: value does not parse as %s", arg,
+                                             ingot_meta_type_name(type));
+    else if (st != INGOT_OK) {
+        fprintf(stderr, "%s: --meta %s: %s: %s\n", prog, key, ingot_status_name(st),
+                ingot_status_str(st));
+        rc = EXIT_REJECT;
+    }
+    free(key);
+    return rc;
+}
+
+typedef struct {
+    char *name;
+    const char *raw;
+} pack_tensor;
+
+/* NAME:DTYPE:SHAPE=RAWFILE; NAME may contain ':' (DTYPE and SHAPE are the last two fields). */
+static int parse_tensor_arg(const char *arg, char **name, ingot_dtype *dt, uint32_t *rank,
+                            uint64_t *shape, const char **raw)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq) return usage("--tensor %s: expected NAME:DTYPE:SHAPE=RAWFILE", arg);
+    const char *c2 = NULL, *c1 = NULL;
+    for (const char *c = arg; c < eq; c++)
+        if (*c == ':') c1 = c2, c2 = c;
+    if (!c1 || c1 == arg) return usage("--tensor %s: expected NAME:DTYPE:SHAPE=RAWFILE", arg);
+    char dts[32];
+    size_t dn = (size_t)(c2 - c1 - 1);
+    if (dn >= sizeof dts) return usage("--tensor %s: unknown dtype", arg);
+    memcpy(dts, c1 + 1, dn);
+    dts[dn] = '\0';
+    if (ingot_dtype_from_name(dts, dt) != INGOT_OK)
+        return usage("--tensor %s: unknown dtype '%s'", arg, dts);
+    *rank = 0;
+    for (const char *s = c2 + 1; s < eq;) {
+        if (*rank == INGOT_MAX_RANK) return usage("--tensor %s: more than %d dims", arg, INGOT_MAX_RANK);
+        char *end;
+        if (*s < '0' || *s > '9') return usage("--tensor %s: bad shape", arg);
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || (end != eq && *end != 'x')) return usage("--tensor %s: bad shape", arg);
+        shape[(*rank)++] = v;
+        s = end == eq ? eq : end + 1;
+        if (end != eq && s == eq) return usage("--tensor %s: bad shape", arg);
+    }
+    *name = strndup(arg, (size_t)(c1 - arg));
+    *raw = eq + 1;
+    if (!*raw[0]) return usage("--tensor %s: missing RAWFILE", arg);
+    return *name ? 0 : fail_st(INGOT_NOMEM, "--tensor");
+}
+
+static int stream_file(ingot_writer *w, const char *path, uint64_t n, uint8_t *buf)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail_sys("open", path);
+    ingot_error e;
+    int rc = 0;
+    for (uint64_t done = 0; done < n && !rc;) {
+        size_t k = n - done < IO_CHUNK ? (size_t)(n - done) : IO_CHUNK;
+        ssize_t r = read(fd, buf, k);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            rc = r < 0 ? fail_sys("read", path)
+                       : (fprintf(stderr, "%s: IO: '%s' shrank while packing\n", prog, path),
+                          EXIT_REJECT);
+            break;
+        }
+        if (ingot_writer_write(w, buf, (size_t)r, &e) != INGOT_OK) rc = fail_err(&e, "write");
+        done += (uint64_t)r;
+    }
+    close(fd);
+    return rc;
+}
+
+static int cmd_pack(int argc, char **argv)
+{
+    if (argc < 1 || argv[0][0] == '-') return usage("pack: missing OUT");
+    const char *out = argv[0];
+    ingot_writer_opts wo = {0};
+    uint64_t align = 256;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--align") == 0) {
+            if (i + 1 >= argc || !parse_u64(argv[i + 1], &align) || align > 65536)
+                return usage("pack: bad --align");
+            i++;
+        }
+    wo.alignment = (uint32_t)align;
+    ingot_writer *w;
+    ingot_error e;
+    if (ingot_writer_new(&wo, &w, &e) != INGOT_OK) return fail_err(&e, "pack");
+    int rc = 0;
+    pack_tensor *list = calloc((size_t)argc, sizeof *list);
+    size_t n = 0;
+    if (!list) rc = fail_st(INGOT_NOMEM, "pack");
+    for (int i = 1; i < argc && !rc; i++) {
+        if (strcmp(argv[i], "--align") == 0) {
+            i++;
+        } else if (strcmp(argv[i], "--meta") == 0 && i + 1 < argc) {
+            rc = add_meta_arg(w, argv[++i]);
+        } else if (strcmp(argv[i], "--tensor") == 0 && i + 1 < argc) {
+            char *name = NULL;
+            ingot_dtype dt = INGOT_DTYPE_INVALID;
+            uint32_t rank = 0;
+            uint64_t shape[INGOT_MAX_RANK] = {0};
+            const char *raw = NULL;
+            rc = parse_tensor_arg(argv[++i], &name, &dt, &rank, shape, &raw);
+            if (rc) break;
+            list[n].name = name;
+            list[n].raw = raw;
+            n++;
+            uint64_t nbytes;
+            ingot_status st = ingot_dtype_nbytes(dt, rank, shape, NULL, &nbytes);
+            if (st != INGOT_OK) {
+                fprintf(stderr, "%s: %s: tensor '%s': %s\n", prog, ingot_status_name(st), name,
+                        ingot_status_str(st));
+                rc = EXIT_REJECT;
+                break;
+            }
+            struct stat sb;
+            if (stat(raw, &sb) != 0) {
+                rc = fail_sys("stat", raw);
+                break;
+            }
+            if ((uint64_t)sb.st_size != nbytes) {
+                fprintf(stderr,
+                        "%s: BAD_SIZE: tensor '%s': '%s' has %lld bytes, %s with this shape "
+                        "needs %" PRIu64 "\n",
+                        prog, name, raw, (long long)sb.st_size, ingot_dtype_name(dt), nbytes);
+                rc = EXIT_REJECT;
+                break;
+            }
+            if (ingot_writer_add_tensor(w, name, dt, rank, shape, NULL, NULL, &e) != INGOT_OK)
+                rc = fail_err(&e, "pack");
+        } else {
+            rc = usage("pack: unexpected argument %s", argv[i]);
+        }
+    }
+    uint8_t *buf = NULL;
+    progress p;
+    progress_init(&p, "pack");
+    ingot_writer_set_progress(w, progress_update, &p);
+    if (!rc && ingot_writer_begin(w, out, &e) != INGOT_OK) rc = fail_err(&e, out);
+    if (!rc && !(buf = malloc(IO_CHUNK))) rc = fail_st(INGOT_NOMEM, "pack");
+    for (size_t i = 0; i < n && !rc; i++) {
+        struct stat sb;
+        if (stat(list[i].raw, &sb) != 0) rc = fail_sys("stat", list[i].raw);
+        else rc = stream_file(w, list[i].raw, (uint64_t)sb.st_size, buf);
+    }
+    if (!rc && ingot_writer_commit(w, &e) != INGOT_OK) rc = fail_err(&e, out);
+    progress_end(&p);
+    free(buf);
+    for (size_t i = 0; i < n; i++) free(list[i].name);
+    free(list);
+    ingot_writer_free(w); /* removes the temporary if anything failed */
+    if (!rc) printf("wrote %s (%zu tensors)\n", out, n);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * unpack, dump
+ * ------------------------------------------------------------------------------------------- */
+
+static int find_tensor(ingot_file *f, const char *path, const char *name, ingot_tensor_info *t)
+{
+    if (ingot_file_tensor_find(f, name, t) == INGOT_OK) return 0;
+    fprintf(stderr, "%s: NOT_FOUND: no tensor named '%s' in %s\n", prog, name, path);
+    return EXIT_REJECT;
+}
+
+static int cmd_unpack(int argc, char **argv)
+{
+    const char *path = NULL, *name = NULL, *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1]) return usage("unpack: unknown option %s", argv[i]);
+        else if (!path) path = argv[i];
+        else if (!name) name = argv[i];
+        else return usage("unpack: unexpected argument %s", argv[i]);
+    }
+    if (!path || !name || !out) return usage("unpack: need FILE NAME -o OUT");
+    ingot_file *f;
+    int rc = open_file(path, &f);
+    if (rc) return rc;
+    ingot_tensor_info t;
+    if ((rc = find_tensor(f, path, name, &t))) {
+        ingot_file_close(f);
+        return rc;
+    }
+    FILE *o = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb");
+    uint8_t *buf = malloc(IO_CHUNK);
+    if (!o) rc = fail_sys("create", out);
+    else if (!buf) rc = fail_st(INGOT_NOMEM, "unpack");
+    ingot_error e;
+    for (uint64_t done = 0; !rc && done < t.nbytes;) {
+        size_t k = t.nbytes - done < IO_CHUNK ? (size_t)(t.nbytes - done) : IO_CHUNK;
+        if (ingot_file_tensor_read(f, t.index, done, buf, k, &e) != INGOT_OK)
+            rc = fail_err(&e, path);
+        else if (fwrite(buf, 1, k, o) != k) rc = fail_sys("write", out);
+        done += k;
+    }
+    if (o && o != stdout && fclose(o) != 0 && !rc) rc = fail_sys("close", out);
+    if (o == stdout && fflush(o) != 0 && !rc) rc = fail_sys("write", out);
+    free(buf);
+    ingot_file_close(f);
+    return rc;
+}
+
+static double half_to_double(uint16_t h)
+{
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return s ? -v : v;
+}
+
+static double bf16_to_double(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* OCP FP8 E4M3 (the "FN" variant: no infinities, S.1111.111 is NaN), bias 7. */
+static double e4m3_to_double(uint8_t b)
+{
+    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+    double v = (e == 15 && m == 7) ? NAN : e == 0 ? ldexp(m, -9) : ldexp(m + 8, e - 10);
+    return s ? -v : v;
+}
+
+/* OCP FP8 E5M2: IEEE-like, bias 15, with infinities and NaNs. */
+static double e5m2_to_double(uint8_t b)
+{
+    int s = b >> 7, e = (b >> 2) & 31, m = b & 3;
+    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(m + 4, e - 17);
+    return s ? -v : v;
+}
+
+static void print_value(ingot_dtype dt, const uint8_t *p)
+{
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    switch (dt) {
+    case INGOT_DTYPE_F64: { double d; memcpy(&d, p, 8); printf("%.17g", d); break; }
+    case INGOT_DTYPE_F32: { float v; memcpy(&v, p, 4); printf("%.9g", v); break; }
+    case INGOT_DTYPE_F16: memcpy(&u16, p, 2); printf("%.6g", half_to_double(u16)); break;
+    case INGOT_DTYPE_BF16: memcpy(&u16, p, 2); printf("%.5g", bf16_to_double(u16)); break;
+    case INGOT_DTYPE_F8_E4M3: printf("%.4g", e4m3_to_double(*p)); break;
+    case INGOT_DTYPE_F8_E5M2: printf("%.4g", e5m2_to_double(*p)); break;
+    case INGOT_DTYPE_I64: memcpy(&u64, p, 8); printf("%" PRId64, (int64_t)u64); break;
+    case INGOT_DTYPE_I32: memcpy(&u32, p, 4); printf("%" PRId32, (int32_t)u32); break;
+    case INGOT_DTYPE_I16: memcpy(&u16, p, 2); printf("%d", (int16_t)u16); break;
+    case INGOT_DTYPE_I8: printf("%d", (int8_t)*p); break;
+    case INGOT_DTYPE_U64: memcpy(&u64, p, 8); printf("%" PRIu64, u64); break;
+    case INGOT_DTYPE_U32: memcpy(&u32, p, 4); printf("%" PRIu32, u32); break;
+    case INGOT_DTYPE_U16: memcpy(&u16, p, 2); printf("%u", u16); break;
+    case INGOT_DTYPE_U8: printf("%u", *p); break;
+    case INGOT_DTYPE_BOOL: printf("%s", *p ? "true" : "false"); break;
+    default: break;
+    }
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+    const char *path = NULL, *name = NULL;
+    uint64_t limit = 64;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+            if (!parse_u64(argv[++i], &limit)) return usage("dump: bad --limit");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage("dump: unknown option %s", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else if (!name) {
+            name = argv[i];
+        } else {
+            return usage("dump: unexpected argument %s", argv[i]);
+        }
+    }
+    if (!path || !name) return usage("dump: need FILE NAME");
+    ingot_file *f;
+    int rc = open_file(path, &f);
+    if (rc) return rc;
+    ingot_tensor_info t;
+    if ((rc = find_tensor(f, path, name, &t))) {
+        ingot_file_close(f);
+        return rc;
+    }
+    char sh[160];
+    shape_str(&t, sh, sizeof sh);
+    printf("%.*s: %s %s, %" PRIu64 " elements\n", (int)t.name_len, t.name,
+           ingot_dtype_name(t.dtype), sh, t.nelem);
+    uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
+    bool blocks = be > 1;
+    uint64_t units = blocks ? t.nbytes / bb : t.nelem; /* elements, or blocks for quantized */
+    uint64_t n = units < limit ? units : limit;
+    uint8_t buf[512];
+    ingot_error e;
+    for (uint64_t k = 0; k < n && !rc; k++) {
+        if (ingot_file_tensor_read(f, t.index, k * bb, buf, bb, &e) != INGOT_OK) {
+            rc = fail_err(&e, path);
+            break;
+        }
+        if (blocks) {
+            printf("block %" PRIu64 ":", k);
+            for (uint32_t b = 0; b < bb; b++) printf(" %02x", buf[b]);
+            printf("\n");
+        } else {
+            print_value(t.dtype, buf);
+            printf(k + 1 < n ? (k % 8 == 7 ? "\n" : " ") : "\n");
+        }
+    }
+    if (!rc && n < units) printf("... (%" PRIu64 " more %s)\n", units - n, blocks ? "blocks" : "elements");
+    ingot_file_close(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * convert
+ * ------------------------------------------------------------------------------------------- */
+
+static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_meta_info *m)
+{
+    char *key = strndup(m->key, m->key_len);
+    if (!key) return INGOT_NOMEM;
+    ingot_status st = INGOT_OK;
+    if (!m->is_array) {
+        switch (m->type) {
+        case INGOT_META_U8: st = ingot_writer_set_u8(w, key, (uint8_t)m->v.u); break;
+        case INGOT_META_U16: st = ingot_writer_set_u16(w, key, (uint16_t)m->v.u); break;
+        case INGOT_META_U32: st = ingot_writer_set_u32(w, key, (uint32_t)m->v.u); break;
+        case INGOT_META_U64: st = ingot_writer_set_u64(w, key, m->v.u); break;
+        case INGOT_META_I8: st = ingot_writer_set_i8(w, key, (int8_t)m->v.i); break;
+        case INGOT_META_I16: st = ingot_writer_set_i16(w, key, (int16_t)m->v.i); break;
+        case INGOT_META_I32: st = ingot_writer_set_i32(w, key, (int32_t)m->v.i); break;
+        case INGOT_META_I64: st = ingot_writer_set_i64(w, key, m->v.i); break;
+        case INGOT_META_F32: st = ingot_writer_set_f32(w, key, (float)m->v.f); break;
+        case INGOT_META_F64: st = ingot_writer_set_f64(w, key, m->v.f); break;
+        case INGOT_META_BOOL: st = ingot_writer_set_bool(w, key, m->v.b); break;
+        case INGOT_META_STRING: st = ingot_writer_set_stringn(w, key, m->data, (size_t)m->count); break;
+        case INGOT_META_BYTES: st = ingot_writer_set_bytes(w, key, m->data, (size_t)m->count); break;
+        default: st = INGOT_BAD_TYPE;
+        }
+    } else if (m->type == INGOT_META_STRING || m->type == INGOT_META_BYTES) {
+        const void **elems = calloc(m->count ? (size_t)m->count : 1, sizeof *elems);
+        size_t *lens = calloc(m->count ? (size_t)m->count : 1, sizeof *lens);
+        if (!elems || !lens) st = INGOT_NOMEM;
+        for (uint64_t k = 0; st == INGOT_OK && k < m->count; k++) {
+            const char *s;
+            st = ingot_file_meta_array_string(f, m->index, k, &s, &lens[k]);
+            elems[k] = s;
+        }
+        if (st == INGOT_OK) st = ingot_writer_set_string_array(w, key, m->type, elems, lens, m->count);
+        free(elems);
+        free(lens);
+    } else {
+        uint32_t esz = ingot_meta_type_size(m->type);
+        void *buf = malloc(m->count ? (size_t)(m->count * esz) : 1);
+        if (!buf) st = INGOT_NOMEM;
+        if (st == INGOT_OK) st = ingot_file_meta_array_read(f, m->index, m->type, 0, m->count, buf);
+        if (st == INGOT_OK) st = ingot_writer_set_array(w, key, m->type, buf, m->count);
+        free(buf);
+    }
+    free(key);
+    return st;
+}
+
+static int cmd_convert(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    uint64_t align = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--align") == 0 && i + 1 < argc) {
+            if (!parse_u64(argv[++i], &align) || align > 65536) return usage("convert: bad --align");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage("convert: unknown option %s", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else if (!out) {
+            out = argv[i];
+        } else {
+            return usage("convert: unexpected argument %s", argv[i]);
+        }
+    }
+    if (!in || !out) return usage("convert: need IN OUT");
+    ingot_file *f;
+    int rc = open_file(in, &f);
+    if (rc) return rc;
+    ingot_writer_opts wo = {0};
+    wo.alignment = (uint32_t)(align ? align : ingot_file_alignment(f) >= 64 ? ingot_file_alignment(f) : 256);
+    ingot_writer *w;
+    ingot_error e;
+    if (ingot_writer_new(&wo, &w, &e) != INGOT_OK) {
+        ingot_file_close(f);
+        return fail_err(&e, out);
+    }
+    for (uint64_t i = 0; i < ingot_file_meta_count(f) && !rc; i++) {
+        ingot_meta_info m;
+        ingot_file_meta_at(f, i, &m);
+        ingot_status st = copy_meta(w, f, &m);
+        if (st != INGOT_OK) rc = fail_st(st, "convert: metadata");
+    }
+    uint64_t nt = ingot_file_tensor_count(f);
+    for (uint64_t i = 0; i < nt && !rc; i++) {
+        ingot_tensor_info t;
+        ingot_file_tensor_at(f, i, &t);
+        ingot_tensor_opts to = {(t.flags & INGOT_TENSOR_HAS_PARAM_ID) != 0, t.param_id};
+        if (ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, &to, NULL, &e) != INGOT_OK)
+            rc = fail_err(&e, out);
+    }
+    progress p;
+    progress_init(&p, "convert");
+    ingot_writer_set_progress(w, progress_update, &p);
+    uint8_t *buf = NULL;
+    if (!rc && ingot_writer_begin(w, out, &e) != INGOT_OK) rc = fail_err(&e, out);
+    if (!rc && !(buf = malloc(IO_CHUNK))) rc = fail_st(INGOT_NOMEM, "convert");
+    /* Stream through a bounded buffer: works in every I/O mode, never holds all the data. */
+    for (uint64_t i = 0; i < nt && !rc; i++) {
+        ingot_tensor_info t;
+        ingot_file_tensor_at(f, i, &t);
+        for (uint64_t done = 0; done < t.nbytes && !rc;) {
+            size_t k = t.nbytes - done < IO_CHUNK ? (size_t)(t.nbytes - done) : IO_CHUNK;
+            if (ingot_file_tensor_read(f, i, done, buf, k, &e) != INGOT_OK) rc = fail_err(&e, in);
+            else if (ingot_writer_write(w, buf, k, &e) != INGOT_OK) rc = fail_err(&e, out);
+            done += k;
+        }
+    }
+    if (!rc && ingot_writer_commit(w, &e) != INGOT_OK) rc = fail_err(&e, out);
+    progress_end(&p);
+    free(buf);
+    ingot_writer_free(w);
+    ingot_file_close(f);
+    if (!rc) printf("wrote %s (%" PRIu64 " tensors, alignment %u)\n", out, nt, wo.alignment);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) return usage(NULL);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("ingot %s\n", ingot_version_string());
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
+        usage(NULL);
+        return 0;
+    }
+    if (ingot_version_number() != INGOT_VERSION_NUMBER) {
+        fprintf(stderr, "%s: library version %s does not match the header\n", prog,
+                ingot_version_string());
+        return EXIT_REJECT;
+    }
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
+    if (!strcmp(cmd, "pack")) return cmd_pack(argc - 2, argv + 2);
+    if (!strcmp(cmd, "unpack")) return cmd_unpack(argc - 2, argv + 2);
+    if (!strcmp(cmd, "dump")) return cmd_dump(argc - 2, argv + 2);
+    if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
+    return usage("unknown command '%s'", cmd);
+}

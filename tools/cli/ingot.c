@@ -846,18 +846,24 @@ static double e5m2_to_double(uint8_t b)
     return s ? -v : v;
 }
 
+static void print_float(double v, int digits)
+{
+    if (isnan(v)) printf("nan"); /* no "-nan": the sign of a NaN carries no value */
+    else printf("%.*g", digits, v);
+}
+
 static void print_value(ingot_dtype dt, const uint8_t *p)
 {
     uint16_t u16;
     uint32_t u32;
     uint64_t u64;
     switch (dt) {
-    case INGOT_DTYPE_F64: { double d; memcpy(&d, p, 8); printf("%.17g", d); break; }
-    case INGOT_DTYPE_F32: { float v; memcpy(&v, p, 4); printf("%.9g", v); break; }
-    case INGOT_DTYPE_F16: memcpy(&u16, p, 2); printf("%.6g", half_to_double(u16)); break;
-    case INGOT_DTYPE_BF16: memcpy(&u16, p, 2); printf("%.5g", bf16_to_double(u16)); break;
-    case INGOT_DTYPE_F8_E4M3: printf("%.4g", e4m3_to_double(*p)); break;
-    case INGOT_DTYPE_F8_E5M2: printf("%.4g", e5m2_to_double(*p)); break;
+    case INGOT_DTYPE_F64: { double d; memcpy(&d, p, 8); print_float(d, 17); break; }
+    case INGOT_DTYPE_F32: { float v; memcpy(&v, p, 4); print_float(v, 9); break; }
+    case INGOT_DTYPE_F16: memcpy(&u16, p, 2); print_float(half_to_double(u16), 6); break;
+    case INGOT_DTYPE_BF16: memcpy(&u16, p, 2); print_float(bf16_to_double(u16), 5); break;
+    case INGOT_DTYPE_F8_E4M3: print_float(e4m3_to_double(*p), 4); break;
+    case INGOT_DTYPE_F8_E5M2: print_float(e5m2_to_double(*p), 4); break;
     case INGOT_DTYPE_I64: memcpy(&u64, p, 8); printf("%" PRId64, (int64_t)u64); break;
     case INGOT_DTYPE_I32: memcpy(&u32, p, 4); printf("%" PRId32, (int32_t)u32); break;
     case INGOT_DTYPE_I16: memcpy(&u16, p, 2); printf("%d", (int16_t)u16); break;

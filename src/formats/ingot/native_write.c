@@ -140,29 +140,46 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "more than 2^32-1 tensors");
     uint64_t tt = ING_HDR_SIZE, ni = tt + n * ING_TEN_SIZE, mt = ni + ((n * 4 + 7) & ~7ull);
     uint64_t po = mt + m * ING_MET_SIZE;
+    /* Name index and metadata order first: the pool is laid out in key order, and its padding
+     * depends on that order, so measuring and filling must use the same one. */
+    size_t order_bytes = (size_t)(n + m) * 2 * sizeof(uint32_t) + 4;
+    uint32_t *order = ingot__alloc(&w->alloc, order_bytes);
+    if (!order) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the index");
+    uint32_t *tmp = order + n + m;
+    for (uint32_t i = 0; i < n; i++) order[i] = i;
+    msort(order, tmp, (size_t)n, cmp_tensor, w);
+    uint32_t *morder = order + n;
+    for (uint32_t i = 0; i < m; i++) morder[i] = i;
+    msort(morder, tmp, (size_t)m, cmp_meta, w);
     pool_t measure = {NULL, 0};
-    layout_pool(w, &measure, NULL, NULL, NULL);
+    layout_pool(w, &measure, NULL, NULL, morder);
     uint64_t data_off, pos = 0;
-    if (!ing_round_up(po + measure.len, w->alignment, &data_off) || data_off > SIZE_MAX / 2)
+    if (!ing_round_up(po + measure.len, w->alignment, &data_off) || data_off > SIZE_MAX / 2) {
+        ingot__free(&w->alloc, order, order_bytes);
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header region too large");
+    }
     for (size_t i = 0; i < n; i++) {
         ingot__wtensor *t = &w->tensors[i];
         uint64_t off;
-        if (!ing_round_up(pos, w->alignment, &off) || !ing_add(off, t->nbytes, &pos))
+        if (!ing_round_up(pos, w->alignment, &off) || !ing_add(off, t->nbytes, &pos)) {
+            ingot__free(&w->alloc, order, order_bytes);
             return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, t->name, t->name_len,
                               "file size overflows");
+        }
         t->offset = data_off + off;
     }
     uint64_t file_size;
-    if (!ing_add(data_off, pos, &file_size))
+    wstate *s = NULL;
+    uint8_t *hdr = NULL;
+    if (!ing_add(data_off, pos, &file_size)) {
+        ingot__free(&w->alloc, order, order_bytes);
         return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, 0, 0, "file size overflows");
-
-    wstate *s = ingot__calloc(&w->alloc, sizeof *s);
-    uint32_t *order = ingot__alloc(&w->alloc, (size_t)(n + m) * 2 * sizeof(uint32_t) + 4);
-    uint8_t *hdr = ingot__calloc(&w->alloc, (size_t)data_off);
-    if (!s || !order || !hdr) {
+    }
+    s = ingot__calloc(&w->alloc, sizeof *s);
+    hdr = ingot__calloc(&w->alloc, (size_t)data_off);
+    if (!s || !hdr) {
         ingot__free(&w->alloc, s, sizeof *s);
-        ingot__free(&w->alloc, order, (size_t)(n + m) * 2 * sizeof(uint32_t) + 4);
+        ingot__free(&w->alloc, order, order_bytes);
         ingot__free(&w->alloc, hdr, (size_t)data_off);
         return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the header");
     }
@@ -171,14 +188,6 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     s->data_off = data_off;
     s->file_size = file_size;
     w->fmt_state = s;
-
-    /* name index and metadata order */
-    uint32_t *tmp = order + n + m;
-    for (uint32_t i = 0; i < n; i++) order[i] = i;
-    msort(order, tmp, (size_t)n, cmp_tensor, w);
-    uint32_t *morder = order + n;
-    for (uint32_t i = 0; i < m; i++) morder[i] = i;
-    msort(morder, tmp, (size_t)m, cmp_meta, w);
 
     memcpy(hdr + HDR_MAGIC, ING_MAGIC, ING_MAGIC_LEN);
     ing_st16(hdr + HDR_MAJOR, ING_VERSION_MAJOR);
@@ -211,7 +220,9 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     for (size_t k = 0; k < n; k++) ing_st32(hdr + ni + 4 * k, order[k]);
     pool_t fill = {hdr + po, 0};
     layout_pool(w, &fill, hdr + tt, hdr + mt, morder);
-    ingot__free(&w->alloc, order, (size_t)(n + m) * 2 * sizeof(uint32_t) + 4);
+    ingot__free(&w->alloc, order, order_bytes);
+    if (fill.len != measure.len)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "pool layout mismatch");
 
     /* Placeholder now (checksums are zero); finish() patches the header and tensor table. */
     *total = file_size;

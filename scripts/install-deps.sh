@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ingot needs to build and test. Idempotent; run as root after
+# `apt-get update` (or let it run apt-get update itself when a package is missing).
+# Nothing is downloaded from anywhere but Debian's archive.
+set -euo pipefail
+pkgs=(
+  build-essential     # gcc, make, libc headers: the compiler ingot is built with
+  cmake               # the build system (>= 3.20)
+  pkg-config          # the install test builds a consumer through ingot.pc
+  clang               # libFuzzer targets (INGOT_BUILD_FUZZ); not needed for the plain build
+  libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for clang 14
+  libxxhash-dev       # benchmarks only: XXH3 as a second checksum baseline
+  zlib1g-dev          # benchmarks only: zlib crc32 baseline
+  valgrind            # the test script replays tests under memcheck
+  python3             # CLI tests parse `ingot info --json`
+  binutils            # nm/readelf for the freestanding and SONAME checks
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: missing ${missing[*]}; run this script as root" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends "${missing[@]}" || {
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+}
+echo "install-deps: installed ${missing[*]}"

@@ -3,7 +3,7 @@
 # it, then corrupt one byte of a copy and show `verify` naming the damaged tensor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target ingot_cli >/dev/null
 ING=$PWD/build/tools/cli/ingot
 D=$(mktemp -d)

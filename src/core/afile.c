@@ -21,6 +21,21 @@ static ingot_status sys_err(ingot__afile *af, ingot_error *err, const char *what
                       strerror(e), e);
 }
 
+/* Opens the directory holding `path` (for the fsync after rename). */
+static int open_dir(const ingot_allocator *a, const char *path, size_t n, int *fd)
+{
+    size_t cut = n;
+    while (cut > 0 && path[cut - 1] != '/') cut--;
+    char *dir = cut ? ingot__strndup(a, path, cut) : ingot__strndup(a, ".", 1);
+    if (!dir) return ENOMEM;
+    int rc = 0;
+    do *fd = ingot__io->open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    while (*fd < 0 && errno == EINTR);
+    if (*fd < 0) rc = errno;
+    ingot__free(a, dir, (cut ? cut : 1) + 1);
+    return rc;
+}
+
 static atomic_uint counter;
 
 ingot_status ingot__afile_create(ingot__afile *af, const ingot_allocator *a, const char *path,
@@ -29,6 +44,7 @@ ingot_status ingot__afile_create(ingot__afile *af, const ingot_allocator *a, con
     memset(af, 0, sizeof *af);
     af->alloc = a;
     af->fd = -1;
+    af->dir_fd = -1;
     af->do_fsync = do_fsync;
     size_t n = strlen(path);
     if (n == 0) return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "empty path");
@@ -39,6 +55,16 @@ ingot_status ingot__afile_create(ingot__afile *af, const ingot_allocator *a, con
     if (!af->path || !af->tmp) {
         ingot__afile_abort(af);
         return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, path, n, "allocating paths");
+    }
+    if (do_fsync) {
+        int e = open_dir(a, path, n, &af->dir_fd);
+        if (e) {
+            ingot_status st = e == ENOMEM ? ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, path, n,
+                                                       "allocating the directory path")
+                                          : sys_err(af, err, "opening the target's directory", e);
+            ingot__afile_abort(af);
+            return st;
+        }
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -107,23 +133,6 @@ ingot_status ingot__afile_pwrite(ingot__afile *af, uint64_t off, const void *buf
     return INGOT_OK;
 }
 
-static int fsync_dir(const char *path, size_t n, const ingot_allocator *a)
-{
-    size_t cut = n;
-    while (cut > 0 && path[cut - 1] != '/') cut--;
-    char *dir = cut ? ingot__strndup(a, path, cut) : ingot__strndup(a, ".", 1);
-    if (!dir) return ENOMEM;
-    int rc = 0;
-    int fd = ingot__io->open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (fd < 0) rc = errno;
-    else {
-        if (ingot__io->fsync(fd) != 0) rc = errno;
-        ingot__io->close(fd);
-    }
-    ingot__free(a, dir, (cut ? cut : 1) + 1);
-    return rc;
-}
-
 ingot_status ingot__afile_commit(ingot__afile *af, ingot_error *err)
 {
     ingot_status st;
@@ -145,10 +154,8 @@ ingot_status ingot__afile_commit(ingot__afile *af, ingot_error *err)
     ingot__free(af->alloc, af->tmp, af->tmp_len);
     af->tmp = NULL;
     st = INGOT_OK;
-    if (af->do_fsync) {
-        int e = fsync_dir(af->path, af->path_len, af->alloc);
-        if (e) st = sys_err(af, err, "fsync of the directory (the new file is in place)", e);
-    }
+    if (af->do_fsync && ingot__io->fsync(af->dir_fd) != 0)
+        st = sys_err(af, err, "fsync of the directory (the new file is in place)", errno);
     ingot__afile_abort(af);
     return st;
 fail:
@@ -160,6 +167,8 @@ void ingot__afile_abort(ingot__afile *af)
 {
     if (af->fd >= 0) ingot__io->close(af->fd);
     af->fd = -1;
+    if (af->dir_fd >= 0) ingot__io->close(af->dir_fd);
+    af->dir_fd = -1;
     if (af->tmp) {
         ingot__io->unlink(af->tmp);
         ingot__free(af->alloc, af->tmp, af->tmp_len);

@@ -12,6 +12,7 @@
 typedef struct ingot__afile {
     const ingot_allocator *alloc;
     int fd;
+    int dir_fd; /* the target's directory, opened at create so commit allocates nothing */
     char *path, *tmp; /* owned */
     size_t path_len, tmp_len;
     bool do_fsync;

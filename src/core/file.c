@@ -185,7 +185,8 @@ ingot_status ingot__file_open_path(const ingot__format *const *formats, const ch
     ingot_file *f;
     ING_TRY(new_file(opts, &f, err));
     ingot_status st;
-    f->fd = ingot__io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    do f->fd = ingot__io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    while (f->fd < 0 && errno == EINTR);
     if (f->fd < 0) {
         st = sys_err(err, errno == ENOENT ? INGOT_NOT_FOUND : INGOT_IO, "open", path, errno);
         goto fail;

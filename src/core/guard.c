@@ -24,7 +24,9 @@ static void on_sigbus(int sig, siginfo_t *info, void *uctx)
             return;
         }
     } else if (prev_action.sa_handler == SIG_IGN) {
-        return;
+        /* An ignored SIGBUS sent by kill() is dropped as before; a real fault cannot be
+         * ignored (the instruction would fault again forever), so it kills as it would without us. */
+        if (info && info->si_code <= 0) return;
     } else if (prev_action.sa_handler != SIG_DFL && prev_action.sa_handler) {
         prev_action.sa_handler(sig);
         return;

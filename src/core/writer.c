@@ -38,6 +38,7 @@ ingot_status ingot__writer_create(const ingot__writer_ops *ops, const ingot_writ
     w->alignment = align;
     w->no_fsync = opts && opts->no_fsync;
     w->af.fd = -1;
+    w->af.dir_fd = -1;
     *out = w;
     return INGOT_OK;
 }
@@ -52,7 +53,7 @@ static void free_meta(ingot_writer *w, ingot__wmeta *m)
 void ingot_writer_free(ingot_writer *w)
 {
     if (!w) return;
-    if (w->af.path || w->af.fd >= 0) ingot__afile_abort(&w->af);
+    if (w->af.path || w->af.fd >= 0 || w->af.dir_fd >= 0) ingot__afile_abort(&w->af);
     if (w->ops && w->ops->free_state) w->ops->free_state(w);
     for (size_t i = 0; i < w->n_meta; i++) free_meta(w, &w->meta[i]);
     ingot__free(&w->alloc, w->meta, w->cap_meta * sizeof *w->meta);
@@ -328,6 +329,11 @@ ingot_status ingot__wsink_zeros(ingot_writer *w, uint64_t n, ingot_error *err)
     return INGOT_OK;
 }
 
+ingot_status ingot__wsink_reserve(ingot_writer *w, uint64_t total, ingot_error *err)
+{
+    return w->to_mem ? INGOT_OK : ingot__afile_reserve(&w->af, total, err);
+}
+
 ingot_status ingot__wsink_pwrite(ingot_writer *w, uint64_t off, const void *buf, size_t n,
                                  ingot_error *err)
 {
@@ -420,8 +426,6 @@ static ingot_status start(ingot_writer *w, ingot_error *err)
                               w->tensors[i].name_len, "tensor larger than the address space");
     uint64_t total = 0;
     ING_TRY(w->ops->begin(w, &total, err));
-    if (!w->to_mem) ING_TRY(ingot__afile_reserve(&w->af, total, err));
-    (void)total;
     w->cur = 0;
     w->cur_done = 0;
     w->cur_crc = 0;

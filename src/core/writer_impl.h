@@ -42,7 +42,8 @@ typedef struct ingot__writer_ops ingot__writer_ops;
 struct ingot__writer_ops {
     /* Format restrictions on a tensor or a metadata entry (NULL: accept all). */
     ingot_status (*check_tensor)(ingot_writer *w, const ingot__wtensor *t, ingot_error *err);
-    /* Lays out the file (sets every t->offset and *total) and writes what precedes the data. */
+    /* Lays out the file (sets every t->offset and *total), calls ingot__wsink_reserve(total),
+     * then writes what precedes the data. */
     ingot_status (*begin)(ingot_writer *w, uint64_t *total, ingot_error *err);
     /* Writes what goes between the previous tensor and tensor i (padding). */
     ingot_status (*before_tensor)(ingot_writer *w, uint64_t i, ingot_error *err);
@@ -86,6 +87,9 @@ struct ingot_writer {
 /* Sink primitives for format writers. */
 ingot_status ingot__wsink_write(ingot_writer *w, const void *buf, size_t n, ingot_error *err);
 ingot_status ingot__wsink_zeros(ingot_writer *w, uint64_t n, ingot_error *err);
+/* Reserves the final size before anything is written (RELIABILITY.md §3: preallocate first, so a
+ * full disk fails now). Formats call it from begin once they know the size. */
+ingot_status ingot__wsink_reserve(ingot_writer *w, uint64_t total, ingot_error *err);
 ingot_status ingot__wsink_pwrite(ingot_writer *w, uint64_t off, const void *buf, size_t n,
                                  ingot_error *err);
 

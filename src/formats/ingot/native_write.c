@@ -226,6 +226,7 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
 
     /* Placeholder now (checksums are zero); finish() patches the header and tensor table. */
     *total = file_size;
+    ING_TRY(ingot__wsink_reserve(w, file_size, err));
     return ingot__wsink_write(w, hdr, (size_t)data_off, err);
 }
 

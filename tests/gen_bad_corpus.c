@@ -1,0 +1,1127 @@
+/*
+ * gen_bad_corpus.c - builds the golden .ingot corpus of tests/corpus/{bad,good} in memory.
+ *
+ * Not a test of its own: tests/test_malformed.c includes this file, compares what it builds with
+ * the files on disk byte for byte, and regenerates them with
+ *     build/tests/test_malformed --regen <source>/tests/corpus
+ * tests/test_corrupt.c includes it with GEN_BASE_ONLY defined, for the base file alone.
+ *
+ * Every bad file starts from one valid base file written by the real writer (7 tensors incl. a
+ * quantized one, a scalar, a zero-sized one and a multi-byte UTF-8 name; metadata of every type
+ * incl. numeric, bool, string and bytes arrays; alignment 64), gets one field patched, and then
+ * (unless the row is about checksums) has its header CRC-32C recomputed so the structural check
+ * under test is what fires. Each row also states the byte offset and the `where` the reader must
+ * report.
+ */
+#ifndef INGOT_GEN_BAD_CORPUS_C
+#define INGOT_GEN_BAD_CORPUS_C
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingot/ingot.h"
+#include "native_layout.h"
+
+#define GEN_CAP 8192u
+
+typedef struct {
+    uint8_t b[GEN_CAP];
+    size_t n;
+} gbuf;
+
+/* ---- the base file --------------------------------------------------------------------------- */
+
+enum { GT_EMBED, GT_Q, GT_BIAS, GT_UTF8, GT_EMPTY, GT_I64, GT_TAIL, GT_N };
+
+static const char *const gen_tnames[GT_N] = {
+    "model.embed", "blk.0.q", "bias", "h\xc3\xa9llo.w\xc3\xb6rld", "empty", "x.i64", "tail",
+};
+
+/* Deterministic tensor bytes (opaque to the format: no host byte order involved). */
+static void gen_fill(uint8_t *p, size_t n, unsigned seed)
+{
+    for (size_t k = 0; k < n; k++) p[k] = (uint8_t)(seed * 31u + k * 7u + 1u);
+}
+
+/* Describes the base file into w. The same calls always give the same bytes. */
+static bool gen_describe_base(ingot_writer *w)
+{
+    static uint8_t data[GT_N][32];
+    for (unsigned i = 0; i < GT_N; i++) gen_fill(data[i], sizeof data[i], i);
+    ingot_error e;
+    bool ok = true;
+    ok &= ingot_writer_set_u8(w, "a.u8", 200) == INGOT_OK;
+    ok &= ingot_writer_set_u16(w, "a.u16", 60000) == INGOT_OK;
+    ok &= ingot_writer_set_u32(w, "a.u32", 4000000000u) == INGOT_OK;
+    ok &= ingot_writer_set_u64(w, "a.u64", 0x0123456789abcdefull) == INGOT_OK;
+    ok &= ingot_writer_set_i8(w, "b.i8", -5) == INGOT_OK;
+    ok &= ingot_writer_set_i16(w, "b.i16", -30000) == INGOT_OK;
+    ok &= ingot_writer_set_i32(w, "b.i32", -2000000000) == INGOT_OK;
+    ok &= ingot_writer_set_i64(w, "b.i64", INT64_MIN + 1) == INGOT_OK;
+    ok &= ingot_writer_set_f32(w, "c.f32", 1.5f) == INGOT_OK;
+    ok &= ingot_writer_set_f64(w, "c.f64", -0.125) == INGOT_OK;
+    ok &= ingot_writer_set_bool(w, "d.bool", true) == INGOT_OK;
+    static const uint8_t bytes[4] = {0x00, 0x01, 0xfe, 0xff};
+    ok &= ingot_writer_set_bytes(w, "e.bytes", bytes, sizeof bytes) == INGOT_OK;
+    ok &= ingot_writer_set_string(w, "e.string", "hello w\xc3\xb6rld") == INGOT_OK;
+    static const uint8_t bools[4] = {1, 0, 1, 1};
+    ok &= ingot_writer_set_array(w, "f.bool[]", INGOT_META_BOOL, bools, 4) == INGOT_OK;
+    static const double f64s[2] = {1.0, -2.5};
+    ok &= ingot_writer_set_array(w, "f.f64[]", INGOT_META_F64, f64s, 2) == INGOT_OK;
+    static const uint16_t u16s[3] = {1, 2, 65535};
+    ok &= ingot_writer_set_array(w, "f.u16[]", INGOT_META_U16, u16s, 3) == INGOT_OK;
+    static const uint8_t blob0[2] = {0xff, 0x00};
+    const void *blobs[2] = {blob0, ""};
+    size_t blob_lens[2] = {2, 0};
+    ok &= ingot_writer_set_string_array(w, "g.blobs[]", INGOT_META_BYTES, blobs, blob_lens, 2) ==
+          INGOT_OK;
+    const void *strs[3] = {"ab", "", "\xc3\xa7"};
+    size_t str_lens[3] = {2, 0, 2};
+    ok &= ingot_writer_set_string_array(w, "g.strs[]", INGOT_META_STRING, strs, str_lens, 3) ==
+          INGOT_OK;
+    /* sorted last, so the pool ends with bytes that are not NUL: rows about strings that run
+     * exactly to the pool end are then caught by the bound check alone */
+    ok &= ingot_writer_set_bytes(w, "z.tail", "xyz", 3) == INGOT_OK;
+
+    static const uint64_t s_embed[2] = {2, 3}, s_q[2] = {1, 32}, s_utf8[1] = {3},
+                          s_empty[2] = {4, 0}, s_i64[1] = {2}, s_tail[1] = {5};
+    ingot_tensor_opts pid7 = {true, 7}, pidmax = {true, UINT64_MAX};
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_EMBED], INGOT_DTYPE_F32, 2, s_embed, &pid7,
+                                  data[GT_EMBED], &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_Q], INGOT_DTYPE_Q4_0, 2, s_q, NULL, data[GT_Q],
+                                  &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_BIAS], INGOT_DTYPE_F16, 0, NULL, NULL,
+                                  data[GT_BIAS], &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_UTF8], INGOT_DTYPE_I8, 1, s_utf8, NULL,
+                                  data[GT_UTF8], &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_EMPTY], INGOT_DTYPE_F32, 2, s_empty, NULL,
+                                  data[GT_EMPTY], &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_I64], INGOT_DTYPE_I64, 1, s_i64, &pidmax,
+                                  data[GT_I64], &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_TAIL], INGOT_DTYPE_U8, 1, s_tail, NULL,
+                                  data[GT_TAIL], &e) == INGOT_OK;
+    return ok;
+}
+
+/* Writes a described writer to memory and copies the bytes into g. */
+static bool gen_finish(ingot_writer *w, gbuf *g)
+{
+    ingot_error e;
+    void *p = NULL;
+    size_t n = 0;
+    bool ok = ingot_writer_begin_mem(w, &e) == INGOT_OK &&
+              ingot_writer_commit_mem(w, &p, &n, &e) == INGOT_OK && n <= GEN_CAP;
+    if (ok) {
+        memset(g->b, 0, sizeof g->b);
+        memcpy(g->b, p, n);
+        g->n = n;
+    }
+    ingot_writer_free_mem(NULL, p, n);
+    ingot_writer_free(w);
+    return ok;
+}
+
+/* The valid base file every bad file is derived from. */
+static bool gen_base(gbuf *g)
+{
+    ingot_writer_opts o = {.alignment = 64};
+    ingot_writer *w;
+    if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) return false;
+    if (!gen_describe_base(w)) {
+        ingot_writer_free(w);
+        return false;
+    }
+    return gen_finish(w, g);
+}
+
+#ifndef GEN_BASE_ONLY
+
+static void gen_die(const char *what)
+{
+    fprintf(stderr, "gen_bad_corpus: %s\n", what);
+    abort();
+}
+
+static uint64_t gld(const gbuf *g, uint64_t at, unsigned w)
+{
+    if (at + w > GEN_CAP) gen_die("load out of range");
+    uint64_t v = 0;
+    for (unsigned k = 0; k < w; k++) v |= (uint64_t)g->b[at + k] << (8 * k);
+    return v;
+}
+
+static void gst(gbuf *g, uint64_t at, unsigned w, uint64_t v)
+{
+    if (at + w > GEN_CAP) gen_die("store out of range");
+    for (unsigned k = 0; k < w; k++) g->b[at + k] = (uint8_t)(v >> (8 * k));
+}
+
+static uint64_t gen_round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+
+/* ---- field access on a file image ------------------------------------------------------------ */
+
+static uint64_t g_hdr(const gbuf *g, uint32_t field) { return gld(g, field, 8); }
+static uint64_t g_pool(const gbuf *g) { return g_hdr(g, HDR_POOL); }
+static uint64_t g_data(const gbuf *g) { return g_hdr(g, HDR_DATA); }
+static uint64_t g_ten(const gbuf *g, unsigned i)
+{
+    return g_hdr(g, HDR_TENSOR_TABLE) + (uint64_t)i * ING_TEN_SIZE;
+}
+/* Absolute offset of tensor i's name, and of its data. */
+static uint64_t g_tname(const gbuf *g, unsigned i) { return g_pool(g) + gld(g, g_ten(g, i), 8); }
+static uint64_t g_tdata(const gbuf *g, unsigned i)
+{
+    return g_data(g) + gld(g, g_ten(g, i) + TEN_OFFSET, 8);
+}
+/* Offset of the metadata entry with this key. */
+static uint64_t g_met(const gbuf *g, const char *key)
+{
+    uint64_t mt = g_hdr(g, HDR_META_TABLE), n = g_hdr(g, HDR_N_META);
+    size_t kl = strlen(key);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t e = mt + i * ING_MET_SIZE;
+        if (gld(g, e + MET_KEY_LEN, 4) == kl &&
+            memcmp(g->b + g_pool(g) + gld(g, e + MET_KEY_OFF, 8), key, kl) == 0)
+            return e;
+    }
+    gen_die("no such key in the base file");
+    return 0;
+}
+/* Absolute offset of the value of the metadata entry at e (pool offset + pool). */
+static uint64_t g_mval(const gbuf *g, uint64_t e) { return g_pool(g) + gld(g, e + MET_VALUE, 8); }
+
+/* Recomputes the header CRC-32C over [0,124) ++ [128, data_off) (data_off clamped to the image). */
+static void g_fix_crc(gbuf *g)
+{
+    uint64_t d = g_data(g);
+    if (d > g->n) d = g->n;
+    if (d < ING_HDR_SIZE) return;
+    uint32_t crc = ingot_crc32c(0, g->b, HDR_CRC);
+    crc = ingot_crc32c(crc, g->b + ING_HDR_SIZE, (size_t)(d - ING_HDR_SIZE));
+    gst(g, HDR_CRC, 4, crc);
+}
+
+/* Rebuilds g in a relaxed layout a future minor version may use: header_size 128 + ext, `gap`
+ * zero bytes before every section, and the data `extra` alignment units later than needed. */
+static void g_relax(gbuf *g, uint16_t minor, uint32_t ext, uint32_t gap, uint32_t extra)
+{
+    static gbuf src;
+    src = *g;
+    uint64_t align = gld(&src, HDR_ALIGNMENT, 4);
+    uint64_t nt = g_hdr(&src, HDR_N_TENSORS), nm = g_hdr(&src, HDR_N_META);
+    struct {
+        uint32_t field;
+        uint64_t size;
+    } sec[4] = {{HDR_TENSOR_TABLE, nt * ING_TEN_SIZE},
+                {HDR_NAME_INDEX, (nt * 4 + 7) & ~7ull},
+                {HDR_META_TABLE, nm * ING_MET_SIZE},
+                {HDR_POOL, g_hdr(&src, HDR_POOL_SIZE)}};
+    memset(g->b, 0, sizeof g->b);
+    memcpy(g->b, src.b, ING_HDR_SIZE);
+    uint64_t pos = ING_HDR_SIZE + ext;
+    gst(g, HDR_HEADER_SIZE, 4, pos);
+    gst(g, HDR_MINOR, 2, minor);
+    for (int i = 0; i < 4; i++) {
+        pos += gap;
+        memcpy(g->b + pos, src.b + g_hdr(&src, sec[i].field), (size_t)sec[i].size);
+        gst(g, sec[i].field, 8, pos);
+        pos += sec[i].size;
+    }
+    uint64_t data = gen_round_up(pos, align) + extra * align;
+    uint64_t dsize = src.n - g_data(&src);
+    if (data + dsize > GEN_CAP) gen_die("relaxed file too large");
+    memcpy(g->b + data, src.b + g_data(&src), (size_t)dsize);
+    gst(g, HDR_DATA, 8, data);
+    g->n = (size_t)(data + dsize);
+    gst(g, HDR_FILE_SIZE, 8, g->n);
+    g_fix_crc(g);
+}
+
+/* ---- the bad rows -------------------------------------------------------------------------- */
+
+/* What the reader must report for a row. */
+typedef struct {
+    gbuf *g;
+    bool off_set;          /* check ingot_error.offset against off */
+    uint64_t off;
+    const char *where;     /* expected ingot_error.where (NULL: not checked) */
+    size_t where_len;
+    char where_buf[64];
+    bool no_crc;           /* keep the header checksum as patched */
+    bool native_differs;   /* ingot_native_open reports native_want at native_off instead */
+    ingot_status native_want;
+    uint64_t native_off;
+} gx;
+
+struct gcase;
+typedef void (*gmake)(gx *x, const struct gcase *c);
+
+typedef struct gcase {
+    const char *file;
+    ingot_status want;
+    bool verify; /* open succeeds; ingot_file_verify reports `want` */
+    gmake make;
+    int idx;            /* tensor index for mk_ten */
+    const char *key;    /* metadata key for mk_met */
+    uint32_t field;     /* byte offset in the header / entry */
+    uint32_t width;     /* 1, 2, 4 or 8 */
+    uint64_t value;
+    int32_t rep_field;  /* >= 0: the reader reports this field of the header/entry instead */
+} gcase;
+
+static void x_where(gx *x, const void *s, size_t n)
+{
+    if (n >= sizeof x->where_buf) n = sizeof x->where_buf - 1;
+    memcpy(x->where_buf, s, n);
+    x->where_buf[n] = 0;
+    x->where = x->where_buf;
+    x->where_len = n;
+}
+static void x_at(gx *x, uint64_t off, const char *where)
+{
+    x->off_set = true;
+    x->off = off;
+    if (where) x_where(x, where, strlen(where));
+}
+static void x_native(gx *x, ingot_status st, uint64_t off)
+{
+    x->native_differs = true;
+    x->native_want = st;
+    x->native_off = off;
+}
+static uint32_t rep(const gcase *c) { return c->rep_field >= 0 ? (uint32_t)c->rep_field : c->field; }
+
+/* Header field := value; reported at the field, where "header". */
+static void mk_hdr(gx *x, const gcase *c)
+{
+    gst(x->g, c->field, c->width, c->value);
+    x_at(x, rep(c), "header");
+}
+
+/* Tensor entry field := value; reported at that field, where = the tensor's name. */
+static void mk_ten(gx *x, const gcase *c)
+{
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    gst(x->g, e + c->field, c->width, c->value);
+    x_at(x, e + rep(c), gen_tnames[c->idx]);
+}
+
+/* Metadata entry field := value; reported at that field, where = the key. */
+static void mk_met(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    gst(x->g, e + c->field, c->width, c->value);
+    x_at(x, e + rep(c), c->key);
+}
+
+/* Tensor name / metadata key length or offset: reported at the entry, where = what it is. */
+static void mk_ten_name_field(gx *x, const gcase *c)
+{
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    gst(x->g, e + c->field, c->width, c->value);
+    x_at(x, e + TEN_NAME_OFF, "tensor name");
+}
+static void mk_met_key_field(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    gst(x->g, e + c->field, c->width, c->value);
+    x_at(x, e + MET_KEY_OFF, "metadata key");
+}
+
+/* Name/key offset relative to the pool size: width 8: offset := pool_size + value; width 0: the
+ * name becomes the pool's last 3 bytes ("xyz", valid UTF-8 without NUL), leaving no room for the
+ * terminating NUL. */
+static void mk_name_off_pool(gx *x, const gcase *c)
+{
+    uint64_t ps = g_hdr(x->g, HDR_POOL_SIZE);
+    uint64_t e = c->key ? g_met(x->g, c->key) : g_ten(x->g, (unsigned)c->idx);
+    uint32_t len_field = c->key ? MET_KEY_LEN : TEN_NAME_LEN;
+    if (c->width) {
+        gst(x->g, e, 8, ps + c->value);
+    } else {
+        gst(x->g, e, 8, ps - 3);
+        gst(x->g, e + len_field, 4, 3);
+    }
+    x_at(x, e, c->key ? "metadata key" : "tensor name");
+}
+
+/* Overwrites bytes of a tensor name (idx >= 0) or key at position c->field with c->value's low
+ * c->width bytes in memory order (first byte = lowest); reported at the name in the pool. */
+static void mk_name_bytes(gx *x, const gcase *c)
+{
+    uint64_t at, len;
+    if (c->key) {
+        uint64_t e = g_met(x->g, c->key);
+        at = g_pool(x->g) + gld(x->g, e + MET_KEY_OFF, 8);
+        len = gld(x->g, e + MET_KEY_LEN, 4);
+    } else {
+        at = g_tname(x->g, (unsigned)c->idx);
+        len = gld(x->g, g_ten(x->g, (unsigned)c->idx) + TEN_NAME_LEN, 4);
+    }
+    gst(x->g, at + c->field, c->width, c->value);
+    x->off_set = true;
+    x->off = at;
+    x_where(x, x->g->b + at, (size_t)len); /* the (now invalid) bytes, as the reader copies them */
+    /* ingot__err shows control bytes as '?'. */
+    for (size_t k = 0; k < x->where_len; k++)
+        if ((unsigned char)x->where_buf[k] < 0x20 || x->where_buf[k] == 0x7f) x->where_buf[k] = '?';
+}
+
+/* Overwrites bytes of a metadata value in the pool at c->field from the value's start. */
+static void mk_mval_bytes(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    uint64_t v = g_mval(x->g, e);
+    if (c->idx >= 0) { /* string/bytes array element c->idx: patch its bytes instead */
+        uint64_t ref = v + (uint64_t)c->idx * ING_STRREF_SIZE;
+        v = g_pool(x->g) + gld(x->g, ref, 8);
+    }
+    gst(x->g, v + c->field, c->width, c->value);
+    x_at(x, e + MET_VALUE, c->key);
+}
+
+/* String/bytes array element c->idx: ref field c->field (0 = offset, 8 = length) := value; width 0
+ * with field 0: offset := pool_size + value; width 0 with field 8: the element becomes the
+ * pool's last 3 bytes (no room for its NUL). */
+static void mk_sref(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    uint64_t ref = g_mval(x->g, e) + (uint64_t)c->idx * ING_STRREF_SIZE;
+    uint64_t ps = g_hdr(x->g, HDR_POOL_SIZE);
+    if (c->width == 0 && c->field == 0) {
+        gst(x->g, ref, 8, ps + c->value);
+    } else if (c->width == 0) {
+        gst(x->g, ref, 8, ps - 3);
+        gst(x->g, ref + 8, 8, 3);
+    } else {
+        gst(x->g, ref + c->field, 8, c->value);
+    }
+    x_at(x, e + MET_VALUE, c->key);
+}
+
+/* Metadata value offset relative to the pool: width 0: value := pool_size + c->value;
+ * width 1: the value becomes the pool's last 3 bytes (a string with no room for its NUL). */
+static void mk_mval_pool(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    uint64_t ps = g_hdr(x->g, HDR_POOL_SIZE);
+    if (c->width == 0) {
+        gst(x->g, e + MET_VALUE, 8, ps + c->value);
+    } else { /* the pool's last 3 bytes: valid UTF-8, but no room for the NUL */
+        gst(x->g, e + MET_VALUE, 8, ps - 3);
+        gst(x->g, e + MET_COUNT, 8, 3);
+    }
+    x_at(x, e + MET_VALUE, c->key);
+}
+
+/* Metadata value offset += c->value (misaligned arrays). */
+static void mk_mval_shift(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    gst(x->g, e + MET_VALUE, 8, gld(x->g, e + MET_VALUE, 8) + c->value);
+    x_at(x, e + MET_VALUE, c->key);
+}
+
+/* Overwrites the NUL after a tensor name (idx >= 0) or key with 'x'. */
+static void mk_name_nul(gx *x, const gcase *c)
+{
+    uint64_t at, len;
+    if (c->key) {
+        uint64_t e = g_met(x->g, c->key);
+        at = g_pool(x->g) + gld(x->g, e + MET_KEY_OFF, 8);
+        len = gld(x->g, e + MET_KEY_LEN, 4);
+    } else {
+        at = g_tname(x->g, (unsigned)c->idx);
+        len = gld(x->g, g_ten(x->g, (unsigned)c->idx) + TEN_NAME_LEN, 4);
+    }
+    x->g->b[at + len] = 'x';
+    x->off_set = true;
+    x->off = at;
+    x_where(x, x->g->b + at, (size_t)len);
+}
+
+/* Overwrites the NUL after a string value (idx < 0) or string-array element idx with 'x'. */
+static void mk_mval_nul(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    uint64_t v = g_mval(x->g, e), len = gld(x->g, e + MET_COUNT, 8);
+    if (c->idx >= 0) {
+        uint64_t ref = v + (uint64_t)c->idx * ING_STRREF_SIZE;
+        v = g_pool(x->g) + gld(x->g, ref, 8);
+        len = gld(x->g, ref + 8, 8);
+    }
+    x->g->b[v + len] = 'x';
+    x_at(x, e + MET_VALUE, c->key);
+}
+
+/* Header field += value (mod 2^64). */
+static void mk_hdr_add(gx *x, const gcase *c)
+{
+    gst(x->g, c->field, c->width, gld(x->g, c->field, c->width) + c->value);
+    x_at(x, rep(c), "header");
+}
+
+/* Tensor entry field += value (mod 2^64). */
+static void mk_ten_add(gx *x, const gcase *c)
+{
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    gst(x->g, e + c->field, c->width, gld(x->g, e + c->field, c->width) + c->value);
+    x_at(x, e + rep(c), gen_tnames[c->idx]);
+}
+
+/* ---- custom rows ---- */
+
+static void mk_empty(gx *x, const gcase *c)
+{
+    (void)c;
+    x->g->n = 0;
+    x_at(x, 0, NULL);
+}
+
+static void mk_cut(gx *x, const gcase *c)
+{
+    x->g->n = c->value ? (size_t)c->value : (size_t)g_data(x->g);
+    x->no_crc = true;
+    if (x->g->n < ING_HDR_SIZE) {
+        x_at(x, x->g->n, "header");
+    } else if (x->g->n < g_data(x->g)) {
+        /* ingot_file_open sees the data offset beyond the file first; the freestanding reader
+         * sees the declared file size first. */
+        x_at(x, HDR_DATA, "header");
+        x_native(x, INGOT_TRUNCATED, HDR_FILE_SIZE);
+    } else {
+        x_at(x, HDR_FILE_SIZE, "header");
+    }
+}
+
+static void mk_cut_last(gx *x, const gcase *c)
+{
+    (void)c;
+    x->g->n--;
+    x_at(x, HDR_FILE_SIZE, "header");
+}
+
+/* Appends bytes without declaring them (polyglot tail). */
+static void mk_append(gx *x, const gcase *c)
+{
+    memset(x->g->b + x->g->n, 'A', (size_t)c->value);
+    x->g->n += (size_t)c->value;
+    x_at(x, HDR_FILE_SIZE, "header");
+}
+
+/* Appends zero bytes after the last tensor and declares them in file_size and data_size. */
+static void mk_trailing(gx *x, const gcase *c)
+{
+    uint64_t end = x->g->n - g_data(x->g);
+    memset(x->g->b + x->g->n, 0, (size_t)c->value);
+    x->g->n += (size_t)c->value;
+    gst(x->g, HDR_FILE_SIZE, 8, x->g->n);
+    gst(x->g, HDR_DATA_SIZE, 8, x->g->n - g_data(x->g));
+    x_at(x, g_data(x->g) + end, "data");
+}
+
+static void mk_count_room(gx *x, const gcase *c)
+{
+    uint64_t room = x->g->n - ING_HDR_SIZE;
+    uint64_t v = c->field == HDR_N_TENSORS ? room / (ING_TEN_SIZE + 4) : room / ING_MET_SIZE;
+    gst(x->g, c->field, 8, v + c->value);
+    x_at(x, c->field, "header");
+}
+
+/* Alignment 128 in a file laid out for 64: data offset or a tensor offset is misaligned. */
+static void mk_align128(gx *x, const gcase *c)
+{
+    (void)c;
+    gst(x->g, HDR_ALIGNMENT, 4, 128);
+    if (g_data(x->g) % 128) x_at(x, HDR_DATA, "header");
+    else x_at(x, g_ten(x->g, GT_Q) + TEN_OFFSET, gen_tnames[GT_Q]);
+}
+
+static void mk_pad_before_data(gx *x, const gcase *c)
+{
+    uint64_t end = g_pool(x->g) + g_hdr(x->g, HDR_POOL_SIZE);
+    if (end >= g_data(x->g)) gen_die("base file has no padding before the data");
+    x->g->b[c->value ? g_data(x->g) - 1 : end] = 1;
+    x_at(x, end, "header");
+}
+
+/* Tensor c->idx gets shape number c->value of the list below; c->width: 0 keep nbytes, 1 nbytes
+ * := 500. Reported at field c->rep_field of the entry. */
+static void mk_shape(gx *x, const gcase *c)
+{
+    static const struct {
+        uint32_t rank;
+        uint64_t d[2];
+    } shapes[] = {
+        {2, {(uint64_t)INT64_MAX, 2}},  /* 0: nelem 2^64-2 fits u64; its bytes do not */
+        {2, {(uint64_t)INT64_MAX, 3}},  /* 1: nelem overflows */
+        {2, {1ull << 32, 1ull << 32}},  /* 2: 2^64 overflows */
+        {1, {1ull << 63, 0}},           /* 3: one dim > 2^63-1 */
+        {1, {UINT64_MAX, 0}},           /* 4: dim -1 */
+        {2, {0, 1ull << 63}},           /* 5: a zero does not excuse a dim > 2^63-1 */
+        {1, {1ull << 62, 0}},           /* 6: F32: nelem fits, bytes are 2^64 */
+        {2, {1, 33}},                   /* 7: Q4_0 inner dim not a multiple of 32 */
+        {2, {1, 16}},                   /* 8: Q4_0 inner dim below one block */
+        {0, {0, 0}},                    /* 9: Q4_0 scalar: 1 element is not a block */
+        {1, {500, 0}},                  /* 10: U8 tail grown past the data section */
+    };
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    gst(x->g, e + TEN_RANK, 1, shapes[c->value].rank);
+    for (uint32_t d = 0; d < INGOT_MAX_RANK; d++)
+        gst(x->g, e + TEN_SHAPE + 8 * d, 8, d < 2 ? shapes[c->value].d[d] : 0);
+    if (c->width == 1) gst(x->g, e + TEN_NBYTES, 8, 500);
+    x_at(x, e + rep(c), gen_tnames[c->idx]);
+}
+
+/* Name index entry k := v (c->field = k, c->value = v). */
+static void mk_index(gx *x, const gcase *c)
+{
+    uint64_t ni = g_hdr(x->g, HDR_NAME_INDEX);
+    gst(x->g, ni + 4 * c->field, 4, c->value);
+    x_at(x, ni + 4 * (c->rep_field >= 0 ? (uint32_t)c->rep_field : c->field), "name index");
+}
+
+static void mk_index_swap(gx *x, const gcase *c)
+{
+    (void)c;
+    uint64_t ni = g_hdr(x->g, HDR_NAME_INDEX);
+    uint64_t a = gld(x->g, ni, 4), b = gld(x->g, ni + 4, 4);
+    gst(x->g, ni, 4, b);
+    gst(x->g, ni + 4, 4, a);
+    x_at(x, ni + 4, "name index");
+}
+
+/* The index names one tensor twice (a duplicate name as the index sees it). */
+static void mk_index_repeat(gx *x, const gcase *c)
+{
+    (void)c;
+    uint64_t ni = g_hdr(x->g, HDR_NAME_INDEX);
+    uint64_t first = gld(x->g, ni, 4);
+    gst(x->g, ni + 4, 4, first);
+    x_at(x, ni + 4, gen_tnames[first]);
+}
+
+/* Two tensors with equal names: "tail" renamed "bias" in the pool, index re-sorted. */
+static void mk_dup_tensor(gx *x, const gcase *c)
+{
+    (void)c;
+    memcpy(x->g->b + g_tname(x->g, GT_TAIL), "bias", 4);
+    static const uint32_t order[GT_N] = {GT_BIAS, GT_TAIL, GT_Q, GT_EMPTY, GT_UTF8, GT_EMBED, GT_I64};
+    uint64_t ni = g_hdr(x->g, HDR_NAME_INDEX);
+    for (unsigned k = 0; k < GT_N; k++) gst(x->g, ni + 4 * k, 4, order[k]);
+    x_at(x, ni + 4, "bias");
+}
+
+/* Metadata entry for key c->key takes the key of the entry before it (duplicate). */
+static void mk_dup_key(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    memcpy(x->g->b + e, x->g->b + e - ING_MET_SIZE, 12);
+    char prev[64];
+    uint64_t kl = gld(x->g, e + MET_KEY_LEN, 4);
+    memcpy(prev, x->g->b + g_pool(x->g) + gld(x->g, e + MET_KEY_OFF, 8), (size_t)kl);
+    prev[kl] = 0;
+    x_at(x, e + MET_KEY_OFF, prev);
+}
+
+/* Swaps the metadata entry of c->key with the one after it. */
+static void mk_swap_meta(gx *x, const gcase *c)
+{
+    uint64_t e = g_met(x->g, c->key);
+    uint8_t tmp[ING_MET_SIZE];
+    memcpy(tmp, x->g->b + e, ING_MET_SIZE);
+    memcpy(x->g->b + e, x->g->b + e + ING_MET_SIZE, ING_MET_SIZE);
+    memcpy(x->g->b + e + ING_MET_SIZE, tmp, ING_MET_SIZE);
+    x_at(x, e + ING_MET_SIZE + MET_KEY_OFF, c->key);
+}
+
+/* Future minor with a relaxed layout, then one header field := value (width 0: derived values:
+ * the tensor table 8 bytes before the end, the name index over the tensor table, the data offset
+ * past the end of the file). */
+static void mk_relaxed(gx *x, const gcase *c)
+{
+    g_relax(x->g, 1, 8, 8, 0);
+    uint64_t v = c->value;
+    if (c->width == 0 && c->field == HDR_TENSOR_TABLE) v = (x->g->n - 8) & ~7ull;
+    if (c->width == 0 && c->field == HDR_NAME_INDEX) v = g_hdr(x->g, HDR_TENSOR_TABLE);
+    if (c->width == 0 && c->field == HDR_DATA) {
+        v = gen_round_up(x->g->n + 1, gld(x->g, HDR_ALIGNMENT, 4));
+        /* ingot_file_open stops at the data offset; the freestanding reader at the data size */
+        x_native(x, INGOT_TRUNCATED, HDR_DATA_SIZE);
+    }
+    gst(x->g, c->field, c->width ? c->width : 8, v);
+    x_at(x, rep(c), "header");
+}
+
+/* Future minor: data offset (aligned) below the end of the pool. */
+static void mk_relaxed_data_low(gx *x, const gcase *c)
+{
+    (void)c;
+    g_relax(x->g, 1, 8, 8, 0);
+    uint64_t end = g_pool(x->g) + g_hdr(x->g, HDR_POOL_SIZE);
+    gst(x->g, HDR_DATA, 8, (end - 1) / 64 * 64);
+    x_at(x, HDR_DATA, "header");
+}
+
+/* Data offset far beyond the file. */
+static void mk_data_off_huge(gx *x, const gcase *c)
+{
+    (void)c;
+    gst(x->g, HDR_DATA, 8, 1ull << 40);
+    x_at(x, HDR_DATA, "header"); /* ingot_file_open: TRUNCATED (data offset beyond the file) */
+    x_native(x, INGOT_BAD_LAYOUT, HDR_DATA); /* freestanding: not where v1.0 puts the data */
+}
+
+/* Checksums. */
+static void mk_hdr_crc(gx *x, const gcase *c)
+{
+    (void)c;
+    x->g->b[HDR_CRC] ^= 0x01;
+    x->no_crc = true;
+    x_at(x, HDR_CRC, "header");
+}
+static void mk_hdr_content(gx *x, const gcase *c)
+{
+    (void)c;
+    uint64_t v = g_mval(x->g, g_met(x->g, "e.string"));
+    x->g->b[v + 4] = 'p'; /* "hello" -> "hellp": still valid, only the checksum can tell */
+    x->no_crc = true;
+    x_at(x, HDR_CRC, "header");
+}
+static void mk_ten_crc_nofix(gx *x, const gcase *c)
+{
+    (void)c;
+    x->g->b[g_ten(x->g, GT_Q) + TEN_CRC] ^= 0x80;
+    x->no_crc = true;
+    x_at(x, HDR_CRC, "header");
+}
+/* verify rows */
+static void mk_data_flip(gx *x, const gcase *c)
+{
+    uint64_t at = g_tdata(x->g, (unsigned)c->idx) + c->value;
+    x->g->b[at] ^= 0x01;
+    x->no_crc = true; /* data is not covered by the header checksum anyway */
+    x_at(x, g_tdata(x->g, (unsigned)c->idx), gen_tnames[c->idx]);
+}
+static void mk_ten_crc_fixed(gx *x, const gcase *c)
+{
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    gst(x->g, e + TEN_CRC, 4, gld(x->g, e + TEN_CRC, 4) ^ 0x00010000u);
+    x_at(x, g_tdata(x->g, (unsigned)c->idx), gen_tnames[c->idx]);
+}
+/* A nonzero byte in the padding after tensor idx: c->value 0 = first pad byte, 1 = last. */
+static void mk_data_pad(gx *x, const gcase *c)
+{
+    unsigned i = (unsigned)c->idx;
+    uint64_t start = g_tdata(x->g, i) + gld(x->g, g_ten(x->g, i) + TEN_NBYTES, 8);
+    uint64_t at = c->value ? g_tdata(x->g, i + 1) - 1 : start;
+    x->g->b[at] = 0x5a;
+    x->no_crc = true;
+    x_at(x, at, gen_tnames[i]);
+}
+
+/* Row 18: a file of a few hundred bytes declaring something huge. c->value: 0 = 2^40 tensors,
+ * 1 = 2^40 metadata entries (both in the 128-byte empty file), 2 = a 1 GiB string, 3 = a 1 GiB
+ * u8 array (one-entry files of 192 bytes). */
+static void mk_tiny(gx *x, const gcase *c)
+{
+    ingot_writer_opts o = {.alignment = 64};
+    ingot_writer *w;
+    if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) gen_die("writer");
+    static const uint8_t one[1] = {1};
+    if (c->value == 2 && ingot_writer_set_string(w, "k", "v") != INGOT_OK) gen_die("tiny");
+    if (c->value == 3 && ingot_writer_set_array(w, "a", INGOT_META_U8, one, 1) != INGOT_OK)
+        gen_die("tiny");
+    if (!gen_finish(w, x->g)) gen_die("tiny");
+    if (c->value < 2) {
+        uint32_t field = c->value == 0 ? HDR_N_TENSORS : HDR_N_META;
+        gst(x->g, field, 8, 1ull << 40);
+        x_at(x, field, "header");
+        return;
+    }
+    uint64_t e = g_hdr(x->g, HDR_META_TABLE);
+    gst(x->g, e + MET_COUNT, 8, 1ull << 30);
+    x_at(x, e + (c->value == 2 ? MET_VALUE : MET_COUNT), c->value == 2 ? "k" : "a");
+}
+
+#define NO_REP (-1)
+#define HDR(file, st, f, w, v) {file, INGOT_##st, false, mk_hdr, -1, NULL, f, w, v, NO_REP}
+#define HDR_R(file, st, f, w, v, r) {file, INGOT_##st, false, mk_hdr, -1, NULL, f, w, v, r}
+#define HDRADD(file, st, f, v) {file, INGOT_##st, false, mk_hdr_add, -1, NULL, f, 8, v, NO_REP}
+#define HDRADD_R(file, st, f, v, r) {file, INGOT_##st, false, mk_hdr_add, -1, NULL, f, 8, v, r}
+#define TEN(file, st, i, f, w, v) {file, INGOT_##st, false, mk_ten, i, NULL, f, w, v, NO_REP}
+#define TENADD(file, st, i, f, v) {file, INGOT_##st, false, mk_ten_add, i, NULL, f, 8, v, NO_REP}
+#define SHAPE(file, st, i, n, w, r) {file, INGOT_##st, false, mk_shape, i, NULL, 0, w, n, r}
+#define MET(file, st, k, f, w, v) {file, INGOT_##st, false, mk_met, -1, k, f, w, v, NO_REP}
+#define MET_R(file, st, k, f, w, v, r) {file, INGOT_##st, false, mk_met, -1, k, f, w, v, r}
+#define FN(file, st, fn, i, k, f, w, v) {file, INGOT_##st, false, fn, i, k, f, w, v, NO_REP}
+#define FN_R(file, st, fn, i, k, f, w, v, r) {file, INGOT_##st, false, fn, i, k, f, w, v, r}
+#define VERIFY(file, st, fn, i, v) {file, INGOT_##st, true, fn, i, NULL, 0, 0, v, NO_REP}
+
+/* The rows. File names say what is wrong; RELIABILITY.md §1 rows in the comments. */
+static const gcase gen_cases[] = {
+    /* row 1, 16: truncation */
+    FN("trunc_empty.ingot", TRUNCATED, mk_empty, -1, NULL, 0, 0, 0),
+    FN("trunc_in_fixed_header.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 0, 100),
+    FN("trunc_in_tensor_table.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 0, 300),
+    FN("trunc_no_data.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 0, 0),
+    FN("trunc_data_one_byte_short.ingot", TRUNCATED, mk_cut_last, -1, NULL, 0, 0, 0),
+    /* row 2: magic and version */
+    HDR_R("hdr_magic_byte1.ingot", BAD_MAGIC, 1, 1, 'J', HDR_MAGIC),
+    HDR_R("hdr_magic_crlf_mangled.ingot", BAD_MAGIC, 6, 2, 0x0a0a, HDR_MAGIC),
+    HDR("hdr_major_0.ingot", BAD_VERSION, HDR_MAJOR, 2, 0),
+    HDR("hdr_major_2.ingot", BAD_VERSION, HDR_MAJOR, 2, 2),
+    HDR("hdr_major_byteswapped.ingot", BAD_VERSION, HDR_MAJOR, 2, 0x0100),
+    HDR("hdr_major_ffff.ingot", BAD_VERSION, HDR_MAJOR, 2, 0xffff),
+    /* row 3: header size */
+    HDR("hdr_size_0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 0),
+    HDR("hdr_size_120.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 120),
+    HDR("hdr_size_129.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 129),
+    HDR("hdr_size_136_minor0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 136),
+    HDR("hdr_size_u32max.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, UINT32_MAX),
+    FN("minor1_hdr_size_132.ingot", BAD_HEADER_SIZE, mk_relaxed, -1, NULL, HDR_HEADER_SIZE, 4,
+       132),
+    FN_R("minor1_hdr_size_past_end.ingot", BAD_LAYOUT, mk_relaxed, -1, NULL, HDR_HEADER_SIZE, 4,
+         0xfffffff8u, HDR_TENSOR_TABLE),
+    /* feature flags and reserved fields */
+    HDR("hdr_flags_required_1.ingot", BAD_FLAGS, HDR_FLAGS_REQUIRED, 4, 1),
+    HDR("hdr_flags_required_high.ingot", BAD_FLAGS, HDR_FLAGS_REQUIRED, 4, 0x80000000u),
+    HDR("hdr_reserved0.ingot", BAD_FLAGS, HDR_RESERVED0, 4, 1),
+    HDR_R("hdr_reserved1.ingot", BAD_FLAGS, HDR_RESERVED1, 8, 1ull << 63, HDR_RESERVED0),
+    HDR_R("hdr_reserved2.ingot", BAD_FLAGS, HDR_RESERVED2, 4, 0x100, HDR_RESERVED0),
+    /* row 14: alignment */
+    HDR("hdr_align_0.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 0),
+    HDR("hdr_align_13.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 13),
+    HDR("hdr_align_12.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 12),
+    HDR("hdr_align_32.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 32),
+    HDR("hdr_align_2p31.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 1u << 31),
+    HDR("hdr_align_131072.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 131072),
+    HDR("hdr_align_u32max.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, UINT32_MAX),
+    FN("hdr_align_128_misaligned.ingot", BAD_ALIGN, mk_align128, -1, NULL, 0, 0, 0),
+    /* declared file size; row 13 polyglot tail */
+    HDRADD("hdr_file_size_plus1.ingot", TRUNCATED, HDR_FILE_SIZE, 1),
+    HDRADD("hdr_file_size_minus1.ingot", BAD_LAYOUT, HDR_FILE_SIZE, UINT64_MAX),
+    HDR("hdr_file_size_u64max.ingot", TRUNCATED, HDR_FILE_SIZE, 8, UINT64_MAX),
+    HDR("hdr_file_size_0.ingot", BAD_LAYOUT, HDR_FILE_SIZE, 8, 0),
+    FN("trailing_undeclared_bytes.ingot", BAD_LAYOUT, mk_append, -1, NULL, 0, 0, 100),
+    /* rows 4, 18: counts */
+    HDR("hdr_n_tensors_2p63.ingot", BAD_COUNT, HDR_N_TENSORS, 8, 1ull << 63),
+    HDR("hdr_n_tensors_u64max.ingot", BAD_COUNT, HDR_N_TENSORS, 8, UINT64_MAX),
+    HDR("hdr_n_tensors_2p40.ingot", BAD_COUNT, HDR_N_TENSORS, 8, 1ull << 40),
+    HDR("hdr_n_tensors_2p32.ingot", BAD_COUNT, HDR_N_TENSORS, 8, 1ull << 32),
+    HDR("hdr_n_tensors_1e6.ingot", BAD_COUNT, HDR_N_TENSORS, 8, 1000000),
+    FN("hdr_n_tensors_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_TENSORS, 8, 1),
+    HDR("hdr_n_meta_2p63.ingot", BAD_COUNT, HDR_N_META, 8, 1ull << 63),
+    HDR("hdr_n_meta_u64max.ingot", BAD_COUNT, HDR_N_META, 8, UINT64_MAX),
+    HDR("hdr_n_meta_2p40.ingot", BAD_COUNT, HDR_N_META, 8, 1ull << 40),
+    FN("hdr_n_meta_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_META, 8, 1),
+    FN("tiny_2p40_tensors.ingot", BAD_COUNT, mk_tiny, -1, NULL, 0, 0, 0),
+    FN("tiny_2p40_meta.ingot", BAD_COUNT, mk_tiny, -1, NULL, 0, 0, 1),
+    FN("tiny_1gib_string.ingot", BAD_STRING, mk_tiny, -1, NULL, 0, 0, 2),
+    FN("tiny_1gib_array.ingot", BAD_ARRAY, mk_tiny, -1, NULL, 0, 0, 3),
+    HDRADD_R("hdr_n_tensors_plus1.ingot", BAD_LAYOUT, HDR_N_TENSORS, 1, HDR_NAME_INDEX),
+    HDRADD_R("hdr_n_meta_plus1.ingot", BAD_LAYOUT, HDR_N_META, 1, HDR_POOL),
+    /* section offsets */
+    HDRADD("sec_tensor_table_plus8.ingot", BAD_LAYOUT, HDR_TENSOR_TABLE, 8),
+    HDRADD("sec_tensor_table_unaligned.ingot", BAD_LAYOUT, HDR_TENSOR_TABLE, 1),
+    HDRADD("sec_name_index_minus8.ingot", BAD_LAYOUT, HDR_NAME_INDEX, (uint64_t)-8),
+    HDRADD("sec_meta_table_plus4.ingot", BAD_LAYOUT, HDR_META_TABLE, 4),
+    HDRADD("sec_pool_plus8.ingot", BAD_LAYOUT, HDR_POOL, 8),
+    HDR_R("sec_pool_size_u64max.ingot", TRUNCATED, HDR_POOL_SIZE, 8, UINT64_MAX, HDR_POOL),
+    HDR_R("sec_pool_size_huge.ingot", TRUNCATED, HDR_POOL_SIZE, 8, 1ull << 40, HDR_POOL),
+    HDRADD_R("sec_pool_size_plus64.ingot", BAD_LAYOUT, HDR_POOL_SIZE, 64, HDR_DATA),
+    FN("minor1_tensor_table_past_end.ingot", TRUNCATED, mk_relaxed, -1, NULL, HDR_TENSOR_TABLE, 0,
+       0),
+    FN("minor1_sections_overlap.ingot", BAD_LAYOUT, mk_relaxed, -1, NULL, HDR_NAME_INDEX, 0, 0),
+    /* data offset and size */
+    HDRADD("data_off_plus8_misaligned.ingot", BAD_ALIGN, HDR_DATA, 8),
+    HDRADD("data_off_plus64.ingot", BAD_LAYOUT, HDR_DATA, 64),
+    HDRADD("data_off_minus64.ingot", BAD_LAYOUT, HDR_DATA, (uint64_t)-64),
+    HDR("data_off_0.ingot", BAD_LAYOUT, HDR_DATA, 8, 0),
+    FN("data_off_2p40.ingot", TRUNCATED, mk_data_off_huge, -1, NULL, 0, 0, 0),
+    HDRADD("data_size_plus1.ingot", BAD_LAYOUT, HDR_DATA_SIZE, 1),
+    HDRADD("data_size_minus1.ingot", BAD_LAYOUT, HDR_DATA_SIZE, UINT64_MAX),
+    FN("minor1_data_past_end.ingot", TRUNCATED, mk_relaxed, -1, NULL, HDR_DATA, 0, 0),
+    FN("minor1_data_inside_pool.ingot", BAD_LAYOUT, mk_relaxed_data_low, -1, NULL, 0, 0, 0),
+    FN("pad_before_data_first.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 0),
+    FN("pad_before_data_last.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 1),
+    /* rows 5, 17: tensor names */
+    FN("name_len_0.ingot", BAD_NAME, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_LEN, 4, 0),
+    FN("name_len_65536.ingot", BAD_NAME, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_LEN, 4,
+       65536),
+    FN("name_len_u32max.ingot", BAD_NAME, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_LEN, 4,
+       UINT32_MAX),
+    FN("name_off_pool_size.ingot", BAD_STRING, mk_name_off_pool, GT_EMBED, NULL, 0, 8, 0),
+    FN("name_off_u64max.ingot", BAD_STRING, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_OFF, 8,
+       UINT64_MAX),
+    FN("name_ends_at_pool_end.ingot", BAD_STRING, mk_name_off_pool, GT_I64, NULL, 0, 0, 0),
+    FN("name_not_nul_terminated.ingot", BAD_STRING, mk_name_nul, GT_EMBED, NULL, 0, 0, 0),
+    FN("name_utf8_overlong2.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 0, 2, 0xafc0),
+    FN("name_utf8_overlong3.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 0, 3, 0xaf80e0),
+    FN("name_utf8_surrogate.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 1, 3, 0x80a0ed),
+    FN("name_utf8_above_10ffff.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 0, 4,
+       0x808090f4u),
+    FN("name_utf8_lone_continuation.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 5, 1, 0x80),
+    FN("name_utf8_bad_lead_f8.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 0, 1, 0xf8),
+    FN("name_utf8_cut_sequence.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 10, 1, 0xe2),
+    FN("name_embedded_nul.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 5, 1, 0),
+    /* row 7: dtype */
+    TEN("dtype_0.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0),
+    TEN("dtype_ffff.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0xffff),
+    TEN("dtype_7fff.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0x7fff),
+    TEN("dtype_16_gap.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 16),
+    TEN("dtype_257_gap.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 257),
+    TEN("dtype_299_after_last.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 299),
+    /* row 10: rank */
+    TEN("rank_9.ingot", BAD_NDIMS, GT_EMBED, TEN_RANK, 1, 9),
+    TEN("rank_255.ingot", BAD_NDIMS, GT_EMBED, TEN_RANK, 1, 255),
+    /* tensor flags, param id, reserved */
+    TEN("tensor_flags_unknown_02.ingot", BAD_FLAGS, GT_BIAS, TEN_FLAGS, 1, 0x02),
+    TEN("tensor_flags_unknown_80.ingot", BAD_FLAGS, GT_EMBED, TEN_FLAGS, 1, 0x81),
+    TEN("tensor_param_id_without_flag.ingot", BAD_FLAGS, GT_BIAS, TEN_PARAM_ID, 8, 5),
+    TEN("tensor_reserved.ingot", BAD_FLAGS, GT_BIAS, TEN_RESERVED, 4, 1),
+    /* rows 11, 12, 15: shapes and sizes */
+    TEN("shape_dim_beyond_rank.ingot", BAD_SHAPE, GT_Q, TEN_SHAPE + 16, 8, 1),
+    TEN("shape_dim7_beyond_rank.ingot", BAD_SHAPE, GT_EMBED, TEN_SHAPE + 56, 8, 1),
+    TEN("shape_scalar_with_dim.ingot", BAD_SHAPE, GT_BIAS, TEN_SHAPE, 8, 1),
+    SHAPE("shape_i64max_x2_f32.ingot", BAD_SIZE, GT_EMBED, 0, 0, TEN_SHAPE),
+    SHAPE("shape_i64max_x2_u8.ingot", BAD_SIZE, GT_TAIL, 0, 0, TEN_NBYTES),
+    SHAPE("shape_i64max_x3.ingot", BAD_SHAPE, GT_EMBED, 1, 0, TEN_SHAPE),
+    SHAPE("shape_2p32_x_2p32.ingot", BAD_SHAPE, GT_EMBED, 2, 0, TEN_SHAPE),
+    SHAPE("shape_dim_2p63.ingot", BAD_SHAPE, GT_TAIL, 3, 0, TEN_SHAPE),
+    SHAPE("shape_dim_minus1.ingot", BAD_SHAPE, GT_TAIL, 4, 0, TEN_SHAPE),
+    SHAPE("shape_zero_then_2p63.ingot", BAD_SHAPE, GT_EMPTY, 5, 0, TEN_SHAPE),
+    SHAPE("size_f32_bytes_overflow.ingot", BAD_SIZE, GT_EMBED, 6, 0, TEN_SHAPE),
+    SHAPE("size_q4_0_inner_33.ingot", BAD_SIZE, GT_Q, 7, 0, TEN_SHAPE),
+    SHAPE("size_q4_0_inner_16.ingot", BAD_SIZE, GT_Q, 8, 0, TEN_SHAPE),
+    SHAPE("size_q4_0_scalar.ingot", BAD_SIZE, GT_Q, 9, 0, TEN_SHAPE),
+    TENADD("size_nbytes_plus1.ingot", BAD_SIZE, GT_EMBED, TEN_NBYTES, 1),
+    TEN("size_nbytes_0.ingot", BAD_SIZE, GT_Q, TEN_NBYTES, 8, 0),
+    TEN("size_empty_nbytes_1.ingot", BAD_SIZE, GT_EMPTY, TEN_NBYTES, 8, 1),
+    /* row 13: tensor data layout */
+    TENADD("layout_offset_misaligned.ingot", BAD_ALIGN, GT_Q, TEN_OFFSET, 1),
+    TEN("layout_offset_u64max.ingot", BAD_ALIGN, GT_TAIL, TEN_OFFSET, 8, UINT64_MAX),
+    TEN("layout_offset_wraps.ingot", BAD_LAYOUT, GT_TAIL, TEN_OFFSET, 8, (uint64_t)-64),
+    TENADD("layout_gap.ingot", BAD_LAYOUT, GT_Q, TEN_OFFSET, 64),
+    TEN("layout_first_not_at_0.ingot", BAD_LAYOUT, GT_EMBED, TEN_OFFSET, 8, 64),
+    TENADD("layout_overlap.ingot", BAD_LAYOUT, GT_Q, TEN_OFFSET, (uint64_t)-64),
+    TENADD("layout_gap_after_empty.ingot", BAD_LAYOUT, GT_I64, TEN_OFFSET, 64),
+    SHAPE("layout_past_data_end.ingot", BAD_LAYOUT, GT_TAIL, 10, 1, TEN_OFFSET),
+    FN("layout_trailing_data.ingot", BAD_LAYOUT, mk_trailing, -1, NULL, 0, 0, 64),
+    /* row 9 and the name index */
+    FN("index_out_of_range.ingot", BAD_LAYOUT, mk_index, -1, NULL, 0, 0, GT_N),
+    FN("index_u32max.ingot", BAD_LAYOUT, mk_index, -1, NULL, 3, 0, UINT32_MAX),
+    FN("index_unsorted.ingot", BAD_LAYOUT, mk_index_swap, -1, NULL, 0, 0, 0),
+    FN("index_repeats_entry.ingot", DUPLICATE, mk_index_repeat, -1, NULL, 0, 0, 0),
+    FN("index_padding_nonzero.ingot", BAD_LAYOUT, mk_index, -1, NULL, GT_N, 0, 1),
+    FN("dup_tensor_name.ingot", DUPLICATE, mk_dup_tensor, -1, NULL, 0, 0, 0),
+    /* rows 5, 9, 17: metadata keys */
+    FN("key_len_0.ingot", BAD_NAME, mk_met_key_field, -1, "a.u32", MET_KEY_LEN, 4, 0),
+    FN("key_len_65536.ingot", BAD_NAME, mk_met_key_field, -1, "a.u32", MET_KEY_LEN, 4, 65536),
+    FN("key_off_past_pool.ingot", BAD_STRING, mk_name_off_pool, -1, "a.u32", 0, 8, 1),
+    FN("key_ends_at_pool_end.ingot", BAD_STRING, mk_name_off_pool, -1, "z.tail", 0, 0, 0),
+    FN("key_not_nul_terminated.ingot", BAD_STRING, mk_name_nul, -1, "a.u32", 0, 0, 0),
+    FN("key_utf8_overlong.ingot", BAD_STRING, mk_name_bytes, -1, "a.u32", 0, 2, 0x81c1),
+    FN("key_utf8_surrogate.ingot", BAD_STRING, mk_name_bytes, -1, "c.f64", 1, 3, 0xbfbfed),
+    FN("key_embedded_nul.ingot", BAD_STRING, mk_name_bytes, -1, "c.f64", 1, 1, 0),
+    FN("key_duplicate.ingot", DUPLICATE, mk_dup_key, -1, "a.u32", 0, 0, 0),
+    FN("key_unsorted.ingot", BAD_LAYOUT, mk_swap_meta, -1, "a.u16", 0, 0, 0),
+    /* row 7: metadata types; flags; scalar encoding */
+    MET("meta_type_0.ingot", BAD_TYPE, "a.u32", MET_TYPE, 1, 0),
+    MET("meta_type_14.ingot", BAD_TYPE, "a.u32", MET_TYPE, 1, 14),
+    MET("meta_type_255.ingot", BAD_TYPE, "a.u32", MET_TYPE, 1, 255),
+    MET("meta_flags_02.ingot", BAD_FLAGS, "a.u32", MET_FLAGS, 1, 0x02),
+    MET("meta_flags_81.ingot", BAD_FLAGS, "f.u16[]", MET_FLAGS, 1, 0x81),
+    MET("meta_reserved.ingot", BAD_FLAGS, "a.u32", MET_RESERVED, 2, 0x100),
+    MET("meta_scalar_count_0.ingot", BAD_COUNT, "a.u32", MET_COUNT, 8, 0),
+    MET("meta_scalar_count_2.ingot", BAD_COUNT, "c.f64", MET_COUNT, 8, 2),
+    MET("meta_u8_high_bytes.ingot", BAD_METADATA, "a.u8", MET_VALUE, 8, 0x1c8),
+    MET("meta_u32_high_bytes.ingot", BAD_METADATA, "a.u32", MET_VALUE, 8, 1ull << 32),
+    MET("meta_i8_sign_extended.ingot", BAD_METADATA, "b.i8", MET_VALUE, 8, UINT64_MAX),
+    MET("meta_bool_2.ingot", BAD_METADATA, "d.bool", MET_VALUE, 8, 2),
+    MET("meta_bool_ff.ingot", BAD_METADATA, "d.bool", MET_VALUE, 8, 0xff),
+    /* rows 5, 18: string and bytes values */
+    FN("meta_string_off_past_pool.ingot", BAD_STRING, mk_mval_pool, -1, "e.string", 0, 0, 1),
+    MET_R("meta_string_len_u64max.ingot", BAD_STRING, "e.string", MET_COUNT, 8, UINT64_MAX,
+          MET_VALUE),
+    MET_R("meta_string_len_1gib.ingot", BAD_STRING, "e.string", MET_COUNT, 8, 1ull << 30,
+          MET_VALUE),
+    FN("meta_string_to_pool_end.ingot", BAD_STRING, mk_mval_pool, -1, "e.string", 0, 1, 0),
+    FN("meta_string_not_nul_terminated.ingot", BAD_STRING, mk_mval_nul, -1, "e.string", 0, 0, 0),
+    FN("meta_string_utf8_overlong.ingot", BAD_STRING, mk_mval_bytes, -1, "e.string", 0, 2, 0x80c0),
+    FN("meta_string_utf8_surrogate.ingot", BAD_STRING, mk_mval_bytes, -1, "e.string", 1, 3,
+       0x80a0ed),
+    FN("meta_string_utf8_cut.ingot", BAD_STRING, mk_mval_bytes, -1, "e.string", 11, 1, 0xc3),
+    FN("meta_bytes_off_past_pool.ingot", BAD_STRING, mk_mval_pool, -1, "e.bytes", 0, 0, 0),
+    MET_R("meta_bytes_len_1gib.ingot", BAD_STRING, "e.bytes", MET_COUNT, 8, 1ull << 30, MET_VALUE),
+    /* rows 6, 18: numeric arrays */
+    MET("array_count_x_size_wraps.ingot", BAD_ARRAY, "f.f64[]", MET_COUNT, 8, 1ull << 61),
+    MET("array_count_u64max.ingot", BAD_ARRAY, "f.u16[]", MET_COUNT, 8, UINT64_MAX),
+    MET("array_count_past_pool.ingot", BAD_ARRAY, "f.u16[]", MET_COUNT, 8, 100000),
+    MET("array_1gib.ingot", BAD_ARRAY, "f.f64[]", MET_COUNT, 8, 1ull << 27),
+    FN("array_u16_misaligned.ingot", BAD_ALIGN, mk_mval_shift, -1, "f.u16[]", 0, 0, 1),
+    FN("array_f64_misaligned.ingot", BAD_ALIGN, mk_mval_shift, -1, "f.f64[]", 0, 0, 4),
+    FN("array_bool_2.ingot", BAD_METADATA, mk_mval_bytes, -1, "f.bool[]", 1, 1, 2),
+    FN("array_bool_ff.ingot", BAD_METADATA, mk_mval_bytes, -1, "f.bool[]", 3, 1, 0xff),
+    /* rows 5, 6: string and bytes arrays */
+    MET("strarr_count_x16_wraps.ingot", BAD_ARRAY, "g.strs[]", MET_COUNT, 8, 1ull << 60),
+    MET("strarr_count_past_pool.ingot", BAD_ARRAY, "g.strs[]", MET_COUNT, 8, 1000),
+    FN("strarr_misaligned.ingot", BAD_ALIGN, mk_mval_shift, -1, "g.strs[]", 0, 0, 4),
+    FN("strarr_elem_off_past_pool.ingot", BAD_STRING, mk_sref, 0, "g.strs[]", 0, 0, 0),
+    FN("strarr_elem_len_u64max.ingot", BAD_STRING, mk_sref, 1, "g.strs[]", 8, 8, UINT64_MAX),
+    FN("strarr_elem_to_pool_end.ingot", BAD_STRING, mk_sref, 2, "g.strs[]", 8, 0, 0),
+    FN("strarr_elem_not_nul_terminated.ingot", BAD_STRING, mk_mval_nul, 0, "g.strs[]", 0, 0, 0),
+    FN("strarr_elem_utf8_bad.ingot", BAD_STRING, mk_mval_bytes, 2, "g.strs[]", 1, 1, 0x41),
+    FN("bytesarr_elem_off_past_pool.ingot", BAD_STRING, mk_sref, 0, "g.blobs[]", 0, 0, 1),
+    FN("bytesarr_elem_len_1gib.ingot", BAD_STRING, mk_sref, 1, "g.blobs[]", 8, 8, 1ull << 30),
+    /* row 21: checksums */
+    FN("crc_header_field_flipped.ingot", BAD_CHECKSUM, mk_hdr_crc, -1, NULL, 0, 0, 0),
+    FN("crc_header_content_changed.ingot", BAD_CHECKSUM, mk_hdr_content, -1, NULL, 0, 0, 0),
+    FN("crc_tensor_field_unfixed.ingot", BAD_CHECKSUM, mk_ten_crc_nofix, -1, NULL, 0, 0, 0),
+    VERIFY("verify_data_first_byte.ingot", BAD_CHECKSUM, mk_data_flip, GT_Q, 0),
+    VERIFY("verify_data_last_byte.ingot", BAD_CHECKSUM, mk_data_flip, GT_TAIL, 4),
+    VERIFY("verify_tensor_crc_field.ingot", BAD_CHECKSUM, mk_ten_crc_fixed, GT_EMBED, 0),
+    VERIFY("verify_empty_tensor_crc.ingot", BAD_CHECKSUM, mk_ten_crc_fixed, GT_EMPTY, 0),
+    VERIFY("verify_pad_after_first.ingot", BAD_LAYOUT, mk_data_pad, GT_EMBED, 0),
+    VERIFY("verify_pad_utf8_name.ingot", BAD_LAYOUT, mk_data_pad, GT_UTF8, 0),
+    VERIFY("verify_pad_before_last.ingot", BAD_LAYOUT, mk_data_pad, GT_I64, 1),
+};
+
+#define GEN_N_CASES (sizeof gen_cases / sizeof gen_cases[0])
+
+/* Builds row c into g and its expectations into x. */
+static bool gen_case(const gcase *c, gbuf *g, gx *x)
+{
+    static gbuf base;
+    static bool have_base;
+    if (!have_base) {
+        if (!gen_base(&base)) return false;
+        have_base = true;
+    }
+    *g = base;
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    c->make(x, c);
+    if (!x->no_crc) g_fix_crc(g);
+    return true;
+}
+
+/* ---- the good seeds -------------------------------------------------------------------------- */
+
+static bool gen_good_empty(gbuf *g)
+{
+    ingot_writer_opts o = {.alignment = 64};
+    ingot_writer *w;
+    if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) return false;
+    return gen_finish(w, g);
+}
+
+/* A future minor version (1.1) with every relaxation a reader must accept: longer header, gaps
+ * between sections, data one alignment unit late, nonzero reserved fields, optional flags. */
+static bool gen_good_minor1(gbuf *g)
+{
+    if (!gen_base(g)) return false;
+    g_relax(g, 1, 8, 8, 1);
+    gst(g, HDR_RESERVED0, 4, 7);
+    gst(g, HDR_RESERVED1, 8, 0x1122334455667788ull);
+    gst(g, HDR_RESERVED2, 4, 9);
+    gst(g, HDR_FLAGS_OPTIONAL, 4, 0xffffffffu);
+    g->b[ING_HDR_SIZE] = 0xee; /* unknown header extension bytes */
+    g_fix_crc(g);
+    return true;
+}
+
+/* Shapes at the edges: rank 8, zero-sized with huge other dims, a 1-byte name, 2 KiB of metadata
+ * names; alignment 128. */
+static bool gen_good_edges(gbuf *g)
+{
+    ingot_writer_opts o = {.alignment = 128};
+    ingot_writer *w;
+    if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) return false;
+    static const uint64_t r8[8] = {1, 1, 1, 1, 1, 1, 1, 2};
+    static const uint64_t zero_huge[3] = {0, (uint64_t)INT64_MAX, 1ull << 62};
+    static const uint64_t q[1] = {256};
+    static uint8_t d[256];
+    gen_fill(d, sizeof d, 9);
+    ingot_error e;
+    bool ok = ingot_writer_add_tensor(w, "r8", INGOT_DTYPE_F32, 8, r8, NULL, d, &e) == INGOT_OK &&
+              ingot_writer_add_tensor(w, "x", INGOT_DTYPE_BF16, 3, zero_huge, NULL, d, &e) ==
+                  INGOT_OK &&
+              ingot_writer_add_tensor(w, "q6k", INGOT_DTYPE_Q6_K, 1, q, NULL, d, &e) == INGOT_OK &&
+              ingot_writer_set_string(w, "\xf0\x9f\x98\x80", "") == INGOT_OK &&
+              ingot_writer_set_stringn(w, "nul.inside", "a\0b", 3) == INGOT_OK &&
+              ingot_writer_set_bytes(w, "bytes.not.utf8", "\xff\xfe", 2) == INGOT_OK &&
+              ingot_writer_set_array(w, "empty.array", INGOT_META_I32, NULL, 0) == INGOT_OK;
+    if (!ok) {
+        ingot_writer_free(w);
+        return false;
+    }
+    return gen_finish(w, g);
+}
+
+typedef struct {
+    const char *file;
+    bool (*make)(gbuf *g);
+} ggood;
+
+static const ggood gen_goods[] = {
+    {"base.ingot", gen_base},
+    {"empty.ingot", gen_good_empty},
+    {"minor1_relaxed.ingot", gen_good_minor1},
+    {"edges.ingot", gen_good_edges},
+};
+
+#define GEN_N_GOODS (sizeof gen_goods / sizeof gen_goods[0])
+
+/* The manifest text: "file STATUS open|verify\n" per row, in table order. */
+static size_t gen_manifest(char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < GEN_N_CASES; i++) {
+        int k = snprintf(buf + n, cap - n, "%s %s %s\n", gen_cases[i].file,
+                         ingot_status_name(gen_cases[i].want),
+                         gen_cases[i].verify ? "verify" : "open");
+        if (k < 0 || (size_t)k >= cap - n) gen_die("manifest buffer too small");
+        n += (size_t)k;
+    }
+    return n;
+}
+
+static bool gen_write_file(const char *dir, const char *name, const void *p, size_t n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp) return false;
+    bool ok = fwrite(p, 1, n, fp) == n;
+    return fclose(fp) == 0 && ok;
+}
+
+/* Writes <dir>/bad/<every row>, <dir>/bad/MANIFEST and <dir>/good/<every seed>. */
+static int gen_regen(const char *dir)
+{
+    static gbuf g;
+    static char manifest[32768];
+    char sub[1024];
+    gx x;
+    snprintf(sub, sizeof sub, "%s/bad", dir);
+    for (size_t i = 0; i < GEN_N_CASES; i++)
+        if (!gen_case(&gen_cases[i], &g, &x) || !gen_write_file(sub, gen_cases[i].file, g.b, g.n))
+            return fprintf(stderr, "failed: %s\n", gen_cases[i].file), 1;
+    size_t mn = gen_manifest(manifest, sizeof manifest);
+    if (!gen_write_file(sub, "MANIFEST", manifest, mn)) return 1;
+    snprintf(sub, sizeof sub, "%s/good", dir);
+    for (size_t i = 0; i < GEN_N_GOODS; i++)
+        if (!gen_goods[i].make(&g) || !gen_write_file(sub, gen_goods[i].file, g.b, g.n))
+            return fprintf(stderr, "failed: %s\n", gen_goods[i].file), 1;
+    fprintf(stderr, "wrote %zu bad files and %zu good files under %s\n", (size_t)GEN_N_CASES,
+            (size_t)GEN_N_GOODS, dir);
+    return 0;
+}
+
+#endif /* GEN_BASE_ONLY */
+#endif /* INGOT_GEN_BAD_CORPUS_C */

@@ -35,7 +35,8 @@
  *     chains to any handler installed before. Pointers you dereference yourself are not guarded.
  *   - Where mmap is unwanted (network or FUSE file systems, shared directories) open with
  *     INGOT_IO_PREAD: only the header is read into memory; tensor data is then read on demand with
- *     ingot_file_tensor_read() and ingot_tensor_info.data is NULL.
+ *     ingot_file_tensor_read(), and ingot_tensor_info.data is NULL with INGOT_TENSOR_NOT_MAPPED
+ *     (except where the header read already covered the data, e.g. a file of empty tensors).
  */
 #ifndef INGOT_CORE_H
 #define INGOT_CORE_H
@@ -255,9 +256,10 @@ INGOT_API bool ingot_dtype_is_quantized(ingot_dtype dt);
 #define INGOT_MAX_RANK 8
 
 /** Element count and byte size of a tensor, with every multiplication checked.
- *  Errors: BAD_TYPE (unknown dtype), BAD_NDIMS (rank > INGOT_MAX_RANK), BAD_SHAPE (element
- *  count overflows uint64), BAD_SIZE (byte size overflows, or the innermost dimension is not a
- *  whole number of blocks). A rank-0 tensor is a scalar of one element. */
+ *  Errors: BAD_TYPE (unknown dtype), BAD_NDIMS (rank > INGOT_MAX_RANK), BAD_SHAPE (a dimension
+ *  or the element count exceeds 2^63-1; a zero dimension does not excuse the others), BAD_SIZE
+ *  (byte size overflows uint64, or the innermost dimension is not a whole number of blocks).
+ *  A rank-0 tensor is a scalar of one element. */
 INGOT_API ingot_status ingot_dtype_nbytes(ingot_dtype dt, uint32_t rank, const uint64_t *shape,
                                           uint64_t *nelem, uint64_t *nbytes);
 

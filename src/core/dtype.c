@@ -86,16 +86,17 @@ ingot_status ingot_dtype_nbytes(ingot_dtype dt, uint32_t rank, const uint64_t *s
     const dtype_row *r = row(dt);
     if (!r) return INGOT_BAD_TYPE;
     if (rank > INGOT_MAX_RANK) return INGOT_BAD_NDIMS;
-    uint64_t n = 1;
+    /* Every dimension and the element count must fit in int64 (the range of every framework's
+     * numel); a zero dimension makes the product 0 but the other dimensions must still be sane,
+     * whatever their order. */
     bool zero = false;
     for (uint32_t i = 0; i < rank; i++) {
+        if (shape[i] > (uint64_t)INT64_MAX) return INGOT_BAD_SHAPE;
         if (shape[i] == 0) zero = true;
-        /* A zero anywhere makes the product 0, but the other dims must still be sane. */
-        else if (!zero && !ing_mul(n, shape[i], &n))
-            return INGOT_BAD_SHAPE;
-        else if (shape[i] > (uint64_t)INT64_MAX)
-            return INGOT_BAD_SHAPE;
     }
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < rank && !zero; i++)
+        if (!ing_mul(n, shape[i], &n) || n > (uint64_t)INT64_MAX) return INGOT_BAD_SHAPE;
     if (zero) n = 0;
     if (r->block_elems > 1) {
         uint64_t inner = rank ? shape[rank - 1] : 1;

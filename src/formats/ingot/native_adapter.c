@@ -32,11 +32,9 @@ static ingot_status open_native(ingot_file *f, ingot_error *err)
     ING_TRY(ingot__file_head(f, f->size < ING_HDR_SIZE ? f->size : ING_HDR_SIZE, &head, err));
     ING_TRY(ingot_native_header_size(head, f->size < ING_HDR_SIZE ? (size_t)f->size : ING_HDR_SIZE,
                                      &need, err));
-    if (need > f->size)
-        return ingot__err(err, INGOT_TRUNCATED, HDR_DATA, "header", 6,
-                          "data offset %llu beyond the file's %llu bytes",
-                          (unsigned long long)need, (unsigned long long)f->size);
-    uint64_t avail = f->base ? f->size : need;
+    /* If the data offset lies beyond the file, hand over what there is and let the reader name
+     * the first inconsistent field, exactly as it does for a buffer. */
+    uint64_t avail = f->base || need > f->size ? f->size : need;
     ING_TRY(ingot__file_head(f, avail, &head, err));
     state *s = ingot__alloc(&f->alloc, sizeof *s);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the reader");

@@ -57,7 +57,7 @@ ingot_status ingot_native_header_size(const void *head, size_t n, uint64_t *need
                                       ingot_error *err)
 {
     const uint8_t *h = (const uint8_t *)head;
-    if (!head || !needed) return INGOT_MISUSE;
+    if (!needed || (!head && n)) return INGOT_MISUSE;
     *needed = 0;
     if (n < ING_HDR_SIZE)
         return HERR(INGOT_TRUNCATED, n, "file of %zu bytes is shorter than the 128-byte header", n);
@@ -113,6 +113,9 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
                     "%llu trailing bytes after the declared end of file",
                     (unsigned long long)(r->file_size - fsz));
 
+    if (r->header_size > r->file_size)
+        return HERR(INGOT_BAD_HEADER_SIZE, HDR_HEADER_SIZE, "header size %llu exceeds the file",
+                    (unsigned long long)r->header_size);
     r->n_tensors = ing_ld64(h + HDR_N_TENSORS);
     r->n_meta = ing_ld64(h + HDR_N_META);
     uint64_t room = r->file_size - r->header_size;
@@ -223,7 +226,7 @@ static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
         uint64_t nbytes;
         ingot_status st = ingot_dtype_nbytes(dt, rank, shape, 0, &nbytes);
         if (st == INGOT_BAD_SHAPE)
-            return TERR(st, TEN_SHAPE, "element count overflows or a dimension exceeds 2^63-1");
+            return TERR(st, TEN_SHAPE, "element count or a dimension exceeds 2^63-1");
         if (st != INGOT_OK)
             return TERR(st, TEN_SHAPE, "innermost dimension is not a whole number of %s blocks "
                         "or the byte size overflows", ingot_dtype_name(dt));

@@ -36,7 +36,7 @@ int main(void)
     for (int s = 0; s < 8; s++) {
         printf("    {");
         for (int i = 0; i < 256; i++)
-            printf("%s0x%08xu%s", i % 6 == 0 ? "\n        " : "", t[s][i], i == 255 ? "" : ", ");
+            printf("%s0x%08xu%s", i % 6 == 0 ? "\n        " : " ", t[s][i], i == 255 ? "" : ",");
         printf("},\n");
     }
     printf("};\n");
@@ -44,7 +44,7 @@ int main(void)
     x2n[0] = 1u << 30; /* x^1 in the reflected representation */
     for (int k = 1; k < 32; k++) x2n[k] = mulmodp(x2n[k - 1], x2n[k - 1]);
     printf("static const uint32_t crc32c_x2n[32] = {");
-    for (int k = 0; k < 32; k++) printf("%s0x%08xu%s", k % 6 == 0 ? "\n    " : "", x2n[k], k == 31 ? "" : ", ");
+    for (int k = 0; k < 32; k++) printf("%s0x%08xu%s", k % 6 == 0 ? "\n    " : " ", x2n[k], k == 31 ? "" : ",");
     printf("};\n");
     return 0;
 }

@@ -8,7 +8,11 @@
 uint32_t ingot__crc32c_sw(uint32_t crc, const void *buf, size_t n);
 /* Appends nbytes zero bytes to a raw (non-inverted) CRC register. */
 uint32_t ingot__crc32c_shift(uint32_t raw, uint64_t nbytes);
-/* True when the hardware instruction is used. */
+/* True when the hardware crc32 instruction (SSE4.2) is used. */
 bool ingot__crc32c_hw(void);
+/* True when ingot_crc32c folds with VPCLMULQDQ (inputs of 512 bytes and more). */
+bool ingot__crc32c_clmul(void);
+/* The SSE4.2 crc32 path alone (the portable one where the CPU lacks it); for tests and benches. */
+uint32_t ingot__crc32c_sse42(uint32_t crc, const void *buf, size_t n);
 
 #endif

@@ -41,6 +41,10 @@
 
 #if defined(INGOT_HAVE_XXHASH)
 #include <xxhash.h>
+#if defined(INGOT_HAVE_XXH_DISPATCH)
+#define XXH_DISPATCH_DISABLE_REPLACE /* keep XXH3_64bits the plain (SSE2) entry point */
+#include <xxh_x86dispatch.h>
+#endif
 #endif
 #if defined(INGOT_HAVE_ZLIB)
 #include <zlib.h>
@@ -543,6 +547,9 @@ static uint64_t h_crc32c_sse42(const uint8_t *p, size_t n) { return ingot__crc32
 static uint64_t h_crc32c_sw(const uint8_t *p, size_t n) { return ingot__crc32c_sw(0, p, n); }
 #if defined(INGOT_HAVE_XXHASH)
 static uint64_t h_xxh3(const uint8_t *p, size_t n) { return XXH3_64bits(p, n); }
+#if defined(INGOT_HAVE_XXH_DISPATCH)
+static uint64_t h_xxh3_dispatch(const uint8_t *p, size_t n) { return XXH3_64bits_dispatch(p, n); }
+#endif
 #endif
 #if defined(INGOT_HAVE_ZLIB)
 static uint64_t h_zlib(const uint8_t *p, size_t n)
@@ -579,7 +586,10 @@ static void bench_hash(const char *path, const model *m, uint64_t data_off)
         {"CRC-32C SSE4.2 crc32, 3 streams", h_crc32c_sse42},
         {"CRC-32C portable slice-by-8", h_crc32c_sw},
 #if defined(INGOT_HAVE_XXHASH)
-        {"XXH3-64 (libxxhash)", h_xxh3},
+        {"XXH3-64 (libxxhash, XXH3_64bits)", h_xxh3},
+#if defined(INGOT_HAVE_XXH_DISPATCH)
+        {"XXH3-64 (libxxhash, x86 dispatch)", h_xxh3_dispatch},
+#endif
 #endif
 #if defined(INGOT_HAVE_ZLIB)
         {"CRC-32 (zlib crc32)", h_zlib},

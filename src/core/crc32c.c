@@ -239,116 +239,6 @@ CLMUL_TARGET static uint32_t clmul_update(uint32_t crc, const uint8_t *p, size_t
     return hw_single(crc, p, n);
 }
 
-/* ---- Fused: crc32 instruction and carry-less multiply side by side --------------------------
- * The two run on different execution units, so one loop that feeds both goes faster than either.
- * The input is cut into blocks of FUSE_BLK bytes: the first FUSE_C bytes of each block are folded
- * with VPCLMULQDQ (as in clmul_update), the rest is three crc32 streams of FUSE_S bytes each. Every
- * part is a CRC of the message with the other parts read as zeros; since the raw CRC register is
- * linear, the register of the whole is the XOR of the parts' registers once each is shifted to the
- * same end: across a block gap the lanes fold 256 + 3*FUSE_S bytes ahead and each stream register
- * moves FUSE_BLK - FUSE_S bytes; at the end the parts move 3, 2, 1 and 0 stream lengths. All
- * distances are fixed, so all constants are too (x^n mod P, computed with mulmodp). */
-#define FUSE_ITERS 16 /* loop iterations per block: 256 clmul bytes + 3 x FUSE_WORDS words each */
-#define FUSE_WORDS 10
-#define FUSE_C (256u * FUSE_ITERS)
-#define FUSE_S (8u * FUSE_WORDS * FUSE_ITERS)
-#define FUSE_BLK (FUSE_C + 3u * FUSE_S) /* 7936 */
-#define K_GAP_A 0xc2a5b65eu     /* x^(8*(3*FUSE_S+256)+31) */
-#define K_GAP_B 0x82f89c77u     /* x^(8*(3*FUSE_S+256)-33) */
-#define K_SHIFT_GAP 0x51c0477eu /* x^(8*(FUSE_BLK-FUSE_S)-33) */
-#define K_SHIFT_S1 0xdd66cbbbu  /* x^(8*FUSE_S-33) */
-#define K_SHIFT_S2 0x22c3799fu  /* x^(16*FUSE_S-33) */
-#define K_SHIFT_S3 0x23d5e7e5u  /* x^(24*FUSE_S-33) */
-
-/* c*x^(8d) mod P for a register c, given k = x^(8d-33) mod P: the carry-less product c*k stands
- * for c*k*x (reflected operands), and crc32q multiplies by x^32 and reduces. */
-CLMUL_TARGET static inline uint32_t shift_reg(uint32_t c, uint32_t k)
-{
-    __m128i prod = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0);
-    return (uint32_t)__builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(prod));
-}
-
-CLMUL_TARGET static inline void fuse_words(uint32_t *r0, uint32_t *r1, uint32_t *r2,
-                                           const uint8_t *s0)
-{
-    uint32_t a = *r0, b = *r1, c = *r2;
-    for (int w = 0; w < FUSE_WORDS; w++) {
-        a = hw_u64(a, s0 + 8 * w);
-        b = hw_u64(b, s0 + FUSE_S + 8 * w);
-        c = hw_u64(c, s0 + 2 * FUSE_S + 8 * w);
-    }
-    *r0 = a;
-    *r1 = b;
-    *r2 = c;
-}
-
-CLMUL_TARGET static uint32_t fused_update(uint32_t crc, const uint8_t *p, size_t n)
-{
-    size_t nblk = n / FUSE_BLK;
-    const void *q = p;
-    __m256i x0 = _mm256_loadu_si256(q);
-    q = p + 32;
-    __m256i x1 = _mm256_loadu_si256(q);
-    q = p + 64;
-    __m256i x2 = _mm256_loadu_si256(q);
-    q = p + 96;
-    __m256i x3 = _mm256_loadu_si256(q);
-    q = p + 128;
-    __m256i y0 = _mm256_loadu_si256(q);
-    q = p + 160;
-    __m256i y1 = _mm256_loadu_si256(q);
-    q = p + 192;
-    __m256i y2 = _mm256_loadu_si256(q);
-    q = p + 224;
-    __m256i y3 = _mm256_loadu_si256(q);
-    x0 = _mm256_xor_si256(x0, _mm256_set_epi64x(0, 0, 0, (long long)crc));
-    const __m256i k = _mm256_set_epi64x(K_FOLD256_B, K_FOLD256_A, K_FOLD256_B, K_FOLD256_A);
-    const __m256i kg = _mm256_set_epi64x(K_GAP_B, K_GAP_A, K_GAP_B, K_GAP_A);
-    uint32_t r0 = 0, r1 = 0, r2 = 0;
-    for (size_t b = 0; b < nblk; b++) {
-        const uint8_t *base = p + b * FUSE_BLK, *s = base + FUSE_C;
-        if (b) {
-            x0 = fold256(x0, kg, base);
-            x1 = fold256(x1, kg, base + 32);
-            x2 = fold256(x2, kg, base + 64);
-            x3 = fold256(x3, kg, base + 96);
-            y0 = fold256(y0, kg, base + 128);
-            y1 = fold256(y1, kg, base + 160);
-            y2 = fold256(y2, kg, base + 192);
-            y3 = fold256(y3, kg, base + 224);
-            r0 = shift_reg(r0, K_SHIFT_GAP);
-            r1 = shift_reg(r1, K_SHIFT_GAP);
-            r2 = shift_reg(r2, K_SHIFT_GAP);
-        }
-        fuse_words(&r0, &r1, &r2, s);
-        for (unsigned it = 1; it < FUSE_ITERS; it++) {
-            const uint8_t *c = base + 256 * it;
-            x0 = fold256(x0, k, c);
-            x1 = fold256(x1, k, c + 32);
-            x2 = fold256(x2, k, c + 64);
-            x3 = fold256(x3, k, c + 96);
-            y0 = fold256(y0, k, c + 128);
-            y1 = fold256(y1, k, c + 160);
-            y2 = fold256(y2, k, c + 192);
-            y3 = fold256(y3, k, c + 224);
-            fuse_words(&r0, &r1, &r2, s + 8 * FUSE_WORDS * it);
-        }
-    }
-    /* The lanes end 3 stream lengths before the end of the last block. */
-    const __m128i k16 = _mm_set_epi64x(K_FOLD16_B, K_FOLD16_A);
-    __m256i regs[8] = {x0, x1, x2, x3, y0, y1, y2, y3};
-    __m128i acc = _mm256_castsi256_si128(regs[0]);
-    acc = fold16(acc, k16, _mm256_extracti128_si256(regs[0], 1));
-    for (int r = 1; r < 8; r++) {
-        acc = fold16(acc, k16, _mm256_castsi256_si128(regs[r]));
-        acc = fold16(acc, k16, _mm256_extracti128_si256(regs[r], 1));
-    }
-    uint32_t rc = (uint32_t)__builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(acc));
-    rc = (uint32_t)__builtin_ia32_crc32di(rc, (uint64_t)_mm_extract_epi64(acc, 1));
-    crc = shift_reg(rc, K_SHIFT_S3) ^ shift_reg(r0, K_SHIFT_S2) ^ shift_reg(r1, K_SHIFT_S1) ^ r2;
-    return clmul_update(crc, p + nblk * FUSE_BLK, n - nblk * FUSE_BLK);
-}
-
 /* Capabilities, probed once (racing first calls compute the same value): CAP_CRC = SSE4.2 crc32,
  * CAP_CLMUL = VPCLMULQDQ + AVX2 usable (the OS saves the ymm state); CAPS_KNOWN: probe done. */
 #define CAP_CRC 1
@@ -383,10 +273,7 @@ static int caps(void)
 uint32_t ingot_crc32c(uint32_t crc, const void *buf, size_t n)
 {
     int s = caps();
-    if (s & CAP_CLMUL) {
-        if (n >= FUSE_BLK) return ~fused_update(~crc, (const uint8_t *)buf, n);
-        return ~clmul_update(~crc, (const uint8_t *)buf, n);
-    }
+    if (s & CAP_CLMUL) return ~clmul_update(~crc, (const uint8_t *)buf, n);
     if (s & CAP_CRC) return ~hw_update(~crc, (const uint8_t *)buf, n);
     return ~sw_update(~crc, (const uint8_t *)buf, n);
 }

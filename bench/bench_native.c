@@ -2,8 +2,8 @@
  * bench_native.c - the native .ingot format against the raw system calls it sits on.
  *
  * Generates one file of --tensors tensors (about --size-mb MiB of data), then measures four cases,
- * each as a ratio to a baseline measured in the same run, baseline and ingot interleaved rep by rep
- * so that drift on a shared machine hits both:
+ * each as a ratio to a baseline measured in the same run. Every rep measures the baseline and ingot
+ * back to back, alternating which goes first, so that drift on a shared machine hits both:
  *   open    ingot_file_open + one ingot_file_tensor_find + close, against
  *           open + fstat + mmap + munmap + close (page cache warm). Goal: ingot/raw time <= 2.
  *   touch   a sum of every tensor byte through ingot_tensor_info.data, against the same sum over
@@ -12,18 +12,21 @@
  *           threads hashing one half each for the 2-thread case). Goal: >= 0.8.
  *   write   ingot_writer streaming the same bytes from memory, against write() of the same number
  *           of bytes to a new file + fsync + close + rename + directory fsync. Goal: >= 0.8.
- * Rows marked "info" are breakdowns that explain a figure; they have no goal.
- * The ratio printed is the median of the per-rep ratios (each rep pairs one baseline and one ingot
- * measurement taken back to back); the two medians are printed beside it.
+ * Rows marked "info" are breakdowns that explain a figure; they have no goal. The "hash" case
+ * prints checksum throughputs (CRC-32C paths, XXH3-64 and zlib crc32 where built) for
+ * docs/FORMAT.md's choice of checksum. Results and the reasoning: docs/PERFORMANCE.md.
+ * The ratio printed is the median over pairs of reps of their per-rep ratios (see record()); the
+ * medians of the two sides are printed beside it.
  *
  *   bench_native [--dir DIR] [--size-mb N] [--tensors N] [--reps N] [--open-iters N]
- *                [--cases open,touch,verify,hash,write] [--keep] [--json]
+ *                [--cases open,touch,verify,hash,write] [--write-pause S] [--keep] [--json]
  * With --json, stdout holds one JSON object and the human-readable report goes to stderr.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -166,9 +169,12 @@ static void print_header(void)
             "result");
 }
 
-/* Records one case. base/ingot hold per-rep values in `unit`; the ratio is the median of per-rep
- * ratios (ingot/base for times, ingot/base for throughputs too: the goal's direction says which
- * side is better). */
+/* Records one case. base/ingot hold per-rep values in `unit`. Reps come in pairs, one with the
+ * baseline measured first and one with ingot first (on this VM the second of two back-to-back 2 GB
+ * writes was often 2-3x slower than the first, whoever wrote it). The ratio is the median over the
+ * pairs of the geometric mean of the pair's two per-rep ratios ingot/base, which cancels such order
+ * effects; an odd last rep counts in the medians of the two sides but not in the ratio. The same
+ * rule holds for times and throughputs (lower_better says which way the goal goes). */
 static void record(const char *name, const char *unit, bool lower_better, const double *b,
                    const double *g, int reps, double goal)
 {
@@ -182,10 +188,13 @@ static void record(const char *name, const char *unit, bool lower_better, const 
     memcpy(r->base_s, b, (size_t)reps * sizeof *b);
     memcpy(r->ingot_s, g, (size_t)reps * sizeof *g);
     double ratios[MAX_REPS];
-    for (int i = 0; i < reps; i++) ratios[i] = g[i] / b[i];
+    int pairs = reps / 2;
+    for (int i = 0; i < pairs; i++)
+        ratios[i] = sqrt((g[2 * i] / b[2 * i]) * (g[2 * i + 1] / b[2 * i + 1]));
+    if (pairs == 0) ratios[pairs++] = g[0] / b[0];
     r->base = median(b, reps);
     r->ingot = median(g, reps);
-    r->ratio = median(ratios, reps);
+    r->ratio = median(ratios, pairs);
     r->goal = goal;
     char gs[16] = "-", res[8] = "info";
     if (goal > 0) {
@@ -401,8 +410,9 @@ static void bench_open(const char *path, const model *m, int reps, int iters, ui
     time_open_raw(path, iters / 10 + 1, false, 0);
     time_open_ingot(path, iters / 10 + 1, m, INGOT_VERIFY_HEADER);
     for (int k = 0; k < reps; k++) {
+        if (k % 2) g[k] = time_open_ingot(path, iters, m, INGOT_VERIFY_HEADER);
         b[k] = time_open_raw(path, iters, false, 0);
-        g[k] = time_open_ingot(path, iters, m, INGOT_VERIFY_HEADER);
+        if (k % 2 == 0) g[k] = time_open_ingot(path, iters, m, INGOT_VERIFY_HEADER);
         bh[k] = time_open_raw(path, iters, true, data_off);
         g2[k] = time_open_ingot(path, iters, m, INGOT_VERIFY_NONE);
         gb[k] = time_open_buffer(&r, iters, m, INGOT_VERIFY_HEADER);
@@ -451,15 +461,21 @@ static void bench_touch(const char *path, const model *m, int reps, uint64_t dat
     double bytes = (double)m->data_total;
     uint64_t sb = 0, sg = 0;
     for (int k = 0; k < reps; k++) {
-        /* fresh mappings each rep: the first pass includes the (minor) page faults */
-        rawmap r = raw_map(path);
-        b[k] = bytes / touch_raw(&r, data_off, &sb) / GB;
-        b2[k] = bytes / touch_raw(&r, data_off, &sb) / GB;
-        raw_unmap(r);
-        ingot_file *f = ingot_open_or_die(path, NULL);
-        g[k] = bytes / touch_ingot(f, &sg) / GB;
-        g2[k] = bytes / touch_ingot(f, &sg) / GB;
-        ingot_file_close(f);
+        /* Fresh mappings each rep: the first pass includes the (minor) page faults. The side
+         * that goes first alternates from rep to rep. */
+        for (int side = 0; side < 2; side++) {
+            if ((side + k) % 2 == 0) {
+                rawmap r = raw_map(path);
+                b[k] = bytes / touch_raw(&r, data_off, &sb) / GB;
+                b2[k] = bytes / touch_raw(&r, data_off, &sb) / GB;
+                raw_unmap(r);
+            } else {
+                ingot_file *f = ingot_open_or_die(path, NULL);
+                g[k] = bytes / touch_ingot(f, &sg) / GB;
+                g2[k] = bytes / touch_ingot(f, &sg) / GB;
+                ingot_file_close(f);
+            }
+        }
         if (sb != sg) die("touch: raw and ingot sums differ (padding not zero?)", NULL);
     }
     record("touch, fresh mapping", "GB/s", false, b, g, reps, 0.95);
@@ -518,15 +534,21 @@ static void bench_verify(const char *path, const model *m, int reps, uint64_t da
     for (int threads = 1; threads <= 2; threads++) {
         double b[MAX_REPS], g[MAX_REPS], b2[MAX_REPS], g2[MAX_REPS];
         for (int k = 0; k < reps; k++) {
-            /* fresh mappings (page faults included), then a second pass over the same ones */
-            rawmap r = raw_map(path);
-            b[k] = bytes / verify_raw(&r, data_off, threads) / GB;
-            b2[k] = bytes / verify_raw(&r, data_off, threads) / GB;
-            raw_unmap(r);
-            ingot_file *f = ingot_open_or_die(path, NULL);
-            g[k] = bytes / verify_ingot(f, threads) / GB;
-            g2[k] = bytes / verify_ingot(f, threads) / GB;
-            ingot_file_close(f);
+            /* fresh mappings (page faults included), then a second pass over the same ones; the
+             * side that goes first alternates */
+            for (int side = 0; side < 2; side++) {
+                if ((side + k) % 2 == 0) {
+                    rawmap r = raw_map(path);
+                    b[k] = bytes / verify_raw(&r, data_off, threads) / GB;
+                    b2[k] = bytes / verify_raw(&r, data_off, threads) / GB;
+                    raw_unmap(r);
+                } else {
+                    ingot_file *f = ingot_open_or_die(path, NULL);
+                    g[k] = bytes / verify_ingot(f, threads) / GB;
+                    g2[k] = bytes / verify_ingot(f, threads) / GB;
+                    ingot_file_close(f);
+                }
+            }
         }
         record(threads == 1 ? "verify, 1 thread" : "verify, 2 threads", "GB/s", false, b, g, reps,
                0.8);
@@ -634,22 +656,29 @@ static void fsync_dir(const char *dir)
 
 /* Settles the file system before a timed write: the previous rep's unlink (online discard on
  * some mounts) and any writeback complete outside the timer. */
+static double write_pause = 0; /* seconds to wait after syncfs, before a timed write */
+
 static void settle(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) die_errno("open dir");
     if (syncfs(fd) != 0) die_errno("syncfs");
     close(fd);
+    if (write_pause > 0) {
+        struct timespec ts = {(time_t)write_pause,
+                              (long)((write_pause - (double)(time_t)write_pause) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
 }
 
 static double write_raw(const model *m, const char *dir, const char *tmp, const char *dst,
-                        uint64_t file_size, bool prealloc)
+                        uint64_t file_size)
 {
     settle(dir);
     double t0 = now_s();
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) die_errno("create raw file");
-    if (prealloc) posix_fallocate(fd, 0, (off_t)file_size); /* as ingot_writer does */
     const uint8_t *p = m->buf;
     uint64_t left = file_size;
     while (left) {
@@ -664,9 +693,7 @@ static double write_raw(const model *m, const char *dir, const char *tmp, const 
     if (close(fd) != 0) die_errno("close");
     if (rename(tmp, dst) != 0) die_errno("rename");
     fsync_dir(dir);
-    double dt = now_s() - t0;
-    unlink(dst);
-    return dt;
+    return now_s() - t0;
 }
 
 static double write_with_ingot(const model *m, const char *dir, const char *dst)
@@ -674,9 +701,7 @@ static double write_with_ingot(const model *m, const char *dir, const char *dst)
     settle(dir);
     double t0 = now_s();
     write_ingot(m, dst, true);
-    double dt = now_s() - t0;
-    unlink(dst);
-    return dt;
+    return now_s() - t0;
 }
 
 static void bench_write(const model *m, const char *dir, int reps, uint64_t file_size)
@@ -686,20 +711,24 @@ static void bench_write(const model *m, const char *dir, int reps, uint64_t file
     snprintf(dst, sizeof dst, "%s/bench_native_raw.bin", dir);
     snprintf(idst, sizeof idst, "%s/bench_native_w.ingot", dir);
     if (file_size > m->buf_len) die("source buffer smaller than the file", NULL);
-    double b[MAX_REPS], g[MAX_REPS], bp[MAX_REPS];
+    double b[MAX_REPS], g[MAX_REPS];
     double bytes = (double)file_size;
     for (int k = 0; k < reps; k++) {
-        /* rotate which goes first, so that background writeback hits all alike */
-        for (int j = 0; j < 3; j++) {
-            switch ((j + k) % 3) {
-            case 0: b[k] = bytes / write_raw(m, dir, tmp, dst, file_size, false) / GB; break;
-            case 1: g[k] = bytes / write_with_ingot(m, dir, idst) / GB; break;
-            default: bp[k] = bytes / write_raw(m, dir, tmp, dst, file_size, true) / GB; break;
-            }
+        /* Alternate which goes first. Both files are deleted only after both writes: on a disk
+         * that discards freed blocks (this VM's ext4 is mounted -o discard), writing right after
+         * deleting the previous file of the same size was up to 3x slower, which would favour
+         * whichever side never follows its own delete. */
+        if (k % 2 == 0) {
+            b[k] = bytes / write_raw(m, dir, tmp, dst, file_size) / GB;
+            g[k] = bytes / write_with_ingot(m, dir, idst) / GB;
+        } else {
+            g[k] = bytes / write_with_ingot(m, dir, idst) / GB;
+            b[k] = bytes / write_raw(m, dir, tmp, dst, file_size) / GB;
         }
+        unlink(dst);
+        unlink(idst);
     }
     record("write + fsync", "GB/s", false, b, g, reps, 0.8);
-    record("  raw write + posix_fallocate", "GB/s", false, b, bp, reps, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -819,13 +848,14 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_native [--dir DIR] [--size-mb N] [--tensors N] [--reps N]\n"
             "                    [--open-iters N] [--cases open,touch,verify,hash,write]\n"
-            "                    [--keep] [--json]\n"
+            "                    [--write-pause S] [--keep] [--json]\n"
             "  --dir DIR       where the generated file goes (default: the build directory)\n"
             "  --size-mb N     tensor data in MiB (default 2048)\n"
             "  --tensors N     number of tensors (default 1000)\n"
-            "  --reps N        repetitions per case, median reported (default 7, 1..%d)\n"
+            "  --reps N        repetitions per case, medians reported (default 10, 1..%d)\n"
             "  --open-iters N  open/close iterations per rep (default 2000)\n"
             "  --cases LIST    subset of cases to run (default all)\n"
+            "  --write-pause S seconds to wait before each timed write (default 0)\n"
             "  --keep          keep the generated file\n"
             "  --json          JSON on stdout, report on stderr\n",
             MAX_REPS);
@@ -856,7 +886,7 @@ static bool wants(const char *cases, const char *name)
 int main(int argc, char **argv)
 {
     const char *dir = BENCH_DEFAULT_DIR, *cases = "open,touch,verify,hash,write";
-    uint64_t size_mb = 2048, n_tensors = 1000, reps = 7, open_iters = 2000;
+    uint64_t size_mb = 2048, n_tensors = 1000, reps = 10, open_iters = 2000;
     bool json = false, keep = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -867,6 +897,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--reps") && more) reps = parse_u64(argv[++i], a);
         else if (!strcmp(a, "--open-iters") && more) open_iters = parse_u64(argv[++i], a);
         else if (!strcmp(a, "--cases") && more) cases = argv[++i];
+        else if (!strcmp(a, "--write-pause") && more) write_pause = (double)parse_u64(argv[++i], a);
         else if (!strcmp(a, "--json")) json = true;
         else if (!strcmp(a, "--keep")) keep = true;
         else usage();
@@ -893,7 +924,7 @@ int main(int argc, char **argv)
             ingot__crc32c_clmul() ? "hardware (VPCLMULQDQ folding; SSE4.2 crc32 below 512 B)"
             : ingot__crc32c_hw()  ? "hardware (SSE4.2 crc32, 3 streams)"
                                   : "portable slice-by-8");
-    fprintf(out, "ingot %s; reps %" PRIu64 " (median), open: %" PRIu64 " iterations per rep\n",
+    fprintf(out, "ingot %s; reps %" PRIu64 ", open: %" PRIu64 " iterations per rep\n",
             ingot_version_string(), reps, open_iters);
 
     char path[4200];
@@ -915,9 +946,9 @@ int main(int argc, char **argv)
             "header region %" PRIu64 " bytes; generated in %.2f s\n",
             path, file_size, (double)file_size / MIB, m.n, (double)m.data_total / MIB, data_off,
             gen_s);
-    fprintf(out, "note: shared machine (%ld cores, other jobs running): expect run-to-run noise; "
-                 "baseline and ingot are interleaved rep by rep.\n",
-            cores);
+    fprintf(out, "note: on a shared machine expect run-to-run noise. Each rep measures baseline and "
+                 "ingot back to back, alternating which goes first; ratio = median over pairs of "
+                 "reps of the pair's geometric-mean ratio.\n");
 
     /* Warm the page cache for the read cases (the writer left it mostly resident). */
     {

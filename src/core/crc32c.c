@@ -5,9 +5,12 @@
  *   - x86-64 SSE4.2: the crc32 instruction over three interleaved streams (latency 3, throughput 1,
  *     so three independent streams keep the unit busy), joined with a shift in GF(2); ~8 bytes per
  *     cycle;
- *   - x86-64 with VPCLMULQDQ + AVX2 (Ice Lake, Zen 3 and later): carry-less multiply folding of
- *     eight 128-bit lanes (256 bytes per iteration), reduced with two crc32 instructions at the end;
- *     roughly twice the SSE4.2 speed, so checksumming keeps up with memory bandwidth.
+ *   - x86-64 with VPCLMULQDQ + AVX2 (Ice Lake, Zen 3 and later), inputs of 512 bytes and more:
+ *     carry-less multiply folding of eight 128-bit lanes (256 bytes per iteration), reduced with
+ *     two crc32 instructions at the end. One sequential stream: 2-3x the SSE4.2 code for 1-64 KiB
+ *     inputs (which it runs as one stream), about the same for large ones on Zen 4, where a ymm
+ *     VPCLMULQDQ issues every 2 cycles (docs/PERFORMANCE.md has the figures, and why a loop that
+ *     feeds both units at once was not kept).
  * All give bit-identical results (tests/test_crc32c.c compares each with the portable code).
  * Freestanding: no libc.
  */
@@ -151,9 +154,9 @@ HW_TARGET static uint32_t hw_update(uint32_t crc, const uint8_t *p, size_t n)
 
 #define CLMUL_TARGET __attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq")))
 
-/* Fold constants x^n mod P (reflected), n = 2048+31, 2048-33 for the main loop (eight lanes in four
- * ymm registers: 256 bytes ahead) and 128+31, 128-33 for one lane. Computed with mulmodp above;
- * tests/test_crc32c.c checks every length against the portable code. */
+/* Fold constants x^n mod P (reflected, as mulmodp above represents them), n = 2048+31, 2048-33 for
+ * the main loop (eight lanes in four ymm registers: 256 bytes ahead) and 128+31, 128-33 for one
+ * lane; tests/test_crc32c.c checks every length against the portable code. */
 #define K_FOLD256_A 0xdcb17aa4u
 #define K_FOLD256_B 0xb9e02b86u
 #define K_FOLD16_A 0xf20c0dfeu

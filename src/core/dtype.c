@@ -103,7 +103,8 @@ ingot_status ingot_dtype_nbytes(ingot_dtype dt, uint32_t rank, const uint64_t *s
         if (inner % r->block_elems) return INGOT_BAD_SIZE;
     }
     uint64_t bytes;
-    if (!ing_mul(n / r->block_elems, r->block_bytes, &bytes)) return INGOT_BAD_SIZE;
+    if (!ing_mul(r->block_elems > 1 ? n / r->block_elems : n, r->block_bytes, &bytes))
+        return INGOT_BAD_SIZE;
     if (nelem) *nelem = n;
     if (nbytes) *nbytes = bytes;
     return INGOT_OK;

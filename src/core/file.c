@@ -182,7 +182,7 @@ ingot_status ingot__file_open_path(const ingot__format *const *formats, const ch
     if (!out) return INGOT_MISUSE;
     *out = NULL;
     if (!path) return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "path is NULL");
-    ingot_file *f;
+    ingot_file *f = NULL;
     ING_TRY(new_file(opts, &f, err));
     ingot_status st;
     do f->fd = ingot__io->open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -228,7 +228,7 @@ ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const 
     *out = NULL;
     if (!buf && size)
         return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "buffer is NULL");
-    ingot_file *f;
+    ingot_file *f = NULL;
     ING_TRY(new_file(opts, &f, err));
     static const uint8_t empty[1];
     f->base = size ? buf : empty;

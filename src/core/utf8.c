@@ -5,6 +5,15 @@ bool ingot__utf8_valid(const uint8_t *s, size_t n, bool allow_nul)
 {
     size_t i = 0;
     while (i < n) {
+        /* ASCII fast path, 8 bytes at a time (names are mostly ASCII; open validates thousands). */
+        while (n - i >= 8) {
+            uint64_t w;
+            ING_MEMCPY(&w, s + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            if (!allow_nul && ((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull)) break;
+            i += 8;
+        }
+        if (i >= n) break;
         uint8_t c = s[i];
         if (c < 0x80) {
             if (c == 0 && !allow_nul) return false;

@@ -34,8 +34,9 @@ static ingot_status open_native(ingot_file *f, ingot_error *err)
                                      &need, err));
     /* If the data offset lies beyond the file, hand over what there is and let the reader name
      * the first inconsistent field, exactly as it does for a buffer. */
-    uint64_t avail = f->base || need > f->size ? f->size : need;
-    ING_TRY(ingot__file_head(f, avail, &head, err));
+    uint64_t avail = need > f->size ? f->size : need;
+    ING_TRY(ingot__file_head(f, avail, &head, err)); /* header region only: mapped in one go */
+    if (f->base) avail = f->size;                     /* the data is addressable too */
     state *s = ingot__alloc(&f->alloc, sizeof *s);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the reader");
     uint32_t flags = f->opts.verify == INGOT_VERIFY_NONE ? INGOT_NATIVE_SKIP_HEADER_CRC : 0;

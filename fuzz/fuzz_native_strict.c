@@ -5,8 +5,9 @@
  *
  * Per input: the header-size probe; open over the whole image (strict and with the CRC skipped,
  * which must agree but for BAD_CHECKSUM); open over the header bytes only (tensor data not
- * mapped, verification UNSUPPORTED); argument misuse; then every accessor of an accepted image,
- * checked against the bytes, and the hosted ingot_file API on the same image.
+ * mapped, verification UNSUPPORTED) and over one byte less (TRUNCATED); argument misuse; then
+ * every accessor of an accepted image, checked against the bytes, and the hosted ingot_file API
+ * on the same image.
  */
 #include "fuzz_common.h"
 
@@ -170,6 +171,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ingot_status sh = ingot_native_open(ws_h, sizeof ws_h, data, (size_t)need, size, 0,
                                                 &h, NULL);
             FZ_ST(sh, st);
+            if (need > 128) { /* one byte less than the header region: never accepted */
+                _Alignas(8) unsigned char ws_t[INGOT_NATIVE_WORKSPACE];
+                ingot_native *t = NULL;
+                ingot_status st_t = ingot_native_open(ws_t, sizeof ws_t, data, (size_t)need - 1,
+                                                      size, 0, &t, NULL);
+                if (st == INGOT_OK) FZ_ST(st_t, INGOT_TRUNCATED);
+                else FZ_CHECK(st_t != INGOT_OK);
+            }
         } else {
             FZ_CHECK(st != INGOT_OK);
         }

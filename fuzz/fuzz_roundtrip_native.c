@@ -153,7 +153,10 @@ static bool make_name(src *s, char *out)
     return true;
 }
 
-/* Expected status of ingot_dtype_nbytes / add_tensor's shape checks. */
+/* Expected status of add_tensor's shape checks, as core.h documents ingot_dtype_nbytes:
+ * BAD_SHAPE when a dimension or the element count exceeds 2^63-1 (a zero dimension makes the
+ * count 0 but does not excuse a dimension above 2^63-1); BAD_SIZE for a partial block in the
+ * innermost dimension or a byte size above 2^64-1. */
 static ingot_status expect_shape(const tdesc *t, uint32_t be, uint32_t bb, uint64_t *nbytes)
 {
     uint64_t n = 1;
@@ -161,8 +164,10 @@ static ingot_status expect_shape(const tdesc *t, uint32_t be, uint32_t bb, uint6
     for (uint32_t d = 0; d < t->rank; d++) {
         if (t->shape[d] > (uint64_t)INT64_MAX) return INGOT_BAD_SHAPE;
         if (t->shape[d] == 0) zero = true;
-        else if (!zero && __builtin_mul_overflow(n, t->shape[d], &n)) return INGOT_BAD_SHAPE;
     }
+    for (uint32_t d = 0; d < t->rank && !zero; d++)
+        if (__builtin_mul_overflow(n, t->shape[d], &n) || n > (uint64_t)INT64_MAX)
+            return INGOT_BAD_SHAPE;
     if (zero) n = 0;
     uint64_t inner = t->rank ? t->shape[t->rank - 1] : 1;
     if (inner % be) return INGOT_BAD_SIZE;
@@ -205,16 +210,16 @@ static void gen_tensor(desc *d, src *s)
         break;
     case 1: t->rank = 9 + u8(s) % 3; break;                     /* rank above the maximum */
     case 2: if (t->rank) t->shape[0] = UINT64_MAX - u8(s); break; /* dim > INT64_MAX */
-    case 3: /* element count overflows */
+    case 3: /* element count 2^63 or 2^64 (fine if another dimension is 0) */
         t->rank = 2 + u8(s) % 7;
-        t->shape[0] = t->shape[1] = (uint64_t)1 << 32;
+        t->shape[0] = (uint64_t)1 << 32;
+        t->shape[1] = (uint64_t)1 << (u8(s) & 1 ? 32 : 31);
         break;
-    case 4: /* byte size overflows, element count does not (needs bytes/element > 1) */
-        if (be == 1 && bb >= 2) { /* (2^63-1-x) * 2 elements fit in 64 bits, their bytes not */
+    case 4: /* byte size overflows, element count does not: needs >= 4 bytes per element */
+        if (be == 1 && bb >= 4) {
             memset(t->shape, 0, sizeof t->shape);
-            t->rank = 2;
+            t->rank = 1;
             t->shape[0] = (uint64_t)INT64_MAX - u8(s);
-            t->shape[1] = 2;
         }
         break;
     case 5: /* partial quantization block */
@@ -228,6 +233,7 @@ static void gen_tensor(desc *d, src *s)
         break;
     default: break;
     }
+    for (uint32_t k = t->rank; k < INGOT_MAX_RANK; k++) t->shape[k] = 0; /* rank changed */
     uint8_t flags = u8(s);
     t->use_opts = flags & 1;
     t->opts.has_param_id = flags & 2;

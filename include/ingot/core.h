@@ -434,7 +434,7 @@ typedef struct ingot_meta_info {
     union {
         uint64_t u; /**< U8..U64 widened */
         int64_t i;  /**< I8..I64 widened */
-        double f;   /**< F32/F64 widened */
+        double f;   /**< F32/F64 widened (a signalling F32 NaN reads back quiet) */
         bool b;     /**< BOOL */
     } v;            /**< scalar numeric and bool values */
     const void *data; /**< scalar STRING/BYTES: the bytes (count of them); else NULL */

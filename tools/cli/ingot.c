@@ -24,6 +24,8 @@
 
 static const char *prog = "ingot";
 
+static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static int usage(const char *fmt, ...)
 {
     if (fmt) {

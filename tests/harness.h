@@ -24,6 +24,18 @@ static const char *harness_current;
         return;                                                                                    \
     } while (0)
 
+/* Non-fatal: reports the failure and carries on, so a loop over many cases reports every bad
+ * one. A test file may #undef it and define its own. */
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  FAIL %s (%s:%d): ", harness_current, __FILE__, __LINE__);           \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            harness_failed++;                                                                      \
+        }                                                                                          \
+    } while (0)
+
 #define ASSERT_TRUE(c)                                                                             \
     do {                                                                                           \
         if (!(c)) FAIL_AT("expected true: %s", #c);                                                \

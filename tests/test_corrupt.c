@@ -19,15 +19,6 @@
 #define GEN_BASE_ONLY
 #include "gen_bad_corpus.c"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "  FAIL %s (%s:%d): ", harness_current, __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            harness_failed++;                                                                      \
-        }                                                                                          \
-    } while (0)
 
 static char tmpdir[512];
 

@@ -218,6 +218,7 @@ static const ingot__io_ops fault_ops = {
 static long ctx_n;
 static int ctx_kind;
 static ingot_status ctx_st;
+#undef CHECK
 #define CHECK(c)                                                                                   \
     do {                                                                                           \
         if (!(c))                                                                                  \

@@ -19,16 +19,6 @@
 
 #define CORPUS INGOT_SOURCE_DIR "/tests/corpus"
 
-/* Reports a failure and carries on (loops over many rows report every bad row). */
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "  FAIL %s (%s:%d): ", harness_current, __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            harness_failed++;                                                                      \
-        }                                                                                          \
-    } while (0)
 
 static uint8_t *read_all(const char *path, size_t *n)
 {

@@ -274,24 +274,49 @@ static void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info
     fputc(']', o);
 }
 
+/* One command's arguments: options (a flag, or one taking a value) anywhere, then exactly npos
+ * positional arguments. Returns 0, or the usage exit code after printing why. */
+typedef struct {
+    const char *name;
+    bool takes_value;
+    const char *value; /* out: the value, or the name itself for a flag; NULL if absent */
+} cli_opt;
+
+static int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, const char **pos,
+                      int npos, const char *need)
+{
+    int got = 0;
+    for (int i = 0; i < argc; i++) {
+        cli_opt *o = NULL;
+        for (cli_opt *q = opts; q && q->name; q++)
+            if (strcmp(argv[i], q->name) == 0) o = q;
+        if (o) {
+            if (o->takes_value && i + 1 >= argc) return usage("%s: %s needs a value", cmd, o->name);
+            o->value = o->takes_value ? argv[++i] : o->name;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage("%s: unknown option %s", cmd, argv[i]);
+        } else if (got < npos) {
+            pos[got++] = argv[i];
+        } else {
+            return usage("%s: unexpected argument %s", cmd, argv[i]);
+        }
+    }
+    return got < npos ? usage("%s: need %s", cmd, need) : 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * info
  * ------------------------------------------------------------------------------------------- */
 
 static int cmd_info(int argc, char **argv)
 {
-    bool json = false;
-    const char *path = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) json = true;
-        else if (argv[i][0] == '-' && argv[i][1]) return usage("info: unknown option %s", argv[i]);
-        else if (!path) path = argv[i];
-        else return usage("info: more than one file");
-    }
-    if (!path) return usage("info: missing FILE");
-    ingot_file *f;
-    int rc = open_file(path, &f);
+    cli_opt opts[] = {{"--json", false, NULL}, {NULL, false, NULL}};
+    const char *path;
+    int rc = parse_args("info", argc, argv, opts, &path, 1, "FILE");
     if (rc) return rc;
+    bool json = opts[0].value != NULL;
+    ingot_file *f;
+    if ((rc = open_file(path, &f))) return rc;
     uint64_t nt = ingot_file_tensor_count(f), nm = ingot_file_meta_count(f);
     FILE *o = stdout;
     if (json) {
@@ -372,28 +397,19 @@ static int cmd_info(int argc, char **argv)
 
 static int cmd_verify(int argc, char **argv)
 {
-    const char *path = NULL;
+    cli_opt opts[] = {{"--threads", true, NULL}, {NULL, false, NULL}};
+    const char *path;
     uint64_t threads = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            if (!parse_u64(argv[++i], &threads) || threads > 64)
-                return usage("verify: bad --threads");
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage("verify: unknown option %s", argv[i]);
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            return usage("verify: more than one file");
-        }
-    }
-    if (!path) return usage("verify: missing FILE");
+    int rc = parse_args("verify", argc, argv, opts, &path, 1, "FILE");
+    if (rc) return rc;
+    if (opts[0].value && (!parse_u64(opts[0].value, &threads) || threads > 64))
+        return usage("verify: bad --threads");
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (uint64_t)(n < 8 ? n : 8) : 1;
     }
     ingot_file *f;
-    int rc = open_file(path, &f); /* checks the structure and the header checksum */
-    if (rc) return rc;
+    if ((rc = open_file(path, &f))) return rc; /* checks the structure and the header checksum */
     ingot_error e;
     ingot_status st;
     uint64_t nt = ingot_file_tensor_count(f), total = 0;
@@ -781,18 +797,14 @@ static int find_tensor(ingot_file *f, const char *path, const char *name, ingot_
 
 static int cmd_unpack(int argc, char **argv)
 {
-    const char *path = NULL, *name = NULL, *out = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) return usage("unpack: unknown option %s", argv[i]);
-        else if (!path) path = argv[i];
-        else if (!name) name = argv[i];
-        else return usage("unpack: unexpected argument %s", argv[i]);
-    }
-    if (!path || !name || !out) return usage("unpack: need FILE NAME -o OUT");
-    ingot_file *f;
-    int rc = open_file(path, &f);
+    cli_opt opts[] = {{"-o", true, NULL}, {NULL, false, NULL}};
+    const char *pos[2];
+    int rc = parse_args("unpack", argc, argv, opts, pos, 2, "FILE NAME -o OUT");
     if (rc) return rc;
+    const char *path = pos[0], *name = pos[1], *out = opts[0].value;
+    if (!out) return usage("unpack: need FILE NAME -o OUT");
+    ingot_file *f;
+    if ((rc = open_file(path, &f))) return rc;
     ingot_tensor_info t;
     if ((rc = find_tensor(f, path, name, &t))) {
         ingot_file_close(f);
@@ -881,25 +893,15 @@ static void print_value(ingot_dtype dt, const uint8_t *p)
 
 static int cmd_dump(int argc, char **argv)
 {
-    const char *path = NULL, *name = NULL;
+    cli_opt opts[] = {{"--limit", true, NULL}, {NULL, false, NULL}};
+    const char *pos[2];
     uint64_t limit = 64;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
-            if (!parse_u64(argv[++i], &limit)) return usage("dump: bad --limit");
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage("dump: unknown option %s", argv[i]);
-        } else if (!path) {
-            path = argv[i];
-        } else if (!name) {
-            name = argv[i];
-        } else {
-            return usage("dump: unexpected argument %s", argv[i]);
-        }
-    }
-    if (!path || !name) return usage("dump: need FILE NAME");
-    ingot_file *f;
-    int rc = open_file(path, &f);
+    int rc = parse_args("dump", argc, argv, opts, pos, 2, "FILE NAME");
     if (rc) return rc;
+    if (opts[0].value && !parse_u64(opts[0].value, &limit)) return usage("dump: bad --limit");
+    const char *path = pos[0], *name = pos[1];
+    ingot_file *f;
+    if ((rc = open_file(path, &f))) return rc;
     ingot_tensor_info t;
     if ((rc = find_tensor(f, path, name, &t))) {
         ingot_file_close(f);
@@ -986,25 +988,16 @@ static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_
 
 static int cmd_convert(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
+    cli_opt opts[] = {{"--align", true, NULL}, {NULL, false, NULL}};
+    const char *pos[2];
     uint64_t align = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--align") == 0 && i + 1 < argc) {
-            if (!parse_u64(argv[++i], &align) || align > 65536) return usage("convert: bad --align");
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage("convert: unknown option %s", argv[i]);
-        } else if (!in) {
-            in = argv[i];
-        } else if (!out) {
-            out = argv[i];
-        } else {
-            return usage("convert: unexpected argument %s", argv[i]);
-        }
-    }
-    if (!in || !out) return usage("convert: need IN OUT");
-    ingot_file *f;
-    int rc = open_file(in, &f);
+    int rc = parse_args("convert", argc, argv, opts, pos, 2, "IN OUT");
     if (rc) return rc;
+    if (opts[0].value && (!parse_u64(opts[0].value, &align) || align > 65536))
+        return usage("convert: bad --align");
+    const char *in = pos[0], *out = pos[1];
+    ingot_file *f;
+    if ((rc = open_file(in, &f))) return rc;
     ingot_writer_opts wo = {0};
     wo.alignment = (uint32_t)(align ? align : ingot_file_alignment(f) >= 64 ? ingot_file_alignment(f) : 256);
     ingot_writer *w;

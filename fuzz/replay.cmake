@@ -6,7 +6,13 @@
 # No libFuzzer and no FUZZING_BUILD_MODE here: the library enforces the header CRC as in
 # production, and the targets' checks hold in both modes.
 
-set(INGOT_REPLAY_TARGETS fuzz_open_native fuzz_native_strict fuzz_roundtrip_native)
+# Every fuzz/fuzz_*.c; each must have a non-empty fuzz/corpus/<target>/.
+file(GLOB INGOT_REPLAY_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/fuzz/fuzz_*.c)
+set(INGOT_REPLAY_TARGETS)
+foreach(src ${INGOT_REPLAY_SOURCES})
+  get_filename_component(t ${src} NAME_WE)
+  list(APPEND INGOT_REPLAY_TARGETS ${t})
+endforeach()
 foreach(t ${INGOT_REPLAY_TARGETS})
   add_executable(replay_${t} ${PROJECT_SOURCE_DIR}/fuzz/${t}.c
                  ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)

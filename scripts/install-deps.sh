@@ -10,7 +10,10 @@ pkgs=(
   clang               # libFuzzer targets (INGOT_BUILD_FUZZ); not needed for the plain build
   libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for clang 14
   libxxhash-dev       # benchmarks only: XXH3 as a second checksum baseline
-  zlib1g-dev          # benchmarks only: zlib crc32 baseline
+  zlib1g-dev          # deflated .npz members (inflate); also the zlib crc32 bench baseline
+  libcbor-dev         # Burnpack headers are CBOR (RFC 8949): a maintained decoder, not our own
+  libjson-c-dev       # JSON baseline in the safetensors header benchmark
+  libopenblas-dev     # optional f32 GEMM accelerator and the GEMM/GEMV benchmark baseline
   valgrind            # the test script replays tests under memcheck
   python3             # CLI tests parse `ingot info --json`
   binutils            # nm/readelf for the freestanding and SONAME checks

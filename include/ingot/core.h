@@ -346,7 +346,10 @@ typedef struct ingot_tensor_info {
     ingot_dtype dtype;
     uint32_t rank;                    /**< 0 (scalar) .. INGOT_MAX_RANK */
     uint64_t shape[INGOT_MAX_RANK];   /**< outermost first; entries >= rank are 0 */
-    int64_t strides[INGOT_MAX_RANK];  /**< in elements; only with INGOT_TENSOR_STRIDED, else 0 */
+    int64_t strides[INGOT_MAX_RANK];  /**< in elements; only with INGOT_TENSOR_STRIDED, else 0.
+                                           With STRIDED, offset/data locate element [0,...,0],
+                                           nbytes = nelem * element size (the dense copy) and
+                                           views may share storage with other tensors */
     uint64_t nelem;                   /**< product of shape (1 for a scalar) */
     uint64_t nbytes;                  /**< bytes stored */
     uint64_t offset;                  /**< absolute byte offset of the data in the file */
@@ -373,9 +376,22 @@ INGOT_API ingot_status ingot_file_tensor_findn(const ingot_file *f, const char *
 
 /** Copies n bytes of tensor i's stored bytes, starting at byte `offset` of the tensor, into dst.
  *  Works in every I/O mode; in mmap mode the copy runs under the SIGBUS guard (IO_FAULT if the
- *  file was truncated under us). RANGE if offset+n exceeds the tensor. */
+ *  file was truncated under us). RANGE if offset+n exceeds the tensor. Stored bytes are the
+ *  format's element bytes in its order (big-endian or column-major if the flags say so; a
+ *  deflated member is inflated). UNSUPPORTED for a strided view (it has no contiguous stored
+ *  bytes): use ingot_file_tensor_copy(). */
 INGOT_API ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t offset,
                                               void *dst, size_t n, ingot_error *err);
+
+/** Materializes tensor i as a dense, C-order (row-major) array of little-endian elements, the
+ *  layout a zero-copy tensor without layout flags already has, into dst (cap >= nbytes, else
+ *  RANGE). This is the explicit conversion for tensors whose view says the stored bytes are not
+ *  that: INGOT_TENSOR_BIG_ENDIAN (bytes swapped), _FORTRAN (transposed), _STRIDED (gathered
+ *  through strides[]; nbytes is then the dense size) and _NOT_MAPPED (read, inflated). For a
+ *  plain tensor it equals ingot_file_tensor_read() of all its bytes. Block-quantized dtypes can
+ *  only be copied as stored (BAD_TYPE with a layout flag). Runs under the SIGBUS guard. */
+INGOT_API ingot_status ingot_file_tensor_copy(const ingot_file *f, uint64_t i, void *dst,
+                                              size_t cap, ingot_error *err);
 
 /** Verifies tensor i's stored checksum (BAD_CHECKSUM naming the tensor on mismatch). For
  *  formats that store none, returns OK after checking the bytes are readable. */

@@ -44,7 +44,7 @@ typedef struct ingot_writer ingot_writer;
 
 /** Writer options. Zero-initialise for the defaults. */
 typedef struct ingot_writer_opts {
-    const char *format;               /**< NULL or "ingot" */
+    const char *format;               /**< NULL or "ingot"; else a writer format name */
     uint32_t alignment;               /**< tensor data alignment; 0 = 256; power of two 64..65536 */
     const ingot_allocator *allocator; /**< NULL: libc */
     bool no_fsync;                    /**< skip fsync (tests, scratch files); rename stays atomic */
@@ -137,6 +137,25 @@ INGOT_API ingot_status ingot_writer_save(ingot_writer *w, const char *path, ingo
  *  written so far and the total. NULL to disable. */
 typedef void (*ingot_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 INGOT_API void ingot_writer_set_progress(ingot_writer *w, ingot_progress_fn fn, void *ctx);
+
+/** Notice callback: the writer calls it once for every lossy step it takes on the way to the
+ *  target format (a typed metadata value stored as a string, a key the format cannot hold
+ *  dropped, ...), with a one-line UTF-8 message naming the key or tensor. Tensor data is never
+ *  changed: a tensor the format cannot store exactly is refused with an error instead. Without a
+ *  callback the steps are still taken, silently. NULL to disable. */
+typedef void (*ingot_notice_fn)(void *ctx, const char *msg);
+INGOT_API void ingot_writer_set_notice(ingot_writer *w, ingot_notice_fn fn, void *ctx);
+
+/** Sets a format-specific option by name, before ingot_writer_begin(). Values are text, as on
+ *  the command line (`ingot convert --opt KEY=VALUE`). Each format documents its options in
+ *  docs/COMPAT.md (for example safetensors "max_shard_size", burnpack "layout"). UNSUPPORTED
+ *  for an option the format does not have, BAD_METADATA for a value it cannot parse. */
+INGOT_API ingot_status ingot_writer_set_option(ingot_writer *w, const char *key,
+                                               const char *value, ingot_error *err);
+
+/** The writer format a path's name selects ("model.safetensors" -> "safetensors", "x.npz" ->
+ *  "npz", "x.ingot" -> "ingot"), or NULL if no writable format claims its extension. */
+INGOT_API const char *ingot_writer_format_for_path(const char *path);
 
 #ifdef __cplusplus
 }

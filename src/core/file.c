@@ -23,7 +23,7 @@
 
 size_t ingot__verify_chunk = 4u << 20;
 
-#define PROBE_BYTES 64
+#define PROBE_BYTES INGOT__PROBE_BYTES
 
 static ingot_status sys_err(ingot_error *err, ingot_status code, const char *what,
                             const char *path, int e)
@@ -51,6 +51,7 @@ static void release(ingot_file *f)
     if (f->map) ingot__io->munmap(f->map, f->map_len);
     if (f->fd >= 0) ingot__io->close(f->fd);
     ingot__free(&f->alloc, f->head, f->head_len);
+    if (f->path) ingot__free(&f->alloc, (char *)f->path, f->path_len + 1);
     ingot__free(&f->alloc, f, sizeof *f);
 }
 
@@ -185,6 +186,15 @@ ingot_status ingot__file_open_path(const ingot__format *const *formats, const ch
     ingot_file *f = NULL;
     ING_TRY(new_file(opts, &f, err));
     ingot_status st;
+    size_t plen = strlen(path);
+    char *pcopy = ingot__alloc(&f->alloc, plen + 1);
+    if (!pcopy) {
+        st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the path");
+        goto fail;
+    }
+    memcpy(pcopy, path, plen + 1);
+    f->path = pcopy;
+    f->path_len = plen;
     do f->fd = ingot__io->open(path, O_RDONLY | O_CLOEXEC, 0);
     while (f->fd < 0 && errno == EINTR);
     if (f->fd < 0) {
@@ -280,6 +290,11 @@ ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t of
         return ingot__err(err, INGOT_RANGE, t.offset, t.name, t.name_len,
                           "read of [%llu, +%zu) beyond the tensor's %llu bytes",
                           (unsigned long long)offset, n, (unsigned long long)t.nbytes);
+    if (t.flags & INGOT_TENSOR_STRIDED)
+        return ingot__err(err, INGOT_UNSUPPORTED, t.offset, t.name, t.name_len,
+                          "a strided view has no contiguous stored bytes: use "
+                          "ingot_file_tensor_copy()");
+    if (f->fmt->tensor_read) return f->fmt->tensor_read(f, i, offset, dst, n, err);
     st = ingot__file_read(f, t.offset + offset, dst, n, err);
     if (st != INGOT_OK && err) ingot__err(err, st, err->offset, t.name, t.name_len, "%s", err->msg);
     return st;
@@ -390,6 +405,7 @@ ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i, ingot_err
     ingot_status st = f->fmt->tensor_at(f, i, &t);
     if (st != INGOT_OK)
         return ingot__err(err, st, INGOT_NO_OFFSET, 0, 0, "no tensor %llu", (unsigned long long)i);
+    if (f->fmt->tensor_verify) return f->fmt->tensor_verify(f, i, err);
     bool has_crc = false;
     uint32_t want = 0;
     uint64_t zero_after = 0;
@@ -419,6 +435,10 @@ ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_erro
     if (f->fmt->verify_header) ING_TRY(f->fmt->verify_header(f, err));
     uint64_t nt = f->fmt->tensor_count(f);
     if (nt == 0) return INGOT_OK;
+    if (f->fmt->tensor_verify) { /* the format's own checks, in file order */
+        for (uint64_t i = 0; i < nt; i++) ING_TRY(f->fmt->tensor_verify(f, i, err));
+        return INGOT_OK;
+    }
     if (threads == 0) threads = 1;
     if (threads > 64) threads = 64;
 

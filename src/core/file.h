@@ -17,6 +17,9 @@ typedef struct ingot__writer_ops ingot__writer_ops;
 
 typedef struct ingot__format {
     const char *name;
+    /* File name suffixes that select this format as a conversion target ("safetensors", "npz"),
+     * NULL-terminated list or NULL. Reading never looks at the extension. */
+    const char *const *extensions;
     /* How sure the first n bytes (n may be small) are this format: 0 no, 100 full magic. */
     int (*probe)(const uint8_t *head, size_t n);
     /* Validates and indexes the file. On failure frees everything it allocated. */
@@ -31,6 +34,14 @@ typedef struct ingot__format {
      * bytes after its data that the format requires to be zero. NULL: no checksums, no padding. */
     ingot_status (*tensor_check)(const ingot_file *f, uint64_t i, bool *has_crc, uint32_t *crc,
                                  uint64_t *zero_after);
+    /* Optional. Copies stored bytes [off, off+n) of tensor i (range already checked) when they
+     * are not one plain extent of this file (a deflated member, another shard). NULL: the core
+     * reads [t.offset+off, +n) of the file. */
+    ingot_status (*tensor_read)(const ingot_file *f, uint64_t i, uint64_t off, void *dst,
+                                size_t n, ingot_error *err);
+    /* Optional. Verifies tensor i with the format's own integrity data (zip CRC-32, ...). When
+     * set, the core calls it instead of its CRC-32C scan (tensor_check is then unused). */
+    ingot_status (*tensor_verify)(const ingot_file *f, uint64_t i, ingot_error *err);
     /* Re-verifies the header checksum (for ingot_file_verify). NULL: nothing to verify. */
     ingot_status (*verify_header)(const ingot_file *f, ingot_error *err);
 
@@ -61,6 +72,9 @@ struct ingot_file {
     uint8_t *head; /* pread mode: the first head_len bytes, read at open */
     size_t head_len;
 
+    const char *path;   /* the path it was opened by (NUL-terminated copy), NULL for a buffer;
+                           for adapters that resolve sibling files (shards) or name by stem */
+    size_t path_len;
     uint64_t alignment; /* set by the adapter */
     char version[16];   /* set by the adapter: "1.0" */
     ingot_open_opts opts;
@@ -83,6 +97,9 @@ ingot_status ingot__file_open_path(const ingot__format *const *formats, const ch
 ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const void *buf,
                                      size_t size, const ingot_open_opts *opts, ingot_file **out,
                                      ingot_error *err);
+
+/* Number of bytes every probe may see (fewer only if the file is shorter). */
+#define INGOT__PROBE_BYTES 512
 
 /* Chunk size of parallel verification; tests shrink it to hit boundaries. */
 extern size_t ingot__verify_chunk;

@@ -25,10 +25,11 @@ ingot_status ingot__writer_create(const ingot__writer_ops *ops, const ingot_writ
 {
     if (!out) return INGOT_MISUSE;
     *out = NULL;
-    uint32_t align = opts && opts->alignment ? opts->alignment : 256;
-    if (!ing_is_pow2(align) || align < 64 || align > 65536)
+    /* 0 asks for the format's default; each format's init checks its own range. */
+    uint32_t align = opts ? opts->alignment : 0;
+    if (align && (!ing_is_pow2(align) || align > (1u << 20)))
         return ingot__err(err, INGOT_BAD_ALIGN, INGOT_NO_OFFSET, 0, 0,
-                          "alignment %u is not a power of two in 64..65536", align);
+                          "alignment %u is not a power of two up to 1 MiB", align);
     ingot_allocator a = {0};
     if (opts && opts->allocator) a = *opts->allocator;
     ingot_writer *w = ingot__calloc(&a, sizeof *w);
@@ -39,6 +40,13 @@ ingot_status ingot__writer_create(const ingot__writer_ops *ops, const ingot_writ
     w->no_fsync = opts && opts->no_fsync;
     w->af.fd = -1;
     w->af.dir_fd = -1;
+    if (ops->init) {
+        ingot_status st = ops->init(w, err);
+        if (st != INGOT_OK) {
+            ingot_writer_free(w);
+            return st;
+        }
+    }
     *out = w;
     return INGOT_OK;
 }
@@ -69,6 +77,37 @@ void ingot_writer_set_progress(ingot_writer *w, ingot_progress_fn fn, void *ctx)
     if (!w) return;
     w->progress = fn;
     w->progress_ctx = ctx;
+}
+
+void ingot_writer_set_notice(ingot_writer *w, ingot_notice_fn fn, void *ctx)
+{
+    if (!w) return;
+    w->notice = fn;
+    w->notice_ctx = ctx;
+}
+
+void ingot__writer_notice(ingot_writer *w, const char *fmt, ...)
+{
+    if (!w || !w->notice) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    ingot__vfmt(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    w->notice(w->notice_ctx, msg);
+}
+
+ingot_status ingot_writer_set_option(ingot_writer *w, const char *key, const char *value,
+                                     ingot_error *err)
+{
+    if (!w || !key || !value) return INGOT_MISUSE;
+    if (w->state != WS_DESCRIBE)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, key, strlen(key),
+                          "options are set before ingot_writer_begin()");
+    if (!w->ops->set_option)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, key, strlen(key),
+                          "this format has no options");
+    return w->ops->set_option(w, key, value, err);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -50,6 +50,13 @@ struct ingot__writer_ops {
     /* Everything is streamed: patch headers (checksums) and write any trailer. */
     ingot_status (*finish)(ingot_writer *w, ingot_error *err);
     void (*free_state)(ingot_writer *w);
+    /* Format-specific option (ingot_writer_set_option); NULL: the format has none. Return
+     * UNSUPPORTED for an unknown key. Called only in the describe phase. */
+    ingot_status (*set_option)(ingot_writer *w, const char *key, const char *value,
+                               ingot_error *err);
+    /* Called once by ingot__writer_create after the writer exists (allocate fmt_state for
+     * options here if needed). NULL: nothing. */
+    ingot_status (*init)(ingot_writer *w, ingot_error *err);
 };
 
 enum { WS_DESCRIBE, WS_STREAM, WS_DONE, WS_FAILED };
@@ -80,6 +87,8 @@ struct ingot_writer {
     uint64_t data_done, data_total;
     ingot_progress_fn progress;
     void *progress_ctx;
+    ingot_notice_fn notice;
+    void *notice_ctx;
 
     void *fmt_state; /* the format's */
 };
@@ -92,6 +101,13 @@ ingot_status ingot__wsink_zeros(ingot_writer *w, uint64_t n, ingot_error *err);
 ingot_status ingot__wsink_reserve(ingot_writer *w, uint64_t total, ingot_error *err);
 ingot_status ingot__wsink_pwrite(ingot_writer *w, uint64_t off, const void *buf, size_t n,
                                  ingot_error *err);
+
+/* Reports a lossy step through the writer's notice callback (printf subset of error.h). */
+void ingot__writer_notice(ingot_writer *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Chunk size of streamed writes (CRC then write while the chunk is in cache); tests shrink it. */
 extern size_t ingot__write_chunk;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#include "cli.h"
 
 #define EXIT_REJECT 1
 #define EXIT_USAGE 2
@@ -1069,5 +1070,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "unpack")) return cmd_unpack(argc - 2, argv + 2);
     if (!strcmp(cmd, "dump")) return cmd_dump(argc - 2, argv + 2);
     if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);
     return usage("unknown command '%s'", cmd);
 }

@@ -122,8 +122,11 @@ static ingot_status meta_array_string(const ingot_file *f, uint64_t index, uint6
     return ingot_native_meta_array_string(R(f), index, elem, s, len);
 }
 
+static const char *const native_extensions[] = {"ingot", NULL};
+
 const ingot__format ingot__format_native = {
     .name = "ingot",
+    .extensions = native_extensions,
     .probe = probe,
     .open = open_native,
     .close = close_native,

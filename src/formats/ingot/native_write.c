@@ -254,7 +254,18 @@ static ingot_status finish(ingot_writer *w, ingot_error *err)
     return ingot__wsink_pwrite(w, 0, s->hdr, ING_HDR_SIZE + w->n_tensors * ING_TEN_SIZE, err);
 }
 
+/* Alignment: 0 means the default 256; the format allows powers of two 64..65536. */
+static ingot_status init(ingot_writer *w, ingot_error *err)
+{
+    if (w->alignment == 0) w->alignment = 256;
+    if (w->alignment < 64 || w->alignment > 65536)
+        return ingot__err(err, INGOT_BAD_ALIGN, INGOT_NO_OFFSET, 0, 0,
+                          "alignment %u is not a power of two in 64..65536", w->alignment);
+    return INGOT_OK;
+}
+
 const ingot__writer_ops ingot__writer_native = {
+    .init = init,
     .check_tensor = NULL,
     .begin = begin,
     .before_tensor = before_tensor,

@@ -1,0 +1,168 @@
+/*
+ * copy.c - ingot_file_tensor_copy(): the one explicit path that turns a stored tensor which is not
+ * a dense little-endian C-order array in the mapping (big-endian, Fortran order, a strided view,
+ * unmapped or deflated bytes) into one. Formats only describe the stored layout (flags, strides);
+ * the conversion is written once, here.
+ */
+#include <string.h>
+
+#include "alloc.h"
+#include "checked.h"
+#include "error.h"
+#include "file.h"
+#include "guard.h"
+
+typedef struct {
+    const uint8_t *src; /* element [0,..,0] sits at src + origin * esize */
+    uint64_t origin;    /* element offset of [0,..,0] from src (>= 0) */
+    uint8_t *dst;
+    uint32_t rank;
+    const uint64_t *shape;
+    const int64_t *strides; /* in elements */
+    uint32_t esize;
+    uint64_t nelem;
+} gather_job;
+
+/* Dense C-order walk over the logical indices; runs of stride 1 in the innermost dimension are
+ * copied with memcpy. */
+static ingot_status do_gather(void *arg)
+{
+    gather_job *g = arg;
+    if (g->nelem == 0) return INGOT_OK;
+    uint64_t idx[INGOT_MAX_RANK] = {0};
+    uint32_t r = g->rank;
+    uint64_t inner = r ? g->shape[r - 1] : 1;
+    int64_t inner_stride = r ? g->strides[r - 1] : 0;
+    uint64_t rows = g->nelem / inner;
+    uint8_t *d = g->dst;
+    size_t es = g->esize;
+    for (uint64_t row = 0; row < rows; row++) {
+        int64_t base = (int64_t)g->origin;
+        for (uint32_t k = 0; k + 1 < r; k++) base += (int64_t)idx[k] * g->strides[k];
+        if (inner_stride == 1) {
+            memcpy(d, g->src + (uint64_t)base * es, (size_t)inner * es);
+            d += (size_t)inner * es;
+        } else {
+            for (uint64_t j = 0; j < inner; j++, d += es)
+                memcpy(d, g->src + (uint64_t)(base + (int64_t)j * inner_stride) * es, es);
+        }
+        for (uint32_t k = r > 1 ? r - 1 : 0; k-- > 0;) { /* odometer over the outer dims */
+            if (++idx[k] < g->shape[k]) break;
+            idx[k] = 0;
+        }
+    }
+    return INGOT_OK;
+}
+
+static void swap_elems(uint8_t *p, uint64_t nelem, uint32_t es)
+{
+    if (es == 1) return;
+    for (uint64_t i = 0; i < nelem; i++, p += es)
+        for (uint32_t a = 0, b = es - 1; a < b; a++, b--) {
+            uint8_t t = p[a];
+            p[a] = p[b];
+            p[b] = t;
+        }
+}
+
+ingot_status ingot_file_tensor_copy(const ingot_file *f, uint64_t i, void *dst, size_t cap,
+                                    ingot_error *err)
+{
+    if (!f) return INGOT_MISUSE;
+    ingot_tensor_info t;
+    ingot_status st = f->fmt->tensor_at(f, i, &t);
+    if (st != INGOT_OK)
+        return ingot__err(err, st, INGOT_NO_OFFSET, 0, 0, "no tensor %llu", (unsigned long long)i);
+    if (!dst && t.nbytes) return ingot__err(err, INGOT_MISUSE, t.offset, t.name, t.name_len,
+                                            "destination is NULL");
+    if (cap < t.nbytes)
+        return ingot__err(err, INGOT_RANGE, t.offset, t.name, t.name_len,
+                          "destination holds %zu bytes, the tensor needs %llu", cap,
+                          (unsigned long long)t.nbytes);
+    const uint32_t layout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
+    if (!(t.flags & layout)) return ingot_file_tensor_read(f, i, 0, dst, (size_t)t.nbytes, err);
+
+    uint32_t es = ingot_dtype_block_bytes(t.dtype);
+    if (ingot_dtype_block_elems(t.dtype) != 1 || es == 0)
+        return ingot__err(err, INGOT_BAD_TYPE, t.offset, t.name, t.name_len,
+                          "%s is a block type: only its stored bytes can be read",
+                          ingot_dtype_name(t.dtype));
+    if (t.rank > INGOT_MAX_RANK)
+        return ingot__err(err, INGOT_BAD_NDIMS, t.offset, t.name, t.name_len, "bad rank");
+
+    gather_job g = {.dst = dst, .rank = t.rank, .shape = t.shape, .esize = es, .nelem = t.nelem};
+    int64_t strides[INGOT_MAX_RANK] = {0};
+    uint8_t *tmp = NULL;
+    size_t tmp_len = 0;
+    uint64_t src_off = 0; /* file offset of src[0] when the source is the file itself */
+
+    if (t.flags & (INGOT_TENSOR_STRIDED | INGOT_TENSOR_FORTRAN)) {
+        if (t.flags & INGOT_TENSOR_STRIDED) {
+            memcpy(strides, t.strides, sizeof strides);
+        } else { /* column-major: the first index varies fastest */
+            int64_t s = 1;
+            for (uint32_t k = 0; k < t.rank; k++) {
+                strides[k] = s;
+                s *= (int64_t)(t.shape[k] ? t.shape[k] : 1);
+            }
+        }
+    } else if (t.rank) { /* big-endian C order */
+        int64_t s = 1;
+        for (uint32_t k = t.rank; k-- > 0;) {
+            strides[k] = s;
+            s *= (int64_t)(t.shape[k] ? t.shape[k] : 1);
+        }
+    }
+    g.strides = strides;
+    if (t.nelem == 0) return INGOT_OK;
+
+    if (t.flags & INGOT_TENSOR_STRIDED) {
+        /* Reachable element range [lo, hi], checked against the file. */
+        int64_t lo = 0, hi = 0;
+        for (uint32_t k = 0; k < t.rank; k++) {
+            int64_t span;
+            if (t.shape[k] > (uint64_t)INT64_MAX ||
+                __builtin_mul_overflow((int64_t)(t.shape[k] - 1), strides[k], &span) ||
+                __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi))
+                return ingot__err(err, INGOT_BAD_SHAPE, t.offset, t.name, t.name_len,
+                                  "stride arithmetic overflows");
+        }
+        uint64_t lo_bytes, span_bytes;
+        if (!ing_mul((uint64_t)-lo, es, &lo_bytes) || lo_bytes > t.offset ||
+            !ing_mul((uint64_t)(hi - lo) + 1, es, &span_bytes) ||
+            !ing_in_bounds(t.offset - lo_bytes, span_bytes, f->size))
+            return ingot__err(err, INGOT_BAD_LAYOUT, t.offset, t.name, t.name_len,
+                              "strided view reaches outside the file");
+        g.origin = (uint64_t)-lo;
+        src_off = t.offset - lo_bytes;
+        if (f->base) {
+            g.src = f->base + src_off;
+        } else {
+            if (span_bytes > SIZE_MAX || !(tmp = ingot__alloc(&f->alloc, (size_t)span_bytes)))
+                return ingot__err(err, INGOT_NOMEM, t.offset, t.name, t.name_len,
+                                  "allocating %llu bytes for the view",
+                                  (unsigned long long)span_bytes);
+            tmp_len = (size_t)span_bytes;
+            st = ingot__file_read(f, src_off, tmp, tmp_len, err);
+            g.src = tmp;
+        }
+    } else if (t.data && !(t.flags & INGOT_TENSOR_NOT_MAPPED)) {
+        g.src = t.data;
+    } else {
+        if (t.nbytes > SIZE_MAX || !(tmp = ingot__alloc(&f->alloc, (size_t)t.nbytes)))
+            return ingot__err(err, INGOT_NOMEM, t.offset, t.name, t.name_len,
+                              "allocating %llu bytes", (unsigned long long)t.nbytes);
+        tmp_len = (size_t)t.nbytes;
+        st = ingot_file_tensor_read(f, i, 0, tmp, tmp_len, err);
+        g.src = tmp;
+    }
+    if (st == INGOT_OK) {
+        st = tmp ? do_gather(&g) : ingot__guard(do_gather, &g);
+        if (st == INGOT_IO_FAULT)
+            ingot__err(err, st, t.offset, t.name, t.name_len,
+                       "SIGBUS reading the mapping: the file was truncated or changed");
+    }
+    if (st == INGOT_OK && (t.flags & INGOT_TENSOR_BIG_ENDIAN)) swap_elems(dst, t.nelem, es);
+    if (tmp) ingot__free(&f->alloc, tmp, tmp_len);
+    return st;
+}

@@ -1,0 +1,9 @@
+/* gguf_format.h - what the gguf adapter exports to the registry (src/formats/registry.c). */
+#ifndef INGOT_GGUF_FORMAT_H
+#define INGOT_GGUF_FORMAT_H
+
+#include "file.h"
+
+extern const ingot__format ingot__format_gguf;
+
+#endif

@@ -1,0 +1,9 @@
+/* cli.h - commands of the ingot CLI that live in their own files (ingot.c dispatches). */
+#ifndef INGOT_CLI_H
+#define INGOT_CLI_H
+
+/* `ingot bench ...` (cmd_bench.c). argv[0] is the first argument after "bench". Exit codes as
+ * every command: 0 ok, 1 failure, 2 usage. */
+int ingot_cli_bench(int argc, char **argv);
+
+#endif

@@ -156,7 +156,8 @@ static bool make_name(src *s, char *out)
 /* Expected status of add_tensor's shape checks, as core.h documents ingot_dtype_nbytes:
  * BAD_SHAPE when a dimension or the element count exceeds 2^63-1 (a zero dimension makes the
  * count 0 but does not excuse a dimension above 2^63-1); BAD_SIZE for a partial block in the
- * innermost dimension or a byte size above 2^64-1. */
+ * innermost dimension (GGML block types) or in the element count (packed sub-byte types) or a
+ * byte size above 2^64-1. */
 static ingot_status expect_shape(const tdesc *t, uint32_t be, uint32_t bb, uint64_t *nbytes)
 {
     uint64_t n = 1;
@@ -170,7 +171,7 @@ static ingot_status expect_shape(const tdesc *t, uint32_t be, uint32_t bb, uint6
             return INGOT_BAD_SHAPE;
     if (zero) n = 0;
     uint64_t inner = t->rank ? t->shape[t->rank - 1] : 1;
-    if (inner % be) return INGOT_BAD_SIZE;
+    if ((unsigned)t->dt >= 256 ? inner % be != 0 : n % be != 0) return INGOT_BAD_SIZE;
     if (__builtin_mul_overflow(n / be, (uint64_t)bb, nbytes)) return INGOT_BAD_SIZE;
     return INGOT_OK;
 }
@@ -249,6 +250,8 @@ static void gen_tensor(desc *d, src *s)
     /* keep accepted tensors small: cut outer dimensions to 1 until the bytes fit */
     for (uint32_t k = 0; t->expect == INGOT_OK && t->nbytes > DATA_CAP && k + 1 < t->rank; k++) {
         if (t->shape[k] > 1) t->shape[k] = 1;
+        /* a packed sub-byte type needs a whole number of bytes: keep one block in this dim */
+        if (expect_shape(t, be, bb, &t->nbytes) == INGOT_BAD_SIZE) t->shape[k] = be;
         FZ_ST(expect_shape(t, be, bb, &t->nbytes), INGOT_OK);
     }
     FZ_CHECK(t->expect != INGOT_OK || t->nbytes <= DATA_CAP);

@@ -205,6 +205,11 @@ typedef struct ingot_allocator {
     X(U16, 13, 1, 2)                                                                             \
     X(U8, 14, 1, 1)                                                                              \
     X(BOOL, 15, 1, 1)                                                                            \
+    X(F8_E8M0, 16, 1, 1)                                                                         \
+    X(F4, 17, 2, 1)                                                                              \
+    X(F6_E2M3, 18, 4, 3)                                                                         \
+    X(F6_E3M2, 19, 4, 3)                                                                         \
+    X(C64, 20, 1, 8)                                                                             \
     X(Q4_0, 258, 32, 18)                                                                         \
     X(Q4_1, 259, 32, 20)                                                                         \
     X(Q5_0, 262, 32, 22)                                                                         \
@@ -246,11 +251,14 @@ INGOT_API const char *ingot_dtype_name(ingot_dtype dt);
 INGOT_API ingot_status ingot_dtype_from_name(const char *name, ingot_dtype *out);
 /** True if dt is in the table. */
 INGOT_API bool ingot_dtype_valid(ingot_dtype dt);
-/** Elements per block: 1 for scalar types, 32/64/128/256 for GGML block types; 0 if invalid. */
+/** Elements per block: 1 for scalar types, 2 (F4) or 4 (F6_*) for the packed sub-byte types,
+ *  32/64/128/256 for GGML block types; 0 if invalid. */
 INGOT_API uint32_t ingot_dtype_block_elems(ingot_dtype dt);
 /** Bytes per block (bytes per element for scalar types); 0 if invalid. */
 INGOT_API uint32_t ingot_dtype_block_bytes(ingot_dtype dt);
-/** True for GGML block types (opaque blocks; the innermost dimension is a multiple of the block). */
+/** True for GGML block types (opaque blocks; the innermost dimension is a multiple of the block).
+ *  False for the packed sub-byte types F4/F6_*, whose total element count is a multiple of the
+ *  block instead (safetensors' rule: prod(shape) x bits is a whole number of bytes). */
 INGOT_API bool ingot_dtype_is_quantized(ingot_dtype dt);
 
 #define INGOT_MAX_RANK 8

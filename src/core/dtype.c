@@ -63,7 +63,7 @@ uint32_t ingot_dtype_block_bytes(ingot_dtype dt)
 bool ingot_dtype_is_quantized(ingot_dtype dt)
 {
     const dtype_row *r = row(dt);
-    return r && r->block_elems > 1;
+    return r && r->value >= 256;
 }
 
 ingot_status ingot_dtype_from_name(const char *name, ingot_dtype *out)
@@ -98,9 +98,11 @@ ingot_status ingot_dtype_nbytes(ingot_dtype dt, uint32_t rank, const uint64_t *s
     for (uint32_t i = 0; i < rank && !zero; i++)
         if (!ing_mul(n, shape[i], &n) || n > (uint64_t)INT64_MAX) return INGOT_BAD_SHAPE;
     if (zero) n = 0;
-    if (r->block_elems > 1) {
+    if (r->value >= 256) { /* GGML blocks run along the innermost dimension */
         uint64_t inner = rank ? shape[rank - 1] : 1;
         if (inner % r->block_elems) return INGOT_BAD_SIZE;
+    } else if (r->block_elems > 1 && n % r->block_elems) { /* packed sub-byte: whole bytes */
+        return INGOT_BAD_SIZE;
     }
     uint64_t bytes;
     if (!ing_mul(r->block_elems > 1 ? n / r->block_elems : n, r->block_bytes, &bytes))

@@ -5,5 +5,7 @@
 /* `ingot bench ...` (cmd_bench.c). argv[0] is the first argument after "bench". Exit codes as
  * every command: 0 ok, 1 failure, 2 usage. */
 int ingot_cli_bench(int argc, char **argv);
+/* `ingot run MODEL --input X.npy -o Y.npy` (cmd_run.c). */
+int ingot_cli_run(int argc, char **argv);
 
 #endif

@@ -1071,5 +1071,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "dump")) return cmd_dump(argc - 2, argv + 2);
     if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run")) return ingot_cli_run(argc - 2, argv + 2);
     return usage("unknown command '%s'", cmd);
 }

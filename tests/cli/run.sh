@@ -87,6 +87,18 @@ n=$((n + 1)); grep -q '"alignment": 4096' out.txt || { echo "FAIL: convert align
 run 0 "$ING" convert c.ingot back.ingot --align 64
 same back.ingot m.ingot
 
+# the output format comes from the extension, or --to; options go to the format's writer
+run 2 "$ING" convert m.ingot out.unknownext
+expect_err "cannot tell the output format"
+n=$((n + 1)); [ ! -e out.unknownext ] || { echo "FAIL: refused convert left a file"; fails=$((fails + 1)); }
+run 0 "$ING" convert m.ingot out.bin --to ingot --align 64
+same out.bin m.ingot
+run 1 "$ING" convert m.ingot out2.ingot --opt nosuch=1
+expect_err "UNSUPPORTED"
+run 2 "$ING" convert m.ingot out3.ingot --opt novalue
+run 1 "$ING" convert m.ingot out4.bin --to nosuchformat
+expect_err "no writer for this format"
+
 # damage one byte of one tensor: verify names the tensor and the byte offset
 cp m.ingot bad.ingot
 off=$("$ING" info --json m.ingot | python3 -c 'import json,sys; d=json.load(sys.stdin); print([t for t in d["tensors"] if t["name"]=="fc.bias"][0]["offset"])')

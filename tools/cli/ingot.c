@@ -45,10 +45,14 @@ static int usage(const char *fmt, ...)
             "--tensor NAME:DTYPE:SHAPE=RAWFILE...\n"
             "  ingot unpack FILE NAME -o OUT\n"
             "  ingot dump FILE NAME [--limit N]\n"
-            "  ingot convert IN OUT [--align N]\n"
+            "  ingot convert IN OUT [--to FORMAT] [--align N] [--opt KEY=VALUE]...\n"
+            "  ingot bench gemm [--threads N] [--json]\n"
+            "  ingot run MODEL --input X.npy -o Y.npy\n"
             "  ingot --version\n"
             "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
-            "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n");
+            "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n"
+            "FORMAT (convert): chosen from OUT's extension unless --to names it: ingot, "
+            "safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1.\n");
     return EXIT_USAGE;
 }
 
@@ -348,6 +352,13 @@ static int cmd_info(int argc, char **argv)
             else fputs("null", o);
             if (t.flags & INGOT_TENSOR_BIG_ENDIAN) fputs(", \"byte_order\": \"big\"", o);
             if (t.flags & INGOT_TENSOR_FORTRAN) fputs(", \"layout\": \"fortran\"", o);
+            if (t.flags & INGOT_TENSOR_STRIDED) {
+                fputs(", \"stride\": [", o);
+                for (uint32_t d = 0; d < t.rank; d++)
+                    fprintf(o, "%s%" PRId64, d ? ", " : "", t.strides[d]);
+                fputc(']', o);
+            }
+            if (t.flags & INGOT_TENSOR_NOT_MAPPED) fputs(", \"mapped\": false", o);
             fputc('}', o);
         }
         fprintf(o, "]}\n");
@@ -812,11 +823,19 @@ static int cmd_unpack(int argc, char **argv)
         return rc;
     }
     FILE *o = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb");
-    uint8_t *buf = malloc(IO_CHUNK);
+    /* Stored bytes as they are in the file, except a strided view, which has none of its own:
+     * its elements are written in C order. */
+    bool view = (t.flags & INGOT_TENSOR_STRIDED) != 0;
+    size_t cap = view ? (size_t)t.nbytes : IO_CHUNK;
+    uint8_t *buf = malloc(cap ? cap : 1);
     if (!o) rc = fail_sys("create", out);
     else if (!buf) rc = fail_st(INGOT_NOMEM, "unpack");
     ingot_error e;
-    for (uint64_t done = 0; !rc && done < t.nbytes;) {
+    if (!rc && view) {
+        if (ingot_file_tensor_copy(f, t.index, buf, cap, &e) != INGOT_OK) rc = fail_err(&e, path);
+        else if (fwrite(buf, 1, cap, o) != cap) rc = fail_sys("write", out);
+    }
+    for (uint64_t done = 0; !rc && !view && done < t.nbytes;) {
         size_t k = t.nbytes - done < IO_CHUNK ? (size_t)(t.nbytes - done) : IO_CHUNK;
         if (ingot_file_tensor_read(f, t.index, done, buf, k, &e) != INGOT_OK)
             rc = fail_err(&e, path);
@@ -888,6 +907,17 @@ static void print_value(ingot_dtype dt, const uint8_t *p)
     case INGOT_DTYPE_U16: memcpy(&u16, p, 2); printf("%u", u16); break;
     case INGOT_DTYPE_U8: printf("%u", *p); break;
     case INGOT_DTYPE_BOOL: printf("%s", *p ? "true" : "false"); break;
+    case INGOT_DTYPE_F8_E8M0: print_float(*p == 0xFF ? NAN : ldexp(1.0, *p - 127), 9); break;
+    case INGOT_DTYPE_C64: {
+        float re, im;
+        memcpy(&re, p, 4);
+        memcpy(&im, p + 4, 4);
+        print_float(re, 9);
+        printf("%s", im < 0 || (im == 0 && signbit(im)) ? "-" : "+");
+        print_float(fabsf(im), 9);
+        printf("j");
+        break;
+    }
     default: break;
     }
 }
@@ -918,8 +948,17 @@ static int cmd_dump(int argc, char **argv)
     uint64_t n = units < limit ? units : limit;
     uint8_t buf[512];
     ingot_error e;
+    /* Values in logical (C) order: a tensor stored big-endian, column-major or as a strided view
+     * is materialised first. */
+    uint8_t *dense = NULL;
+    if (t.flags & (INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) {
+        if (!(dense = malloc(t.nbytes ? (size_t)t.nbytes : 1))) rc = fail_st(INGOT_NOMEM, "dump");
+        else if (ingot_file_tensor_copy(f, t.index, dense, (size_t)t.nbytes, &e) != INGOT_OK)
+            rc = fail_err(&e, path);
+    }
     for (uint64_t k = 0; k < n && !rc; k++) {
-        if (ingot_file_tensor_read(f, t.index, k * bb, buf, bb, &e) != INGOT_OK) {
+        if (dense) memcpy(buf, dense + k * bb, bb);
+        else if (ingot_file_tensor_read(f, t.index, k * bb, buf, bb, &e) != INGOT_OK) {
             rc = fail_err(&e, path);
             break;
         }
@@ -933,6 +972,7 @@ static int cmd_dump(int argc, char **argv)
         }
     }
     if (!rc && n < units) printf("... (%" PRIu64 " more %s)\n", units - n, blocks ? "blocks" : "elements");
+    free(dense);
     ingot_file_close(f);
     return rc;
 }
@@ -987,33 +1027,95 @@ static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_
     return st;
 }
 
+typedef struct {
+    const char *prog;
+    uint64_t count;
+} notice_ctx;
+
+static void print_notice(void *ctx, const char *msg)
+{
+    notice_ctx *n = ctx;
+    n->count++;
+    fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
+}
+
+/* convert IN OUT: every tensor and metadata entry of IN into a new OUT, streamed through a
+ * bounded buffer (never all tensor data in memory), written atomically by the target format's
+ * writer. Tensors stored big-endian, column-major or as strided views are materialised one at a
+ * time in C order first. The writer reports each lossy metadata step (printed as "lossy:") and
+ * refuses tensors the target cannot hold exactly. */
 static int cmd_convert(int argc, char **argv)
 {
-    cli_opt opts[] = {{"--align", true, NULL}, {NULL, false, NULL}};
+    /* --opt KEY=VALUE may repeat: take those out before the one-value parser sees the rest. */
+    const char *wopts[64];
+    int n_wopts = 0;
+    char **rest = malloc(sizeof *rest * (size_t)(argc ? argc : 1));
+    int n_rest = 0;
+    if (!rest) return fail_st(INGOT_NOMEM, "convert");
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--opt") == 0) {
+            if (i + 1 >= argc || !strchr(argv[i + 1], '=') || n_wopts == 64) {
+                free(rest);
+                return usage("convert: --opt needs KEY=VALUE");
+            }
+            wopts[n_wopts++] = argv[++i];
+        } else {
+            rest[n_rest++] = argv[i];
+        }
+    }
+    cli_opt opts[] = {{"--align", true, NULL}, {"--to", true, NULL}, {NULL, false, NULL}};
     const char *pos[2];
     uint64_t align = 0;
-    int rc = parse_args("convert", argc, argv, opts, pos, 2, "IN OUT");
+    int rc = parse_args("convert", n_rest, rest, opts, pos, 2, "IN OUT");
+    free(rest);
     if (rc) return rc;
-    if (opts[0].value && (!parse_u64(opts[0].value, &align) || align > 65536))
+    if (opts[0].value && (!parse_u64(opts[0].value, &align) || align > (1u << 20)))
         return usage("convert: bad --align");
     const char *in = pos[0], *out = pos[1];
+    const char *format = opts[1].value ? opts[1].value : ingot_writer_format_for_path(out);
+    if (!format)
+        return usage("convert: cannot tell the output format from '%s': name it with --to", out);
     ingot_file *f;
     if ((rc = open_file(in, &f))) return rc;
     ingot_writer_opts wo = {0};
-    wo.alignment = (uint32_t)(align ? align : ingot_file_alignment(f) >= 64 ? ingot_file_alignment(f) : 256);
+    wo.format = format;
+    wo.alignment = (uint32_t)align;
+    /* .ingot -> .ingot keeps the source alignment unless told otherwise. */
+    uint64_t src_align = ingot_file_alignment(f);
+    if (!align && strcmp(format, "ingot") == 0)
+        wo.alignment = src_align >= 64 && src_align <= 65536 ? (uint32_t)src_align : 256;
     ingot_writer *w;
     ingot_error e;
     if (ingot_writer_new(&wo, &w, &e) != INGOT_OK) {
         ingot_file_close(f);
         return fail_err(&e, out);
     }
+    notice_ctx nc = {prog, 0};
+    ingot_writer_set_notice(w, print_notice, &nc);
+    for (int i = 0; i < n_wopts && !rc; i++) {
+        char key[128];
+        const char *eq = strchr(wopts[i], '=');
+        size_t kl = (size_t)(eq - wopts[i]);
+        if (kl == 0 || kl >= sizeof key) {
+            rc = usage("convert: bad --opt %s", wopts[i]);
+            break;
+        }
+        memcpy(key, wopts[i], kl);
+        key[kl] = 0;
+        if (ingot_writer_set_option(w, key, eq + 1, &e) != INGOT_OK) rc = fail_err(&e, "convert --opt");
+    }
     for (uint64_t i = 0; i < ingot_file_meta_count(f) && !rc; i++) {
         ingot_meta_info m;
         ingot_file_meta_at(f, i, &m);
         ingot_status st = copy_meta(w, f, &m);
-        if (st != INGOT_OK) rc = fail_st(st, "convert: metadata");
+        if (st != INGOT_OK) {
+            fprintf(stderr, "%s: convert: metadata '%.*s': %s: %s\n", prog, (int)m.key_len, m.key,
+                    ingot_status_name(st), ingot_status_str(st));
+            rc = EXIT_REJECT;
+        }
     }
     uint64_t nt = ingot_file_tensor_count(f);
+    const uint32_t relayout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
     for (uint64_t i = 0; i < nt && !rc; i++) {
         ingot_tensor_info t;
         ingot_file_tensor_at(f, i, &t);
@@ -1031,6 +1133,16 @@ static int cmd_convert(int argc, char **argv)
     for (uint64_t i = 0; i < nt && !rc; i++) {
         ingot_tensor_info t;
         ingot_file_tensor_at(f, i, &t);
+        if (t.flags & relayout) { /* one tensor at a time, in C order, little-endian */
+            uint8_t *dense = malloc(t.nbytes ? (size_t)t.nbytes : 1);
+            if (!dense) rc = fail_st(INGOT_NOMEM, "convert");
+            else if (ingot_file_tensor_copy(f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
+                rc = fail_err(&e, in);
+            else if (ingot_writer_write(w, dense, (size_t)t.nbytes, &e) != INGOT_OK)
+                rc = fail_err(&e, out);
+            free(dense);
+            continue;
+        }
         for (uint64_t done = 0; done < t.nbytes && !rc;) {
             size_t k = t.nbytes - done < IO_CHUNK ? (size_t)(t.nbytes - done) : IO_CHUNK;
             if (ingot_file_tensor_read(f, i, done, buf, k, &e) != INGOT_OK) rc = fail_err(&e, in);
@@ -1043,7 +1155,12 @@ static int cmd_convert(int argc, char **argv)
     free(buf);
     ingot_writer_free(w);
     ingot_file_close(f);
-    if (!rc) printf("wrote %s (%" PRIu64 " tensors, alignment %u)\n", out, nt, wo.alignment);
+    if (!rc) {
+        printf("wrote %s (%s, %" PRIu64 " tensors", out, format, nt);
+        if (wo.alignment) printf(", alignment %u", wo.alignment);
+        if (nc.count) printf(", %" PRIu64 " lossy metadata step%s", nc.count, nc.count == 1 ? "" : "s");
+        printf(")\n");
+    }
     return rc;
 }
 

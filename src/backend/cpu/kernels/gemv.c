@@ -1,0 +1,336 @@
+/*
+ * gemv.c - matrix-vector kernels: f32 (A.x and A^T.x), int8 x int8 with per-row scales, and GGML
+ * Q8_0 blocks. All are memory-bound: they stream the matrix once, split into row (or column)
+ * ranges over the pool's workers; each output is reduced in a fixed order, whatever the thread
+ * count.
+ */
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+#endif
+
+#include "cpu/kernels/kernels.h"
+
+#define ROWS_PER_TASK 64
+#define COLS_PER_TASK 1024
+
+/* ---- f16 <-> f32 (Q8_0 scales) ---- */
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 1024), (int)e - 25);
+    return s ? -v : v;
+}
+
+static uint16_t f32_to_f16(float f) /* round to nearest even */
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+    if (ax >= 0x7f800000) return (uint16_t)(sign | (ax > 0x7f800000 ? 0x7e00 : 0x7c00));
+    if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
+    if (ax < 0x38800000) { /* subnormal half (or zero) */
+        float a;
+        memcpy(&a, &ax, 4);
+        float q = a * 16777216.0f; /* a / 2^-24 */
+        uint32_t r = (uint32_t)lrintf(q);
+        return (uint16_t)(sign | r);
+    }
+    uint32_t mant = ax & 0x7fffff, exp = (ax >> 23) - 112;
+    uint32_t h = exp << 10 | mant >> 13, rest = mant & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+/* ---- f32 ---- */
+
+static float dot_scalar(const float *a, const float *x, size_t n)
+{
+    float s[8] = {0};
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; l++) s[l] += a[k + l] * x[k + l];
+    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+    for (; k < n; k++) t += a[k] * x[k];
+    return t;
+}
+
+#ifdef HAVE_X86
+AVX2_TARGET static float hsum256(__m256 v)
+{
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+    return _mm_cvtss_f32(lo);
+}
+
+AVX2_TARGET static float dot_avx2(const float *a, const float *x, size_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(x + k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(x + k + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 16), _mm256_loadu_ps(x + k + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 24), _mm256_loadu_ps(x + k + 24), s3);
+    }
+    for (; k + 8 <= n; k += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(x + k), s0);
+    float t = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; k < n; k++) t += a[k] * x[k];
+    return t;
+}
+
+AVX2_TARGET static void axpy_avx2(float a, const float *x, float *y, size_t n)
+{
+    __m256 va = _mm256_set1_ps(a);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(y + k, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k)));
+    for (; k < n; k++) y[k] += a * x[k];
+}
+#endif
+
+static void axpy_scalar(float a, const float *x, float *y, size_t n)
+{
+    for (size_t k = 0; k < n; k++) y[k] += a * x[k];
+}
+
+typedef struct {
+    size_t M, N, lda;
+    float alpha, beta;
+    const float *A, *x;
+    float *y;
+    ingot__isa isa;
+    ingot__pool *pool;
+} gemv_job;
+
+static void gemv_task(void *ctx, size_t t, unsigned worker)
+{
+    (void)worker;
+    const gemv_job *j = ctx;
+    size_t lo = t * ROWS_PER_TASK, hi = lo + ROWS_PER_TASK < j->M ? lo + ROWS_PER_TASK : j->M;
+    for (size_t i = lo; i < hi; i++) {
+        const float *row = j->A + i * j->lda;
+        float d;
+#ifdef HAVE_X86
+        if (j->isa == INGOT__ISA_AVX2) d = dot_avx2(row, j->x, j->N);
+        else
+#endif
+            d = dot_scalar(row, j->x, j->N);
+        j->y[i] = j->beta == 0.0f ? j->alpha * d : j->alpha * d + j->beta * j->y[i];
+    }
+}
+
+/* y[N] = alpha * A^T x + beta * y: each task owns a column range and walks every row. */
+static void gemvt_task(void *ctx, size_t t, unsigned worker)
+{
+    const gemv_job *j = ctx;
+    size_t lo = t * COLS_PER_TASK, hi = lo + COLS_PER_TASK < j->N ? lo + COLS_PER_TASK : j->N;
+    float *acc = ingot__pool_scratch(j->pool, worker, COLS_PER_TASK * sizeof(float));
+    float local[256];
+    if (!acc) { /* no scratch: walk in small stripes with a stack buffer */
+        for (size_t c0 = lo; c0 < hi; c0 += 256) {
+            size_t w = hi - c0 < 256 ? hi - c0 : 256;
+            memset(local, 0, sizeof local);
+            for (size_t i = 0; i < j->M; i++) axpy_scalar(j->x[i], j->A + i * j->lda + c0, local, w);
+            for (size_t c = 0; c < w; c++)
+                j->y[c0 + c] = j->beta == 0.0f ? j->alpha * local[c]
+                                               : j->alpha * local[c] + j->beta * j->y[c0 + c];
+        }
+        return;
+    }
+    size_t w = hi - lo;
+    memset(acc, 0, w * sizeof(float));
+    for (size_t i = 0; i < j->M; i++) {
+#ifdef HAVE_X86
+        if (j->isa == INGOT__ISA_AVX2) axpy_avx2(j->x[i], j->A + i * j->lda + lo, acc, w);
+        else
+#endif
+            axpy_scalar(j->x[i], j->A + i * j->lda + lo, acc, w);
+    }
+    for (size_t c = 0; c < w; c++)
+        j->y[lo + c] = j->beta == 0.0f ? j->alpha * acc[c] : j->alpha * acc[c] + j->beta * j->y[lo + c];
+}
+
+void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha, const float *A,
+                  size_t lda, const float *x, float beta, float *y)
+{
+    gemv_job j = {M, N, lda, alpha, beta, A, x, y, ingot__get_isa(), pool};
+    if (!trans) ingot__pool_run(pool, gemv_task, &j, (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
+    else ingot__pool_run(pool, gemvt_task, &j, (N + COLS_PER_TASK - 1) / COLS_PER_TASK);
+}
+
+/* ---- int8 ---- */
+
+static int32_t dot_i8_scalar(const int8_t *a, const int8_t *b, size_t n)
+{
+    int32_t s = 0;
+    for (size_t k = 0; k < n; k++) s += (int32_t)a[k] * b[k];
+    return s;
+}
+
+#ifdef HAVE_X86
+/* Unaligned 32-byte load from any byte pointer (void * converts without a cast-align cast). */
+AVX2_TARGET static inline __m256i load32(const void *p) { return _mm256_loadu_si256(p); }
+
+/* 32 int8 products summed into 8 int32 lanes: |w| (as u8) times x with w's sign, pairs added in
+ * int16 (at most 2 * 128 * 127 = 32512 in magnitude, or exactly -32768: never saturates), then
+ * pairs of int16 into int32. */
+AVX2_TARGET static inline __m256i dot32_i8(__m256i w, __m256i x)
+{
+    __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+AVX2_TARGET static int32_t hsum_i32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+AVX2_TARGET static int32_t dot_i8_avx2(const int8_t *a, const int8_t *b, size_t n)
+{
+    __m256i acc = _mm256_setzero_si256();
+    size_t k = 0;
+    for (; k + 32 <= n; k += 32)
+        acc = _mm256_add_epi32(acc, dot32_i8(load32(a + k), load32(b + k)));
+    int32_t s = hsum_i32(acc);
+    for (; k < n; k++) s += (int32_t)a[k] * b[k];
+    return s;
+}
+#endif
+
+typedef struct {
+    size_t M, K, ldw;
+    const int8_t *W, *x;
+    const float *wscale;
+    float xscale;
+    float *y;
+    ingot__isa isa;
+} i8_job;
+
+static void i8_task(void *ctx, size_t t, unsigned worker)
+{
+    (void)worker;
+    const i8_job *j = ctx;
+    size_t lo = t * ROWS_PER_TASK, hi = lo + ROWS_PER_TASK < j->M ? lo + ROWS_PER_TASK : j->M;
+    for (size_t i = lo; i < hi; i++) {
+        int32_t d;
+#ifdef HAVE_X86
+        if (j->isa == INGOT__ISA_AVX2) d = dot_i8_avx2(j->W + i * j->ldw, j->x, j->K);
+        else
+#endif
+            d = dot_i8_scalar(j->W + i * j->ldw, j->x, j->K);
+        j->y[i] = (float)d * (j->wscale[i] * j->xscale);
+    }
+}
+
+void ingot__gemv_i8(ingot__pool *pool, size_t M, size_t K, const int8_t *W, size_t ldw,
+                    const float *wscale, const int8_t *x, float xscale, float *y)
+{
+    i8_job j = {M, K, ldw, W, x, wscale, xscale, y, ingot__get_isa()};
+    ingot__pool_run(pool, i8_task, &j, (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
+}
+
+/* ---- Q8_0 ---- */
+
+#define Q8_BLOCK 32
+#define Q8_BYTES 34
+
+static float q8_row_scalar(const uint8_t *w, const uint8_t *x, size_t nb)
+{
+    float s = 0.0f;
+    for (size_t b = 0; b < nb; b++, w += Q8_BYTES, x += Q8_BYTES) {
+        uint16_t dw, dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 2);
+        int32_t d = dot_i8_scalar((const int8_t *)w + 2, (const int8_t *)x + 2, Q8_BLOCK);
+        s += (float)d * (f16_to_f32(dw) * f16_to_f32(dx));
+    }
+    return s;
+}
+
+#ifdef HAVE_X86
+/* Same sum in the same block order, the per-block scale product kept in float lanes. */
+AVX2_TARGET static float q8_row_avx2(const uint8_t *w, const uint8_t *x, const float *dx,
+                                     size_t nb)
+{
+    float s = 0.0f;
+    for (size_t b = 0; b < nb; b++, w += Q8_BYTES, x += Q8_BYTES) {
+        uint16_t dw;
+        memcpy(&dw, w, 2);
+        __m256i p = dot32_i8(load32(w + 2), load32(x + 2));
+        s += (float)hsum_i32(p) * (f16_to_f32(dw) * dx[b]);
+    }
+    return s;
+}
+#endif
+
+typedef struct {
+    size_t M, nb;
+    const uint8_t *W, *x;
+    const float *dx; /* x's block scales as f32, or NULL */
+    float *y;
+    ingot__isa isa;
+} q8_job;
+
+static void q8_task(void *ctx, size_t t, unsigned worker)
+{
+    (void)worker;
+    const q8_job *j = ctx;
+    size_t lo = t * ROWS_PER_TASK, hi = lo + ROWS_PER_TASK < j->M ? lo + ROWS_PER_TASK : j->M;
+    for (size_t i = lo; i < hi; i++) {
+        const uint8_t *row = j->W + i * j->nb * Q8_BYTES;
+#ifdef HAVE_X86
+        if (j->isa == INGOT__ISA_AVX2 && j->dx) {
+            j->y[i] = q8_row_avx2(row, j->x, j->dx, j->nb);
+            continue;
+        }
+#endif
+        j->y[i] = q8_row_scalar(row, j->x, j->nb);
+    }
+}
+
+void ingot__gemv_q8_0(ingot__pool *pool, size_t M, size_t K, const void *W, const void *x,
+                      float *y)
+{
+    size_t nb = K / Q8_BLOCK;
+    q8_job j = {M, nb, W, x, NULL, y, ingot__get_isa()};
+    /* x's scales decoded once (f16 -> f32 is exact, so both paths multiply the same floats). */
+    float dx_small[512];
+    float *dx = nb <= 512 ? dx_small : ingot__pool_scratch(pool, 0, nb * sizeof(float));
+    if (dx) {
+        for (size_t b = 0; b < nb; b++) {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)x + b * Q8_BYTES, 2);
+            dx[b] = f16_to_f32(h);
+        }
+        j.dx = dx;
+    }
+    ingot__pool_run(pool, q8_task, &j, (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
+}
+
+void ingot__quantize_q8_0(const float *x, size_t K, void *out)
+{
+    uint8_t *o = out;
+    for (size_t b = 0; b < K / Q8_BLOCK; b++, x += Q8_BLOCK, o += Q8_BYTES) {
+        float amax = 0.0f;
+        for (int i = 0; i < Q8_BLOCK; i++) amax = fmaxf(amax, fabsf(x[i]));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t h = f32_to_f16(d);
+        memcpy(o, &h, 2);
+        for (int i = 0; i < Q8_BLOCK; i++) o[2 + i] = (uint8_t)(int8_t)roundf(x[i] * id); /* ggml rounds half away from zero */
+    }
+}

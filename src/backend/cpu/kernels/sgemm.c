@@ -1,0 +1,259 @@
+/*
+ * sgemm.c - cache-blocked f32 GEMM (the Goto/BLIS loop nest): B is packed in KC x NC blocks of
+ * NR-wide panels, A in MC x KC blocks of MR-high panels, and a register-blocked micro-kernel
+ * computes each MR x NR tile of C from one A panel and one B panel. Threads split C into
+ * column (or, for tall-thin shapes, row) ranges; each range runs the whole loop nest with its own
+ * packing buffers, so every element of C is reduced in the same order whatever the thread count.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#endif
+
+#include "cpu/kernels/kernels.h"
+
+#define MR 6
+#define NR 16
+#define KC 256
+#define MC 120  /* multiple of MR; an A block (MC x KC floats, 120 KB) stays in L2 */
+#define NC 3072 /* multiple of NR; a B block (KC x NC floats, 3 MB) stays in L3 */
+
+typedef struct {
+    bool ta, tb;
+    size_t M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    size_t lda, ldb, ldc;
+    float *C;
+    bool split_n;
+    size_t chunk; /* columns (split_n) or rows per task */
+    ingot__pool *pool;
+    ingot__isa isa;
+    atomic_int failed;
+} job;
+
+/* ---- packing: zero-padded panels, k-major inside a panel ---- */
+
+static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, float *ap)
+{
+    for (size_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
+        size_t mr = mc - ir < MR ? mc - ir : MR;
+        if (!j->ta) {
+            for (size_t r = 0; r < mr; r++) {
+                const float *src = j->A + (ic + ir + r) * j->lda + pc;
+                for (size_t k = 0; k < kc; k++) ap[k * MR + r] = src[k];
+            }
+        } else {
+            for (size_t k = 0; k < kc; k++) {
+                const float *src = j->A + (pc + k) * j->lda + ic + ir;
+                for (size_t r = 0; r < mr; r++) ap[k * MR + r] = src[r];
+            }
+        }
+        if (mr < MR)
+            for (size_t k = 0; k < kc; k++)
+                for (size_t r = mr; r < MR; r++) ap[k * MR + r] = 0.0f;
+    }
+}
+
+static void pack_b(const job *j, size_t pc, size_t kc, size_t jc, size_t nc, float *bp)
+{
+    for (size_t jr = 0; jr < nc; jr += NR, bp += NR * kc) {
+        size_t nr = nc - jr < NR ? nc - jr : NR;
+        if (!j->tb) {
+            for (size_t k = 0; k < kc; k++) {
+                const float *src = j->B + (pc + k) * j->ldb + jc + jr;
+                float *dst = bp + k * NR;
+                if (nr == NR) memcpy(dst, src, NR * sizeof(float));
+                else {
+                    memcpy(dst, src, nr * sizeof(float));
+                    memset(dst + nr, 0, (NR - nr) * sizeof(float));
+                }
+            }
+        } else {
+            for (size_t c = 0; c < nr; c++) {
+                const float *src = j->B + (jc + jr + c) * j->ldb + pc;
+                for (size_t k = 0; k < kc; k++) bp[k * NR + c] = src[k];
+            }
+            for (size_t c = nr; c < NR; c++)
+                for (size_t k = 0; k < kc; k++) bp[k * NR + c] = 0.0f;
+        }
+    }
+}
+
+/* C tile = alpha * acc + beta * C (beta == 0: C not read). */
+static void store_tile(const float *acc, float *c, size_t ldc, float alpha, float beta, size_t mr,
+                       size_t nr)
+{
+    for (size_t r = 0; r < mr; r++)
+        for (size_t q = 0; q < nr; q++) {
+            float v = alpha * acc[r * NR + q];
+            c[r * ldc + q] = beta == 0.0f ? v : v + beta * c[r * ldc + q];
+        }
+}
+
+/* ---- micro-kernels: C[mr x nr] (+)= A panel (kc x MR) . B panel (kc x NR) ---- */
+
+static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                       float alpha, float beta, size_t mr, size_t nr)
+{
+    float acc[MR * NR] = {0};
+    for (size_t k = 0; k < kc; k++, a += MR, b += NR)
+        for (size_t r = 0; r < MR; r++)
+            for (size_t q = 0; q < NR; q++) acc[r * NR + q] += a[r] * b[q];
+    store_tile(acc, c, ldc, alpha, beta, mr, nr);
+}
+
+#ifdef HAVE_X86
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+
+AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                 float alpha, float beta, size_t mr, size_t nr)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+#define STEP(o)                                                                                    \
+    do {                                                                                           \
+        __m256 b0 = _mm256_load_ps(b + (o) * NR), b1 = _mm256_load_ps(b + (o) * NR + 8);           \
+        __m256 av = _mm256_broadcast_ss(a + (o) * MR + 0);                                         \
+        c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);                    \
+        av = _mm256_broadcast_ss(a + (o) * MR + 1);                                                \
+        c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);                    \
+        av = _mm256_broadcast_ss(a + (o) * MR + 2);                                                \
+        c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);                    \
+        av = _mm256_broadcast_ss(a + (o) * MR + 3);                                                \
+        c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);                    \
+        av = _mm256_broadcast_ss(a + (o) * MR + 4);                                                \
+        c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);                    \
+        av = _mm256_broadcast_ss(a + (o) * MR + 5);                                                \
+        c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);                    \
+    } while (0)
+    size_t k = 0;
+    for (; k + 4 <= kc; k += 4, a += 4 * MR, b += 4 * NR) {
+        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
+        STEP(0);
+        STEP(1);
+        STEP(2);
+        STEP(3);
+    }
+    for (; k < kc; k++, a += MR, b += NR) STEP(0);
+#undef STEP
+    if (mr == MR && nr == NR) {
+        __m256 va = _mm256_set1_ps(alpha);
+        __m256 rows[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                              {c30, c31}, {c40, c41}, {c50, c51}};
+        if (beta == 0.0f) {
+            for (int r = 0; r < MR; r++) {
+                _mm256_storeu_ps(c + r * ldc, _mm256_mul_ps(va, rows[r][0]));
+                _mm256_storeu_ps(c + r * ldc + 8, _mm256_mul_ps(va, rows[r][1]));
+            }
+        } else {
+            __m256 vb = _mm256_set1_ps(beta);
+            for (int r = 0; r < MR; r++) {
+                float *cr = c + r * ldc;
+                _mm256_storeu_ps(cr, _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr),
+                                                     _mm256_mul_ps(va, rows[r][0])));
+                _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8),
+                                                         _mm256_mul_ps(va, rows[r][1])));
+            }
+        }
+        return;
+    }
+    float acc[MR * NR];
+    _mm256_storeu_ps(acc + 0 * NR, c00), _mm256_storeu_ps(acc + 0 * NR + 8, c01);
+    _mm256_storeu_ps(acc + 1 * NR, c10), _mm256_storeu_ps(acc + 1 * NR + 8, c11);
+    _mm256_storeu_ps(acc + 2 * NR, c20), _mm256_storeu_ps(acc + 2 * NR + 8, c21);
+    _mm256_storeu_ps(acc + 3 * NR, c30), _mm256_storeu_ps(acc + 3 * NR + 8, c31);
+    _mm256_storeu_ps(acc + 4 * NR, c40), _mm256_storeu_ps(acc + 4 * NR + 8, c41);
+    _mm256_storeu_ps(acc + 5 * NR, c50), _mm256_storeu_ps(acc + 5 * NR + 8, c51);
+    store_tile(acc, c, ldc, alpha, beta, mr, nr);
+}
+#endif
+
+typedef void (*ukr_fn)(size_t, const float *, const float *, float *, size_t, float, float, size_t,
+                       size_t);
+
+/* The whole loop nest over rows [m0, m1) and columns [n0, n1) of C. */
+static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1, float *ap,
+                       float *bp)
+{
+    ukr_fn ukr = ukr_scalar;
+#ifdef HAVE_X86
+    if (j->isa == INGOT__ISA_AVX2) ukr = ukr_avx2;
+#endif
+    for (size_t jc = n0; jc < n1; jc += NC) {
+        size_t nc = n1 - jc < NC ? n1 - jc : NC;
+        for (size_t pc = 0; pc < j->K; pc += KC) {
+            size_t kc = j->K - pc < KC ? j->K - pc : KC;
+            float beta = pc == 0 ? j->beta : 1.0f;
+            pack_b(j, pc, kc, jc, nc, bp);
+            for (size_t ic = m0; ic < m1; ic += MC) {
+                size_t mc = m1 - ic < MC ? m1 - ic : MC;
+                pack_a(j, ic, mc, pc, kc, ap);
+                for (size_t jr = 0; jr < nc; jr += NR) {
+                    size_t nr = nc - jr < NR ? nc - jr : NR;
+                    for (size_t ir = 0; ir < mc; ir += MR) {
+                        size_t mr = mc - ir < MR ? mc - ir : MR;
+                        ukr(kc, ap + ir * kc, bp + jr * kc, j->C + (ic + ir) * j->ldc + jc + jr,
+                            j->ldc, j->alpha, beta, mr, nr);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#define AP_FLOATS ((size_t)MC * KC)
+#define BP_FLOATS ((size_t)KC * NC)
+#define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))
+
+static void task(void *ctx, size_t t, unsigned worker)
+{
+    job *j = ctx;
+    float *ap = ingot__pool_scratch(j->pool, worker, SCRATCH_BYTES);
+    if (!ap) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    float *bp = ap + AP_FLOATS;
+    size_t lo = t * j->chunk, total = j->split_n ? j->N : j->M;
+    size_t hi = total - lo < j->chunk ? total : lo + j->chunk;
+    if (j->split_n) block_gemm(j, 0, j->M, lo, hi, ap, bp);
+    else block_gemm(j, lo, hi, 0, j->N, ap, bp);
+}
+
+ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t M, size_t N,
+                          size_t K, float alpha, const float *A, size_t lda, const float *B,
+                          size_t ldb, float beta, float *C, size_t ldc)
+{
+    if (M == 0 || N == 0) return INGOT_OK;
+    if (K == 0 || alpha == 0.0f) { /* C = beta * C */
+        for (size_t i = 0; i < M; i++)
+            for (size_t q = 0; q < N; q++) C[i * ldc + q] = beta == 0.0f ? 0.0f : beta * C[i * ldc + q];
+        return INGOT_OK;
+    }
+    ingot__pool *own = NULL;
+    if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
+    job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+             .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .pool = pool,
+             .isa = ingot__get_isa()};
+    atomic_init(&j.failed, 0);
+    size_t threads = ingot__pool_threads(pool);
+    /* Small problems are not worth waking workers for. */
+    if ((double)M * (double)N * (double)K < 64.0 * 64 * 64) threads = 1;
+    j.split_n = N >= M;
+    size_t total = j.split_n ? N : M, unit = j.split_n ? NR : MR;
+    size_t units = (total + unit - 1) / unit;
+    size_t per = (units + threads - 1) / threads;
+    j.chunk = per * unit;
+    size_t ntasks = (total + j.chunk - 1) / j.chunk;
+    ingot__pool_run(pool, task, &j, ntasks);
+    ingot__pool_destroy(own);
+    return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
+}

@@ -4,7 +4,9 @@
 
 #include "file.h"
 
+/* magnetron storage archive (Format A, versions 1 and 100): read and write. */
 extern const ingot__format ingot__format_mag;
+/* magnetron snapshot (Format B, version 100): read and write. */
 extern const ingot__format ingot__format_mag_snapshot;
 
 #endif

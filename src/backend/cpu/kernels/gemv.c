@@ -73,21 +73,57 @@ AVX2_TARGET static float hsum256(__m256 v)
     return _mm_cvtss_f32(lo);
 }
 
+/* One row: two 8-lane partial sums over 16-element steps, one 8-element step, then the tail.
+ * dot4_avx2 computes four rows with exactly this shape, so every row gives the same bits
+ * whichever path (and hence whichever thread split) computed it. */
 AVX2_TARGET static float dot_avx2(const float *a, const float *x, size_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     size_t k = 0;
-    for (; k + 32 <= n; k += 32) {
+    for (; k + 16 <= n; k += 16) {
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(x + k), s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(x + k + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 16), _mm256_loadu_ps(x + k + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 24), _mm256_loadu_ps(x + k + 24), s3);
     }
-    for (; k + 8 <= n; k += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(x + k), s0);
-    float t = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    if (k + 8 <= n) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(x + k), s0), k += 8;
+    float t = hsum256(_mm256_add_ps(s0, s1));
     for (; k < n; k++) t += a[k] * x[k];
     return t;
+}
+
+/* Four rows against one x: x is loaded once per four rows, which keeps the loads per byte of A
+ * low enough for the stream to run at memory speed. */
+AVX2_TARGET static void dot4_avx2(const float *a, size_t lda, const float *x, size_t n,
+                                  float *out)
+{
+    const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    __m256 p0 = _mm256_setzero_ps(), q0 = _mm256_setzero_ps();
+    __m256 p1 = _mm256_setzero_ps(), q1 = _mm256_setzero_ps();
+    __m256 p2 = _mm256_setzero_ps(), q2 = _mm256_setzero_ps();
+    __m256 p3 = _mm256_setzero_ps(), q3 = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
+        p0 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + k), x0, p0);
+        q0 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + k + 8), x1, q0);
+        p1 = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + k), x0, p1);
+        q1 = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + k + 8), x1, q1);
+        p2 = _mm256_fmadd_ps(_mm256_loadu_ps(a2 + k), x0, p2);
+        q2 = _mm256_fmadd_ps(_mm256_loadu_ps(a2 + k + 8), x1, q2);
+        p3 = _mm256_fmadd_ps(_mm256_loadu_ps(a3 + k), x0, p3);
+        q3 = _mm256_fmadd_ps(_mm256_loadu_ps(a3 + k + 8), x1, q3);
+    }
+    if (k + 8 <= n) {
+        __m256 x0 = _mm256_loadu_ps(x + k);
+        p0 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + k), x0, p0);
+        p1 = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + k), x0, p1);
+        p2 = _mm256_fmadd_ps(_mm256_loadu_ps(a2 + k), x0, p2);
+        p3 = _mm256_fmadd_ps(_mm256_loadu_ps(a3 + k), x0, p3);
+        k += 8;
+    }
+    float t0 = hsum256(_mm256_add_ps(p0, q0)), t1 = hsum256(_mm256_add_ps(p1, q1));
+    float t2 = hsum256(_mm256_add_ps(p2, q2)), t3 = hsum256(_mm256_add_ps(p3, q3));
+    for (; k < n; k++) t0 += a0[k] * x[k], t1 += a1[k] * x[k], t2 += a2[k] * x[k], t3 += a3[k] * x[k];
+    out[0] = t0, out[1] = t1, out[2] = t2, out[3] = t3;
 }
 
 AVX2_TARGET static void axpy_avx2(float a, const float *x, float *y, size_t n)
@@ -119,36 +155,28 @@ static void gemv_task(void *ctx, size_t t, unsigned worker)
     (void)worker;
     const gemv_job *j = ctx;
     size_t lo = t * ROWS_PER_TASK, hi = lo + ROWS_PER_TASK < j->M ? lo + ROWS_PER_TASK : j->M;
-    for (size_t i = lo; i < hi; i++) {
+    for (size_t i = lo; i < hi;) {
         const float *row = j->A + i * j->lda;
-        float d;
+        float d[4];
+        size_t got = 1;
 #ifdef HAVE_X86
-        if (j->isa == INGOT__ISA_AVX2) d = dot_avx2(row, j->x, j->N);
+        if (j->isa == INGOT__ISA_AVX2 && i + 4 <= hi) dot4_avx2(row, j->lda, j->x, j->N, d), got = 4;
+        else if (j->isa == INGOT__ISA_AVX2) d[0] = dot_avx2(row, j->x, j->N);
         else
 #endif
-            d = dot_scalar(row, j->x, j->N);
-        j->y[i] = j->beta == 0.0f ? j->alpha * d : j->alpha * d + j->beta * j->y[i];
+            d[0] = dot_scalar(row, j->x, j->N);
+        for (size_t r = 0; r < got; r++, i++)
+            j->y[i] = j->beta == 0.0f ? j->alpha * d[r] : j->alpha * d[r] + j->beta * j->y[i];
     }
 }
 
 /* y[N] = alpha * A^T x + beta * y: each task owns a column range and walks every row. */
 static void gemvt_task(void *ctx, size_t t, unsigned worker)
 {
+    (void)worker;
     const gemv_job *j = ctx;
     size_t lo = t * COLS_PER_TASK, hi = lo + COLS_PER_TASK < j->N ? lo + COLS_PER_TASK : j->N;
-    float *acc = ingot__pool_scratch(j->pool, worker, COLS_PER_TASK * sizeof(float));
-    float local[256];
-    if (!acc) { /* no scratch: walk in small stripes with a stack buffer */
-        for (size_t c0 = lo; c0 < hi; c0 += 256) {
-            size_t w = hi - c0 < 256 ? hi - c0 : 256;
-            memset(local, 0, sizeof local);
-            for (size_t i = 0; i < j->M; i++) axpy_scalar(j->x[i], j->A + i * j->lda + c0, local, w);
-            for (size_t c = 0; c < w; c++)
-                j->y[c0 + c] = j->beta == 0.0f ? j->alpha * local[c]
-                                               : j->alpha * local[c] + j->beta * j->y[c0 + c];
-        }
-        return;
-    }
+    float acc[COLS_PER_TASK]; /* 4 KiB: this task's slice of y, summed over every row in order */
     size_t w = hi - lo;
     memset(acc, 0, w * sizeof(float));
     for (size_t i = 0; i < j->M; i++) {
@@ -263,18 +291,22 @@ static float q8_row_scalar(const uint8_t *w, const uint8_t *x, size_t nb)
 }
 
 #ifdef HAVE_X86
-/* Same sum in the same block order, the per-block scale product kept in float lanes. */
-AVX2_TARGET static float q8_row_avx2(const uint8_t *w, const uint8_t *x, const float *dx,
-                                     size_t nb)
+/* Per block: the exact int32 dot in 8 lanes, scaled by d_w * d_x and accumulated in 8 float
+ * lanes (no horizontal sum per block); scales decoded with F16C. Rounding differs from the
+ * scalar path's per-block sums (both are within float rounding of the exact value), but a row's
+ * result never depends on the thread count. */
+#define Q8_TARGET __attribute__((target("avx2,fma,f16c")))
+Q8_TARGET static float q8_row_avx2(const uint8_t *w, const uint8_t *x, const float *dx, size_t nb)
 {
-    float s = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; b++, w += Q8_BYTES, x += Q8_BYTES) {
         uint16_t dw;
         memcpy(&dw, w, 2);
         __m256i p = dot32_i8(load32(w + 2), load32(x + 2));
-        s += (float)hsum_i32(p) * (f16_to_f32(dw) * dx[b]);
+        __m256 sc = _mm256_set1_ps(_cvtsh_ss(dw) * dx[b]);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sc, acc);
     }
-    return s;
+    return hsum256(acc);
 }
 #endif
 

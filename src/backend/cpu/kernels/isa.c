@@ -9,7 +9,9 @@ ingot__isa ingot__cpu_isa(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return INGOT__ISA_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return INGOT__ISA_AVX2;
 #endif
     return INGOT__ISA_SCALAR;
 }

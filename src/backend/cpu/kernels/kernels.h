@@ -20,7 +20,7 @@
 
 typedef enum {
     INGOT__ISA_SCALAR = 0, /* portable C; what the compiler vectorises for the baseline target */
-    INGOT__ISA_AVX2 = 1,   /* AVX2 + FMA (Haswell, Zen 1+) */
+    INGOT__ISA_AVX2 = 1,   /* AVX2 + FMA + F16C (Haswell, Zen 1+) */
 } ingot__isa;
 
 /* Best ISA this CPU supports. */

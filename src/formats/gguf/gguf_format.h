@@ -5,5 +5,7 @@
 #include "file.h"
 
 extern const ingot__format ingot__format_gguf;
+/* GGUF v3 writer ops (gguf_write.c). */
+extern const struct ingot__writer_ops ingot__writer_gguf;
 
 #endif

@@ -642,7 +642,8 @@ static ingot_status open_b(ingot_file *f, ingot_error *err)
 
 static int probe_a(const uint8_t *head, size_t n)
 {
-    if (n < 4 || memcmp(head, MAG_MAGIC, 4) != 0) return 0;
+    if (n < 4) return n && memcmp(head, MAG_MAGIC, n) == 0 ? 10 : 0; /* truncated magic */
+    if (memcmp(head, MAG_MAGIC, 4) != 0) return 0;
     if (n < 8) return 50;
     uint32_t v = ing_ld32(head + 4);
     return v == 1 || v == 100 ? 90 : 50;

@@ -1,0 +1,81 @@
+/*
+ * st_common.c - the safetensors dtype table (../shared/formats/safetensors.md §2.1, the Rust enum
+ * order is the reference writer's sort key) and the sort used by the reader and the index.
+ */
+#include <string.h>
+
+#include "st_internal.h"
+
+#define D(s, r, d) {s, (uint8_t)(sizeof s - 1), r, d}
+static const st_dtype dtypes[] = {
+    D("BOOL", 0, INGOT_DTYPE_BOOL),
+    D("F4", 1, INGOT_DTYPE_F4),
+    D("F6_E2M3", 2, INGOT_DTYPE_F6_E2M3),
+    D("F6_E3M2", 3, INGOT_DTYPE_F6_E3M2),
+    D("U8", 4, INGOT_DTYPE_U8),
+    D("I8", 5, INGOT_DTYPE_I8),
+    D("F8_E5M2", 6, INGOT_DTYPE_F8_E5M2),
+    D("F8_E4M3", 7, INGOT_DTYPE_F8_E4M3),
+    D("F8_E8M0", 8, INGOT_DTYPE_F8_E8M0),
+    D("F8_E4M3FNUZ", 9, INGOT_DTYPE_INVALID), /* no ingot dtype yet: refused as UNSUPPORTED */
+    D("F8_E5M2FNUZ", 10, INGOT_DTYPE_INVALID),
+    D("I16", 11, INGOT_DTYPE_I16),
+    D("U16", 12, INGOT_DTYPE_U16),
+    D("F16", 13, INGOT_DTYPE_F16),
+    D("BF16", 14, INGOT_DTYPE_BF16),
+    D("I32", 15, INGOT_DTYPE_I32),
+    D("U32", 16, INGOT_DTYPE_U32),
+    D("F32", 17, INGOT_DTYPE_F32),
+    D("C64", 18, INGOT_DTYPE_C64),
+    D("F64", 19, INGOT_DTYPE_F64),
+    D("I64", 20, INGOT_DTYPE_I64),
+    D("U64", 21, INGOT_DTYPE_U64),
+};
+#undef D
+
+const st_dtype *ingot__st_dtype_by_name(const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (dtypes[i].name_len == n && memcmp(dtypes[i].name, s, n) == 0) return &dtypes[i];
+    return NULL;
+}
+
+const st_dtype *ingot__st_dtype_by_ingot(ingot_dtype dt)
+{
+    if (dt == INGOT_DTYPE_INVALID) return NULL;
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (dtypes[i].dt == dt) return &dtypes[i];
+    return NULL;
+}
+
+int ingot__st_bcmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t n = al < bl ? al : bl;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
+}
+
+void ingot__st_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__st_cmp cmp, const void *ctx)
+{
+    if (n < 2) return;
+    if (n <= 8) { /* insertion sort */
+        for (size_t i = 1; i < n; i++) {
+            uint32_t x = v[i];
+            size_t k = i;
+            while (k > 0 && cmp(ctx, x, v[k - 1]) < 0) {
+                v[k] = v[k - 1];
+                k--;
+            }
+            v[k] = x;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    ingot__st_sort(v, tmp, h, cmp, ctx);
+    ingot__st_sort(v + h, tmp, n - h, cmp, ctx);
+    if (cmp(ctx, v[h], v[h - 1]) >= 0) return; /* already in order */
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n) tmp[k++] = cmp(ctx, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h) tmp[k++] = v[i++];
+    memcpy(v, tmp, k * sizeof *v);
+}

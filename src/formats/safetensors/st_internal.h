@@ -1,0 +1,43 @@
+/*
+ * st_internal.h - shared by the safetensors reader, index (sharded) reader and writer: the dtype
+ * table of ../shared/formats/safetensors.md §2.1 and small helpers. Not seen outside this folder.
+ */
+#ifndef INGOT_ST_INTERNAL_H
+#define INGOT_ST_INTERNAL_H
+
+#include "deps.h"
+#include "file.h"
+#include "ingot/core.h"
+
+/* Reference reader's cap on the JSON header (MAX_HEADER_SIZE). */
+#define ST_MAX_HEADER 100000000ull
+/* Cap on a shard index file (it holds one line per tensor). */
+#define ST_MAX_INDEX (64ull << 20)
+/* ingot's limit on a tensor name (writer.h). */
+#define ST_MAX_NAME 65535u
+
+typedef struct st_dtype {
+    const char *name;  /* safetensors spelling */
+    uint8_t name_len;
+    uint8_t rank;      /* position in the Rust enum: the reference writer's sort key */
+    ingot_dtype dt;    /* INGOT_DTYPE_INVALID: known to safetensors, not to ingot */
+} st_dtype;
+
+/* Looks a safetensors dtype string up; NULL if unknown. */
+const st_dtype *ingot__st_dtype_by_name(const uint8_t *s, size_t n);
+/* The safetensors spelling of an ingot dtype; NULL if safetensors cannot hold it. */
+const st_dtype *ingot__st_dtype_by_ingot(ingot_dtype dt);
+
+/* Stable merge sort of uint32 indices with a context comparator; an already ordered input costs
+ * one comparison per merge (HF headers are mostly sorted). tmp holds n entries. */
+typedef int (*ingot__st_cmp)(const void *ctx, uint32_t a, uint32_t b);
+void ingot__st_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__st_cmp cmp, const void *ctx);
+
+/* Byte-wise comparison of (a, al) and (b, bl), shorter first on a common prefix. */
+int ingot__st_bcmp(const char *a, size_t al, const char *b, size_t bl);
+
+extern const ingot__format ingot__format_safetensors;
+extern const ingot__format ingot__format_safetensors_index;
+extern const struct ingot__writer_ops ingot__writer_safetensors;
+
+#endif

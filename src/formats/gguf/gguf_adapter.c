@@ -194,7 +194,10 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
     ingot_status st;
     c->where = NULL;
     c->where_len = 0;
-    ING_TRY(gguf_need(c, 0, 24, "header"));
+    ING_TRY(gguf_need(c, 0, 4, "magic"));
+    if (ING_MEMCMP(p, "GGUF", 4) != 0)
+        return ingot__err(err, INGOT_BAD_MAGIC, 0, "header", 6, "magic is not \"GGUF\"");
+    ING_TRY(gguf_need(c, 4, 20, "header"));
     uint32_t version = ing_ld32(p + 4);
     if (version == 0 || version == 1 || (version & 0xFFFFu) == 0 || version > 3)
         return ingot__err(err, INGOT_BAD_VERSION, 4, "header", 6,

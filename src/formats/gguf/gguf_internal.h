@@ -144,6 +144,11 @@ static inline ingot_status gguf_string(gguf_cur *c, uint64_t off, const char *wh
         return ingot__err(c->err, INGOT_LIMIT, off, c->where, c->where_len,
                           "%s length %llu exceeds the %llu-byte cap", what, (unsigned long long)n,
                           (unsigned long long)GGUF_MAX_STRING);
+    if (n > c->size - off - 8) /* the 8 length bytes exist: no underflow */
+        return ingot__err(c->err, INGOT_TRUNCATED, off, c->where, c->where_len,
+                          "%s of %llu bytes at byte %llu runs past the end of the file (%llu)",
+                          what, (unsigned long long)n, (unsigned long long)(off + 8),
+                          (unsigned long long)c->size);
     ING_TRY(gguf_need(c, off + 8, n, what));
     *len = n;
     *bytes = off + 8;

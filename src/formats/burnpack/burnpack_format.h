@@ -5,5 +5,6 @@
 #include "file.h"
 
 extern const ingot__format ingot__format_burnpack;
+extern const ingot__writer_ops ingot__writer_burnpack;
 
 #endif

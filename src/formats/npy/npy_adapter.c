@@ -1,28 +1,743 @@
-/* npy_adapter.c - npy adapter (placeholder). */
-#include "npy_format.h"
+/*
+ * npy_adapter.c - readers for NumPy .npy (one array) and .npz (a zip of .npy members) files.
+ * Header grammar: npy_header.c; zip rules: src/core/zip.h; deflated members are inflated with
+ * zlib through the file's allocator. Documentation: docs/formats/npy.md.
+ *
+ * .npz layout: [local header, member.npy bytes]* central directory [zip64 end records] EOCD.
+ * Stored members are zero-copy views into the mapping; deflated ones are NOT_MAPPED and read
+ * through tensor_read (an inflate cursor per file makes sequential chunked reads linear).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
 
-/* Placeholder until the adapter lands: never claims a file, has no writer. */
+#include "alloc.h"
+#include "checked.h"
+#include "error.h"
+#include "file.h"
+#include "npy_format.h"
+#include "npy_header.h"
+#include "utf8.h"
+#include "zip.h"
+
+/* Name of the tensor of a .npy opened from a buffer (no path to take the stem from). */
+#define NPY_BUFFER_NAME "array"
+
+typedef struct {
+    char *name; /* owned, NUL-terminated */
+    size_t name_len;
+    npy_header h;
+    uint64_t offset;  /* absolute: data start (stored), or the compressed stream start */
+    const void *data; /* into the mapping, or NULL */
+    uint32_t flags;
+    uint32_t member;  /* zip entry (npz) */
+    bool deflated;
+} ntensor;
+
+/* Inflate state over one deflated member; input copied in chunks through ingot__file_read. */
+#define INF_IN 65536
+typedef struct {
+    z_stream zs;
+    bool live;
+    uint32_t member;
+    uint64_t in_off, in_left; /* next compressed bytes to fetch */
+    uint64_t out_pos;         /* uncompressed bytes produced so far */
+    uint8_t in[INF_IN];
+} inflater;
+
+typedef struct {
+    ntensor *t;
+    size_t n;
+    uint32_t *by_name;
+    bool is_zip;
+    ingot__zip zip;
+    pthread_mutex_t mu; /* guards cur */
+    bool mu_live;
+    inflater *cur;      /* cached cursor for sequential reads of a deflated member */
+    ingot_allocator alloc;
+} nstate;
+
+#define S(f) ((nstate *)(f)->state)
+
+/* ---------------------------------------------------------------------------------------------
+ * zlib through the ingot allocator (zfree has no size: keep it in a 16-byte prefix)
+ * ------------------------------------------------------------------------------------------- */
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+    uint64_t n;
+    if (!ing_mul(items, size, &n) || n > SIZE_MAX - 16) return Z_NULL;
+    uint8_t *p = ingot__alloc(opaque, (size_t)n + 16);
+    if (!p) return Z_NULL;
+    size_t sz = (size_t)n;
+    memcpy(p, &sz, sizeof sz);
+    return p + 16;
+}
+
+static void z_free(voidpf opaque, voidpf ptr)
+{
+    if (!ptr) return;
+    uint8_t *p = (uint8_t *)ptr - 16;
+    size_t sz;
+    memcpy(&sz, p, sizeof sz);
+    ingot__free(opaque, p, sz + 16);
+}
+
+static void inf_end(const ingot_allocator *a, inflater *x)
+{
+    if (!x) return;
+    if (x->live) inflateEnd(&x->zs);
+    ingot__free(a, x, sizeof *x);
+}
+
+#define ENAME(e) (e)->name, (e)->name_len
+
+static ingot_status inf_start(const ingot_file *f, const ingot__zip_entry *e, uint32_t member,
+                              inflater **out, inflater *reuse, ingot_error *err)
+{
+    inflater *x = reuse;
+    if (!x) {
+        x = ingot__alloc(&f->alloc, sizeof *x);
+        if (!x)
+            return ingot__err(err, INGOT_NOMEM, e->data_offset, ENAME(e),
+                              "npz: allocating an inflater");
+        memset(&x->zs, 0, sizeof x->zs);
+        x->live = false;
+    }
+    if (x->live) {
+        if (inflateReset(&x->zs) != Z_OK) {
+            inflateEnd(&x->zs);
+            x->live = false;
+        }
+    }
+    if (!x->live) {
+        memset(&x->zs, 0, sizeof x->zs);
+        x->zs.zalloc = z_alloc;
+        x->zs.zfree = z_free;
+        x->zs.opaque = (voidpf)&f->alloc;
+        if (inflateInit2(&x->zs, -MAX_WBITS) != Z_OK) {
+            ingot__free(&f->alloc, x, sizeof *x);
+            return ingot__err(err, INGOT_NOMEM, e->data_offset, ENAME(e),
+                              "npz: initialising zlib");
+        }
+        x->live = true;
+    }
+    x->zs.next_in = x->in;
+    x->zs.avail_in = 0;
+    x->member = member;
+    x->in_off = e->data_offset;
+    x->in_left = e->comp_size;
+    x->out_pos = 0;
+    *out = x;
+    return INGOT_OK;
+}
+
+/* Produces the next n uncompressed bytes into dst (NULL: discard). The member must inflate to
+ * exactly e->size bytes: producing fewer is TRUNCATED/BAD_SIZE, a corrupt stream BAD_LAYOUT. */
+static ingot_status inf_read(const ingot_file *f, const ingot__zip_entry *e, inflater *x,
+                             uint8_t *dst, uint64_t n, uint32_t *crc, ingot_error *err)
+{
+    uint8_t scratch[4096];
+    while (n) {
+        if (x->zs.avail_in == 0 && x->in_left) {
+            size_t k = x->in_left < INF_IN ? (size_t)x->in_left : INF_IN;
+            ING_TRY(ingot__file_read(f, x->in_off, x->in, k, err));
+            x->in_off += k;
+            x->in_left -= k;
+            x->zs.next_in = x->in;
+            x->zs.avail_in = (uInt)k;
+        }
+        uint8_t *o = dst ? dst : scratch;
+        uint64_t want = dst ? n : (n < sizeof scratch ? n : sizeof scratch);
+        if (want > (1u << 30)) want = 1u << 30;
+        x->zs.next_out = o;
+        x->zs.avail_out = (uInt)want;
+        int r = inflate(&x->zs, Z_NO_FLUSH);
+        size_t got = (size_t)want - x->zs.avail_out;
+        if (crc && got) *crc = ingot__crc32(*crc, o, got);
+        x->out_pos += got;
+        n -= got;
+        if (dst) dst += got;
+        if (r == Z_STREAM_END && n)
+            return ingot__err(err, INGOT_BAD_SIZE, e->data_offset, ENAME(e),
+                              "npz: member inflates to %llu bytes, the directory says %llu",
+                              (unsigned long long)x->out_pos, (unsigned long long)e->size);
+        if (r == Z_MEM_ERROR)
+            return ingot__err(err, INGOT_NOMEM, e->data_offset, ENAME(e), "npz: zlib out of memory");
+        if (r == Z_DATA_ERROR || r == Z_NEED_DICT || r == Z_STREAM_ERROR)
+            return ingot__err(err, INGOT_BAD_LAYOUT, e->data_offset, ENAME(e),
+                              "npz: corrupt deflate stream (%s)", x->zs.msg ? x->zs.msg : "zlib");
+        if (r == Z_BUF_ERROR && got == 0 && x->zs.avail_in == 0 && x->in_left == 0)
+            return ingot__err(err, INGOT_TRUNCATED, e->data_offset + e->comp_size, ENAME(e),
+                              "npz: deflate stream ends before the member's %llu bytes",
+                              (unsigned long long)e->size);
+    }
+    return INGOT_OK;
+}
+
+/* After all e->size bytes: the stream must end here and use every compressed byte. */
+static ingot_status inf_finish(const ingot_file *f, const ingot__zip_entry *e, inflater *x,
+                               ingot_error *err)
+{
+    uint8_t one;
+    for (int guard = 0; guard < 1000; guard++) {
+        if (x->zs.avail_in == 0 && x->in_left) {
+            size_t k = x->in_left < INF_IN ? (size_t)x->in_left : INF_IN;
+            ING_TRY(ingot__file_read(f, x->in_off, x->in, k, err));
+            x->in_off += k;
+            x->in_left -= k;
+            x->zs.next_in = x->in;
+            x->zs.avail_in = (uInt)k;
+        }
+        x->zs.next_out = &one;
+        x->zs.avail_out = 1;
+        int r = inflate(&x->zs, Z_NO_FLUSH);
+        if (x->zs.avail_out == 0)
+            return ingot__err(err, INGOT_BAD_SIZE, e->data_offset, ENAME(e),
+                              "npz: member inflates to more than the directory's %llu bytes",
+                              (unsigned long long)e->size);
+        if (r == Z_STREAM_END) {
+            if (x->zs.avail_in || x->in_left)
+                return ingot__err(err, INGOT_BAD_LAYOUT, e->data_offset, ENAME(e),
+                                  "npz: bytes after the end of the deflate stream");
+            return INGOT_OK;
+        }
+        if (r != Z_OK && !(r == Z_BUF_ERROR && (x->zs.avail_in || x->in_left)))
+            return ingot__err(err, r == Z_BUF_ERROR ? INGOT_TRUNCATED : INGOT_BAD_LAYOUT,
+                              e->data_offset, ENAME(e), "npz: deflate stream does not end");
+    }
+    return ingot__err(err, INGOT_BAD_LAYOUT, e->data_offset, ENAME(e),
+                      "npz: deflate stream does not end");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Shared helpers
+ * ------------------------------------------------------------------------------------------- */
+
+static void set_layout_flags(const ingot_file *f, ntensor *t)
+{
+    t->flags = 0;
+    if (t->h.big_endian) t->flags |= INGOT_TENSOR_BIG_ENDIAN;
+    if (t->h.fortran) t->flags |= INGOT_TENSOR_FORTRAN;
+    uint32_t es = ingot_dtype_block_bytes(t->h.dtype);
+    if (t->deflated || (!f->base && t->h.nbytes)) {
+        t->flags |= INGOT_TENSOR_NOT_MAPPED;
+        t->data = NULL;
+    } else {
+        t->data = f->base ? f->base + t->offset : NULL;
+    }
+    if (!t->deflated && es > 1) {
+        uintptr_t at = t->data ? (uintptr_t)t->data : (uintptr_t)t->offset;
+        if (at % es) t->flags |= INGOT_TENSOR_UNALIGNED;
+    }
+}
+
+static uint64_t pow2_align(uint64_t off)
+{
+    uint64_t a = 1;
+    while (a < 64 && off % (a * 2) == 0) a *= 2;
+    return a;
+}
+
+static nstate *state_new(ingot_file *f, size_t n, ingot_error *err)
+{
+    nstate *s = ingot__calloc(&f->alloc, sizeof *s);
+    if (!s) {
+        ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npy: allocating the state");
+        return NULL;
+    }
+    s->alloc = f->alloc;
+    if (n) {
+        s->t = ingot__calloc(&f->alloc, n * sizeof *s->t);
+        s->by_name = ingot__alloc(&f->alloc, n * sizeof *s->by_name);
+        if (!s->t || !s->by_name) {
+            if (s->t) ingot__free(&f->alloc, s->t, n * sizeof *s->t);
+            if (s->by_name) ingot__free(&f->alloc, s->by_name, n * sizeof *s->by_name);
+            ingot__free(&f->alloc, s, sizeof *s);
+            ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npy: allocating %zu tensors", n);
+            return NULL;
+        }
+    }
+    s->n = n;
+    return s;
+}
+
+static void state_free(const ingot_allocator *a, nstate *s, size_t cap)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->t[i].name) ingot__free(a, s->t[i].name, s->t[i].name_len + 1);
+    if (s->t) ingot__free(a, s->t, cap * sizeof *s->t);
+    if (s->by_name) ingot__free(a, s->by_name, cap * sizeof *s->by_name);
+    if (s->cur) inf_end(a, s->cur);
+    if (s->mu_live) pthread_mutex_destroy(&s->mu);
+    ingot__zip_close(&s->zip);
+    ingot__free(a, s, sizeof *s);
+}
+
+static void close_npy(ingot_file *f)
+{
+    nstate *s = S(f);
+    if (!s) return;
+    size_t cap = s->is_zip ? (size_t)s->zip.count : s->n;
+    /* tensors were filled up to s->n; the arrays were allocated for cap entries */
+    state_free(&f->alloc, s, cap ? cap : s->n);
+    f->state = NULL;
+}
+
+static const ntensor *sort_ctx;
+static int cmp_by_name(const void *pa, const void *pb)
+{
+    const ntensor *a = &sort_ctx[*(const uint32_t *)pa], *b = &sort_ctx[*(const uint32_t *)pb];
+    size_t m = a->name_len < b->name_len ? a->name_len : b->name_len;
+    int c = memcmp(a->name, b->name, m);
+    if (c) return c;
+    return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+}
+
+static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void index_names(nstate *s)
+{
+    for (size_t i = 0; i < s->n; i++) s->by_name[i] = (uint32_t)i;
+    if (s->n < 2) return;
+    pthread_mutex_lock(&sort_mu); /* qsort has no context argument */
+    sort_ctx = s->t;
+    qsort(s->by_name, s->n, sizeof *s->by_name, cmp_by_name);
+    sort_ctx = NULL;
+    pthread_mutex_unlock(&sort_mu);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * .npy
+ * ------------------------------------------------------------------------------------------- */
+
 static int probe_npy(const uint8_t *head, size_t n)
 {
-    (void)head;
-    (void)n;
+    if (n >= NPY_MAGIC_LEN) return memcmp(head, NPY_MAGIC, NPY_MAGIC_LEN) == 0 ? 100 : 0;
     return 0;
 }
+
+/* The stem of the path: basename without its last extension; NPY_BUFFER_NAME without a path or
+ * when the stem is empty or not UTF-8. */
+static void stem_of(const ingot_file *f, const char **s, size_t *n)
+{
+    *s = NPY_BUFFER_NAME;
+    *n = sizeof NPY_BUFFER_NAME - 1;
+    if (!f->path) return;
+    const char *p = f->path;
+    size_t len = f->path_len ? f->path_len : strlen(p);
+    size_t b = len;
+    while (b > 0 && p[b - 1] != '/') b--;
+    size_t e = len;
+    for (size_t k = len; k > b; k--)
+        if (p[k - 1] == '.') {
+            e = k - 1;
+            break;
+        }
+    if (e == b) return; /* ".npy" or "" */
+    if (!ingot__utf8_valid((const uint8_t *)p + b, e - b, false)) return;
+    *s = p + b;
+    *n = e - b;
+}
+
+static ingot_status open_npy(ingot_file *f, ingot_error *err)
+{
+    const uint8_t *p;
+    const char *nm;
+    size_t nl;
+    stem_of(f, &nm, &nl);
+    size_t first = f->size < 12 ? (size_t)f->size : 12;
+    ING_TRY(ingot__file_head(f, first, &p, err));
+    npy_header h;
+    ING_TRY(ingot__npy_preamble(p, first, &h, 0, nm, nl, err));
+    if (h.data_offset > f->size)
+        return ingot__err(err, INGOT_TRUNCATED, f->size, nm, nl,
+                          "npy: file ends inside the %llu-byte header",
+                          (unsigned long long)h.data_offset);
+    ING_TRY(ingot__file_head(f, h.data_offset, &p, err));
+    ING_TRY(ingot__npy_parse(p, &h, 0, nm, nl, err));
+    uint64_t end;
+    if (!ing_add(h.data_offset, h.nbytes, &end) || end > f->size)
+        return ingot__err(err, INGOT_TRUNCATED, f->size, nm, nl,
+                          "npy: data needs %llu bytes at offset %llu, the file has %llu",
+                          (unsigned long long)h.nbytes, (unsigned long long)h.data_offset,
+                          (unsigned long long)f->size);
+    if (end != f->size)
+        return ingot__err(err, INGOT_BAD_LAYOUT, end, nm, nl,
+                          "npy: %llu bytes after the array data",
+                          (unsigned long long)(f->size - end));
+    nstate *s = state_new(f, 1, err);
+    if (!s) return err ? err->code : INGOT_NOMEM;
+    ntensor *t = &s->t[0];
+    t->name = ingot__strndup(&f->alloc, nm, nl);
+    if (!t->name) {
+        s->n = 0;
+        state_free(&f->alloc, s, 1);
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npy: allocating the name");
+    }
+    t->name_len = nl;
+    t->h = h;
+    t->offset = h.data_offset;
+    set_layout_flags(f, t);
+    s->by_name[0] = 0;
+    f->state = s;
+    f->alignment = pow2_align(h.data_offset);
+    ingot__fmt(f->version, sizeof f->version, "%u.0", (unsigned)h.major);
+    return INGOT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * .npz
+ * ------------------------------------------------------------------------------------------- */
+
+static bool ends_npy(const uint8_t *name, size_t n)
+{
+    return n >= 4 && memcmp(name + n - 4, ".npy", 4) == 0;
+}
+
+/* A zip whose first local header names a *.npy member (the name lies within the probe bytes);
+ * or an empty zip (np.savez() of nothing) at a low score. */
+static int probe_npz(const uint8_t *head, size_t n)
+{
+    if (n >= 22 && ing_ld32(head) == 0x06054b50u && n == 22) return 10;
+    if (n < 30 || ing_ld32(head) != 0x04034b50u) return 0;
+    size_t nl = ing_ld16(head + 26);
+    if (nl == 0 || 30 + nl > n) return 0;
+    return ends_npy(head + 30, nl) ? 90 : 0;
+}
+
+/* Reads and parses the npy header of a member; fills t->h. */
+static ingot_status member_header(ingot_file *f, nstate *s, const ingot__zip_entry *e,
+                                  uint32_t member, ntensor *t, ingot_error *err)
+{
+    const char *nm = t->name;
+    size_t nl = t->name_len;
+    uint8_t pre[12];
+    size_t first = e->size < 12 ? (size_t)e->size : 12;
+    inflater *x = NULL;
+    ingot_status st = INGOT_OK;
+    uint8_t *buf = NULL;
+    size_t buf_len = 0;
+    if (t->deflated) {
+        ING_TRY(inf_start(f, e, member, &x, NULL, err));
+        st = inf_read(f, e, x, pre, first, NULL, err);
+    } else {
+        st = ingot__file_read(f, e->data_offset, pre, first, err);
+    }
+    if (st == INGOT_OK) st = ingot__npy_preamble(pre, first, &t->h, e->data_offset, nm, nl, err);
+    if (st == INGOT_OK && t->h.data_offset > e->size)
+        st = ingot__err(err, INGOT_TRUNCATED, e->data_offset + e->size, nm, nl,
+                        "npz: member ends inside the %llu-byte npy header",
+                        (unsigned long long)t->h.data_offset);
+    if (st != INGOT_OK) goto done;
+    if (!t->deflated && f->base) {
+        st = ingot__npy_parse(f->base + e->data_offset, &t->h, e->data_offset, nm, nl, err);
+    } else {
+        buf_len = (size_t)t->h.data_offset;
+        buf = ingot__alloc(&f->alloc, buf_len);
+        if (!buf) {
+            st = ingot__err(err, INGOT_NOMEM, e->data_offset, nm, nl, "npz: header buffer");
+            goto done;
+        }
+        memcpy(buf, pre, first);
+        if (t->deflated)
+            st = inf_read(f, e, x, buf + first, buf_len - first, NULL, err);
+        else
+            st = ingot__file_read(f, e->data_offset + first, buf + first, buf_len - first, err);
+        if (st == INGOT_OK) st = ingot__npy_parse(buf, &t->h, e->data_offset, nm, nl, err);
+    }
+    if (st != INGOT_OK) goto done;
+    uint64_t end;
+    if (!ing_add(t->h.data_offset, t->h.nbytes, &end) || end > e->size)
+        st = ingot__err(err, INGOT_TRUNCATED, e->data_offset, nm, nl,
+                        "npz: member holds %llu bytes, its header declares %llu + %llu",
+                        (unsigned long long)e->size, (unsigned long long)t->h.data_offset,
+                        (unsigned long long)t->h.nbytes);
+    else if (end != e->size)
+        st = ingot__err(err, INGOT_BAD_LAYOUT, e->data_offset + end, nm, nl,
+                        "npz: %llu bytes after the array data in the member",
+                        (unsigned long long)(e->size - end));
+done:
+    if (buf) ingot__free(&f->alloc, buf, buf_len);
+    if (x) inf_end(&f->alloc, x);
+    (void)s;
+    return st;
+}
+
+static ingot_status open_npz(ingot_file *f, ingot_error *err)
+{
+    ingot__zip_source src;
+    ingot__zip_source_file(&src, f);
+    ingot__zip z;
+    ING_TRY(ingot__zip_open(&z, &src, &f->alloc, NULL, err));
+    size_t cap = (size_t)z.count;
+    nstate *s = state_new(f, cap, err);
+    if (!s) {
+        ingot__zip_close(&z);
+        return err ? err->code : INGOT_NOMEM;
+    }
+    s->zip = z;
+    s->is_zip = true;
+    s->n = 0;
+    f->state = s;
+    ingot_status st = INGOT_OK;
+    uint64_t align = 64;
+    for (uint64_t i = 0; i < s->zip.count; i++) {
+        ingot__zip_entry *e = &s->zip.entries[i];
+        if (e->info & INGOT__ZIP_ENTRY_DIR) continue;
+        if (!ends_npy((const uint8_t *)e->name, e->name_len)) continue; /* not an array */
+        if (e->name_len == 4) {
+            st = ingot__err(err, INGOT_BAD_NAME, e->cd_pos, ENAME(e),
+                            "npz: member '.npy' gives an empty tensor name");
+            goto fail;
+        }
+        if (e->method != INGOT__ZIP_STORED && e->method != INGOT__ZIP_DEFLATE) {
+            st = ingot__err(err, INGOT_UNSUPPORTED, e->cd_pos + 10, ENAME(e),
+                            "npz: member compressed with method %u (%s); only stored and "
+                            "deflate are supported",
+                            (unsigned)e->method, ingot__zip_method_name(e->method));
+            goto fail;
+        }
+        st = ingot__zip_locate(&s->zip, i, err);
+        if (st != INGOT_OK) goto fail;
+        ntensor *t = &s->t[s->n];
+        t->name = ingot__strndup(&f->alloc, e->name, e->name_len - 4);
+        if (!t->name) {
+            st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npz: allocating a name");
+            goto fail;
+        }
+        t->name_len = e->name_len - 4;
+        s->n++;
+        t->member = (uint32_t)i;
+        t->deflated = e->method == INGOT__ZIP_DEFLATE;
+        st = member_header(f, s, e, (uint32_t)i, t, err);
+        if (st != INGOT_OK) goto fail;
+        t->offset = t->deflated ? e->data_offset : e->data_offset + t->h.data_offset;
+        set_layout_flags(f, t);
+        if (!t->deflated) {
+            uint64_t a = pow2_align(t->offset);
+            if (a < align) align = a;
+        }
+    }
+    index_names(s);
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npz: creating a mutex");
+        goto fail;
+    }
+    s->mu_live = true;
+    f->alignment = s->n ? align : 1;
+    ingot__fmt(f->version, sizeof f->version, "%s", s->zip.zip64 ? "zip64" : "zip");
+    return INGOT_OK;
+fail:
+    state_free(&f->alloc, s, cap);
+    f->state = NULL;
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Queries (both formats)
+ * ------------------------------------------------------------------------------------------- */
+
+static uint64_t tensor_count(const ingot_file *f) { return S(f)->n; }
+
+static void fill(const ntensor *t, uint64_t i, ingot_tensor_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = t->name;
+    out->name_len = t->name_len;
+    out->dtype = t->h.dtype;
+    out->rank = t->h.rank;
+    for (uint32_t k = 0; k < t->h.rank; k++) out->shape[k] = t->h.shape[k];
+    out->nelem = t->h.nelem;
+    out->nbytes = t->h.nbytes;
+    out->offset = t->offset;
+    out->data = t->data;
+    out->flags = t->flags;
+    out->index = (uint32_t)i;
+}
+
+static ingot_status tensor_at(const ingot_file *f, uint64_t i, ingot_tensor_info *out)
+{
+    const nstate *s = S(f);
+    if (i >= s->n) {
+        if (out) memset(out, 0, sizeof *out);
+        return INGOT_RANGE;
+    }
+    fill(&s->t[i], i, out);
+    return INGOT_OK;
+}
+
+static ingot_status tensor_find(const ingot_file *f, const char *name, size_t len,
+                                ingot_tensor_info *out)
+{
+    const nstate *s = S(f);
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const ntensor *t = &s->t[s->by_name[mid]];
+        size_t m = t->name_len < len ? t->name_len : len;
+        int c = memcmp(t->name, name, m);
+        if (!c) c = t->name_len < len ? -1 : t->name_len > len;
+        if (!c) {
+            fill(t, s->by_name[mid], out);
+            return INGOT_OK;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memset(out, 0, sizeof *out);
+    return INGOT_NOT_FOUND;
+}
+
+/* Reads stored bytes [off, off+n) of a deflated member's array: continues the cached cursor when
+ * it is on this member at or before the wanted position, else restarts from the stream start. */
+static ingot_status read_deflated(const ingot_file *f, nstate *s, const ntensor *t, uint64_t off,
+                                  void *dst, size_t n, ingot_error *err)
+{
+    const ingot__zip_entry *e = &s->zip.entries[t->member];
+    uint64_t want = t->h.data_offset + off;
+    bool locked = pthread_mutex_trylock(&s->mu) == 0;
+    inflater *x = NULL;
+    ingot_status st;
+    if (locked && s->cur && s->cur->live && s->cur->member == t->member &&
+        s->cur->out_pos <= want) {
+        x = s->cur;
+        st = INGOT_OK;
+    } else {
+        inflater *reuse = locked ? s->cur : NULL;
+        if (locked) s->cur = NULL;
+        st = inf_start(f, e, t->member, &x, reuse, err);
+    }
+    if (st == INGOT_OK && x->out_pos < want)
+        st = inf_read(f, e, x, NULL, want - x->out_pos, NULL, err);
+    if (st == INGOT_OK) st = inf_read(f, e, x, dst, n, NULL, err);
+    if (locked) {
+        if (st == INGOT_OK) {
+            s->cur = x;
+        } else {
+            inf_end(&f->alloc, x);
+            s->cur = NULL;
+        }
+        pthread_mutex_unlock(&s->mu);
+    } else if (x) {
+        inf_end(&f->alloc, x);
+    }
+    if (st != INGOT_OK && err && err->where[0] == 0)
+        ingot__err(err, st, err->offset, t->name, t->name_len, "%s", err->msg);
+    return st;
+}
+
+static ingot_status tensor_read(const ingot_file *f, uint64_t i, uint64_t off, void *dst,
+                                size_t n, ingot_error *err)
+{
+    nstate *s = S(f);
+    if (i >= s->n) return INGOT_RANGE;
+    const ntensor *t = &s->t[i];
+    if (t->deflated) return read_deflated(f, s, t, off, dst, n, err);
+    ingot_status st = ingot__file_read(f, t->offset + off, dst, n, err);
+    if (st != INGOT_OK && err) ingot__err(err, st, err->offset, t->name, t->name_len, "%s", err->msg);
+    return st;
+}
+
+/* The zip CRC-32 covers the whole member (npy header and data). */
+static ingot_status tensor_verify(const ingot_file *f, uint64_t i, ingot_error *err)
+{
+    nstate *s = S(f);
+    if (i >= s->n) return INGOT_RANGE;
+    const ntensor *t = &s->t[i];
+    const ingot__zip_entry *e = &s->zip.entries[t->member];
+    if (!t->deflated) {
+        ingot_status st = ingot__zip_check_stored_crc(&s->zip, t->member, false, err);
+        if (st != INGOT_OK && err)
+            ingot__err(err, st, err->offset, t->name, t->name_len, "%s", err->msg);
+        return st;
+    }
+    inflater *x = NULL;
+    ING_TRY(inf_start(f, e, t->member, &x, NULL, err));
+    uint32_t crc = 0;
+    ingot_status st = inf_read(f, e, x, NULL, e->size, &crc, err);
+    if (st == INGOT_OK) st = inf_finish(f, e, x, err);
+    inf_end(&f->alloc, x);
+    if (st == INGOT_OK && crc != e->crc32)
+        st = ingot__err(err, INGOT_BAD_CHECKSUM, e->data_offset, t->name, t->name_len,
+                        "npz: CRC-32 of the inflated member is 0x%08x, the directory says 0x%08x",
+                        (unsigned)crc, (unsigned)e->crc32);
+    return st;
+}
+
+static uint64_t meta_count(const ingot_file *f)
+{
+    (void)f;
+    return 0;
+}
+static ingot_status meta_at(const ingot_file *f, uint64_t i, ingot_meta_info *out)
+{
+    (void)f, (void)i;
+    if (out) memset(out, 0, sizeof *out);
+    return INGOT_RANGE;
+}
+static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
+                              ingot_meta_info *out)
+{
+    (void)f, (void)key, (void)len;
+    if (out) memset(out, 0, sizeof *out);
+    return INGOT_NOT_FOUND;
+}
+static ingot_status meta_array_read(const ingot_file *f, uint64_t index, ingot_meta_type type,
+                                    uint64_t first, uint64_t n, void *dst)
+{
+    (void)f, (void)index, (void)type, (void)first, (void)n, (void)dst;
+    return INGOT_RANGE;
+}
+static ingot_status meta_array_string(const ingot_file *f, uint64_t index, uint64_t elem,
+                                      const char **str, size_t *len)
+{
+    (void)f, (void)index, (void)elem, (void)str, (void)len;
+    return INGOT_RANGE;
+}
+
+extern const ingot__writer_ops ingot__writer_npy;
+extern const ingot__writer_ops ingot__writer_npz;
+
+static const char *const npy_ext[] = {"npy", NULL};
+static const char *const npz_ext[] = {"npz", NULL};
 
 const ingot__format ingot__format_npy = {
     .name = "npy",
+    .extensions = npy_ext,
     .probe = probe_npy,
+    .open = open_npy,
+    .close = close_npy,
+    .tensor_count = tensor_count,
+    .tensor_at = tensor_at,
+    .tensor_find = tensor_find,
+    .meta_count = meta_count,
+    .meta_at = meta_at,
+    .meta_find = meta_find,
+    .meta_array_read = meta_array_read,
+    .meta_array_string = meta_array_string,
+    .writer = &ingot__writer_npy,
 };
-
-/* Placeholder until the adapter lands: never claims a file, has no writer. */
-static int probe_npz(const uint8_t *head, size_t n)
-{
-    (void)head;
-    (void)n;
-    return 0;
-}
 
 const ingot__format ingot__format_npz = {
     .name = "npz",
+    .extensions = npz_ext,
     .probe = probe_npz,
+    .open = open_npz,
+    .close = close_npy,
+    .tensor_count = tensor_count,
+    .tensor_at = tensor_at,
+    .tensor_find = tensor_find,
+    .tensor_read = tensor_read,
+    .tensor_verify = tensor_verify,
+    .meta_count = meta_count,
+    .meta_at = meta_at,
+    .meta_find = meta_find,
+    .meta_array_read = meta_array_read,
+    .meta_array_string = meta_array_string,
+    .writer = &ingot__writer_npz,
 };

@@ -568,6 +568,7 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, i
             return ingot__err(err, INGOT_BAD_TYPE, pos + 1, name, klen,
                               "dtype code %u unknown (0..11)", code);
         ING_TRY(need(&c, pos + MAG_DESC_MIN + 8 * (uint64_t)rank, pos, name, klen, "descriptor"));
+        name = (const char *)c.p + blob + a; /* the head may have moved */
         uint64_t numel = ld64(&c, pos + 8), nelem, rel = ld64(&c, pos + 16);
         ING_TRY(read_shape(&c, pos + 24, rank, name, klen, &nelem));
         if (numel != nelem)

@@ -196,10 +196,11 @@ static ingot_status begin_a(ingot_writer *w, uint64_t *total, ingot_error *err)
                    nt * sizeof(ingot__wtensor);
     uint8_t *scratch = ingot__alloc(&w->alloc, bytes ? bytes : 1);
     if (!scratch) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating");
-    kept_meta *km = (kept_meta *)(void *)scratch;
-    uint64_t *hashes = (uint64_t *)(void *)(scratch + nm * sizeof(kept_meta));
+    /* 8-byte members first, the u32 order last */
+    ingot__wtensor *perm = (ingot__wtensor *)(void *)scratch;
+    kept_meta *km = (kept_meta *)(void *)(perm + nt);
+    uint64_t *hashes = (uint64_t *)(void *)(km + nm);
     uint32_t *order = (uint32_t *)(void *)(hashes + nmax);
-    ingot__wtensor *perm = (ingot__wtensor *)(void *)(order + nmax);
     ingot_status st = INGOT_OK;
     size_t nk = 0;
     for (size_t i = 0; i < nm; i++) {

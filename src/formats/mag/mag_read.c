@@ -25,7 +25,7 @@ typedef struct {
     uint64_t rec;       /* file offset of the record */
     uint64_t shape_off; /* file offset of the rank u64 dims */
     uint64_t offset, nelem, nbytes;
-    uint64_t name; /* offset in the name pool (NUL-terminated there) */
+    uint64_t name; /* while parsing: file offset of the key; then offset in the name pool */
     uint32_t name_len;
     uint8_t rank, code;
     uint16_t dtype;
@@ -41,7 +41,9 @@ typedef struct {
     bool snapshot;
     int era;
     uint32_t version;
-    uint32_t nt, nm;
+    uint32_t nt, nm;       /* records parsed so far, then the counts */
+    uint32_t t_cap, m_cap; /* allocated entries: the tables grow with the records actually
+                              present, so a huge count in a small file allocates little */
     mtensor *t;
     uint32_t *t_idx; /* tensor indices sorted by name */
     mmeta *m;
@@ -105,28 +107,56 @@ static ingot_status check_fill(const ingot_file *f, uint64_t off, uint64_t len, 
 static void free_state(const ingot_allocator *a, mstate *s)
 {
     if (!s) return;
-    ingot__free(a, s->t, (size_t)s->nt * sizeof *s->t);
+    ingot__free(a, s->t, (size_t)s->t_cap * sizeof *s->t);
     ingot__free(a, s->t_idx, (size_t)s->nt * sizeof *s->t_idx);
-    ingot__free(a, s->m, (size_t)s->nm * sizeof *s->m);
+    ingot__free(a, s->m, (size_t)s->m_cap * sizeof *s->m);
     ingot__free(a, s->m_idx, (size_t)s->nm * sizeof *s->m_idx);
     ingot__free(a, s->names, s->names_len);
     ingot__free(a, s, sizeof *s);
 }
 
-static ingot_status alloc_tables(ingot_file *f, mstate *s, ingot_error *err)
+/* Makes room for entry i of a table of elem-byte entries (doubling). */
+static ingot_status grow(ingot_file *f, void **arr, uint32_t *cap, uint32_t i, size_t elem,
+                         ingot_error *err)
 {
-    if (s->nt) {
-        s->t = ingot__calloc(&f->alloc, (size_t)s->nt * sizeof *s->t);
-        s->t_idx = ingot__alloc(&f->alloc, (size_t)s->nt * sizeof *s->t_idx);
-    }
-    if (s->nm) {
-        s->m = ingot__calloc(&f->alloc, (size_t)s->nm * sizeof *s->m);
-        s->m_idx = ingot__alloc(&f->alloc, (size_t)s->nm * sizeof *s->m_idx);
-    }
-    if ((s->nt && (!s->t || !s->t_idx)) || (s->nm && (!s->m || !s->m_idx))) {
-        /* free_state frees by the counts: keep them, NULL members are no-ops */
-        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the tensor table");
-    }
+    if (i < *cap) return INGOT_OK;
+    uint32_t nc = *cap ? (*cap > UINT32_MAX / 2 ? UINT32_MAX : *cap * 2) : 16;
+    void *p = *arr;
+    if (!ingot__grow(&f->alloc, &p, (size_t)*cap * elem, (size_t)nc * elem))
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the tables");
+    *arr = p;
+    *cap = nc;
+    return INGOT_OK;
+}
+
+static ingot_status new_tensor(ingot_file *f, mstate *s, uint32_t i, mtensor **t,
+                               ingot_error *err)
+{
+    void *p = s->t;
+    ingot_status st = grow(f, &p, &s->t_cap, i, sizeof *s->t, err);
+    s->t = p;
+    if (st != INGOT_OK) return st;
+    *t = memset(&s->t[i], 0, sizeof *s->t);
+    return INGOT_OK;
+}
+
+static ingot_status new_meta(ingot_file *f, mstate *s, uint32_t i, mmeta **m, ingot_error *err)
+{
+    void *p = s->m;
+    ingot_status st = grow(f, &p, &s->m_cap, i, sizeof *s->m, err);
+    s->m = p;
+    if (st != INGOT_OK) return st;
+    *m = memset(&s->m[i], 0, sizeof *s->m);
+    return INGOT_OK;
+}
+
+/* The name-sorted indices, allocated once the counts are known to be real. */
+static ingot_status alloc_index(ingot_file *f, mstate *s, ingot_error *err)
+{
+    if (s->nt) s->t_idx = ingot__alloc(&f->alloc, (size_t)s->nt * sizeof *s->t_idx);
+    if (s->nm) s->m_idx = ingot__alloc(&f->alloc, (size_t)s->nm * sizeof *s->m_idx);
+    if ((s->nt && !s->t_idx) || (s->nm && !s->m_idx))
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the index");
     return INGOT_OK;
 }
 
@@ -172,8 +202,7 @@ static ingot_status sort_unique(ingot_file *f, uint32_t *idx, uint32_t n, ingot_
 }
 
 /* Copies the tensor names (NUL-terminated) out of the header bytes. */
-static ingot_status build_names(ingot_file *f, mstate *s, const uint8_t *p,
-                                const uint64_t *name_off, ingot_error *err)
+static ingot_status build_names(ingot_file *f, mstate *s, const uint8_t *p, ingot_error *err)
 {
     size_t total = 0;
     for (uint32_t i = 0; i < s->nt; i++) total += (size_t)s->t[i].name_len + 1;
@@ -183,7 +212,7 @@ static ingot_status build_names(ingot_file *f, mstate *s, const uint8_t *p,
     s->names_len = total;
     size_t at = 0;
     for (uint32_t i = 0; i < s->nt; i++) {
-        memcpy(s->names + at, p + name_off[i], s->t[i].name_len);
+        memcpy(s->names + at, p + s->t[i].name, s->t[i].name_len);
         s->names[at + s->t[i].name_len] = 0;
         s->t[i].name = at;
         at += (size_t)s->t[i].name_len + 1;
@@ -228,8 +257,7 @@ static ingot_status check_key(cur *c, uint64_t len_field, uint64_t len, const ch
 
 /* ---- Format A: storage archive ---- */
 
-static ingot_status parse_a(ingot_file *f, mstate *s, int era, uint64_t **name_off_out,
-                            ingot_error *err)
+static ingot_status parse_a(ingot_file *f, mstate *s, int era, ingot_error *err)
 {
     cur c = {f, NULL, 0, err};
     ING_TRY(need(&c, MAG_HDR_A, 0, "header", 6, "header"));
@@ -253,21 +281,12 @@ static ingot_status parse_a(ingot_file *f, mstate *s, int era, uint64_t **name_o
     if ((uint64_t)nt * MAG_TENSOR_MIN > room - (uint64_t)nm * MAG_META_MIN)
         return ingot__err(err, INGOT_BAD_COUNT, 12, "header", 6,
                           "%u tensor records cannot fit in the file", nt);
-    s->nt = nt;
-    s->nm = nm;
-    ING_TRY(alloc_tables(f, s, err));
-    uint64_t *name_off = NULL;
-    if (nt) {
-        name_off = ingot__alloc(&f->alloc, (size_t)nt * sizeof *name_off);
-        if (!name_off) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating");
-        *name_off_out = name_off;
-    }
     uint64_t est = MAG_HDR_A; /* the reference writer's file size estimate (spec §1.6) */
     uint64_t pos = MAG_HDR_A;
     char where[48];
     size_t wl;
     for (uint32_t i = 0; i < nm; i++) {
-        mmeta *m = &s->m[i];
+        mmeta *m;
         wl = ingot__fmt(where, sizeof where, "metadata record %u", i);
         ING_TRY(need(&c, pos + 16, pos, where, wl, "metadata record"));
         uint32_t aux = ld32(&c, pos);
@@ -280,6 +299,8 @@ static ingot_status parse_a(ingot_file *f, mstate *s, int era, uint64_t **name_o
         if (aux != 1 && aux != 2)
             return ingot__err(err, INGOT_BAD_TYPE, pos, key, klen,
                               "metadata type %u (known: 1 i64, 2 f64)", aux);
+        ING_TRY(new_meta(f, s, i, &m, err));
+        s->nm = i + 1;
         m->rec = pos;
         m->type = (uint8_t)aux;
         m->bits = ld64(&c, pos + 4);
@@ -290,7 +311,7 @@ static ingot_status parse_a(ingot_file *f, mstate *s, int era, uint64_t **name_o
     }
     uint32_t max_rank = s->version == 1 ? 6 : 8;
     for (uint32_t i = 0; i < nt; i++) {
-        mtensor *t = &s->t[i];
+        mtensor *t;
         wl = ingot__fmt(where, sizeof where, "tensor record %u", i);
         ING_TRY(need(&c, pos + 20, pos, where, wl, "tensor record"));
         uint32_t aux = ld32(&c, pos);
@@ -318,8 +339,12 @@ static ingot_status parse_a(ingot_file *f, mstate *s, int era, uint64_t **name_o
             return ingot__err(err, INGOT_BAD_SHAPE, pos + 4, name, klen,
                               "numel %llu differs from the shape's product %llu",
                               (unsigned long long)numel, (unsigned long long)nelem);
-        if (!ing_mul(nelem, ingot_dtype_block_bytes(dt), &t->nbytes))
+        uint64_t nbytes;
+        if (!ing_mul(nelem, ingot_dtype_block_bytes(dt), &nbytes))
             return ingot__err(err, INGOT_BAD_SIZE, pos + 4, name, klen, "byte size overflows");
+        ING_TRY(new_tensor(f, s, i, &t, err));
+        s->nt = i + 1;
+        t->nbytes = nbytes;
         t->rec = pos;
         t->shape_off = pos + 20;
         t->offset = ld64(&c, pos + 12);
@@ -328,7 +353,7 @@ static ingot_status parse_a(ingot_file *f, mstate *s, int era, uint64_t **name_o
         t->rank = (uint8_t)rank;
         t->code = (uint8_t)code;
         t->dtype = (uint16_t)dt;
-        name_off[i] = kl_at + 4;
+        t->name = kl_at + 4;
         pos = kl_at + 4 + klen;
     }
     /* Data: blocks in record order from the first 64-byte boundary after the records. */
@@ -337,7 +362,7 @@ static ingot_status parse_a(ingot_file *f, mstate *s, int era, uint64_t **name_o
         return ingot__err(err, INGOT_BAD_LAYOUT, records_end, "records", 7, "offset overflows");
     for (uint32_t i = 0; i < nt; i++) {
         mtensor *t = &s->t[i];
-        const char *name = (const char *)c.p + name_off[i];
+        const char *name = (const char *)c.p + t->name;
         uint64_t rlen = 24 + 8 * (uint64_t)t->rank + t->name_len, end;
         if (t->offset % MAG_ALIGN_A)
             return ingot__err(err, INGOT_BAD_ALIGN, t->rec + 12, name, t->name_len,
@@ -423,10 +448,9 @@ static ingot_status try_a(ingot_file *f, int era, mstate **out, ingot_error *err
 {
     mstate *s = ingot__calloc(&f->alloc, sizeof *s);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the reader");
-    uint64_t *name_off = NULL;
-    ingot_status st = parse_a(f, s, era, &name_off, err);
-    if (st == INGOT_OK) st = build_names(f, s, s->hdr, name_off, err);
-    ingot__free(&f->alloc, name_off, (size_t)s->nt * sizeof *name_off);
+    ingot_status st = parse_a(f, s, era, err);
+    if (st == INGOT_OK) st = build_names(f, s, s->hdr, err);
+    if (st == INGOT_OK) st = alloc_index(f, s, err);
     if (st == INGOT_OK && s->version == 100) st = check_pad3(f, s, err);
     sort_ctx ctx = {s, s->hdr};
     if (st == INGOT_OK) st = sort_unique(f, s->t_idx, s->nt, cmp_tensor, &ctx, true, err);
@@ -472,7 +496,8 @@ static ingot_status marker(cur *c, uint64_t pos, const char *m, ingot_error *err
     return INGOT_OK;
 }
 
-static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, ingot_error *err)
+static ingot_status parse_b(ingot_file *f, mstate *s, uint8_t **used_out, uint32_t *used_n,
+                             ingot_error *err)
 {
     cur c = {f, NULL, 0, err};
     ING_TRY(need(&c, MAG_HDR_B, 0, "header", 6, "header"));
@@ -514,15 +539,13 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, i
         return ingot__err(err, INGOT_LIMIT, offs + 4 * (uint64_t)ns, "SRP!", 4,
                           "string pool of %llu bytes exceeds 128 MiB", (unsigned long long)blob_len);
     ING_TRY(need(&c, blob + blob_len, offs + 4 * (uint64_t)ns, "SRP!", 4, "string pool"));
-    s->nt = nt;
-    ING_TRY(alloc_tables(f, s, err));
-    uint64_t *name_off = NULL;
-    if (nt) {
-        name_off = ingot__alloc(&f->alloc, (size_t)nt * 2 * sizeof *name_off);
-        if (!name_off) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating");
-        *name_off_out = name_off;
+    uint8_t *used = NULL; /* key id i taken by a descriptor; ns bytes, backed by 4 per id */
+    if (ns) {
+        used = ingot__calloc(&f->alloc, ns);
+        if (!used) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating");
+        *used_out = used;
+        *used_n = ns;
     }
-    uint64_t *str_off = name_off ? name_off + nt : NULL; /* string i: pool offset, then owner */
     for (uint32_t i = 0; i < ns; i++) {
         uint32_t a = ld32(&c, offs + 4 * (uint64_t)i), b = ld32(&c, offs + 4 * (uint64_t)i + 4);
         if (b <= a || b > blob_len)
@@ -532,7 +555,6 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, i
         if (!ingot__utf8_valid(c.p + blob + a, b - a, false))
             return ingot__err(err, INGOT_BAD_STRING, blob + a, "SRP!", 4,
                               "string %u is not valid UTF-8 without NUL", i);
-        str_off[i] = UINT64_MAX; /* unused so far */
     }
     pos = blob + blob_len;
     ING_TRY(marker(&c, pos, "MDT!", err));
@@ -542,7 +564,7 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, i
     char where[48];
     size_t wl;
     for (uint32_t i = 0; i < nt; i++) {
-        mtensor *t = &s->t[i];
+        mtensor *t;
         wl = ingot__fmt(where, sizeof where, "descriptor %u", i);
         ING_TRY(need(&c, pos + MAG_DESC_MIN, pos, where, wl, "descriptor"));
         uint32_t packed = ld32(&c, pos), key_id = ld32(&c, pos + 4);
@@ -553,10 +575,10 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, i
         uint32_t a = ld32(&c, offs + 4 * (uint64_t)key_id);
         uint32_t klen = ld32(&c, offs + 4 * (uint64_t)key_id + 4) - a;
         const char *name = (const char *)c.p + blob + a;
-        if (str_off[key_id] != UINT64_MAX)
+        if (used[key_id])
             return ingot__err(err, INGOT_DUPLICATE, pos + 4, name, klen,
                               "key id %u used by two descriptors", key_id);
-        str_off[key_id] = i;
+        used[key_id] = 1;
         if (packed >> 16)
             return ingot__err(err, INGOT_BAD_FLAGS, pos, name, klen,
                               "descriptor aux bytes 0x%04x, must be 0", packed >> 16);
@@ -575,15 +597,19 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, i
             return ingot__err(err, INGOT_BAD_SHAPE, pos + 8, name, klen,
                               "numel %llu differs from the shape's product %llu",
                               (unsigned long long)numel, (unsigned long long)nelem);
-        if (!ing_mul(nelem, ingot_dtype_block_bytes(dt), &t->nbytes))
+        uint64_t nbytes;
+        if (!ing_mul(nelem, ingot_dtype_block_bytes(dt), &nbytes))
             return ingot__err(err, INGOT_BAD_SIZE, pos + 8, name, klen, "byte size overflows");
         if (rel != running)
             return ingot__err(err, INGOT_BAD_LAYOUT, pos + 16, name, klen,
                               "relative offset %llu, expected %llu (%s)", (unsigned long long)rel,
                               (unsigned long long)running,
                               rel < running ? "overlaps the previous tensor" : "leaves a gap");
-        if (!ing_add(running, t->nbytes, &running))
+        if (!ing_add(running, nbytes, &running))
             return ingot__err(err, INGOT_BAD_SIZE, pos + 8, name, klen, "data size overflows");
+        ING_TRY(new_tensor(f, s, i, &t, err));
+        s->nt = i + 1;
+        t->nbytes = nbytes;
         t->rec = pos;
         t->shape_off = pos + 24;
         t->offset = rel; /* made absolute below */
@@ -592,7 +618,7 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint64_t **name_off_out, i
         t->rank = (uint8_t)rank;
         t->code = (uint8_t)code;
         t->dtype = (uint16_t)dt;
-        name_off[i] = blob + a;
+        t->name = blob + a;
         pos += MAG_DESC_MIN + 8 * (uint64_t)rank;
     }
     ING_TRY(marker(&c, pos, "BUF!", err));
@@ -615,10 +641,12 @@ static ingot_status open_b(ingot_file *f, ingot_error *err)
 {
     mstate *s = ingot__calloc(&f->alloc, sizeof *s);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the reader");
-    uint64_t *name_off = NULL;
-    ingot_status st = parse_b(f, s, &name_off, err);
-    if (st == INGOT_OK) st = build_names(f, s, s->hdr, name_off, err);
-    ingot__free(&f->alloc, name_off, (size_t)s->nt * 2 * sizeof *name_off);
+    uint8_t *used = NULL;
+    uint32_t used_n = 0;
+    ingot_status st = parse_b(f, s, &used, &used_n, err);
+    ingot__free(&f->alloc, used, used_n);
+    if (st == INGOT_OK) st = build_names(f, s, s->hdr, err);
+    if (st == INGOT_OK) st = alloc_index(f, s, err);
     sort_ctx ctx = {s, s->hdr};
     if (st == INGOT_OK) st = sort_unique(f, s->t_idx, s->nt, cmp_tensor, &ctx, true, err);
     if (st == INGOT_OK && !skip_crc(f)) st = check_crc(s, REGION_B, sizeof REGION_B - 1, 16, err);

@@ -31,9 +31,10 @@ typedef struct {
     uint64_t n_kv, n_t;
     uint64_t *kv;      /* n_kv + 1 record start offsets (the last: end of the KV section) */
     uint64_t *kv_ck;   /* per KV: index of its first string checkpoint in ck[] */
-    uint32_t *kv_idx;  /* KV indices sorted by key */
+    uint32_t *kv_tab;  /* hash table of KV index + 1 by key (0: empty), kv_mask + 1 slots */
     tent *t;
-    uint32_t *t_idx;   /* tensor indices sorted by name */
+    uint32_t *t_tab;   /* hash table of tensor index + 1 by name, t_mask + 1 slots */
+    uint64_t kv_mask, t_mask;
     uint64_t infos_end, data_off, data_end; /* data_end: relative end of the packed data */
     size_t a_len;
     /* second allocation */
@@ -53,102 +54,72 @@ static int probe(const uint8_t *head, size_t n)
                                                                                           : 0;
 }
 
-/* ---- sorting indices by name: a stable merge sort with the byte order of memcmp ---- */
+/* ---- name lookup: open-addressing hash tables of index + 1, keys in the mapping ---- */
 
 typedef struct {
     const state *s;
     bool tensors;
 } sctx;
 
+/* Name bytes of entry i: keys and tensor names both read from the file bytes. */
 static void name_of(const sctx *c, uint32_t i, const uint8_t **p, uint64_t *len)
 {
-    if (c->tensors) {
-        *p = (const uint8_t *)c->s->names + c->s->t[i].name_off;
-        *len = c->s->t[i].name_len;
-    } else {
-        uint64_t o = c->s->kv[i];
-        *len = ing_ld64(c->s->hdr + o);
-        *p = c->s->hdr + o + 8;
+    uint64_t o = c->tensors ? c->s->t[i].info_off : c->s->kv[i];
+    *len = ing_ld64(c->s->hdr + o);
+    *p = c->s->hdr + o + 8;
+}
+
+static uint64_t hash_bytes(const uint8_t *p, uint64_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (; n >= 8; p += 8, n -= 8) {
+        h = (h ^ ing_ld64(p)) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
     }
+    uint64_t v = 0;
+    for (uint64_t k = 0; k < n; k++) v |= (uint64_t)p[k] << (8 * k);
+    h = (h ^ v) * 0x94D049BB133111EBull;
+    return h ^ (h >> 29);
 }
 
-static int cmp_bytes(const uint8_t *a, uint64_t al, const uint8_t *b, uint64_t bl)
+/* Slots for n entries: a power of two >= 2n (load <= 1/2). */
+static uint64_t tab_slots(uint64_t n)
 {
-    uint64_t n = al < bl ? al : bl;
-    int r = n ? ING_MEMCMP(a, b, (size_t)n) : 0;
-    return r ? r : al < bl ? -1 : al > bl ? 1 : 0;
+    uint64_t c = 2;
+    while (c < 2 * n) c <<= 1;
+    return c;
 }
 
-static int cmp_idx(const sctx *c, uint32_t a, uint32_t b)
+/* Finds name in the table; UINT64_MAX if absent. */
+static uint64_t tab_find(const sctx *c, const uint32_t *tab, uint64_t mask, const uint8_t *name,
+                         uint64_t len)
 {
-    const uint8_t *pa, *pb;
-    uint64_t la, lb;
-    name_of(c, a, &pa, &la);
-    name_of(c, b, &pb, &lb);
-    return cmp_bytes(pa, la, pb, lb);
-}
-
-static void msort(uint32_t *v, uint32_t *tmp, uint64_t n, const sctx *c)
-{
-    if (n < 2) return;
-    if (n <= 8) { /* insertion sort: stable */
-        for (uint64_t i = 1; i < n; i++) {
-            uint32_t x = v[i];
-            uint64_t j = i;
-            while (j > 0 && cmp_idx(c, v[j - 1], x) > 0) v[j] = v[j - 1], j--;
-            v[j] = x;
-        }
-        return;
-    }
-    uint64_t h = n / 2;
-    msort(v, tmp, h, c);
-    msort(v + h, tmp, n - h, c);
-    if (cmp_idx(c, v[h - 1], v[h]) <= 0) return; /* already in order (common: sorted names) */
-    uint64_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = cmp_idx(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
-    while (i < h) tmp[k++] = v[i++];
-    while (j < n) tmp[k++] = v[j++];
-    ING_MEMCPY(v, tmp, (size_t)n * sizeof *v);
-}
-
-/* Sorts idx[0..n) and reports the first duplicate (in file order of the later copy). */
-static ingot_status sort_unique(state *s, bool tensors, uint32_t *idx, uint64_t n, uint32_t *tmp,
-                                ingot_error *err)
-{
-    sctx c = {s, tensors};
-    for (uint64_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
-    msort(idx, tmp, n, &c);
-    uint64_t bad = UINT64_MAX;
-    for (uint64_t i = 1; i < n; i++)
-        if (cmp_idx(&c, idx[i - 1], idx[i]) == 0 && idx[i] < bad) bad = idx[i];
-    if (bad == UINT64_MAX) return INGOT_OK;
-    const uint8_t *p;
-    uint64_t len;
-    name_of(&c, (uint32_t)bad, &p, &len);
-    if (tensors)
-        return ingot__err(err, INGOT_DUPLICATE, s->t[bad].info_off, (const char *)p, (size_t)len,
-                          "tensor %llu repeats the name of an earlier tensor",
-                          (unsigned long long)bad);
-    return ingot__err(err, INGOT_DUPLICATE, s->kv[bad], (const char *)p, (size_t)len,
-                      "KV %llu repeats an earlier key", (unsigned long long)bad);
-}
-
-/* Binary search of a sorted index; UINT64_MAX if absent. */
-static uint64_t lookup(const state *s, bool tensors, const uint32_t *idx, uint64_t n,
-                       const char *name, size_t len)
-{
-    sctx c = {s, tensors};
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
+    for (uint64_t h = hash_bytes(name, len) & mask;; h = (h + 1) & mask) {
+        uint32_t e = tab[h];
+        if (!e) return UINT64_MAX;
         const uint8_t *p;
         uint64_t l;
-        name_of(&c, idx[mid], &p, &l);
-        int r = cmp_bytes(p, l, (const uint8_t *)name, len);
-        if (r == 0) return idx[mid];
-        if (r < 0) lo = mid + 1;
-        else hi = mid;
+        name_of(c, e - 1, &p, &l);
+        if (l == len && (len == 0 || ING_MEMCMP(p, name, (size_t)len) == 0)) return e - 1;
     }
+}
+
+/* Inserts entry i; returns the index of an earlier entry with the same name, or UINT64_MAX. */
+static uint64_t tab_insert(const sctx *c, uint32_t *tab, uint64_t mask, uint32_t i)
+{
+    const uint8_t *name;
+    uint64_t len;
+    name_of(c, i, &name, &len);
+    uint64_t h = hash_bytes(name, len) & mask;
+    for (;; h = (h + 1) & mask) {
+        uint32_t e = tab[h];
+        if (!e) break;
+        const uint8_t *p;
+        uint64_t l;
+        name_of(c, e - 1, &p, &l);
+        if (l == len && (len == 0 || ING_MEMCMP(p, name, (size_t)len) == 0)) return e - 1;
+    }
+    tab[h] = i + 1;
     return UINT64_MAX;
 }
 
@@ -226,9 +197,9 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
                           (unsigned long long)n_kv, (unsigned long long)n_t,
                           (unsigned long long)min_bytes, (unsigned long long)(c->size - 24));
 
-    uint64_t n_max = n_kv > n_t ? n_kv : n_t;
+    uint64_t kv_slots = tab_slots(n_kv), t_slots = tab_slots(n_t);
     size_t a_len = sizeof(state) + (size_t)(n_kv + 1) * 8 + (size_t)n_kv * 8 +
-                   (size_t)n_t * sizeof(tent) + (size_t)(n_kv + n_t + n_max) * 4 + 16;
+                   (size_t)n_t * sizeof(tent) + (size_t)(kv_slots + t_slots) * 4;
     s = ingot__calloc(&f->alloc, a_len);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the index");
     s->a_len = a_len;
@@ -243,11 +214,12 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
     m += n_kv * 8;
     s->t = (void *)m;
     m += n_t * sizeof(tent);
-    s->kv_idx = (void *)m;
-    m += n_kv * 4;
-    s->t_idx = (void *)m;
-    m += n_t * 4;
-    uint32_t *tmp = (void *)m;
+    s->kv_tab = (void *)m;
+    m += kv_slots * 4;
+    s->t_tab = (void *)m;
+    s->kv_mask = kv_slots - 1;
+    s->t_mask = t_slots - 1;
+    const sctx kc = {s, false}, tc = {s, true};
 
     /* KV section */
     uint64_t at = 24, n_ck = 0, align = GGUF_DEFAULT_ALIGN;
@@ -268,6 +240,11 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
         if (klen > GGUF_MAX_KEY) {
             st = ingot__err(err, INGOT_BAD_NAME, at, c->where, c->where_len,
                             "key of %llu bytes exceeds %u", (unsigned long long)klen, GGUF_MAX_KEY);
+            goto fail;
+        }
+        if (tab_insert(&kc, s->kv_tab, s->kv_mask, (uint32_t)i) != UINT64_MAX) {
+            st = ingot__err(err, INGOT_DUPLICATE, at, c->where, c->where_len,
+                            "KV %llu repeats an earlier key", (unsigned long long)i);
             goto fail;
         }
         uint64_t to = kb + klen;
@@ -327,6 +304,12 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
             goto fail;
         }
         s->t[i].name_len = (uint32_t)nlen;
+        if (tab_insert(&tc, s->t_tab, s->t_mask, (uint32_t)i) != UINT64_MAX) {
+            st = ingot__err(err, INGOT_DUPLICATE, io, c->where, c->where_len,
+                            "tensor %llu repeats the name of an earlier tensor",
+                            (unsigned long long)i);
+            goto fail;
+        }
         names_len += nlen + 1;
         at = nb + nlen;
         if ((st = gguf_need(c, at, 4, "n_dims")) != INGOT_OK) goto fail;
@@ -395,6 +378,7 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
             goto fail;
         }
         if (nbytes) s->data_end = rel + nbytes;
+        s->t[i].offset = rel; /* made absolute once the data section is known */
         at += 12;
     }
     c->where = NULL;
@@ -443,7 +427,7 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
         st = ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "tensor names too long");
         goto fail;
     }
-    s->b_len = (size_t)n_ck * 8 + (size_t)n_max * 4 + (size_t)names_len + 8;
+    s->b_len = (size_t)n_ck * 8 + (size_t)names_len + 8;
     s->b = ingot__alloc(&f->alloc, s->b_len);
     if (!s->b) {
         s->b_len = 0;
@@ -451,8 +435,7 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
         goto fail;
     }
     s->ck = s->b;
-    tmp = (uint32_t *)(s->ck + n_ck);
-    s->names = (char *)(tmp + n_max);
+    s->names = (char *)(s->ck + n_ck);
     uint64_t np = 0;
     for (uint64_t i = 0; i < n_t; i++) {
         tent *t = &s->t[i];
@@ -460,11 +443,7 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
         s->names[np + t->name_len] = 0;
         t->name_off = (uint32_t)np;
         np += t->name_len + 1;
-        ingot_dtype dt;
-        uint32_t r;
-        uint64_t sh[GGUF_MAX_DIMS], rel;
-        decode_info(s, t->info_off, &dt, &r, sh, &rel);
-        t->offset = data_off + rel;
+        t->offset += data_off;
     }
     for (uint64_t i = 0; i < n_kv; i++) { /* checkpoints of string arrays: walk them again */
         uint64_t o = s->kv[i], to = o + 8 + ing_ld64(p + o);
@@ -475,8 +454,6 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
                 goto fail;
         }
     }
-    if ((st = sort_unique(s, false, s->kv_idx, n_kv, tmp, err)) != INGOT_OK) goto fail;
-    if ((st = sort_unique(s, true, s->t_idx, n_t, tmp, err)) != INGOT_OK) goto fail;
     *out = s;
     return INGOT_OK;
 fail:
@@ -550,7 +527,8 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
                                 ingot_tensor_info *out)
 {
     const state *s = S(f);
-    uint64_t i = lookup(s, true, s->t_idx, s->n_t, name, len);
+    const sctx c = {s, true};
+    uint64_t i = tab_find(&c, s->t_tab, s->t_mask, (const uint8_t *)name, len);
     if (i == UINT64_MAX) {
         ING_MEMSET(out, 0, sizeof *out);
         return INGOT_NOT_FOUND;
@@ -662,7 +640,8 @@ static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
                               ingot_meta_info *out)
 {
     const state *s = S(f);
-    uint64_t i = lookup(s, false, s->kv_idx, s->n_kv, key, len);
+    const sctx c = {s, false};
+    uint64_t i = tab_find(&c, s->kv_tab, s->kv_mask, (const uint8_t *)key, len);
     if (i == UINT64_MAX) {
         ING_MEMSET(out, 0, sizeof *out);
         return INGOT_NOT_FOUND;

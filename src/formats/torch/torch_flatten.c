@@ -1,0 +1,455 @@
+/*
+ * torch_flatten.c - turns the value the pickle machine built into ingot's view
+ * (../shared/formats/pytorch.md §6): tensors named by their container path joined with '/',
+ * scalar leaves and homogeneous scalar lists as typed metadata under the same path. Bounded by
+ * the nesting and visit caps of §3.7, so a shared-subtree DAG cannot expand exponentially.
+ */
+#include "alloc.h"
+#include "checked.h"
+#include "error.h"
+#include "torch_pickle.h"
+
+typedef struct {
+    tp_machine *m;
+    tp_flat *fl;
+    const ingot_allocator *a;
+    char *path;
+    size_t path_len, path_cap;
+    uint64_t visits, max_visits;
+    uint64_t root_off;
+    ingot_error *err;
+} walker;
+
+static ingot_status ferr(walker *w, ingot_status code, const char *msg)
+{
+    size_t wl = w->path_len > 63 ? 63 : w->path_len;
+    return ingot__err(w->err, code, w->root_off, w->path, wl, "%s", msg);
+}
+
+static ingot_status oom(walker *w) { return ferr(w, INGOT_NOMEM, "out of memory while naming"); }
+
+/* Appends bytes (plus NUL) to the name pool; *off receives where. */
+static ingot_status names_add(walker *w, const void *s, size_t n, uint64_t *off)
+{
+    tp_flat *fl = w->fl;
+    if (!tp_reserve(w->a, (void **)&fl->names, &fl->cap_names, fl->n_names + n + 1, 1))
+        return oom(w);
+    *off = fl->n_names;
+    if (n) ING_MEMCPY(fl->names + fl->n_names, s, n);
+    fl->names[fl->n_names + n] = '\0';
+    fl->n_names += n + 1;
+    return INGOT_OK;
+}
+
+static ingot_status path_push(walker *w, const void *s, size_t n, size_t *saved)
+{
+    *saved = w->path_len;
+    size_t need = w->path_len + (w->path_len ? 1 : 0) + n;
+    if (need > TP_MAX_NAME)
+        return ferr(w, INGOT_BAD_NAME, "flattened name longer than 65535 bytes");
+    if (!tp_reserve(w->a, (void **)&w->path, &w->path_cap, need + 1, 1)) return oom(w);
+    if (w->path_len) w->path[w->path_len++] = '/';
+    if (n) ING_MEMCPY(w->path + w->path_len, s, n);
+    w->path_len += n;
+    w->path[w->path_len] = '\0';
+    return INGOT_OK;
+}
+
+static void path_pop(walker *w, size_t saved)
+{
+    w->path_len = saved;
+    if (w->path) w->path[saved] = '\0';
+}
+
+/* Decimal text of a little-endian two's complement integer of n <= 255 bytes. */
+static size_t bigint_decimal(const uint8_t *le, size_t n, char *out /* >= 620 */)
+{
+    uint8_t mag[256];
+    bool neg = n && (le[n - 1] & 0x80);
+    unsigned carry = 1;
+    for (size_t i = 0; i < n; i++) { /* big-endian magnitude */
+        uint8_t b = neg ? (uint8_t)~le[i] : le[i];
+        if (neg) {
+            unsigned s = b + carry;
+            b = (uint8_t)s;
+            carry = s >> 8;
+        }
+        mag[n - 1 - i] = b;
+    }
+    char rev[640];
+    size_t nd = 0, start = 0;
+    while (start < n && mag[start] == 0) start++;
+    while (start < n) {
+        unsigned rem = 0;
+        for (size_t i = start; i < n; i++) {
+            unsigned cur = (rem << 8) | mag[i];
+            mag[i] = (uint8_t)(cur / 10);
+            rem = cur % 10;
+        }
+        rev[nd++] = (char)('0' + rem);
+        while (start < n && mag[start] == 0) start++;
+    }
+    if (nd == 0) rev[nd++] = '0';
+    size_t k = 0;
+    if (neg) out[k++] = '-';
+    while (nd) out[k++] = rev[--nd];
+    return k;
+}
+
+/* Path component of a dict key; false if the key cannot be named (float, bytes, tuple, ...). */
+static bool key_text(walker *w, uint32_t key, const char **s, size_t *n, char *tmp)
+{
+    const tp_node *k = &w->m->nodes[key];
+    uint64_t len;
+    switch (k->kind) {
+    case TPV_STR:
+        *s = (const char *)tp_bytes(w->m, key, &len);
+        *n = (size_t)len;
+        return true;
+    case TPV_INT:
+        *n = ingot__fmt(tmp, 640, "%lld", (long long)(int64_t)k->a);
+        *s = tmp;
+        return true;
+    case TPV_BIGINT: {
+        const uint8_t *b = tp_bytes(w->m, key, &len);
+        *n = bigint_decimal(b, (size_t)len, tmp);
+        *s = tmp;
+        return true;
+    }
+    case TPV_BOOL:
+        *s = k->a ? "True" : "False";
+        *n = k->a ? 4 : 5;
+        return true;
+    case TPV_NONE:
+        *s = "None";
+        *n = 4;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static ingot_status add_entry(walker *w, uint32_t tensor, bool root)
+{
+    tp_flat *fl = w->fl;
+    const char *name = w->path_len ? w->path : "tensor";
+    size_t len = w->path_len ? w->path_len : 6;
+    if (!w->path_len && !root) return ferr(w, INGOT_BAD_NAME, "tensor with an empty name");
+    for (size_t i = 0; i < len; i++)
+        if (name[i] == '\0') return ferr(w, INGOT_BAD_NAME, "tensor name contains a NUL byte");
+    if (fl->n_entries >= UINT32_MAX / 2) return ferr(w, INGOT_LIMIT, "too many tensors");
+    if (!tp_reserve(w->a, (void **)&fl->entries, &fl->cap_entries, fl->n_entries + 1,
+                    sizeof(tp_entry)))
+        return oom(w);
+    uint64_t off;
+    ING_TRY(names_add(w, name, len, &off));
+    fl->entries[fl->n_entries++] = (tp_entry){off, (uint32_t)len, tensor};
+    return INGOT_OK;
+}
+
+static ingot_status add_meta(walker *w, const tp_meta *mt, bool root)
+{
+    tp_flat *fl = w->fl;
+    const char *key = w->path_len ? w->path : "value";
+    size_t len = w->path_len ? w->path_len : 5;
+    if (!w->path_len && !root) return ferr(w, INGOT_BAD_NAME, "metadata with an empty key");
+    if (fl->n_metas >= UINT32_MAX / 2) return ferr(w, INGOT_LIMIT, "too many metadata entries");
+    if (!tp_reserve(w->a, (void **)&fl->metas, &fl->cap_metas, fl->n_metas + 1, sizeof(tp_meta)))
+        return oom(w);
+    uint64_t off;
+    ING_TRY(names_add(w, key, len, &off));
+    tp_meta *d = &fl->metas[fl->n_metas++];
+    *d = *mt;
+    d->key_off = off;
+    d->key_len = (uint32_t)len;
+    return INGOT_OK;
+}
+
+static bool scalar_kind(uint8_t k)
+{
+    return k == TPV_INT || k == TPV_FLOAT || k == TPV_BOOL || k == TPV_STR;
+}
+
+static ingot_status scalar_meta(walker *w, uint32_t node, bool root)
+{
+    const tp_node *n = &w->m->nodes[node];
+    tp_meta mt;
+    ING_MEMSET(&mt, 0, sizeof mt);
+    mt.count = 1;
+    switch (n->kind) {
+    case TPV_INT: mt.type = INGOT_META_I64; mt.value = n->a; break;
+    case TPV_FLOAT: mt.type = INGOT_META_F64; mt.value = n->a; break;
+    case TPV_BOOL: mt.type = INGOT_META_BOOL; mt.value = n->a; break;
+    case TPV_STR:
+    case TPV_DEVICE:
+    case TPV_BYTES:
+        mt.type = n->kind == TPV_BYTES ? INGOT_META_BYTES : INGOT_META_STRING;
+        mt.value = node;
+        mt.count = n->b;
+        break;
+    case TPV_BIGINT: {
+        char tmp[640];
+        uint64_t len, off;
+        const uint8_t *b = tp_bytes(w->m, node, &len);
+        size_t k = bigint_decimal(b, (size_t)len, tmp);
+        ING_TRY(names_add(w, tmp, k, &off));
+        mt.type = INGOT_META_STRING;
+        mt.value = off;
+        mt.count = k;
+        mt.src = TPM_NAMES;
+        break;
+    }
+    case TPV_DTYPE: {
+        char tmp[64];
+        size_t k = ingot__fmt(tmp, sizeof tmp, "torch.%s", tp_dtype_torch_name(n->aux));
+        uint64_t off;
+        ING_TRY(names_add(w, tmp, k, &off));
+        mt.type = INGOT_META_STRING;
+        mt.value = off;
+        mt.count = k;
+        mt.src = TPM_NAMES;
+        break;
+    }
+    default:
+        return INGOT_OK; /* None, globals: omitted */
+    }
+    return add_meta(w, &mt, root);
+}
+
+/* A non-empty list/tuple/set whose items are all INT, all FLOAT, all BOOL or all STR. */
+static ingot_status array_meta(walker *w, const tp_node *n, bool *done)
+{
+    tp_machine *m = w->m;
+    *done = false;
+    if (n->count == 0 || n->head == TP_NONE_IDX) return INGOT_OK;
+    uint8_t k0 = m->nodes[m->cells[n->head].val].kind;
+    if (!scalar_kind(k0)) return INGOT_OK;
+    for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next)
+        if (m->nodes[m->cells[c].val].kind != k0) return INGOT_OK;
+    tp_flat *fl = w->fl;
+    tp_meta mt;
+    ING_MEMSET(&mt, 0, sizeof mt);
+    mt.is_array = true;
+    mt.count = n->count;
+    w->visits += n->count;
+    if (w->visits > w->max_visits) return ferr(w, INGOT_LIMIT, "flattening visits over the cap");
+    if (k0 == TPV_STR) {
+        mt.type = INGOT_META_STRING;
+        mt.value = fl->n_refs;
+        if (!tp_reserve(w->a, (void **)&fl->refs, &fl->cap_refs, fl->n_refs + n->count,
+                        sizeof(uint32_t)))
+            return oom(w);
+        for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next)
+            fl->refs[fl->n_refs++] = m->cells[c].val;
+    } else {
+        mt.type = k0 == TPV_INT ? INGOT_META_I64 : k0 == TPV_FLOAT ? INGOT_META_F64 : INGOT_META_BOOL;
+        mt.value = fl->n_vals;
+        if (!tp_reserve(w->a, (void **)&fl->vals, &fl->cap_vals, fl->n_vals + n->count,
+                        sizeof(uint64_t)))
+            return oom(w);
+        for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next)
+            fl->vals[fl->n_vals++] = m->nodes[m->cells[c].val].a;
+    }
+    ING_TRY(add_meta(w, &mt, false));
+    *done = true;
+    return INGOT_OK;
+}
+
+static ingot_status walk(walker *w, uint32_t node, uint32_t depth, bool unnamed)
+{
+    if (++w->visits > w->max_visits)
+        return ferr(w, INGOT_LIMIT, "flattening visits over the cap (shared-subtree bomb?)");
+    if (depth > TP_MAX_NEST) return ferr(w, INGOT_LIMIT, "containers nested deeper than 64");
+    tp_machine *m = w->m;
+    const tp_node *n = &m->nodes[node];
+    switch (n->kind) {
+    case TPV_TENSOR:
+    case TPV_STORAGE: {
+        if (unnamed)
+            return ferr(w, INGOT_UNSUPPORTED,
+                        "a tensor below a dict key that cannot be named (float, bytes, tuple)");
+        uint32_t t = (uint32_t)n->a;
+        if (n->kind == TPV_STORAGE) ING_TRY(tp_storage_tensor(m, (uint32_t)n->a, &t, w->err));
+        return add_entry(w, t, depth == 0);
+    }
+    case TPV_DICT: {
+        char tmp[640];
+        for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next) {
+            const char *s;
+            size_t len, saved;
+            uint32_t key = m->cells[c].key, val = m->cells[c].val;
+            if (unnamed || !key_text(w, key, &s, &len, tmp)) {
+                ING_TRY(walk(w, val, depth + 1, true));
+                continue;
+            }
+            ING_TRY(path_push(w, s, len, &saved));
+            ING_TRY(walk(w, val, depth + 1, false));
+            path_pop(w, saved);
+        }
+        return INGOT_OK;
+    }
+    case TPV_LIST:
+    case TPV_TUPLE:
+    case TPV_SET: {
+        if (!unnamed && depth > 0) {
+            bool done;
+            ING_TRY(array_meta(w, n, &done));
+            if (done) return INGOT_OK;
+        }
+        uint64_t i = 0;
+        for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next, i++) {
+            char tmp[24];
+            size_t len = ingot__fmt(tmp, sizeof tmp, "%llu", (unsigned long long)i), saved;
+            ING_TRY(path_push(w, tmp, len, &saved));
+            ING_TRY(walk(w, m->cells[c].val, depth + 1, unnamed));
+            path_pop(w, saved);
+        }
+        return INGOT_OK;
+    }
+    default:
+        if (unnamed) return INGOT_OK;
+        return scalar_meta(w, node, depth == 0);
+    }
+}
+
+/* Merge sort of index arrays by name (names are the pool strings at off/len). */
+typedef struct {
+    const char *names;
+    const void *items;
+    size_t stride, off_at, len_at; /* byte offsets of the uint64 off and uint32 len fields */
+} sort_ctx;
+
+static int name_cmp(const sort_ctx *c, uint32_t a, uint32_t b)
+{
+    const uint8_t *ia = (const uint8_t *)c->items + (size_t)a * c->stride;
+    const uint8_t *ib = (const uint8_t *)c->items + (size_t)b * c->stride;
+    uint64_t oa, ob;
+    uint32_t la, lb;
+    ING_MEMCPY(&oa, ia + c->off_at, 8);
+    ING_MEMCPY(&ob, ib + c->off_at, 8);
+    ING_MEMCPY(&la, ia + c->len_at, 4);
+    ING_MEMCPY(&lb, ib + c->len_at, 4);
+    uint32_t n = la < lb ? la : lb;
+    int r = n ? ING_MEMCMP(c->names + oa, c->names + ob, n) : 0;
+    if (r) return r;
+    return la < lb ? -1 : la > lb ? 1 : 0;
+}
+
+static void msort(const sort_ctx *c, uint32_t *v, uint32_t *tmp, size_t n)
+{
+    if (n < 2) return;
+    size_t h = n / 2;
+    msort(c, v, tmp, h);
+    msort(c, v + h, tmp, n - h);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n) tmp[k++] = name_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h) tmp[k++] = v[i++];
+    while (j < n) tmp[k++] = v[j++];
+    ING_MEMCPY(v, tmp, n * sizeof *v);
+}
+
+static ingot_status sort_index(walker *w, const void *items, size_t n, size_t stride,
+                               size_t off_at, size_t len_at, uint32_t **out)
+{
+    uint32_t *v = ingot__alloc(w->a, (n ? n : 1) * sizeof *v);
+    uint32_t *tmp = ingot__alloc(w->a, (n ? n : 1) * sizeof *tmp);
+    if (!v || !tmp) {
+        ingot__free(w->a, v, (n ? n : 1) * sizeof *v);
+        ingot__free(w->a, tmp, (n ? n : 1) * sizeof *tmp);
+        return oom(w);
+    }
+    for (size_t i = 0; i < n; i++) v[i] = (uint32_t)i;
+    sort_ctx c = {w->fl->names, items, stride, off_at, len_at};
+    msort(&c, v, tmp, n);
+    ingot__free(w->a, tmp, (n ? n : 1) * sizeof *tmp);
+    *out = v;
+    return INGOT_OK;
+}
+
+static ingot_status dup_err(walker *w, const char *name, size_t len, const char *what)
+{
+    return ingot__err(w->err, INGOT_DUPLICATE, w->root_off, name, len > 63 ? 63 : len,
+                      "two %s flatten to the same name", what);
+}
+
+ingot_status tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
+                        ingot_error *err)
+{
+    walker w = {.m = m, .fl = fl, .a = m->alloc, .root_off = root_off, .err = err};
+    w.max_visits = m->opcodes * 2 > TP_MIN_VISITS ? m->opcodes * 2 : TP_MIN_VISITS;
+    ingot_status st = walk(&w, root, 0, false);
+    ingot__free(w.a, w.path, w.path_cap);
+    if (st != INGOT_OK) return st;
+    ING_TRY(sort_index(&w, fl->entries, fl->n_entries, sizeof(tp_entry),
+                       offsetof(tp_entry, name_off), offsetof(tp_entry, name_len), &fl->sorted));
+    ING_TRY(sort_index(&w, fl->metas, fl->n_metas, sizeof(tp_meta), offsetof(tp_meta, key_off),
+                       offsetof(tp_meta, key_len), &fl->msorted));
+    for (size_t i = 1; i < fl->n_entries; i++) {
+        const tp_entry *a = &fl->entries[fl->sorted[i - 1]], *b = &fl->entries[fl->sorted[i]];
+        if (a->name_len == b->name_len &&
+            ING_MEMCMP(fl->names + a->name_off, fl->names + b->name_off, a->name_len) == 0)
+            return dup_err(&w, fl->names + a->name_off, a->name_len, "tensors");
+    }
+    for (size_t i = 1; i < fl->n_metas; i++) {
+        const tp_meta *a = &fl->metas[fl->msorted[i - 1]], *b = &fl->metas[fl->msorted[i]];
+        if (a->key_len == b->key_len &&
+            ING_MEMCMP(fl->names + a->key_off, fl->names + b->key_off, a->key_len) == 0)
+            return dup_err(&w, fl->names + a->key_off, a->key_len, "metadata entries");
+    }
+    for (size_t i = 0; i < fl->n_metas; i++) {
+        const tp_meta *a = &fl->metas[i];
+        if (tp_flat_find(fl, fl->names + a->key_off, a->key_len) >= 0)
+            return dup_err(&w, fl->names + a->key_off, a->key_len, "a tensor and a metadata entry");
+    }
+    return INGOT_OK;
+}
+
+void tp_flat_free(tp_flat *fl, const ingot_allocator *a)
+{
+    ingot__free(a, fl->names, fl->cap_names);
+    ingot__free(a, fl->entries, fl->cap_entries * sizeof *fl->entries);
+    ingot__free(a, fl->sorted, (fl->n_entries ? fl->n_entries : 1) * sizeof *fl->sorted);
+    ingot__free(a, fl->metas, fl->cap_metas * sizeof *fl->metas);
+    ingot__free(a, fl->msorted, (fl->n_metas ? fl->n_metas : 1) * sizeof *fl->msorted);
+    ingot__free(a, fl->vals, fl->cap_vals * sizeof *fl->vals);
+    ingot__free(a, fl->refs, fl->cap_refs * sizeof *fl->refs);
+    ING_MEMSET(fl, 0, sizeof *fl);
+}
+
+static int cmp_name(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t n = al < bl ? al : bl;
+    int r = n ? ING_MEMCMP(a, b, n) : 0;
+    if (r) return r;
+    return al < bl ? -1 : al > bl ? 1 : 0;
+}
+
+int64_t tp_flat_find(const tp_flat *fl, const char *name, size_t len)
+{
+    if (!fl->sorted) return -1;
+    size_t lo = 0, hi = fl->n_entries;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const tp_entry *e = &fl->entries[fl->sorted[mid]];
+        int r = cmp_name(fl->names + e->name_off, e->name_len, name, len);
+        if (r == 0) return fl->sorted[mid];
+        if (r < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+int64_t tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len)
+{
+    if (!fl->msorted) return -1;
+    size_t lo = 0, hi = fl->n_metas;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const tp_meta *e = &fl->metas[fl->msorted[mid]];
+        int r = cmp_name(fl->names + e->key_off, e->key_len, key, len);
+        if (r == 0) return fl->msorted[mid];
+        if (r < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}

@@ -1,0 +1,225 @@
+/*
+ * torch_pickle.h - the restricted pickle machine of the PyTorch adapter
+ * (../shared/formats/pytorch.md §3, §4, §6).
+ *
+ * The machine decodes only the opcodes and globals the spec allows and builds plain values, a
+ * storage table and a tensor table; nothing is ever called, imported or executed. Every other
+ * opcode or global is refused with an error naming it and its byte offset. Values are nodes in
+ * one arena addressed by index; the stack and the memo hold indices, so a container filled after
+ * it was memoized is seen filled through every reference, as in Python.
+ *
+ * One machine can run several pickles one after the other (the legacy format has five): each run
+ * has its own stack and memo; the arena, storage table and tensor table persist.
+ */
+#ifndef INGOT_TORCH_PICKLE_H
+#define INGOT_TORCH_PICKLE_H
+
+#include "deps.h"
+#include "ingot/core.h"
+
+/* Caps (spec §3.7). */
+#define TP_MAX_PICKLE (256ull << 20) /* data.pkl / one legacy pickle */
+#define TP_MAX_MARKS 256u
+#define TP_MAX_GLOBAL_LINE 256u
+#define TP_MAX_NEST 64u             /* container nesting while flattening */
+#define TP_MIN_VISITS (1ull << 22)  /* flattening visits: max(this, 2 x opcodes) */
+#define TP_MAX_NAME 65535u          /* flattened name length */
+#define TP_NONE_IDX UINT32_MAX
+
+typedef enum {
+    TPV_NONE = 1,
+    TPV_BOOL,
+    TPV_INT,
+    TPV_BIGINT, /* LONG1 with > 8 bytes: little-endian two's complement bytes */
+    TPV_FLOAT,
+    TPV_STR,
+    TPV_BYTES,
+    TPV_TUPLE,
+    TPV_LIST,
+    TPV_DICT,
+    TPV_SET,
+    TPV_GLOBAL,
+    TPV_STORAGE,
+    TPV_TENSOR,
+    TPV_DTYPE,
+    TPV_DEVICE,
+} tp_kind;
+
+/* Node flags. */
+enum {
+    TPN_POOL = 1,      /* STR/BYTES/DEVICE bytes live in the machine's pool, not in the pickle */
+    TPN_ORDERED = 2,   /* DICT made by OrderedDict() (BUILD allowed on it) */
+};
+
+typedef struct {
+    uint8_t kind;
+    uint8_t flags;
+    uint16_t aux;   /* GLOBAL: tp_global id; DTYPE: torch dtype id; GLOBAL storage type: stype */
+    uint32_t count; /* containers: items (dict: pairs) */
+    uint32_t attrs; /* DICT: node of the BUILD state, or TP_NONE_IDX */
+    uint32_t head, tail; /* containers: first/last cell, TP_NONE_IDX when empty */
+    uint64_t a;     /* INT value, FLOAT bits, BOOL; STR/BYTES/BIGINT offset; STORAGE/TENSOR index */
+    uint64_t b;     /* STR/BYTES/BIGINT length */
+} tp_node;
+
+typedef struct {
+    uint32_t key; /* dict cells: key node; else TP_NONE_IDX */
+    uint32_t val;
+    uint32_t next;
+} tp_cell;
+
+/* Storage types (spec §3.5). */
+typedef enum {
+    TPS_DOUBLE = 1, TPS_FLOAT, TPS_HALF, TPS_BFLOAT16, TPS_LONG, TPS_INT, TPS_SHORT, TPS_CHAR,
+    TPS_BYTE, TPS_BOOL, TPS_CFLOAT, TPS_CDOUBLE, TPS_UNTYPED,
+} tp_stype;
+
+typedef struct {
+    uint32_t key_node; /* STR node of the key */
+    uint8_t stype;
+    uint8_t esize;
+    uint64_t numel;
+    uint64_t nbytes;
+    uint64_t pid_offset; /* byte offset of the first BINPERSID that named it (errors) */
+    /* Filled by the adapter: */
+    uint64_t data_offset; /* absolute file offset of the storage bytes */
+    uint32_t record;      /* adapter's record index */
+    uint32_t crc;
+    bool has_crc;
+    bool used;
+} tp_storage;
+
+enum { TPT_REQUIRES_GRAD = 1, TPT_PARAMETER = 2 };
+
+typedef struct {
+    uint32_t storage;
+    uint32_t ndim;
+    uint64_t offset; /* storage offset in elements */
+    uint64_t size[INGOT_MAX_RANK];
+    int64_t stride[INGOT_MAX_RANK];
+    uint64_t nelem;
+    uint16_t dtype; /* ingot_dtype */
+    uint8_t esize;
+    uint8_t flags;
+    bool contiguous;
+    uint64_t pid_offset; /* byte offset of the REDUCE that built it (errors) */
+} tp_tensor;
+
+typedef struct tp_machine {
+    const ingot_allocator *alloc;
+    const uint8_t *buf; /* all pickles of one run sit in buf[0, buf_len) */
+    uint64_t buf_len;
+    uint64_t base_off; /* file offset of buf[0], for error offsets */
+    uint32_t pid_len;  /* 5 (zip) or 6 (legacy) */
+
+    tp_node *nodes;
+    size_t n_nodes, cap_nodes;
+    tp_cell *cells;
+    size_t n_cells, cap_cells;
+    uint32_t *stack;
+    size_t n_stack, cap_stack;
+    uint32_t marks[TP_MAX_MARKS];
+    uint32_t n_marks;
+    uint32_t *memo;
+    size_t cap_memo;
+    uint64_t memo_count;
+    uint8_t *pool;
+    size_t n_pool, cap_pool;
+
+    tp_storage *storages;
+    size_t n_storages, cap_storages;
+    uint32_t *st_hash; /* open addressing over storages, TP_NONE_IDX empty */
+    size_t st_hash_cap;
+    tp_tensor *tensors;
+    size_t n_tensors, cap_tensors;
+
+    uint64_t opcodes; /* executed, over every run */
+    uint32_t protocol; /* of the last run */
+} tp_machine;
+
+/* Initialises an empty machine over buf (kept borrowed until tp_free). */
+void tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *buf, uint64_t buf_len,
+             uint64_t base_off, uint32_t pid_len);
+void tp_free(tp_machine *m);
+
+/* Runs one pickle starting at buf[start]; it must end (STOP) at or before buf[end]. On success
+ * *root is the result node and *stop_end the offset just past STOP. */
+ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
+                    uint64_t *stop_end, ingot_error *err);
+
+/* Finds the end of a pickle (just past its STOP) by decoding opcode lengths only; TRUNCATED if
+ * buf ends first (the caller may retry with more bytes). Refused opcodes are left to tp_run. */
+ingot_status tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint64_t base_off,
+                         uint64_t *end, ingot_error *err);
+
+/* Bytes of a STR/BYTES/DEVICE/BIGINT node. */
+const uint8_t *tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len);
+
+/* Index of the storage with this key, or -1. */
+int64_t tp_storage_find(const tp_machine *m, const uint8_t *key, uint64_t len);
+
+/* Appends the tensor exposing a bare storage (1-D, all elements); *out its index. */
+ingot_status tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out, ingot_error *err);
+
+/* torch's name of a DTYPE node's dtype ("float16"). */
+const char *tp_dtype_torch_name(uint16_t id);
+
+/* Name of a pickle opcode ("INST"), or NULL for an undefined byte. */
+const char *tp_opcode_name(uint8_t op);
+
+/* The storage key bytes. */
+static inline const uint8_t *tp_storage_key(const tp_machine *m, size_t s, uint64_t *len)
+{
+    return tp_bytes(m, m->storages[s].key_node, len);
+}
+
+/* Growth helper: makes room for `need` elements of `elem` bytes in *p (capacity *cap). */
+bool tp_reserve(const ingot_allocator *a, void **p, size_t *cap, size_t need, size_t elem);
+
+/* ------------------------------------------------------------------------------------------
+ * Flattening (torch_flatten.c): names and typed metadata of spec §6.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t name_off; /* into tp_flat.names (NUL-terminated) */
+    uint32_t name_len;
+    uint32_t tensor; /* index into the machine's tensor table */
+} tp_entry;
+
+enum { TPM_NODE = 0, TPM_NAMES = 1 };
+
+typedef struct {
+    uint64_t key_off;
+    uint32_t key_len;
+    uint8_t type;     /* ingot_meta_type */
+    bool is_array;
+    uint8_t src;      /* scalar STRING/BYTES: TPM_NODE (value = node) or TPM_NAMES (offset) */
+    uint64_t count;   /* array elements, or string/bytes length, or 1 */
+    uint64_t value;   /* scalar numeric bits; array: first index into vals/refs; str: node */
+} tp_meta;
+
+typedef struct {
+    char *names;
+    size_t n_names, cap_names;
+    tp_entry *entries;
+    size_t n_entries, cap_entries;
+    uint32_t *sorted; /* entry indices by name */
+    tp_meta *metas;
+    size_t n_metas, cap_metas;
+    uint32_t *msorted;
+    uint64_t *vals; /* numeric array elements (I64 / F64 bits / BOOL 0-1) */
+    size_t n_vals, cap_vals;
+    uint32_t *refs; /* string array elements: nodes */
+    size_t n_refs, cap_refs;
+} tp_flat;
+
+/* Walks the root and fills fl. Tensor names that end up equal, or equal to a metadata key, are
+ * DUPLICATE. */
+ingot_status tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
+                        ingot_error *err);
+void tp_flat_free(tp_flat *fl, const ingot_allocator *a);
+/* Index of entry / metadata named [name, +len) in sorted order, or -1. */
+int64_t tp_flat_find(const tp_flat *fl, const char *name, size_t len);
+int64_t tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len);
+
+#endif

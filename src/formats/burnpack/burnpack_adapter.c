@@ -118,7 +118,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
     bp_iter it;
     bool more, seen_dtype = false, seen_shape = false, seen_off = false, seen_pid = false;
     t->desc_at = c->base + c->at;
-    ING_TRY(bp_next(c, err));
+    ING_TRY(bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, who, wl,
                           "tensor descriptor is not a map");
@@ -141,7 +141,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
         if (field == 0) {
             bp_dtype d;
             bp_buf json = {.a = &p->f->alloc};
-            ING_TRY(bp_next(c, err));
+            ING_TRY(bp_value(c, err));
             ingot_status st = bp_parse_dtype(c, who, wl, &d, &json, err);
             if (st == INGOT_OK && d.kind == BP_QFLOAT) {
                 t->json_off = p->s->pool.len;
@@ -154,7 +154,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
             t->kind = d.kind, t->dtype = d.dtype, t->esize = d.esize, t->versions = d.versions;
         } else if (field == 1) {
             bp_iter a;
-            ING_TRY(bp_next(c, err));
+            ING_TRY(bp_value(c, err));
             ING_TRY(bp_iter_begin(c, &a, false, who, err));
             if (!a.indef && c->u > INGOT_MAX_RANK)
                 return ingot__err(err, INGOT_BAD_NDIMS, c->base + c->at, who, wl,
@@ -174,7 +174,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
             }
         } else if (field == 2) {
             bp_iter a;
-            ING_TRY(bp_next(c, err));
+            ING_TRY(bp_value(c, err));
             uint64_t arr_at = c->base + c->at;
             ING_TRY(bp_iter_begin(c, &a, false, who, err));
             uint64_t v[2];
@@ -193,7 +193,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
                                   "data_offsets does not hold exactly 2 entries");
             t->start = v[0], t->end = v[1];
         } else if (field == 3) {
-            ING_TRY(bp_next(c, err));
+            ING_TRY(bp_value(c, err));
             if (c->kind == EV_NULL) { /* serde reads null as absent */
                 t->has_pid = false;
             } else if (c->kind == EV_UINT) {
@@ -205,7 +205,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
             }
         } else { /* unknown fields are ignored, as serde does */
             ING_TRY(bp_skip(c, 4, err));
-            ING_TRY(bp_next(c, err));
+            ING_TRY(bp_value(c, err));
             ING_TRY(bp_skip(c, 4, err));
         }
     }
@@ -240,7 +240,7 @@ static ingot_status parse_tensors(parse_ctx *p, ingot_error *err)
     bp_state *s = p->s;
     bp_iter it;
     bool more;
-    ING_TRY(bp_next(c, err));
+    ING_TRY(bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, "tensors", 7,
                           "\"tensors\" is not a map");
@@ -278,7 +278,7 @@ static ingot_status parse_user(parse_ctx *p, ingot_error *err)
     bp_state *s = p->s;
     bp_iter it;
     bool more;
-    ING_TRY(bp_next(c, err));
+    ING_TRY(bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, "metadata", 8,
                           "\"metadata\" is not a map");
@@ -300,7 +300,7 @@ static ingot_status parse_user(parse_ctx *p, ingot_error *err)
         m->kind = M_USER;
         m->key_off = (size_t)(c->s - s->hdr);
         m->key_len = kl;
-        ING_TRY(bp_next(c, err));
+        ING_TRY(bp_value(c, err));
         if (c->kind != EV_TEXT)
             return ingot__err(err, c->kind == EV_TEXT_START ? INGOT_UNSUPPORTED : INGOT_WRONG_TYPE,
                               c->base + c->at, key, kl,
@@ -319,7 +319,7 @@ static ingot_status parse_top(parse_ctx *p, ingot_error *err)
     bp_cur *c = &p->c;
     bp_iter it;
     bool more, seen_t = false, seen_m = false;
-    ING_TRY(bp_next(c, err));
+    ING_TRY(bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, "metadata", 8,
                           "the CBOR metadata is not a map");
@@ -340,7 +340,7 @@ static ingot_status parse_top(parse_ctx *p, ingot_error *err)
                               "Burn 0.22 \"scalars\" are not supported");
         } else { /* unknown top-level keys are ignored, as Burn does */
             ING_TRY(bp_skip(c, 2, err));
-            ING_TRY(bp_next(c, err));
+            ING_TRY(bp_value(c, err));
             ING_TRY(bp_skip(c, 2, err));
         }
     }
@@ -460,6 +460,11 @@ static ingot_status decide_layout(ingot_file *f, bp_state *s, uint64_t msz, ingo
     if (al && check_packing(s, BP_ALIGN, &e_al) == INGOT_OK) v |= BP_V20 | BP_V21;
     if (le && check_packing(s, 1, &e_le) == INGOT_OK) v |= BP_V19;
     if (!v) {
+        if (!al && f->size < need_a) /* read as 0.20+ it is cut short: say so */
+            return ingot__err(err, INGOT_TRUNCATED, f->size, "data", 4,
+                              "file has %llu bytes; its tensors end at %llu (0.20+ layout); "
+                              "the 0.19 reading fails: %s",
+                              (unsigned long long)f->size, (unsigned long long)need_a, e_le.msg);
         if (err) *err = al ? e_al : e_le;
         return al ? e_al.code : e_le.code;
     }

@@ -168,6 +168,15 @@ ingot_status bp_next(bp_cur *c, ingot_error *err)
     return INGOT_OK;
 }
 
+ingot_status bp_value(bp_cur *c, ingot_error *err)
+{
+    ING_TRY(bp_next(c, err));
+    if (c->kind == EV_BREAK)
+        return ingot__err(err, INGOT_BAD_METADATA, c->base + c->at, "metadata", 8,
+                          "CBOR break where a value belongs");
+    return INGOT_OK;
+}
+
 static ingot_status count_check(bp_cur *c, bool map, const char *what, ingot_error *err)
 {
     uint64_t rem = c->len - c->pos;
@@ -236,7 +245,7 @@ ingot_status bp_skip(bp_cur *c, unsigned depth, ingot_error *err)
             if (!more) return INGOT_OK;
             ING_TRY(bp_skip(c, depth + 1, err));
             if (!map) continue;
-            ING_TRY(bp_next(c, err));
+            ING_TRY(bp_value(c, err));
             ING_TRY(bp_skip(c, depth + 1, err));
         }
     }
@@ -348,7 +357,7 @@ static ingot_status render(bp_cur *c, unsigned depth, bp_buf *out, const char *w
                 if (first && k == 0) *first = c->s, *first_n = c->n;
                 put_json_string(out, c->s, c->n);
                 bp_buf_put(out, ":", 1);
-                ING_TRY(bp_next(c, err));
+                ING_TRY(bp_value(c, err));
             }
             ING_TRY(render(c, depth + 1, out, who, wl, NULL, NULL, err));
         }
@@ -383,7 +392,7 @@ static ingot_status parse_scheme(bp_cur *c, const char *who, size_t wl, bp_buf *
         if (k) bp_buf_put(out, ",", 1);
         put_json_string(out, c->s, c->n);
         bp_buf_put(out, ":", 1);
-        ING_TRY(bp_next(c, err));
+        ING_TRY(bp_value(c, err));
         const uint8_t *f = NULL;
         size_t fn = 0;
         bool is_text = c->kind == EV_TEXT;
@@ -429,7 +438,7 @@ ingot_status bp_parse_dtype(bp_cur *c, const char *who, size_t wl, bp_dtype *out
     if (!is_bool && !is_q)
         return ingot__err(err, c->kind == EV_TEXT ? INGOT_BAD_TYPE : INGOT_WRONG_TYPE,
                           c->base + c->at, who, wl, "unknown dtype variant");
-    ING_TRY(bp_next(c, err));
+    ING_TRY(bp_value(c, err));
     if (is_bool) {
         if (bp_is(c, "Native")) *out = (bp_dtype){BP_BOOL_NATIVE, BP_V21, INGOT_DTYPE_BOOL, 1};
         else if (bp_is(c, "U8")) *out = (bp_dtype){BP_BOOL_U8, BP_V21, INGOT_DTYPE_BOOL, 1};

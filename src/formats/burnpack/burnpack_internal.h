@@ -57,6 +57,8 @@ typedef struct {
 
 /* Loads the next event, skipping tags (ciborium ignores them). */
 ingot_status bp_next(bp_cur *c, ingot_error *err);
+/* bp_next for a position that must hold a value: a break there is BAD_METADATA. */
+ingot_status bp_value(bp_cur *c, ingot_error *err);
 /* Skips the item whose head is the current event (depth = its nesting level). */
 ingot_status bp_skip(bp_cur *c, unsigned depth, ingot_error *err);
 

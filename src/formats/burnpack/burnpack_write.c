@@ -6,6 +6,7 @@
  * The reserved keys ingot.burnpack.* (written by the reader) restore what ingot dtypes cannot say.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -91,15 +92,6 @@ static bool kind_of(ingot_dtype dt, bp_kind *k)
     }
 }
 
-static ingot_status check_tensor(ingot_writer *w, const ingot__wtensor *t, ingot_error *err)
-{
-    (void)w;
-    bp_kind k;
-    if (!kind_of(t->dtype, &k))
-        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
-                          "Burnpack has no dtype %s", ingot_dtype_name(t->dtype));
-    return INGOT_OK;
-}
 
 static int cmp_tensor(const void *ctx, uint32_t a, uint32_t b)
 {
@@ -151,17 +143,23 @@ static void put_num(bp_buf *b, const ingot__wmeta *m, uint64_t bits)
     case INGOT_META_I16: k = snprintf(tmp, sizeof tmp, "%d", (int)(int16_t)bits); break;
     case INGOT_META_I32: k = snprintf(tmp, sizeof tmp, "%ld", (long)(int32_t)bits); break;
     case INGOT_META_I64: k = snprintf(tmp, sizeof tmp, "%lld", (long long)(int64_t)bits); break;
-    case INGOT_META_F32: {
+    case INGOT_META_F32: { /* shortest text that reads back to the same value */
         uint32_t b32 = (uint32_t)bits;
         float f;
         memcpy(&f, &b32, 4);
-        k = snprintf(tmp, sizeof tmp, "%.9g", (double)f);
+        for (int prec = 6; prec <= 9; prec++) {
+            k = snprintf(tmp, sizeof tmp, "%.*g", prec, (double)f);
+            if (strtof(tmp, NULL) == f) break;
+        }
         break;
     }
     case INGOT_META_F64: {
         double d;
         memcpy(&d, &bits, 8);
-        k = snprintf(tmp, sizeof tmp, "%.17g", d);
+        for (int prec = 15; prec <= 17; prec++) {
+            k = snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+            if (strtod(tmp, NULL) == d) break;
+        }
         break;
     }
     case INGOT_META_BOOL: k = snprintf(tmp, sizeof tmp, "%s", bits ? "true" : "false"); break;
@@ -192,7 +190,7 @@ static void put_quoted(bp_buf *b, const uint8_t *s, size_t n, bool hex)
     bp_buf_put(b, "\"", 1);
 }
 
-/* Scalars: decimal, %.9g/%.17g (round-trip exact), true/false, bytes as lowercase hex. Arrays:
+/* Scalars: decimal, shortest %g that reads back exactly (NaN/inf as printf spells them), true/false, bytes as lowercase hex. Arrays:
  * JSON arrays of those (strings quoted and escaped, bytes as quoted hex). */
 static void stringify(bp_buf *b, const ingot__wmeta *m)
 {
@@ -326,10 +324,13 @@ static ingot_status resolve(plan *p, ingot_error *err)
         if (!p->layout) p->layout = l;
     }
     if (!p->layout) p->layout = BP_V21;
+    /* Refused here rather than in check_tensor, which does not see the tensor's name yet. */
     for (size_t i = 0; i < w->n_tensors; i++) {
         const ingot__wtensor *t = &w->tensors[i];
         wtensor *x = &p->wt[i];
-        kind_of(t->dtype, &x->kind);
+        if (!kind_of(t->dtype, &x->kind))
+            return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
+                              "Burnpack has no dtype %s", ingot_dtype_name(t->dtype));
         x->brank = t->rank;
         memcpy(x->bshape, t->shape, sizeof x->bshape);
     }
@@ -553,7 +554,6 @@ static ingot_status finish(ingot_writer *w, ingot_error *err)
 
 const ingot__writer_ops ingot__writer_burnpack = {
     .init = init,
-    .check_tensor = check_tensor,
     .begin = begin,
     .before_tensor = before_tensor,
     .finish = finish,

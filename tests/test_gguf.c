@@ -926,8 +926,37 @@ TEST(test_gguf_cli)
     remove(p1);
 }
 
+/* A caller buffer at an odd address: scalar tensors say UNALIGNED, bytes are still right. */
+TEST(test_gguf_unaligned_buffer)
+{
+    size_t n = 0;
+    uint8_t *img = read_all(FIX "gguf_all_types.gguf", &n);
+    uint8_t *odd = malloc(n + 1);
+    memcpy(odd + 1, img, n);
+    ingot_file *f;
+    ingot_error e;
+    ASSERT_OK(ingot_file_open_buffer(odd + 1, n, NULL, &f, &e));
+    int unaligned = 0;
+    for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) {
+        ingot_tensor_info t;
+        ASSERT_OK(ingot_file_tensor_at(f, i, &t));
+        bool scalar = !ingot_dtype_is_quantized(t.dtype) && ingot_dtype_block_bytes(t.dtype) > 1;
+        ASSERT_EQ(!!(t.flags & INGOT_TENSOR_UNALIGNED), scalar);
+        unaligned += scalar;
+        uint8_t *buf = malloc(t.nbytes + 1);
+        ASSERT_OK(ingot_file_tensor_copy(f, i, buf, (size_t)t.nbytes, &e));
+        ASSERT_MEM(buf, img + t.offset, (size_t)t.nbytes);
+        free(buf);
+    }
+    ASSERT_TRUE(unaligned > 5);
+    ingot_file_close(f);
+    free(odd);
+    free(img);
+}
+
 RUN_TESTS(T(test_gguf_fixtures_buffer), T(test_gguf_fixtures_mmap), T(test_gguf_fixtures_pread),
           T(test_gguf_rewrite_is_byte_exact), T(test_gguf_roundtrip_via_ingot),
           T(test_gguf_writer_alignment), T(test_gguf_writer_refuses_what_gguf_cannot_hold),
           T(test_gguf_writer_metadata_mapping), T(test_gguf_shape_is_reversed_on_disk),
-          T(test_gguf_writer_is_deterministic), T(test_gguf_meta_api), T(test_gguf_cli))
+          T(test_gguf_writer_is_deterministic), T(test_gguf_meta_api), T(test_gguf_cli),
+          T(test_gguf_unaligned_buffer))

@@ -516,9 +516,11 @@ static ingot_status tensor_at(const ingot_file *f, uint64_t i, ingot_tensor_info
     } else {
         out->flags |= INGOT_TENSOR_NOT_MAPPED;
     }
-    /* Alignments below 8 (accepted, as by ggml) can leave scalar data misaligned. */
+    /* Alignments below 8 (accepted, as by ggml), or a caller buffer that is not itself aligned,
+     * can leave scalar data misaligned. */
     uint32_t esz = ingot_dtype_block_bytes(out->dtype);
-    if (!ingot_dtype_is_quantized(out->dtype) && esz > 1 && t->offset % esz)
+    uint64_t addr = out->data ? (uint64_t)(uintptr_t)out->data : t->offset;
+    if (!ingot_dtype_is_quantized(out->dtype) && esz > 1 && addr % esz)
         out->flags |= INGOT_TENSOR_UNALIGNED;
     return INGOT_OK;
 }

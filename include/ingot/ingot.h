@@ -11,5 +11,6 @@
 #include "ingot/core.h"
 #include "ingot/native.h"
 #include "ingot/writer.h"
+#include "ingot/backend.h"
 
 #endif

@@ -296,5 +296,64 @@ TEST(test_mlp_bad_models)
     bad_model(4, INGOT_E_NOT_FOUND, "layers.1.bias");       /* missing tensor */
 }
 
-RUN_TESTS(T(test_mlp_matches_torch), T(test_mlp_forward_no_alloc_deterministic_estimate),
+/* `ingot run MODEL --input X.npy -o Y.npy` end to end (npy reader and writer via the public API). */
+TEST(test_mlp_cli_run)
+{
+    golden g;
+    ASSERT_TRUE(load_golden("mlp_a", &g));
+    ingot_error e;
+    const char *model = INGOT_BINARY_DIR "/test_mlp_cli.ingot";
+    const char *xin = INGOT_BINARY_DIR "/test_mlp_cli_x.npy";
+    const char *yout = INGOT_BINARY_DIR "/test_mlp_cli_y.npy";
+    write_model(&g, model, false, &e);
+    ingot_writer_opts wo = {0};
+    wo.format = "npy";
+    wo.no_fsync = true;
+    ingot_writer *w = NULL;
+    ASSERT_OK(ingot_writer_new(&wo, &w, &e));
+    uint64_t xs[2] = {g.batch, g.sizes[0]};
+    ASSERT_OK(ingot_writer_add_tensor(w, "x", INGOT_DTYPE_F32, 2, xs, NULL, g.x, &e));
+    ASSERT_OK(ingot_writer_save(w, xin, &e));
+    ingot_writer_free(w);
+    for (int bi = 0; bi < 2; bi++) {
+        char cmd[1024];
+        remove(yout);
+        snprintf(cmd, sizeof cmd, "%s run %s --input %s -o %s --backend %s --threads 2", INGOT_CLI,
+                 model, xin, yout, bi ? "ref" : "cpu");
+        ASSERT_EQ(system(cmd), 0);
+        ingot_file *f = NULL;
+        ASSERT_OK(ingot_file_open(yout, NULL, &f, &e));
+        ingot_tensor_info ti;
+        ASSERT_OK(ingot_file_tensor_at(f, 0, &ti));
+        ASSERT_EQ(ti.dtype, INGOT_DTYPE_F32);
+        ASSERT_EQ(ti.rank, 2);
+        ASSERT_U64(ti.shape[0], g.batch);
+        ASSERT_U64(ti.shape[1], g.sizes[g.L]);
+        float *y = malloc((size_t)ti.nbytes);
+        ASSERT_OK(ingot_file_tensor_copy(f, ti.index, y, (size_t)ti.nbytes, &e));
+        for (uint64_t i = 0; i < ti.nelem; i++)
+            CHECK(fabsf(y[i] - g.y[i]) <= 1e-4f * fmaxf(1.0f, fabsf(g.y[i])), "y[%llu] %g vs %g",
+                  (unsigned long long)i, y[i], g.y[i]);
+        free(y);
+        ingot_file_close(f);
+    }
+    /* Wrong input width: exit code 1 and a message, no output. */
+    ASSERT_OK(ingot_writer_new(&wo, &w, &e));
+    uint64_t bad[2] = {2, 5};
+    ASSERT_OK(ingot_writer_add_tensor(w, "x", INGOT_DTYPE_F32, 2, bad, NULL, g.x, &e));
+    ASSERT_OK(ingot_writer_save(w, xin, &e));
+    ingot_writer_free(w);
+    char cmd[1024];
+    remove(yout);
+    snprintf(cmd, sizeof cmd, "%s run %s --input %s -o %s 2>/dev/null", INGOT_CLI, model, xin,
+             yout);
+    ASSERT_TRUE(system(cmd) != 0);
+    FILE *fy = fopen(yout, "rb");
+    ASSERT_TRUE(fy == NULL);
+    remove(model);
+    remove(xin);
+    free(g.file);
+}
+
+RUN_TESTS(T(test_mlp_matches_torch), T(test_mlp_cli_run), T(test_mlp_forward_no_alloc_deterministic_estimate),
           T(test_mlp_bad_models))

@@ -123,8 +123,7 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
         return ingot__err(err, INGOT_BAD_LAYOUT, p, "storage keys", 12,
                           "fifth pickle is not the list of storage keys");
 
-    /* Storages: int64 count + bytes, in key-list order. */
-    uint64_t pos = e;
+    /* The key list names every referenced storage exactly once. */
     for (uint32_t c = m->nodes[keys].head; c != TP_NONE_IDX; c = m->cells[c].next) {
         uint32_t k = m->cells[c].val;
         if (m->nodes[k].kind != TPV_STR)
@@ -137,11 +136,26 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
         if (si < 0)
             return ingot__err(err, INGOT_BAD_LAYOUT, p, (const char *)key, wl,
                               "storage key not referenced by the pickle");
-        tp_storage *st = &m->storages[si];
-        if (st->used)
+        if (m->storages[si].used)
             return ingot__err(err, INGOT_DUPLICATE, p, (const char *)key, wl,
                               "storage key listed twice");
-        st->used = true;
+        m->storages[si].used = true;
+    }
+    for (size_t i = 0; i < m->n_storages; i++)
+        if (!m->storages[i].used) {
+            uint64_t kl;
+            const uint8_t *key = tp_storage_key(m, i, &kl);
+            return ingot__err(err, INGOT_BAD_LAYOUT, m->storages[i].pid_offset, (const char *)key,
+                              kl > 63 ? 63 : (size_t)kl,
+                              "storage referenced by the pickle is missing from the key list");
+        }
+    /* Storages: int64 element count + bytes, in key-list order. */
+    uint64_t pos = e;
+    for (uint32_t c = m->nodes[keys].head; c != TP_NONE_IDX; c = m->cells[c].next) {
+        uint64_t kl;
+        const uint8_t *key = tp_bytes(m, m->cells[c].val, &kl);
+        tp_storage *st = &m->storages[tp_storage_find(m, key, kl)];
+        size_t wl = kl > 63 ? 63 : (size_t)kl;
         uint64_t count = 0;
         ING_TRY(read_u64(f, pos, &count, err));
         if (count != st->numel)
@@ -154,14 +168,6 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
                               "storage of %llu bytes runs past the end of the file",
                               (unsigned long long)st->nbytes);
     }
-    for (size_t i = 0; i < m->n_storages; i++)
-        if (!m->storages[i].used) {
-            uint64_t kl;
-            const uint8_t *key = tp_storage_key(m, i, &kl);
-            return ingot__err(err, INGOT_BAD_LAYOUT, m->storages[i].pid_offset, (const char *)key,
-                              kl > 63 ? 63 : (size_t)kl,
-                              "storage referenced by the pickle is missing from the key list");
-        }
     if (pos != f->size)
         return ingot__err(err, INGOT_BAD_LAYOUT, pos, 0, 0,
                           "%llu trailing bytes after the last storage",

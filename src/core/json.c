@@ -10,6 +10,12 @@
 
 #include "error.h"
 
+#if defined(__GNUC__)
+#define ING_HOT_INLINE inline __attribute__((always_inline))
+#else
+#define ING_HOT_INLINE inline
+#endif
+
 enum { S_VALUE = 0, S_OBJ_FIRST, S_KEY, S_ARR_FIRST, S_AFTER, S_DONE };
 
 /* Byte classes inside a string: 0 plain, 1 quote, 2 backslash, 3 control, 4 non-ASCII. */
@@ -53,8 +59,9 @@ static ingot_status refail(ingot__json *j, ingot_error *err)
                       "JSON: scanner already failed");
 }
 
-static size_t skip_ws(const uint8_t *b, size_t pos, size_t len)
+static inline size_t skip_ws(const uint8_t *b, size_t pos, size_t len)
 {
+    if (ING_LIKELY(pos < len && b[pos] > 0x20)) return pos; /* compact JSON: no whitespace */
     while (pos < len) {
         uint8_t c = b[pos];
         if (c != 0x20 && c != 0x0A && c != 0x0D && c != 0x09) break;
@@ -114,7 +121,7 @@ static size_t utf8_seq(const uint8_t *b, size_t pos, size_t len)
 
 /* Scans a string whose opening quote is at j->pos. Fills t (p, len, dlen, flags) and leaves j->pos
  * after the closing quote. */
-static ingot_status scan_string(ingot__json *j, ingot__json_tok *t, ingot_error *err)
+static ING_HOT_INLINE ingot_status scan_string(ingot__json *j, ingot__json_tok *t, ingot_error *err)
 {
     const uint8_t *b = j->buf;
     size_t len = j->len;
@@ -123,6 +130,16 @@ static ingot_status scan_string(ingot__json *j, ingot__json_tok *t, ingot_error 
     uint32_t flags = 0;
     for (;;) {
         size_t run = pos;
+        /* Eight bytes at a time while none is '"', '\\', a control character or non-ASCII. */
+        while (len - pos >= 8) {
+            uint64_t v;
+            ING_MEMCPY(&v, b + pos, 8);
+            const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+            uint64_t q = v ^ (ones * '"'), bs = v ^ (ones * '\\');
+            uint64_t special = ((q - ones) & ~q) | ((bs - ones) & ~bs) | ((v - ones * 0x20) & ~v) | v;
+            if (special & high) break;
+            pos += 8;
+        }
         while (pos < len && str_class[b[pos]] == 0) pos++;
         dlen += pos - run;
         if (ING_UNLIKELY(pos >= len)) return fail(j, err, INGOT_BAD_STRING, j->pos, "unterminated string");
@@ -228,7 +245,7 @@ static inline bool top_is_object(const ingot__json *j)
 }
 
 /* Parses a value starting at j->pos (whitespace already skipped, pos < len). */
-static ingot_status scan_value(ingot__json *j, ingot__json_tok *t, ingot_error *err)
+static ING_HOT_INLINE ingot_status scan_value(ingot__json *j, ingot__json_tok *t, ingot_error *err)
 {
     uint8_t c = j->buf[j->pos];
     t->pos = j->pos;
@@ -285,7 +302,7 @@ static ingot_status scan_value(ingot__json *j, ingot__json_tok *t, ingot_error *
     return INGOT_OK;
 }
 
-static ingot_status scan_key(ingot__json *j, ingot__json_tok *t, ingot_error *err)
+static ING_HOT_INLINE ingot_status scan_key(ingot__json *j, ingot__json_tok *t, ingot_error *err)
 {
     if (j->buf[j->pos] != '"') return fail(j, err, j->syntax_code, j->pos, "expected a member name");
     t->pos = j->pos;
@@ -505,10 +522,13 @@ ingot_status ingot__json_u64(const ingot__json *j, const ingot__json_tok *t, uin
     if (t->flags & ING_JSON_NEG)
         return num_err(j, t, err, INGOT_WRONG_TYPE, "expected a non-negative integer");
     uint64_t v = 0;
-    for (size_t i = 0; i < t->len; i++) {
-        uint64_t dgt = (uint64_t)(t->p[i] - '0');
-        if (v > (UINT64_MAX - dgt) / 10) return num_err(j, t, err, INGOT_RANGE, "integer overflows 64 bits");
-        v = v * 10 + dgt;
+    if (t->len <= 19) { /* at most 19 digits cannot overflow */
+        for (size_t i = 0; i < t->len; i++) v = v * 10 + (uint64_t)(t->p[i] - '0');
+    } else {
+        for (size_t i = 0; i < t->len; i++)
+            if (__builtin_mul_overflow(v, 10, &v) ||
+                __builtin_add_overflow(v, (uint64_t)(t->p[i] - '0'), &v))
+                return num_err(j, t, err, INGOT_RANGE, "integer overflows 64 bits");
     }
     *out = v;
     return INGOT_OK;

@@ -162,6 +162,13 @@ static ingot_status parse_metadata(parser *p, const ingot__json_tok *key)
 
 enum { F_DTYPE = 1, F_SHAPE = 2, F_OFFSETS = 4 };
 
+/* Key comparison with a constant length, so the compiler inlines it (hot: three per tensor). */
+static inline bool key_is(const ingot__json_tok *t, const char *lit, size_t n)
+{
+    if (t->flags & ING_JSON_ESCAPED) return ingot__json_str_eq(t, lit, n);
+    return t->len == n && ingot__st_eq(t->p, lit, n);
+}
+
 static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
 {
     st_state *s = p->s;
@@ -195,10 +202,10 @@ static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
     for (;;) {
         ING_TRY(ingot__json_next(&p->j, &t, err));
         if (t.type == ING_JSON_OBJECT_END) break;
-        unsigned field = ingot__json_str_eq(&t, "dtype", 5)          ? F_DTYPE
-                         : ingot__json_str_eq(&t, "shape", 5)        ? F_SHAPE
-                         : ingot__json_str_eq(&t, "data_offsets", 12) ? F_OFFSETS
-                                                                      : 0;
+        unsigned field = key_is(&t, "dtype", 5)          ? F_DTYPE
+                         : key_is(&t, "shape", 5)        ? F_SHAPE
+                         : key_is(&t, "data_offsets", 12) ? F_OFFSETS
+                                                          : 0;
         if (!field)
             return ingot__err(err, INGOT_BAD_METADATA, HOFF(p, t.pos), nm, nl,
                               "unknown field in the tensor entry (only dtype, shape, data_offsets)");

@@ -33,12 +33,35 @@ static const st_dtype dtypes[] = {
 };
 #undef D
 
+/* Constant-size comparisons (inlined by the compiler): this runs once per tensor at open. */
+#define IS(lit) ingot__st_eq(s, lit, sizeof lit - 1)
 const st_dtype *ingot__st_dtype_by_name(const uint8_t *s, size_t n)
 {
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (dtypes[i].name_len == n && memcmp(dtypes[i].name, s, n) == 0) return &dtypes[i];
-    return NULL;
+    int i = -1;
+    switch (n) {
+    case 2:
+        i = IS("F4") ? 1 : IS("U8") ? 4 : IS("I8") ? 5 : -1;
+        break;
+    case 3:
+        i = IS("F32") ? 17 : IS("F16") ? 13 : IS("I64") ? 20 : IS("I32") ? 15 : IS("F64") ? 19
+          : IS("U32") ? 16 : IS("U64") ? 21 : IS("I16") ? 11 : IS("U16") ? 12 : IS("C64") ? 18 : -1;
+        break;
+    case 4:
+        i = IS("BF16") ? 14 : IS("BOOL") ? 0 : -1;
+        break;
+    case 7:
+        i = IS("F8_E4M3") ? 7 : IS("F8_E5M2") ? 6 : IS("F8_E8M0") ? 8 : IS("F6_E2M3") ? 2
+          : IS("F6_E3M2") ? 3 : -1;
+        break;
+    case 11:
+        i = IS("F8_E4M3FNUZ") ? 9 : IS("F8_E5M2FNUZ") ? 10 : -1;
+        break;
+    default:
+        break;
+    }
+    return i < 0 ? NULL : &dtypes[i];
 }
+#undef IS
 
 const st_dtype *ingot__st_dtype_by_ingot(ingot_dtype dt)
 {
@@ -50,9 +73,18 @@ const st_dtype *ingot__st_dtype_by_ingot(ingot_dtype dt)
 
 int ingot__st_bcmp(const char *a, size_t al, const char *b, size_t bl)
 {
-    size_t n = al < bl ? al : bl;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
+    const uint8_t *x = (const uint8_t *)a, *y = (const uint8_t *)b;
+    size_t n = al < bl ? al : bl, i = 0;
+    /* Skip the common prefix a word at a time (tensor names share long prefixes). */
+    for (; i + 8 <= n; i += 8) {
+        uint64_t u, v;
+        memcpy(&u, x + i, 8);
+        memcpy(&v, y + i, 8);
+        if (u != v) break;
+    }
+    for (; i < n; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return al < bl ? -1 : al > bl ? 1 : 0;
 }
 
 void ingot__st_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__st_cmp cmp, const void *ctx)

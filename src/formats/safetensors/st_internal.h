@@ -33,6 +33,22 @@ const st_dtype *ingot__st_dtype_by_ingot(ingot_dtype dt);
 typedef int (*ingot__st_cmp)(const void *ctx, uint32_t a, uint32_t b);
 void ingot__st_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__st_cmp cmp, const void *ctx);
 
+/* p[0..n) == lit[0..n), inlined for constant n (memcmp is an out-of-line call here). */
+static inline bool ingot__st_eq(const void *p, const char *lit, size_t n)
+{
+    const uint8_t *a = (const uint8_t *)p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        ING_MEMCPY(&x, a + i, 8);
+        ING_MEMCPY(&y, lit + i, 8);
+        if (x != y) return false;
+    }
+    for (; i < n; i++)
+        if (a[i] != (uint8_t)lit[i]) return false;
+    return true;
+}
+
 /* Byte-wise comparison of (a, al) and (b, bl), shorter first on a common prefix. */
 int ingot__st_bcmp(const char *a, size_t al, const char *b, size_t bl);
 

@@ -1,0 +1,11 @@
+# bench_safetensors: json-c (Debian libjson-c-dev) as the header-parse baseline, linked here only.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(BENCH_JSONC QUIET IMPORTED_TARGET json-c)
+endif()
+if(BENCH_JSONC_FOUND)
+  target_link_libraries(bench_safetensors PRIVATE PkgConfig::BENCH_JSONC)
+else()
+  message(STATUS "bench_safetensors: json-c not found; the bench is not built")
+  set_target_properties(bench_safetensors PROPERTIES EXCLUDE_FROM_ALL TRUE)
+endif()

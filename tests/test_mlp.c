@@ -47,6 +47,13 @@ static bool load_golden(const char *name, golden *g)
         g->acts[k][len] = 0;
         p += 2 + len;
     }
+    /* The float data follows variable-length names: move it to aligned storage. */
+    size_t rest = (size_t)(g->file + n - p);
+    float *fl = malloc(rest + 4);
+    memcpy(fl, p, rest);
+    memmove(g->file, fl, rest); /* g->file (malloc'd) is aligned for float */
+    free(fl);
+    p = g->file;
     for (uint32_t k = 0; k < g->L; k++) {
         g->w[k] = (float *)(void *)p;
         p += 4 * g->sizes[k] * g->sizes[k + 1];

@@ -105,7 +105,8 @@ extern "C" {
     X(ARGMAX, 6, "argmax") X(ARGMIN, 7, "argmin") X(ANY, 8, "any") X(ALL, 9, "all")
 
 /* Activations (element-wise, float group). `param`: LEAKY_RELU negative slope (torch default
- * 0.01), SOFTPLUS beta (1; threshold 20 as torch), ELU alpha (1); others ignore it.
+ * 0.01), SOFTPLUS beta (1; threshold 20 as torch), ELU alpha (1); 0 selects the default; other
+ * activations ignore it.
  * GELU_ERF is 0.5x(1+erf(x/sqrt2)) (torch default); GELU_TANH is the tanh approximation
  * (GPT-2's "gelu_new", torch approximate='tanh'). The two differ by up to ~1e-3: never
  * interchange them. SOFTMAX / LOG_SOFTMAX over the last axis are accepted here too (they are

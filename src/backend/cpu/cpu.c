@@ -55,7 +55,14 @@ static ingot_status cpu_linear(ingot_backend *b, ingot_tensor *dst, const ingot_
     int64_t T = c->threads;
     j.by_rows = OUT < 16 * T && M >= 2 * T;
     if (j.by_rows) ingot__cpu_pool_run(c->pool, M, 2, lin_task, &j);
-    else ingot__cpu_pool_run(c->pool, OUT, OUT >= 64 * T ? 16 : 4, lin_task, &j);
+    else {
+        /* Column chunks of ~128 KiB of weights (they stay in L2 while x streams past), but at
+         * least two chunks per thread. */
+        int64_t chunk = (32768 / IN + 3) & ~(int64_t)3;
+        if (chunk < 4) chunk = 4;
+        while (chunk > 4 && OUT / chunk < 2 * T) chunk = (chunk / 2 + 3) & ~(int64_t)3;
+        ingot__cpu_pool_run(c->pool, OUT, chunk, lin_task, &j);
+    }
     return INGOT_OK;
 }
 

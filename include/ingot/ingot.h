@@ -12,5 +12,6 @@
 #include "ingot/native.h"
 #include "ingot/writer.h"
 #include "ingot/backend.h"
+#include "ingot/runtime.h"
 
 #endif

@@ -16,6 +16,7 @@ typedef struct {
     char *path;
     size_t path_len, path_cap;
     uint64_t visits, max_visits;
+    uint64_t max_names; /* bytes of names and strings the flattening may produce */
     uint64_t root_off;
     ingot_error *err;
 } walker;
@@ -32,6 +33,8 @@ static ingot_status oom(walker *w) { return ferr(w, INGOT_NOMEM, "out of memory 
 static ingot_status names_add(walker *w, const void *s, size_t n, uint64_t *off)
 {
     tp_flat *fl = w->fl;
+    if (fl->n_names + n + 1 > w->max_names)
+        return ferr(w, INGOT_LIMIT, "flattened names exceed 4 MiB + 16 x the pickle size");
     if (!tp_reserve(w->a, (void **)&fl->names, &fl->cap_names, fl->n_names + n + 1, 1))
         return oom(w);
     *off = fl->n_names;
@@ -377,6 +380,7 @@ ingot_status tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat
 {
     walker w = {.m = m, .fl = fl, .a = m->alloc, .root_off = root_off, .err = err};
     w.max_visits = m->opcodes * 2 > TP_MIN_VISITS ? m->opcodes * 2 : TP_MIN_VISITS;
+    w.max_names = TP_MIN_NAMES + 16 * m->buf_len;
     ingot_status st = walk(&w, root, 0, false);
     ingot__free(w.a, w.path, w.path_cap);
     if (st != INGOT_OK) return st;

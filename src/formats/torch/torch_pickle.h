@@ -24,6 +24,7 @@
 #define TP_MAX_NEST 64u             /* container nesting while flattening */
 #define TP_MIN_VISITS (1ull << 22)  /* flattening visits: max(this, 2 x opcodes) */
 #define TP_MAX_NAME 65535u          /* flattened name length */
+#define TP_MIN_NAMES (4ull << 20)   /* flattened name bytes: this + 16 x the pickle bytes */
 #define TP_NONE_IDX UINT32_MAX
 
 typedef enum {

@@ -100,7 +100,10 @@ TEST(test_kill9_random)
     const int want_runs = 150;
     const double budget_s = 8.0;
     double start = now_s();
-    while (runs < want_runs && now_s() - start < budget_s) {
+    /* On a loaded machine each kill cycle is slower: keep going past the budget (up to 5x)
+     * until the minimum number of runs is reached. */
+    while ((runs < want_runs && now_s() - start < budget_s) ||
+           (runs < 50 && now_s() - start < 5 * budget_s)) {
         pid_t pid = fork();
         ASSERT_TRUE(pid >= 0);
         if (pid == 0) {

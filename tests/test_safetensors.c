@@ -250,7 +250,7 @@ TEST(rewrite_is_byte_exact)
         ingot_file_close(f);
         free(orig);
     }
-    ASSERT_TRUE(exact >= 19);
+    ASSERT_EQ(exact, 20); /* 25 fixtures, 5 of them hfsamples_* */
     free_list(names);
 }
 
@@ -770,8 +770,30 @@ TEST(writer_alignment_and_determinism)
     }
 }
 
+/* CLI smoke: info --json, convert to .ingot and back, verify. */
+TEST(cli_smoke)
+{
+    char cmd[8192], a[600], b[600], c[600];
+    snprintf(a, sizeof a, "%s/st_cli_info.json", INGOT_BINARY_DIR);
+    snprintf(b, sizeof b, "%s/st_cli.ingot", INGOT_BINARY_DIR);
+    snprintf(c, sizeof c, "%s/st_cli.safetensors", INGOT_BINARY_DIR);
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s/hfsamples_f_f32.safetensors' > '%s'", INGOT_CLI, FIX, a);
+    ASSERT_EQ(system(cmd), 0);
+    size_t n;
+    char *txt = (char *)slurp(a, &n);
+    ASSERT_TRUE(txt != NULL);
+    txt = realloc(txt, n + 1);
+    txt[n] = 0;
+    ASSERT_TRUE(strstr(txt, "\"format\": \"safetensors\"") != NULL);
+    ASSERT_TRUE(strstr(txt, "\"dtype\": \"F32\"") != NULL);
+    free(txt);
+    snprintf(cmd, sizeof cmd, "'%s' convert '%s/fastsafetensors_a.safetensors' '%s' >/dev/null && '%s' convert '%s' '%s' >/dev/null && '%s' verify '%s' >/dev/null && cmp -s '%s' '%s/fastsafetensors_a.safetensors'",
+             INGOT_CLI, FIX, b, INGOT_CLI, b, c, INGOT_CLI, c, c, FIX);
+    ASSERT_EQ(system(cmd), 0); /* one metadata key: the round trip is byte-exact */
+}
+
 RUN_TESTS(T(fixtures_match_sidecars), T(rewrite_is_byte_exact), T(round_trip_through_ingot),
           T(sub_byte_and_new_dtypes), T(malformed_catalogue), T(many_tiny_tensors_limit_time),
           T(every_truncation_and_byte_flips), T(writer_metadata_stringified_with_notices),
           T(writer_refuses_what_safetensors_cannot_hold),
-          T(writer_alignment_and_determinism))
+          T(writer_alignment_and_determinism), T(cli_smoke))

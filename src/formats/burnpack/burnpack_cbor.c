@@ -20,6 +20,10 @@
 bool bp_buf_put(bp_buf *b, const void *s, size_t n)
 {
     if (b->oom) return false;
+    /* s may point into the buffer itself (a name copied into a key): keep its offset */
+    const uint8_t *sp = s;
+    bool inside = b->p && sp >= b->p && sp < b->p + b->len;
+    size_t at = inside ? (size_t)(sp - b->p) : 0;
     if (n > b->cap - b->len) {
         size_t nc = b->cap ? b->cap : 256;
         while (nc - b->len < n) {
@@ -36,6 +40,7 @@ bool bp_buf_put(bp_buf *b, const void *s, size_t n)
         }
         b->p = p;
         b->cap = nc;
+        if (inside) s = b->p + at;
     }
     if (n) memcpy(b->p + b->len, s, n);
     b->len += n;

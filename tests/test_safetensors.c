@@ -383,6 +383,24 @@ TEST(sub_byte_and_new_dtypes)
     free(b);
 }
 
+/* A header of exactly 123 bytes starts the file with '{' (0x7B) and names a tensor "weight_map":
+ * still safetensors, not a shard index. */
+TEST(probe_not_confused_with_index)
+{
+    char hdr[124];
+    snprintf(hdr, sizeof hdr, "%-123s", "{" TF("weight_map", "U8", "[1]", 0, 1) "}");
+    ASSERT_EQ(strlen(hdr), 123);
+    size_t n;
+    uint8_t *b = mk(hdr, 1, &n);
+    ASSERT_EQ(b[0], '{');
+    ingot_file *f;
+    ingot_error e;
+    ASSERT_OK(ingot_file_open_buffer(b, n, NULL, &f, &e));
+    ASSERT_STR(ingot_file_format(f), "safetensors");
+    ingot_file_close(f);
+    free(b);
+}
+
 TEST(malformed_catalogue)
 {
     static const struct {
@@ -793,7 +811,7 @@ TEST(cli_smoke)
 }
 
 RUN_TESTS(T(fixtures_match_sidecars), T(rewrite_is_byte_exact), T(round_trip_through_ingot),
-          T(sub_byte_and_new_dtypes), T(malformed_catalogue), T(many_tiny_tensors_limit_time),
+          T(sub_byte_and_new_dtypes), T(probe_not_confused_with_index), T(malformed_catalogue), T(many_tiny_tensors_limit_time),
           T(every_truncation_and_byte_flips), T(writer_metadata_stringified_with_notices),
           T(writer_refuses_what_safetensors_cannot_hold),
           T(writer_alignment_and_determinism), T(cli_smoke))

@@ -55,6 +55,11 @@ static int probe(const uint8_t *head, size_t n)
     size_t i = 0;
     while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) i++;
     if (i >= n || head[i] != '{') return 0;
+    /* The object's first member name (or its end) follows: rules out a safetensors file whose
+     * 8-byte header length happens to begin with 0x7B. */
+    size_t k = i + 1;
+    while (k < n && (head[k] == ' ' || head[k] == '\n' || head[k] == '\r' || head[k] == '\t')) k++;
+    if (k < n && head[k] != '"' && head[k] != '}') return 0;
     static const char wm[] = "\"weight_map\"", md[] = "\"metadata\"";
     bool has_md = false;
     for (; i + sizeof wm - 1 <= n; i++) {

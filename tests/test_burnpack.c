@@ -617,10 +617,26 @@ TEST(test_burnpack_special_dtypes)
     ASSERT_ST(ingot_file_meta_array_read(f, mi.index, INGOT_META_U64, 1, 2, qs), INGOT_RANGE);
     ASSERT_ST(ingot_file_meta_get_array(f, "ingot.burnpack.dtype.q", INGOT_META_U64, &cnt),
               INGOT_WRONG_TYPE);
-    /* rewrite byte for byte */
+    /* rewrite byte for byte, directly and through .ingot */
     uint8_t *c = NULL;
     ASSERT_OK(rewrite(f, NULL, &c, &m, NULL, &e));
     CHECK(m == n && memcmp(b, c, n) == 0, "special rewrite differs");
+    free(c);
+    c = NULL;
+    ingot_writer *w;
+    void *native;
+    size_t nn;
+    ASSERT_OK(ingot_writer_new(NULL, &w, &e));
+    ASSERT_OK(copy_into(w, f, &e));
+    ASSERT_OK(ingot_writer_begin_mem(w, &e));
+    ASSERT_OK(ingot_writer_commit_mem(w, &native, &nn, &e));
+    ingot_writer_free(w);
+    ingot_file *g;
+    ASSERT_OK(ingot_file_open_buffer(native, nn, NULL, &g, &e));
+    ASSERT_OK(rewrite(g, NULL, &c, &m, NULL, &e));
+    CHECK(m == n && memcmp(b, c, n) == 0, "special via .ingot differs");
+    ingot_file_close(g);
+    ingot_writer_free_mem(NULL, native, nn);
     ingot_file_close(f);
     free(c);
     free(b);

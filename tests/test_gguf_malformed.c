@@ -740,6 +740,17 @@ TEST(test_gguf_data_section)
     while (h.n % 32) put(&h, "", 1);
     ASSERT_TRUE(EXPECT("empty tensor, padded", h, INGOT_OK, 0, NULL));
     free(h.b);
+    /* an empty tensor after the last data, the padding before it missing: its offset lies
+     * past the end of the file (found by fuzz_gguf: verify scanned past the buffer) */
+    fspec z = base();
+    z.t[2] = (tspec){"z", 1, {0}, 0, false, 0};
+    z.n_t = 3;
+    h = build(&z);
+    ASSERT_TRUE(EXPECT("empty tensor at the aligned end", h, INGOT_OK, 0, NULL));
+    size_t cut = z.data_off + 32 + 18; /* end of q's data: z's offset is 64 past data_off */
+    ASSERT_TRUE(expect("empty tensor past the end", h.b, cut, INGOT_TRUNCATED, cut, "z"));
+    free(h.b);
+    free(z.kv.b);
     /* non-zero padding opens, and fails ingot_file_verify() */
     c = (gb){0};
     put(&c, g.b, g.n);

@@ -35,7 +35,7 @@ typedef struct {
     tent *t;
     uint32_t *t_tab;   /* hash table of tensor index + 1 by name, t_mask + 1 slots */
     uint64_t kv_mask, t_mask;
-    uint64_t infos_end, data_off, data_end; /* data_end: relative end of the packed data */
+    uint64_t infos_end, data_off, data_end; /* data_end: relative end of the last tensor */
     size_t a_len;
     /* second allocation */
     uint64_t *ck;
@@ -377,7 +377,8 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
                             "data section size overflows");
             goto fail;
         }
-        if (nbytes) s->data_end = rel + nbytes;
+        s->data_end = rel + nbytes; /* offsets only grow: the last tensor ends the data; an
+                                       empty tensor's offset must lie inside the file too */
         s->t[i].offset = rel; /* made absolute once the data section is known */
         at += 12;
     }
@@ -549,12 +550,9 @@ static ingot_status tensor_check(const ingot_file *f, uint64_t i, bool *has_crc,
     ingot_tensor_info t;
     ING_TRY(tensor_at(f, i, &t));
     uint64_t end = t.offset + t.nbytes, next = 0;
-    if (i + 1 < s->n_t) {
-        next = s->t[i + 1].offset;
-    } else {
-        ing_round_up(end, s->align, &next); /* checked at open */
-        if (next > f->size) next = f->size;
-    }
+    if (i + 1 < s->n_t) next = s->t[i + 1].offset;
+    else ing_round_up(end, s->align, &next); /* checked at open */
+    if (next > f->size) next = f->size;
     *zero_after = next > end ? next - end : 0;
     return INGOT_OK;
 }

@@ -422,6 +422,7 @@ static ingot_status put_fill(ingot_writer *w, uint64_t upto, ingot_error *err)
     if (w->pos > upto)
         return ingot__err(err, INGOT_MISUSE, w->pos, 0, 0, "stream position past tensor start");
     uint64_t n = upto - w->pos;
+    if (n == 0) return INGOT_OK;
     if (n > s->fill_len - s->fill_at)
         return ingot__err(err, INGOT_MISUSE, w->pos, 0, 0, "fill bytes exhausted");
     ING_TRY(ingot__wsink_write(w, s->fill + s->fill_at, (size_t)n, err));

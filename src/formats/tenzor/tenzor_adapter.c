@@ -532,7 +532,9 @@ static ingot_status open_tenzor(ingot_file *f, ingot_error *err)
     if (st == INGOT_OK) st = parse_meta(s, h + TZ_HDR, (size_t)msize, &a, &n_meta, &has_names, err);
     size_t fixed = 0;
     if (st == INGOT_OK) {
-        fixed = (size_t)n_meta * sizeof(mentry) + (size_t)n_meta * 2 * sizeof(uint32_t) +
+        /* one spare entry (tenzor.key_order) with its string and length arrays */
+        fixed = ((size_t)n_meta + 1) * sizeof(mentry) + ((size_t)n_meta + 1) * 2 * sizeof(uint32_t) +
+                (size_t)n_meta * (sizeof(char *) + sizeof(size_t)) +
                 (size_t)n * (sizeof(char *) + 2 * sizeof(hidx)) + (has_names ? 0 : (size_t)n * 18);
         fixed = (fixed + 7) & ~(size_t)7;
         s->arena_len = fixed + a.len + 8;
@@ -543,17 +545,23 @@ static ingot_status open_tenzor(ingot_file *f, ingot_error *err)
         }
     }
     hidx *tmp = NULL;
+    const char **order_strs = NULL;
+    size_t *order_lens = NULL;
     if (st == INGOT_OK) {
         uint8_t *p = s->arena;
         s->meta = (mentry *)(void *)p;
-        p += (size_t)n_meta * sizeof(mentry);
+        p += ((size_t)n_meta + 1) * sizeof(mentry);
         s->by_hash = (hidx *)(void *)p;
         tmp = s->by_hash + n;
         p += (size_t)n * 2 * sizeof(hidx);
         s->names = (const char **)(void *)p;
         p += (size_t)n * sizeof(char *);
         s->meta_sorted = (uint32_t *)(void *)p;
-        p += (size_t)n_meta * 2 * sizeof(uint32_t);
+        p += ((size_t)n_meta + 1) * 2 * sizeof(uint32_t);
+        order_strs = (const char **)(void *)p;
+        p += (size_t)n_meta * sizeof(char *);
+        order_lens = (size_t *)(void *)p;
+        p += (size_t)n_meta * sizeof(size_t);
         if (!has_names)
             for (uint64_t i = 0; i < n; i++, p += 18) {
                 hexname((char *)p, ing_ld64(s->index + TZ_ENTRY * i));
@@ -597,6 +605,29 @@ static ingot_status open_tenzor(ingot_file *f, ingot_error *err)
             if (key_cmp(m, &s->meta[s->meta_sorted[i - 1]]) == 0)
                 st = ingot__err(err, INGOT_DUPLICATE, TZ_HDR, m->key,
                                 m->key_len > 63 ? 63 : m->key_len, "metadata key appears twice");
+        }
+        /* JSON member order is kept (metadata is listed in file order), and exposed as
+         * tenzor.key_order when it is not sorted, so that a trip through a format that sorts
+         * keys (.ingot) still writes the same JSON. */
+        bool sorted = true, taken = false;
+        for (uint32_t i = 0; i < s->n_meta; i++) {
+            if (s->meta_sorted[i] != i) sorted = false;
+            const mentry *m = &s->meta[i];
+            if (m->key_len == sizeof TZ_ORDER_KEY - 1 && !memcmp(m->key, TZ_ORDER_KEY, m->key_len))
+                taken = true;
+        }
+        if (st == INGOT_OK && !sorted && !taken) {
+            for (uint32_t i = 0; i < s->n_meta; i++) {
+                order_strs[i] = s->meta[i].key;
+                order_lens[i] = s->meta[i].key_len;
+            }
+            s->meta[s->n_meta] = (mentry){.key = TZ_ORDER_KEY, .key_len = sizeof TZ_ORDER_KEY - 1,
+                                          .type = INGOT_META_STRING, .is_array = true,
+                                          .count = s->n_meta, .strs = order_strs,
+                                          .lens = order_lens};
+            s->n_meta++;
+            for (uint32_t i = 0; i < s->n_meta; i++) s->meta_sorted[i] = i;
+            sort_meta(s->meta_sorted, s->meta_sorted + s->n_meta, s->n_meta, s->meta);
         }
     }
     if (st != INGOT_OK) {

@@ -17,6 +17,9 @@ extern const ingot__writer_ops ingot__writer_tenzor;
 #define TZ_DTYPES 12u
 /* The JSON key under which ingot records tensor names (the format stores only their hashes). */
 #define TZ_NAMES_KEY "ingot.tensor_names"
+/* Metadata key (string array) for the JSON member order, when it is not sorted (reader adds it,
+ * writer consumes it). */
+#define TZ_ORDER_KEY "tenzor.key_order"
 
 /* FNV-1a 64 of s[0..n). */
 static inline uint64_t ingot__tz_fnv1a(const char *s, size_t n)

@@ -171,26 +171,61 @@ static bool is_hex(const ingot__wtensor *t)
     return ingot__tz_hexname(t->name, t->name_len, &h);
 }
 
-static void build_json(jbuf *b, const ingot_writer *w, bool names)
+static const ingot__wmeta *find_meta(const ingot_writer *w, const char *key, size_t len,
+                                     size_t *at)
+{
+    for (size_t i = 0; i < w->n_meta; i++)
+        if (w->meta[i].key_len == len && memcmp(w->meta[i].key, key, len) == 0) {
+            *at = i;
+            return &w->meta[i];
+        }
+    return NULL;
+}
+
+static void put_member(jbuf *b, const ingot__wmeta *m, bool *first)
+{
+    if (strcmp(m->key, TZ_NAMES_KEY) == 0) {
+        notice(b, m->key, "dropped: the key is reserved for the tensor names");
+        return;
+    }
+    if (strcmp(m->key, TZ_ORDER_KEY) == 0) {
+        if (!m->is_array || m->type != INGOT_META_STRING)
+            notice(b, m->key, "dropped: the key is reserved for the JSON member order");
+        return;
+    }
+    if (m->type == INGOT_META_BYTES) {
+        notice(b, m->key, "dropped: JSON has no bytes type");
+        return;
+    }
+    if (!*first) puts_(b, ",");
+    *first = false;
+    put_quoted(b, m->key, m->key_len);
+    puts_(b, ":");
+    put_value(b, m);
+}
+
+/* Members in tenzor.key_order's order first (when given), then the rest in writer order.
+ * `done` has one flag per metadata entry. */
+static void build_json(jbuf *b, const ingot_writer *w, bool names, uint8_t *done)
 {
     bool first = true;
+    size_t at;
     puts_(b, "{");
-    for (size_t i = 0; i < w->n_meta; i++) {
-        const ingot__wmeta *m = &w->meta[i];
-        if (strcmp(m->key, TZ_NAMES_KEY) == 0) {
-            notice(b, m->key, "dropped: the key is reserved for the tensor names");
-            continue;
+    memset(done, 0, w->n_meta + 1);
+    const ingot__wmeta *ord = find_meta(w, TZ_ORDER_KEY, sizeof TZ_ORDER_KEY - 1, &at);
+    if (ord && ord->is_array && ord->type == INGOT_META_STRING) {
+        size_t off = 0;
+        for (uint64_t k = 0; k < ord->count; k++) {
+            const char *key = (const char *)ord->blob + off;
+            off += (size_t)ord->lens[k];
+            const ingot__wmeta *m = find_meta(w, key, (size_t)ord->lens[k], &at);
+            if (!m || done[at]) continue;
+            done[at] = 1;
+            put_member(b, m, &first);
         }
-        if (m->type == INGOT_META_BYTES) {
-            notice(b, m->key, "dropped: JSON has no bytes type");
-            continue;
-        }
-        if (!first) puts_(b, ",");
-        first = false;
-        put_quoted(b, m->key, m->key_len);
-        puts_(b, ":");
-        put_value(b, m);
     }
+    for (size_t i = 0; i < w->n_meta; i++)
+        if (!done[i]) put_member(b, &w->meta[i], &first);
     if (names) {
         if (!first) puts_(b, ",");
         puts_(b, "\"" TZ_NAMES_KEY "\":[");
@@ -307,18 +342,23 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     if (!s->names && any_real)
         ingot__writer_notice(w, "tenzor: tensor names not recorded (names=false): only their "
                                 "hashes are stored");
+    uint8_t *done = ingot__alloc(&w->alloc, w->n_meta + 1);
+    if (!done) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating");
     jbuf jb = {NULL, 0, w};
-    build_json(&jb, w, names);
-    if (jb.len > UINT32_MAX)
+    build_json(&jb, w, names, done);
+    if (jb.len > UINT32_MAX) {
+        ingot__free(&w->alloc, done, w->n_meta + 1);
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, "metadata", 8,
                           "%zu bytes of JSON: metadata_size is a u32", jb.len);
+    }
     uint64_t index_off, data_off, pos = 0;
     ing_round_up(TZ_HDR + (uint64_t)jb.len, 8, &index_off);
     ing_round_up(index_off + TZ_ENTRY * n, TZ_PAGE, &data_off);
-    if (data_off > SIZE_MAX / 2)
-        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header too large");
-    uint8_t *hdr = ingot__calloc(&w->alloc, (size_t)data_off);
-    if (!hdr) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the header");
+    uint8_t *hdr = data_off > SIZE_MAX / 2 ? NULL : ingot__calloc(&w->alloc, (size_t)data_off);
+    if (!hdr) {
+        ingot__free(&w->alloc, done, w->n_meta + 1);
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the header");
+    }
     s->hdr = hdr;
     s->hdr_len = (size_t)data_off;
     memcpy(hdr, TZ_MAGIC, 8);
@@ -329,7 +369,8 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     ing_st32(hdr + 40, (uint32_t)jb.len);
     jb.out = (char *)hdr + TZ_HDR;
     jb.len = 0;
-    build_json(&jb, w, names);
+    build_json(&jb, w, names, done);
+    ingot__free(&w->alloc, done, w->n_meta + 1);
     for (size_t i = 0; i < n; i++) {
         ingot__wtensor *t = &w->tensors[i];
         uint8_t *e = hdr + index_off + TZ_ENTRY * i;

@@ -39,6 +39,7 @@ static const ttensor tt[] = {
     {"outside", INGOT_DTYPE_F32, 1, {10}, {100}, 3000, INGOT_TENSOR_STRIDED},
     {"before_start", INGOT_DTYPE_I32, 1, {4}, {-10}, 8, INGOT_TENSOR_STRIDED},
     {"q_be", INGOT_DTYPE_Q8_0, 1, {32}, {0}, 3200, INGOT_TENSOR_BIG_ENDIAN},
+    {"be_c64", INGOT_DTYPE_C64, 1, {3}, {0}, 1200, INGOT_TENSOR_BIG_ENDIAN},
 };
 #define NT (sizeof tt / sizeof tt[0])
 
@@ -124,8 +125,11 @@ static void expected_elem(const ttensor *t, uint64_t lin, uint8_t *out, uint32_t
         }
     }
     const uint8_t *src = img + (int64_t)t->offset + e * (int64_t)es;
+    /* a big-endian complex number is two big-endian floats, real part first */
+    uint32_t unit = t->dt == INGOT_DTYPE_C64 ? 4 : es;
     for (uint32_t b = 0; b < es; b++)
-        out[b] = (t->flags & INGOT_TENSOR_BIG_ENDIAN) ? src[es - 1 - b] : src[b];
+        out[b] = (t->flags & INGOT_TENSOR_BIG_ENDIAN) ? src[(b / unit) * unit + unit - 1 - b % unit]
+                                                      : src[b];
 }
 
 static void check_all(ingot_file *f, const char *mode)

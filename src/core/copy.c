@@ -162,7 +162,10 @@ ingot_status ingot_file_tensor_copy(const ingot_file *f, uint64_t i, void *dst, 
             ingot__err(err, st, t.offset, t.name, t.name_len,
                        "SIGBUS reading the mapping: the file was truncated or changed");
     }
-    if (st == INGOT_OK && (t.flags & INGOT_TENSOR_BIG_ENDIAN)) swap_elems(dst, t.nelem, es);
+    if (st == INGOT_OK && (t.flags & INGOT_TENSOR_BIG_ENDIAN)) {
+        if (t.dtype == INGOT_DTYPE_C64) swap_elems(dst, t.nelem * 2, 4); /* re and im each */
+        else swap_elems(dst, t.nelem, es);
+    }
     if (tmp) ingot__free(&f->alloc, tmp, tmp_len);
     return st;
 }

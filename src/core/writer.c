@@ -311,7 +311,13 @@ ingot_status ingot_writer_add_tensor(ingot_writer *w, const char *name, ingot_dt
         if (w->tensors[i].name_len == nlen && memcmp(w->tensors[i].name, name, nlen) == 0)
             return ingot__err(err, INGOT_DUPLICATE, INGOT_NO_OFFSET, name, nlen,
                               "tensor name already used");
-    if (w->ops->check_tensor) ING_TRY(w->ops->check_tensor(w, &t, err));
+    if (w->ops->check_tensor) { /* the name is borrowed for the check: formats name it */
+        t.name = (char *)(uintptr_t)name;
+        t.name_len = (uint32_t)nlen;
+        ingot_status cst = w->ops->check_tensor(w, &t, err);
+        t.name = NULL;
+        if (cst != INGOT_OK) return cst;
+    }
     if (w->n_tensors == w->cap_tensors) {
         size_t nc = w->cap_tensors ? w->cap_tensors * 2 : 16;
         void *p = w->tensors;

@@ -1,5 +1,8 @@
 /* isa.c - run-time ISA selection for the CPU kernels (CPUID through the compiler builtins). */
 #include <stdatomic.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "cpu/kernels/kernels.h"
 
@@ -9,8 +12,11 @@ ingot__isa ingot__cpu_isa(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    /* F16C is CPUID.1:ECX[29]; clang 14's __builtin_cpu_supports does not know "f16c". AVX2's
+     * check already covers the OS saving the YMM state. */
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
         return INGOT__ISA_AVX2;
 #endif
     return INGOT__ISA_SCALAR;

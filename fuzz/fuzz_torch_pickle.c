@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The opcode-length scanner agrees with the machine on where the first pickle ends. */
     uint64_t scan_end;
     ingot_error e2;
-    if (runs == 1 && tp_scan_end(buf, size, 0, 0, &scan_end, &e2) == INGOT_OK && st == INGOT_OK)
+    if (runs == 1 && tp_scan_end(buf, size, 0, 0, &scan_end, NULL, &e2) == INGOT_OK && st == INGOT_OK)
         FZ_CHECK(scan_end == end);
     tp_flat_free(&fl, &a);
     tp_free(&m);

@@ -707,8 +707,21 @@ TEST(legacy_truncation_every_byte)
         ingot_status st = open_buf(b, n, &f, &e);
         CHECK(st == INGOT_TRUNCATED, "cut at %zu: %s (%s)", n, ingot_status_name(st), e.msg);
         ingot_file_close(f);
+        if (n % 7) continue;
         /* pread mode reads the pickles in growing steps: same answer */
+        const char *tmp = INGOT_BINARY_DIR "/torch_trunc.pt";
+        FILE *fp = fopen(tmp, "wb");
+        ASSERT_TRUE(fp);
+        fwrite(b, 1, n, fp);
+        fclose(fp);
+        ingot_open_opts o = {0};
+        o.io = INGOT_IO_PREAD;
+        o.format = "torch";
+        ingot_status st2 = ingot_file_open(tmp, &o, &f, &e);
+        CHECK(st2 == st, "cut at %zu, pread: %s (%s)", n, ingot_status_name(st2), e.msg);
+        ingot_file_close(f);
     }
+    remove(INGOT_BINARY_DIR "/torch_trunc.pt");
     free(b);
 }
 

@@ -938,11 +938,11 @@ TEST(scan_end_finds_stops)
     raw(&q, "\x80\x02N.", 4);
     uint64_t end;
     ingot_error e;
-    ASSERT_OK(tp_scan_end(q.b, q.n, 0, 0, &end, &e));
+    ASSERT_OK(tp_scan_end(q.b, q.n, 0, 0, &end, NULL, &e));
     ASSERT_U64(end, one);
-    ASSERT_OK(tp_scan_end(q.b, q.n, one, 0, &end, &e));
+    ASSERT_OK(tp_scan_end(q.b, q.n, one, 0, &end, NULL, &e));
     ASSERT_U64(end, q.n);
-    ASSERT_ST(tp_scan_end(q.b, q.n - 1, one, 0, &end, &e), INGOT_TRUNCATED);
+    ASSERT_ST(tp_scan_end(q.b, q.n - 1, one, 0, &end, NULL, &e), INGOT_TRUNCATED);
 }
 
 RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(protocol4_opcodes),

@@ -26,10 +26,11 @@ static ingot_status header_bytes(ingot_file *f, const uint8_t **buf, uint64_t *l
         ingot_status st = INGOT_OK;
         for (int k = 0; k < 5 && st == INGOT_OK; k++) {
             uint64_t e;
-            st = tp_scan_end(h, n, p, 0, &e, err);
+            bool stopped;
+            st = tp_scan_end(h, n, p, 0, &e, &stopped, err);
             if (st == INGOT_OK) {
                 p = e;
-                if (h[e - 1] != '.') break; /* a refused opcode: the machine reports it */
+                if (!stopped) break; /* a refused opcode: the machine reports it */
             }
         }
         if (st == INGOT_OK) {
@@ -74,6 +75,19 @@ static bool dict_get(const tp_machine *m, uint32_t dict, const char *key, uint32
     return false;
 }
 
+/* Runs the pickle starting at p over exactly its own bytes (found by decoding opcode lengths),
+ * so the memo cap (pickle bytes / 2) is per pickle, not per file. */
+static ingot_status run_one(tp_machine *m, uint64_t p, uint64_t len, uint32_t *root, uint64_t *end,
+                            ingot_error *err)
+{
+    uint64_t stop;
+    ING_TRY(tp_scan_end(m->buf, len, p, m->base_off, &stop, NULL, err));
+    if (stop - p > TP_MAX_PICKLE)
+        return ingot__err(err, INGOT_LIMIT, p, "pickle", 6, "legacy pickle larger than %llu bytes",
+                          (unsigned long long)TP_MAX_PICKLE);
+    return tp_run(m, p, stop, root, end, err);
+}
+
 ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err)
 {
     const uint8_t *buf = NULL;
@@ -86,7 +100,7 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
     /* 1. magic */
     uint32_t root;
     uint64_t p = 0, e;
-    ING_TRY(tp_run(m, p, len, &root, &e, err));
+    ING_TRY(run_one(m, p, len, &root, &e, err));
     const tp_node *r = &m->nodes[root];
     uint64_t bl;
     if (r->kind != TPV_BIGINT || r->b != 10 ||
@@ -95,14 +109,14 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
                           "first pickle is not torch's legacy magic number");
     /* 2. protocol version */
     p = e;
-    ING_TRY(tp_run(m, p, len, &root, &e, err));
+    ING_TRY(run_one(m, p, len, &root, &e, err));
     r = &m->nodes[root];
     if (r->kind != TPV_INT || r->a != 1001)
         return ingot__err(err, INGOT_BAD_VERSION, p, "protocol_version", 16,
                           "legacy protocol version is not 1001");
     /* 3. sys_info */
     p = e;
-    ING_TRY(tp_run(m, p, len, &root, &e, err));
+    ING_TRY(run_one(m, p, len, &root, &e, err));
     uint32_t le;
     if (m->nodes[root].kind != TPV_DICT || !dict_get(m, root, "little_endian", &le) ||
         m->nodes[le].kind != TPV_BOOL)
@@ -114,11 +128,11 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
     /* 4. the object */
     uint64_t obj_off = e;
     uint32_t obj;
-    ING_TRY(tp_run(m, obj_off, len, &obj, &e, err));
+    ING_TRY(run_one(m, obj_off, len, &obj, &e, err));
     /* 5. storage keys */
     p = e;
     uint32_t keys;
-    ING_TRY(tp_run(m, p, len, &keys, &e, err));
+    ING_TRY(run_one(m, p, len, &keys, &e, err));
     if (m->nodes[keys].kind != TPV_LIST)
         return ingot__err(err, INGOT_BAD_LAYOUT, p, "storage keys", 12,
                           "fifth pickle is not the list of storage keys");

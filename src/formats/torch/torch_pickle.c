@@ -986,38 +986,35 @@ static bool tier_ab(uint8_t op)
 }
 
 ingot_status tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint64_t base_off,
-                         uint64_t *end, ingot_error *err)
+                         uint64_t *end, bool *stopped, ingot_error *err)
 {
-    uint64_t p = start;
+    uint64_t p = start, at = start;
+    /* Where the scan cannot go on (a refused opcode or operand), the machine must see enough
+     * bytes past the opcode to name the problem exactly as it would over the whole input. */
+    uint64_t slack = 16 + 2 * (uint64_t)(TP_MAX_GLOBAL_LINE + 1);
+    if (stopped) *stopped = false;
     while (p < len) {
+        at = p;
         uint8_t op = buf[p++];
         if (op == OP_STOP) {
             *end = p;
+            if (stopped) *stopped = true;
             return INGOT_OK;
         }
-        if (!tier_ab(op)) { /* let the machine name it */
-            *end = p;
-            return INGOT_OK;
-        }
+        if (!tier_ab(op)) goto refused;
         uint64_t n = (uint64_t)fixed_operand(op);
         int lp = len_prefix(op);
         if (lp) {
             if (len - p < (uint64_t)lp) break;
             n = lp == 1 ? buf[p] : lp == 4 ? ing_ld32(buf + p) : ing_ld64(buf + p);
-            if (op == OP_BINSTRING && (n >> 31)) { /* negative: let the machine refuse it */
-                *end = p;
-                return INGOT_OK;
-            }
+            if (op == OP_BINSTRING && (n >> 31)) goto refused;
             p += (uint64_t)lp;
         } else if (op == OP_GLOBAL) {
             for (int line = 0; line < 2; line++) {
                 uint64_t q = p;
                 while (q < len && buf[q] != '\n' && q - p <= TP_MAX_GLOBAL_LINE) q++;
                 if (q >= len) goto truncated;
-                if (buf[q] != '\n') {
-                    *end = q;
-                    return INGOT_OK;
-                }
+                if (buf[q] != '\n') goto refused;
                 p = q + 1;
             }
         }
@@ -1027,6 +1024,9 @@ ingot_status tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint6
 truncated:
     return ingot__err(err, INGOT_TRUNCATED, base_off + len, "pickle", 6,
                       "pickle ends before its STOP opcode");
+refused:
+    *end = len - at > slack ? at + slack : len;
+    return INGOT_OK;
 }
 
 #define NEED(k)                                                                                    \

@@ -148,10 +148,11 @@ void tp_free(tp_machine *m);
 ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
                     uint64_t *stop_end, ingot_error *err);
 
-/* Finds the end of a pickle (just past its STOP) by decoding opcode lengths only; TRUNCATED if
- * buf ends first (the caller may retry with more bytes). Refused opcodes are left to tp_run. */
+/* Finds the end of a pickle (just past its STOP; *stopped true) by decoding opcode lengths only;
+ * TRUNCATED if buf ends first (the caller may retry with more bytes). At an opcode or operand the
+ * scan cannot pass, *stopped is false and *end leaves tp_run enough bytes to name the problem. */
 ingot_status tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint64_t base_off,
-                         uint64_t *end, ingot_error *err);
+                         uint64_t *end, bool *stopped, ingot_error *err);
 
 /* Bytes of a STR/BYTES/DEVICE/BIGINT node. */
 const uint8_t *tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len);

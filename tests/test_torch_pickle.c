@@ -710,6 +710,11 @@ TEST(refuses_bad_tensors)
     stop(&p);
     EXPECT(&p, INGOT_OK, UINT64_MAX, NULL);
     int32_t huge[4] = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff}, hd[4] = {0, 0, 0, 0};
+    int32_t h3[3] = {0x40000000, 0x40000000, 4}, h3d[3] = {0, 0, 0};
+    start(&p); /* 2^62 elements fit int64, 2^64 bytes do not */
+    tensor_v2(&p, "0", 1, 0, 3, h3, h3d);
+    stop(&p);
+    EXPECT(&p, INGOT_BAD_SIZE, p.n - 2, "byte size");
     start(&p); /* element count overflows int64 */
     tensor_v2(&p, "0", 1, 0, 4, huge, hd);
     stop(&p);

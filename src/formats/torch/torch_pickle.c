@@ -664,6 +664,10 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
         t.dtype = dtypes[dn->aux].dtype;
         t.esize = dtypes[dn->aux].esize;
     }
+    uint64_t dense;
+    if (!ing_mul(t.nelem, t.esize, &dense))
+        return perr(m, err, INGOT_BAD_SIZE, at, "tensor rebuild: %llu elements overflow a byte size",
+                    (unsigned long long)t.nelem);
     /* Bounds, in elements then bytes (storage_nbytes is in bytes). */
     uint64_t last = t.offset, need;
     if (t.nelem > 0) {

@@ -1301,8 +1301,23 @@ TEST(test_burnpack_cli)
     CHECK(n == on && memcmp(back, orig, n) == 0, "CLI .ingot -> bpk differs");
     ingot_file_close(f);
     free(back);
+    /* and back through the CLI, which picks the writer from the extension */
+    const char *bpk = INGOT_BINARY_DIR "/test_burnpack_cli.bpk";
+    snprintf(cmd, sizeof cmd, "%s convert %s %s 2>&1", INGOT_CLI, ing, bpk);
+    ASSERT_EQ(run(cmd, out, sizeof out), 0);
+    back = read_all(bpk, &n);
+    CHECK(back && n == on && memcmp(back, orig, n) == 0, "CLI .ingot -> .bpk differs");
+    free(back);
+    /* the layout option from the command line */
+    snprintf(cmd, sizeof cmd, "%s convert %s/synthetic/b_multi_dtype_v021.bpk %s --opt layout=0.20 2>&1",
+             INGOT_CLI, FIX, bpk);
+    ASSERT_EQ(run(cmd, out, sizeof out), 0);
+    ASSERT_OK(ingot_file_open(bpk, NULL, &f, &e));
+    ASSERT_STR(ingot_file_version(f), "0.20");
+    ingot_file_close(f);
     free(orig);
     unlink(ing);
+    unlink(bpk);
 }
 
 RUN_TESTS(T(test_burnpack_fixtures_mmap), T(test_burnpack_fixtures_pread),

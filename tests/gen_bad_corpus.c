@@ -1083,7 +1083,8 @@ static size_t gen_manifest(char *buf, size_t cap)
 static bool gen_write_file(const char *dir, const char *name, const void *p, size_t n)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int len = snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (len < 0 || (size_t)len >= sizeof path) return false;
     FILE *fp = fopen(path, "wb");
     if (!fp) return false;
     bool ok = fwrite(p, 1, n, fp) == n;

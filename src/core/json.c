@@ -207,10 +207,11 @@ static ingot_status scan_number(ingot__json *j, ingot__json_tok *t, ingot_error 
     }
     if (pos >= len || b[pos] < '0' || b[pos] > '9')
         return fail(j, err, j->syntax_code, pos, "invalid number");
+    uint64_t mag = 0;
     if (b[pos] == '0')
         pos++;
     else
-        while (pos < len && b[pos] >= '0' && b[pos] <= '9') pos++;
+        while (pos < len && b[pos] >= '0' && b[pos] <= '9') mag = mag * 10 + (uint64_t)(b[pos++] - '0');
     if (pos < len && b[pos] == '.') {
         flags |= ING_JSON_FRAC;
         pos++;
@@ -229,6 +230,7 @@ static ingot_status scan_number(ingot__json *j, ingot__json_tok *t, ingot_error 
     t->p = b + start;
     t->len = pos - start;
     t->flags = flags;
+    t->mag = mag;
     j->pos = pos;
     return INGOT_OK;
 }
@@ -253,6 +255,7 @@ static ING_HOT_INLINE ingot_status scan_value(ingot__json *j, ingot__json_tok *t
     t->flags = 0;
     t->p = NULL;
     t->len = t->dlen = 0;
+    t->mag = 0;
     switch (c) {
     case '{':
     case '[':
@@ -326,6 +329,7 @@ static ingot_status close_container(ingot__json *j, ingot__json_tok *t, bool obj
     t->flags = 0;
     t->p = NULL;
     t->len = t->dlen = 0;
+    t->mag = 0;
     j->pos++;
     j->state = j->depth == 0 ? S_DONE : S_AFTER;
     return INGOT_OK;
@@ -522,8 +526,8 @@ ingot_status ingot__json_u64(const ingot__json *j, const ingot__json_tok *t, uin
     if (t->flags & ING_JSON_NEG)
         return num_err(j, t, err, INGOT_WRONG_TYPE, "expected a non-negative integer");
     uint64_t v = 0;
-    if (t->len <= 19) { /* at most 19 digits cannot overflow */
-        for (size_t i = 0; i < t->len; i++) v = v * 10 + (uint64_t)(t->p[i] - '0');
+    if (t->len <= 19) { /* at most 19 digits cannot overflow: the scan's value is exact */
+        v = t->mag;
     } else {
         for (size_t i = 0; i < t->len; i++)
             if (__builtin_mul_overflow(v, 10, &v) ||

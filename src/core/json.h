@@ -71,6 +71,9 @@ typedef struct ingot__json_tok {
     const uint8_t *p;   /* string/key: first byte after the opening quote; number: first char */
     size_t len;         /* string/key: raw bytes between the quotes; number: characters */
     size_t dlen;        /* string/key: decoded length in bytes (== len when not ESCAPED) */
+    uint64_t mag;       /* number: integer-part digits accumulated while scanning (modulo 2^64;
+                           internal to the number getters, which use them when no overflow is
+                           possible) */
 } ingot__json_tok;
 
 typedef struct ingot__json {

@@ -295,8 +295,8 @@ static ingot_status refuse(const ingot__wtensor *t, ingot_error *err)
     return INGOT_OK;
 }
 
-/* The core calls this before the tensor's name is stored (t->name NULL): then the refusal is
- * deferred to begin(), where the name is known, so the error always names the tensor. */
+/* The core lends the tensor's name for this check; begin() checks every tensor again, so a
+ * description that bypassed this (no name lent) is still refused naming the tensor. */
 static ingot_status check_tensor(ingot_writer *w, const ingot__wtensor *t, ingot_error *err)
 {
     (void)w;

@@ -781,6 +781,60 @@ TEST(pread_matches_mmap_for_views)
     ingot_file_close(f);
 }
 
+/* OOM loop (RELIABILITY.md §3): allocation N fails, N = 0.. until open succeeds; every failure is
+ * NOMEM and leaves nothing allocated (ASan's leak check in the sanitizer build). */
+typedef struct {
+    long left, live;
+} oom_ctx;
+
+static void *oom_alloc(void *ctx, size_t n, size_t align)
+{
+    oom_ctx *c = ctx;
+    (void)align;
+    if (c->left-- == 0) return NULL;
+    c->live++;
+    return malloc(n);
+}
+
+static void oom_free(void *ctx, void *p, size_t n)
+{
+    (void)n;
+    ((oom_ctx *)ctx)->live--;
+    free(p);
+}
+
+TEST(oom_loop)
+{
+    static const char *const files[] = {DATA "checkpoint.pt", DATA "checkpoint_legacy.pt",
+                                        DATA "views.pt"};
+    for (size_t k = 0; k < 3; k++) {
+        size_t len;
+        uint8_t *b = slurp(files[k], &len);
+        ASSERT_TRUE(b);
+        for (long n = 0;; n++) {
+            oom_ctx c = {n, 0};
+            ingot_allocator a = {oom_alloc, oom_free, &c};
+            ingot_open_opts o = {0};
+            o.allocator = &a;
+            ingot_file *f = NULL;
+            ingot_error e;
+            ingot_status st = ingot_file_open_buffer(b, len, &o, &f, &e);
+            if (st == INGOT_OK) {
+                CHECK(ingot_file_tensor_count(f) > 0, "tensors");
+                ingot_file_close(f);
+                CHECK(c.live == 0, "%s: %ld blocks left after close", files[k], c.live);
+                fprintf(stderr, "    %s: opened after %ld failing allocations\n", files[k], n);
+                break;
+            }
+            CHECK(st == INGOT_NOMEM, "%s: allocation %ld failed: %s (%s)", files[k], n,
+                  ingot_status_name(st), e.msg);
+            CHECK(c.live == 0, "%s: allocation %ld failed, %ld blocks leaked", files[k], n, c.live);
+            if (n > 100000) break;
+        }
+        free(b);
+    }
+}
+
 static int run(const char *cmd)
 {
     int r = system(cmd);
@@ -825,4 +879,4 @@ RUN_TESTS(T(fixtures_match_sidecars), T(vectors_match_sidecars), T(spec_hex_exam
           T(views_and_tied_weights), T(zip_builder_round_trip), T(zip_rules),
           T(zip_refused_containers), T(zip_truncation_every_byte), T(zip_byte_flips),
           T(legacy_byte_flips), T(legacy_truncation_every_byte), T(legacy_rules),
-          T(pread_matches_mmap_for_views), T(cli_smoke))
+          T(pread_matches_mmap_for_views), T(oom_loop), T(cli_smoke))

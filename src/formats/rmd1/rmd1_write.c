@@ -97,8 +97,7 @@ static ingot_status get_array(const ingot_writer *w, const char *key, uint64_t c
     return INGOT_OK;
 }
 
-/* Run from begin for every tensor: the core's check_tensor hook sees the tensor before its name
- * is attached, and every refusal here must name the tensor. */
+/* Per-tensor rules, at add_tensor time (the core lends the name) and again at begin. */
 static ingot_status check_tensor(const ingot__wtensor *t, ingot_error *err)
 {
     uint32_t k;
@@ -113,6 +112,12 @@ static ingot_status check_tensor(const ingot__wtensor *t, ingot_error *err)
         return ingot__err(err, INGOT_BAD_SHAPE, INGOT_NO_OFFSET, t->name, t->name_len,
                           "rank %u; RMD1 needs [out, in] weights and [out] biases", t->rank);
     return INGOT_OK;
+}
+
+static ingot_status check_tensor_hook(ingot_writer *w, const ingot__wtensor *t, ingot_error *err)
+{
+    (void)w;
+    return t->name ? check_tensor(t, err) : INGOT_OK;
 }
 
 static void free_state(ingot_writer *w)
@@ -446,6 +451,7 @@ static ingot_status finish(ingot_writer *w, ingot_error *err)
 }
 
 const ingot__writer_ops ingot__writer_rmd1 = {
+    .check_tensor = check_tensor_hook,
     .begin = begin,
     .before_tensor = before_tensor,
     .finish = finish,

@@ -279,6 +279,30 @@ static ingot_status tensor_hash(const ingot__wtensor *t, uint64_t *h)
     return INGOT_OK;
 }
 
+/* What tenzor can hold: its 12 dtypes (BOOL goes in as u8), rank <= 5, u32 dimensions. */
+static ingot_status check_one(const ingot__wtensor *t, ingot_error *err)
+{
+    if (ingot__tz_code(t->dtype) < 0 && t->dtype != INGOT_DTYPE_BOOL)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
+                          "tenzor has no %s (f32 f16 bf16 f64 i8..i64 u8..u64 only)",
+                          ingot_dtype_name(t->dtype));
+    if (t->rank > TZ_MAX_DIMS)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
+                          "rank %u: tenzor stores at most 5 dimensions", t->rank);
+    for (uint32_t d = 0; d < t->rank; d++)
+        if (t->shape[d] > UINT32_MAX)
+            return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
+                              "dimension %u is %llu: tenzor dimensions are u32", d,
+                              (unsigned long long)t->shape[d]);
+    return INGOT_OK;
+}
+
+static ingot_status check_tensor(ingot_writer *w, const ingot__wtensor *t, ingot_error *err)
+{
+    (void)w;
+    return t->name ? check_one(t, err) : INGOT_OK;
+}
+
 typedef struct {
     uint64_t h;
     size_t i;
@@ -299,20 +323,8 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "more than 2^32-1 tensors");
     bool any_real = false;
     for (size_t i = 0; i < n; i++) {
-        const ingot__wtensor *t = &w->tensors[i];
-        if (ingot__tz_code(t->dtype) < 0 && t->dtype != INGOT_DTYPE_BOOL)
-            return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
-                              "tenzor has no %s (f32 f16 bf16 f64 i8..i64 u8..u64 only)",
-                              ingot_dtype_name(t->dtype));
-        if (t->rank > TZ_MAX_DIMS)
-            return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
-                              "rank %u: tenzor stores at most 5 dimensions", t->rank);
-        for (uint32_t d = 0; d < t->rank; d++)
-            if (t->shape[d] > UINT32_MAX)
-                return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
-                                  "dimension %u is %llu: tenzor dimensions are u32", d,
-                                  (unsigned long long)t->shape[d]);
-        if (!is_hex(t)) any_real = true;
+        ING_TRY(check_one(&w->tensors[i], err));
+        if (!is_hex(&w->tensors[i])) any_real = true;
     }
     /* Hashes must be unique: lookup is by hash. */
     if (n > 1) {
@@ -412,6 +424,7 @@ static ingot_status finish(ingot_writer *w, ingot_error *err)
 }
 
 const ingot__writer_ops ingot__writer_tenzor = {
+    .check_tensor = check_tensor,
     .init = init,
     .begin = begin,
     .before_tensor = before_tensor,

@@ -93,6 +93,17 @@ static bool kind_of(ingot_dtype dt, bp_kind *k)
 }
 
 
+/* Early refusal at add_tensor (the core lends the name); begin checks again. */
+static ingot_status check_tensor(ingot_writer *w, const ingot__wtensor *t, ingot_error *err)
+{
+    (void)w;
+    bp_kind k;
+    if (!kind_of(t->dtype, &k))
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
+                          "Burnpack has no dtype %s", ingot_dtype_name(t->dtype));
+    return INGOT_OK;
+}
+
 static int cmp_tensor(const void *ctx, uint32_t a, uint32_t b)
 {
     const ingot_writer *w = ctx;
@@ -324,7 +335,7 @@ static ingot_status resolve(plan *p, ingot_error *err)
         if (!p->layout) p->layout = l;
     }
     if (!p->layout) p->layout = BP_V21;
-    /* Refused here rather than in check_tensor, which does not see the tensor's name yet. */
+    /* Also refused by check_tensor at add_tensor; kept for writers filled another way. */
     for (size_t i = 0; i < w->n_tensors; i++) {
         const ingot__wtensor *t = &w->tensors[i];
         wtensor *x = &p->wt[i];
@@ -554,6 +565,7 @@ static ingot_status finish(ingot_writer *w, ingot_error *err)
 
 const ingot__writer_ops ingot__writer_burnpack = {
     .init = init,
+    .check_tensor = check_tensor,
     .begin = begin,
     .before_tensor = before_tensor,
     .finish = finish,

@@ -557,6 +557,47 @@ TEST(writer_from_topology_keys)
     ingot_writer_free(w);
 }
 
+TEST(writer_reads_keys_from_json_text)
+{
+    /* safetensors holds only strings: the topology comes back as "2", "[2,3,1]", ... */
+    ingot_writer_opts wo = {.format = "rmd1"};
+    ingot_writer *w;
+    ingot_error e;
+    ASSERT_OK(ingot_writer_new(&wo, &w, &e));
+    ingot_writer_set_string(w, "mlp.layer_count", "2");
+    ingot_writer_set_string(w, "mlp.sizes", "[2, 3, 1]");
+    ingot_writer_set_string(w, "mlp.activations", "[\"relu\",\"sigmoid\"]");
+    ingot_writer_set_string(w, "rmd1.activation_ids", "[1,2]");
+    topo tp = {2, {2, 3, 1}, {"relu", "sigmoid"}, INGOT_DTYPE_F32};
+    ASSERT_OK(add_layers(w, &tp, false, &e));
+    void *out;
+    size_t n, fn;
+    ASSERT_OK(save(w, &out, &n, &e));
+    uint8_t *fx = slurp(FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1", &fn);
+    ASSERT_TRUE(n == fn);
+    ASSERT_MEM(out, fx, 60);
+    free(fx);
+    ingot_writer_free_mem(NULL, out, n);
+    ingot_writer_free(w);
+    static const char *bad[][3] = {{"2x", "[2,3,1]", "[\"relu\",\"sigmoid\"]"},
+                                   {"2", "[2,3]", "[\"relu\",\"sigmoid\"]"},
+                                   {"2", "[2,3,-1]", "[\"relu\",\"sigmoid\"]"},
+                                   {"2", "[2,3,1]", "[\"relu\"]"},
+                                   {"2", "[2,3,1]", "relu,sigmoid"}};
+    static const char *where[] = {"mlp.layer_count", "mlp.sizes", "mlp.sizes", "mlp.activations",
+                                  "mlp.activations"};
+    for (int i = 0; i < 5; i++) {
+        ASSERT_OK(ingot_writer_new(&wo, &w, &e));
+        ingot_writer_set_string(w, "mlp.layer_count", bad[i][0]);
+        ingot_writer_set_string(w, "mlp.sizes", bad[i][1]);
+        ingot_writer_set_string(w, "mlp.activations", bad[i][2]);
+        ASSERT_OK(add_layers(w, &tp, false, &e));
+        ASSERT_ST(save(w, &out, &n, &e), INGOT_BAD_METADATA);
+        ASSERT_STR(e.where, where[i]);
+        ingot_writer_free(w);
+    }
+}
+
 TEST(writer_refusals)
 {
     topo tp = {2, {2, 3, 1}, {"relu", "sigmoid"}, INGOT_DTYPE_F32};
@@ -882,11 +923,19 @@ TEST(cli_info_verify_convert)
     free(orig);
     free(back);
     ASSERT_EQ(sh(INGOT_CLI " dump " FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1 layers.0.weight > /dev/null"), 0);
+    /* through safetensors (string metadata) and back: still byte-exact */
+    ASSERT_EQ(sh(INGOT_CLI " convert " FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1 " OUTD "/m.safetensors > /dev/null 2>&1"), 0);
+    ASSERT_EQ(sh(INGOT_CLI " convert " OUTD "/m.safetensors " OUTD "/m2.rmd1 > /dev/null"), 0);
+    orig = slurp(fx, &a);
+    back = slurp(OUTD "/m2.rmd1", &c);
+    ASSERT_TRUE(orig && back && a == c && memcmp(orig, back, a) == 0);
+    free(orig);
+    free(back);
     ASSERT_EQ(sh("rm -rf " OUTD), 0);
 }
 
 RUN_TESTS(T(fixture_bytes_are_the_documented_ones), T(sample_2x1_f32),
           T(mlp_2_3_1_metadata_and_values), T(f64_fixture_alignment_and_modes),
           T(rewrite_is_byte_exact_for_every_fixture), T(non_sequential_layout_with_gaps_round_trips),
-          T(writer_from_topology_keys), T(writer_refusals), T(malformed_catalogue),
+          T(writer_from_topology_keys), T(writer_reads_keys_from_json_text), T(writer_refusals), T(malformed_catalogue),
           T(error_records_name_the_place), T(probe_scores), T(cli_info_verify_convert))

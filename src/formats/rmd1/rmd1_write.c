@@ -10,6 +10,7 @@
 #include "alloc.h"
 #include "checked.h"
 #include "error.h"
+#include "json.h"
 #include "rmd1_format.h"
 #include "writer_impl.h"
 
@@ -60,6 +61,36 @@ static ingot_status bad_key(ingot_error *err, ingot_status code, const char *key
     return ingot__err(err, code, INGOT_NO_OFFSET, key, strlen(key), "%s", msg);
 }
 
+/* Formats whose metadata holds only strings (safetensors) carry these keys as JSON text: "2",
+ * "[2,3,1]". Parses such a text: one integer (array false) or an array of exactly `count`
+ * integers, each in [lo, hi]. */
+static ingot_status json_ints(const char *key, const ingot__wmeta *m, bool array, uint64_t count,
+                              uint64_t lo, uint64_t hi, uint64_t *out, ingot_error *err)
+{
+    ingot__json j;
+    ingot__json_tok t;
+    ingot__json_init(&j, m->blob, m->blob_len, 2, 0);
+    uint64_t n = 0;
+    ingot_status st = ingot__json_next(&j, &t, NULL);
+    if (st == INGOT_OK && array && t.type == ING_JSON_ARRAY) st = ingot__json_next(&j, &t, NULL);
+    else if (array) st = INGOT_BAD_METADATA;
+    while (st == INGOT_OK && t.type == ING_JSON_NUMBER) {
+        uint64_t v;
+        st = ingot__json_u64(&j, &t, &v, NULL);
+        if (st == INGOT_OK && (v < lo || v > hi || n >= count)) st = INGOT_BAD_METADATA;
+        if (st == INGOT_OK) out[n++] = v;
+        if (st == INGOT_OK) st = ingot__json_next(&j, &t, NULL);
+        if (!array) break;
+    }
+    if (st == INGOT_OK && array && t.type == ING_JSON_ARRAY_END) st = ingot__json_next(&j, &t, NULL);
+    if (st != INGOT_OK || t.type != ING_JSON_END || n != count)
+        return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, key, strlen(key),
+                          "text value is not %s of %llu integers in [%llu, %llu]",
+                          array ? "a JSON array" : "one", (unsigned long long)count,
+                          (unsigned long long)lo, (unsigned long long)hi);
+    return INGOT_OK;
+}
+
 /* A scalar integer key in [lo, hi]; *present false when absent (absence is the caller's call). */
 static ingot_status get_scalar(const ingot_writer *w, const char *key, uint64_t lo, uint64_t hi,
                                uint64_t *v, bool *present, ingot_error *err)
@@ -67,6 +98,7 @@ static ingot_status get_scalar(const ingot_writer *w, const char *key, uint64_t 
     const ingot__wmeta *m = find_meta(w, key);
     *present = m != NULL;
     if (!m) return INGOT_OK;
+    if (!m->is_array && m->type == INGOT_META_STRING) return json_ints(key, m, false, 1, lo, hi, v, err);
     if (m->is_array || !int_at(m, 0, v))
         return bad_key(err, INGOT_BAD_METADATA, key, "must be a non-negative integer scalar");
     if (*v < lo || *v > hi)
@@ -83,6 +115,8 @@ static ingot_status get_array(const ingot_writer *w, const char *key, uint64_t c
     const ingot__wmeta *m = find_meta(w, key);
     *present = m != NULL;
     if (!m) return INGOT_OK;
+    if (!m->is_array && m->type == INGOT_META_STRING)
+        return json_ints(key, m, true, count, lo, hi, out, err);
     if (!m->is_array || !is_int_type(m->type))
         return bad_key(err, INGOT_BAD_METADATA, key, "must be an integer array");
     if (m->count != count)
@@ -187,6 +221,41 @@ static ingot_status check_layout(const uint64_t *off, const uint64_t *len, uint3
     return INGOT_OK;
 }
 
+static ingot_status unknown_act(uint32_t k, const char *nm, size_t len, ingot_error *err)
+{
+    return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, "mlp.activations", 15,
+                      "layer %u: activation \"%.*s\" has no RMD1 id (identity, relu, sigmoid, "
+                      "tanh, softmax)",
+                      k, (int)(len > 40 ? 40 : len), nm);
+}
+
+/* mlp.activations as JSON text ("[\"relu\",\"sigmoid\"]"), from a strings-only format. */
+static ingot_status json_acts(const ingot__wmeta *m, uint32_t L, uint8_t *act, ingot_error *err)
+{
+    ingot__json j;
+    ingot__json_tok t;
+    ingot__json_init(&j, m->blob, m->blob_len, 2, 0);
+    uint32_t n = 0;
+    ingot_status st = ingot__json_next(&j, &t, NULL);
+    if (st == INGOT_OK && t.type != ING_JSON_ARRAY) st = INGOT_BAD_METADATA;
+    if (st == INGOT_OK) st = ingot__json_next(&j, &t, NULL);
+    while (st == INGOT_OK && t.type == ING_JSON_STRING && n < L) {
+        int id = -1;
+        for (uint32_t i = 0; i < RMD1_ACT_COUNT && id < 0; i++) {
+            const char *nm = ingot__rmd1_act_name(i);
+            if (ingot__json_str_eq(&t, nm, strlen(nm))) id = (int)i;
+        }
+        if (id < 0) return unknown_act(n, (const char *)t.p, t.len, err);
+        act[n++] = (uint8_t)id;
+        st = ingot__json_next(&j, &t, NULL);
+    }
+    if (st == INGOT_OK && t.type == ING_JSON_ARRAY_END) st = ingot__json_next(&j, &t, NULL);
+    if (st != INGOT_OK || t.type != ING_JSON_END || n != L)
+        return bad_key(err, INGOT_BAD_METADATA, "mlp.activations",
+                       "text value is not a JSON array with one name per layer");
+    return INGOT_OK;
+}
+
 static ingot_status build(ingot_writer *w, plan *p, wstate *s, ingot_error *err)
 {
     uint64_t L64;
@@ -204,20 +273,20 @@ static ingot_status build(ingot_writer *w, plan *p, wstate *s, ingot_error *err)
 
     const ingot__wmeta *acts = find_meta(w, "mlp.activations");
     if (!acts) return bad_key(err, INGOT_BAD_METADATA, "mlp.activations", "missing");
-    if (!acts->is_array || acts->type != INGOT_META_STRING || acts->count != L)
-        return bad_key(err, INGOT_BAD_METADATA, "mlp.activations",
-                       "must be a string array with one name per layer");
-    size_t at = 0;
-    for (uint32_t k = 0; k < L; k++) {
-        const char *nm = (const char *)acts->blob + at;
-        int id = ingot__rmd1_act_id(nm, (size_t)acts->lens[k]);
-        if (id < 0)
-            return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, "mlp.activations", 15,
-                              "layer %u: activation \"%.*s\" has no RMD1 id (identity, relu, "
-                              "sigmoid, tanh, softmax)",
-                              k, (int)(acts->lens[k] > 40 ? 40 : acts->lens[k]), nm);
-        p->act[k] = (uint8_t)id;
-        at += (size_t)acts->lens[k];
+    if (!acts->is_array && acts->type == INGOT_META_STRING) {
+        ING_TRY(json_acts(acts, L, p->act, err));
+    } else {
+        if (!acts->is_array || acts->type != INGOT_META_STRING || acts->count != L)
+            return bad_key(err, INGOT_BAD_METADATA, "mlp.activations",
+                           "must be a string array with one name per layer");
+        size_t at = 0;
+        for (uint32_t k = 0; k < L; k++) {
+            const char *nm = (const char *)acts->blob + at;
+            int id = ingot__rmd1_act_id(nm, (size_t)acts->lens[k]);
+            if (id < 0) return unknown_act(k, nm, (size_t)acts->lens[k], err);
+            p->act[k] = (uint8_t)id;
+            at += (size_t)acts->lens[k];
+        }
     }
     /* rmd1.activation_ids must agree when present (it is redundant with the names). */
     uint64_t *tmp = p->woff; /* scratch until the offsets are filled */

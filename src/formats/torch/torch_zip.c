@@ -63,6 +63,9 @@ static bool digits(const char *s, size_t n, uint64_t *v)
 static ingot_status open_records(ingot_file *f, tstate *s, namebuf *nb, ingot_error *err)
 {
     ingot__zip *z = &s->zip;
+    if (z->count == 0)
+        return ingot__err(err, INGOT_BAD_LAYOUT, z->cd_offset, 0, 0,
+                          "empty archive: no data.pkl");
     /* Prefix: the first central-directory name up to its first '/'. */
     const ingot__zip_entry *e0 = &z->entries[0];
     size_t pl = 0;

@@ -277,7 +277,7 @@ TEST(vectors_match_sidecars)
     static const char *const files[] = {
         "views.pt",   "views_legacy.pt", "dtypes.pt",       "dtypes_legacy.pt",
         "checkpoint.pt", "checkpoint_legacy.pt", "proto4.pt", "proto4_legacy.pt",
-        "root.pt",    "params.pt",       "quantized.pt",    "sparse.pt",
+        "root.pt",    "params.pt",       "many.pt",         "quantized.pt",    "sparse.pt",
         "module.pt",  "complex128.pt",   "proto1.pt",       "plain_pickle.pt",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

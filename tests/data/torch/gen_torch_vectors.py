@@ -131,6 +131,11 @@ def main():
     save("params.pt", {"w": torch.nn.Parameter(torch.ones(2, 2)),
                        "b": torch.nn.Parameter(torch.zeros(2), requires_grad=False)})
 
+    # > 256 memo entries: LONG_BINPUT, and LONG_BINGET for a tied weight memoized past slot 255.
+    many = collections.OrderedDict(("t%d" % i, torch.full((1,), float(i))) for i in range(300))
+    many["tied"] = many["t290"]
+    save("many.pt", many)
+
     # What must be refused.
     refuse("quantized.pt", {"q": torch.quantize_per_tensor(torch.ones(4), 0.1, 0, torch.qint8)},
            "UNSUPPORTED")

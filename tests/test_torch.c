@@ -594,6 +594,32 @@ TEST(zip_rules)
         r[0].len = 313;
         ASSERT_ST(open_zip(r, 4, &e, NULL), INGOT_TRUNCATED);
     }
+    { /* newer writers' extra records are ignored; a CRC of 0 means "not computed" */
+        zrec r[] = {{"tiny/data.pkl", tiny_pkl, 314, 0}, {"tiny/.format_version", "1", 1, 0},
+                    {"tiny/.storage_alignment", "64", 2, 0}, {"tiny/byteorder", "little", 6, 0},
+                    {"tiny/data/0", tiny_w, 24, 0}, {"tiny/data/1", tiny_b, 8, 0},
+                    {"tiny/version", "3\n", 2, 0},
+                    {"tiny/.data/serialization_id", "1234567890123456789012345678901234567890", 40, 0}};
+        static uint8_t img[8192];
+        size_t len = zbuild(r, 8, img);
+        ASSERT_OK(open_buf(img, len, &f, &e));
+        ASSERT_OK(ingot_file_verify(f, 1, &e));
+        ingot_file_close(f);
+        /* zero the CRC of data/0 in the central directory (entry 5): verify still passes */
+        uint8_t *cd = memmem(img, len, "PK\1\2", 4);
+        for (int k = 0; k < 4 && cd; k++) cd = memmem(cd + 4, len - (size_t)(cd + 4 - img), "PK\1\2", 4);
+        ASSERT_TRUE(cd && memcmp(cd + 46, "tiny/data/0", 11) == 0);
+        memset(cd + 16, 0, 4);
+        ASSERT_OK(open_buf(img, len, &f, &e));
+        ASSERT_OK(ingot_file_tensor_verify(f, 0, &e));
+        ingot_file_close(f);
+        /* a wrong non-zero CRC is a mismatch */
+        cd[16] = 1;
+        ASSERT_OK(open_buf(img, len, &f, &e));
+        ASSERT_ST(ingot_file_tensor_verify(f, 0, &e), INGOT_BAD_CHECKSUM);
+        ASSERT_STR(e.where, "fc.weight");
+        ingot_file_close(f);
+    }
     { /* an empty storage record has no descriptor and flags 0x0800 */
         zrec r[] = {TINY_RECS(tiny_pkl, 314)};
         ASSERT_OK(open_zip(r, 4, &e, NULL));

@@ -140,7 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_CHECK((st == INGOT_OK) == (f != NULL));
     if (st != INGOT_OK) FZ_CHECK(e.offset == INGOT_NO_OFFSET || e.offset <= size);
     ingot_status sg = ingot_file_open_buffer(data, size, NULL, &g, &eg);
-    fz_err_check(&eg, sg);
+    /* Other adapters may claim the input when detecting: only ours is held to the contract. */
+    if (size >= 4 && memcmp(data, "RMD1", 4) == 0) fz_err_check(&eg, sg);
     if (sg == INGOT_OK && strcmp(ingot_file_format(g), "rmd1") == 0) FZ_ST(st, INGOT_OK);
     if (st == INGOT_OK) exercise(f, data, size);
     ingot_file_close(g);

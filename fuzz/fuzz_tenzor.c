@@ -153,7 +153,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_err_check(&e, st);
     FZ_CHECK((st == INGOT_OK) == (f != NULL));
     ingot_status sg = ingot_file_open_buffer(data, size, NULL, &g, &eg);
-    fz_err_check(&eg, sg);
+    /* Other adapters may claim the input when detecting: only ours is held to the contract. */
+    if (size >= 8 && memcmp(data, "TENZOR\0\0", 8) == 0) fz_err_check(&eg, sg);
     if (size >= 8 && memcmp(data, "TENZOR\0\0", 8) == 0) FZ_ST(sg, st);
     if (st == INGOT_OK) exercise(f, data, size);
     ingot_file_close(g);

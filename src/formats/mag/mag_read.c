@@ -643,13 +643,14 @@ static ingot_status open_b(ingot_file *f, ingot_error *err)
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the reader");
     uint8_t *used = NULL;
     uint32_t used_n = 0;
-    ingot_status st = parse_b(f, s, &used, &used_n, err);
+    ingot_error eb; /* the caller's record is written only if the open fails for good */
+    ingot_status st = parse_b(f, s, &used, &used_n, &eb);
     ingot__free(&f->alloc, used, used_n);
-    if (st == INGOT_OK) st = build_names(f, s, s->hdr, err);
-    if (st == INGOT_OK) st = alloc_index(f, s, err);
+    if (st == INGOT_OK) st = build_names(f, s, s->hdr, &eb);
+    if (st == INGOT_OK) st = alloc_index(f, s, &eb);
     sort_ctx ctx = {s, s->hdr};
-    if (st == INGOT_OK) st = sort_unique(f, s->t_idx, s->nt, cmp_tensor, &ctx, true, err);
-    if (st == INGOT_OK && !skip_crc(f)) st = check_crc(s, REGION_B, sizeof REGION_B - 1, 16, err);
+    if (st == INGOT_OK) st = sort_unique(f, s->t_idx, s->nt, cmp_tensor, &ctx, true, &eb);
+    if (st == INGOT_OK && !skip_crc(f)) st = check_crc(s, REGION_B, sizeof REGION_B - 1, 16, &eb);
     if (st != INGOT_OK) {
         free_state(&f->alloc, s);
         /* "SRP!" at 32 may be a storage archive's first value by chance (spec §0): fall back,
@@ -659,6 +660,7 @@ static ingot_status open_b(ingot_file *f, ingot_error *err)
             f->fmt = &ingot__format_mag;
             return INGOT_OK;
         }
+        if (err) *err = eb;
         return st;
     }
     f->state = s;

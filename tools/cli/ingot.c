@@ -1116,11 +1116,17 @@ static int cmd_convert(int argc, char **argv)
     }
     uint64_t nt = ingot_file_tensor_count(f);
     const uint32_t relayout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
+
+    /* A tensor whose stored bytes are its dense bytes and are mapped is handed over by pointer
+     * (the writer reads it under the SIGBUS guard, in whatever order the target format stores
+     * tensors); the others are pushed below, in file order. */
+    const uint32_t by_pointer_not = relayout | INGOT_TENSOR_NOT_MAPPED;
     for (uint64_t i = 0; i < nt && !rc; i++) {
         ingot_tensor_info t;
         ingot_file_tensor_at(f, i, &t);
         ingot_tensor_opts to = {(t.flags & INGOT_TENSOR_HAS_PARAM_ID) != 0, t.param_id};
-        if (ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, &to, NULL, &e) != INGOT_OK)
+        const void *src = t.data && !(t.flags & by_pointer_not) ? t.data : NULL;
+        if (ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, &to, src, &e) != INGOT_OK)
             rc = fail_err(&e, out);
     }
     progress p;
@@ -1133,6 +1139,7 @@ static int cmd_convert(int argc, char **argv)
     for (uint64_t i = 0; i < nt && !rc; i++) {
         ingot_tensor_info t;
         ingot_file_tensor_at(f, i, &t);
+        if (t.data && !(t.flags & by_pointer_not)) continue; /* given by pointer above */
         if (t.flags & relayout) { /* one tensor at a time, in C order, little-endian */
             uint8_t *dense = malloc(t.nbytes ? (size_t)t.nbytes : 1);
             if (!dense) rc = fail_st(INGOT_NOMEM, "convert");

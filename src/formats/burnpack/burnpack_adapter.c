@@ -363,20 +363,20 @@ static int cmp_data(const void *ctx, uint32_t a, uint32_t b)
     const bp_tensor *x = &s->t[a], *y = &s->t[b];
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     if (x->end != y->end) return x->end < y->end ? -1 : 1;
-    return bp_bytecmp(s->pool.p + x->name_off, x->name_len, s->pool.p + y->name_off, y->name_len);
+    return ingot__bytes_cmp(s->pool.p + x->name_off, x->name_len, s->pool.p + y->name_off, y->name_len);
 }
 
 static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
 {
     const bp_state *s = ctx;
     const bp_tensor *x = &s->t[a], *y = &s->t[b];
-    return bp_bytecmp(s->pool.p + x->name_off, x->name_len, s->pool.p + y->name_off, y->name_len);
+    return ingot__bytes_cmp(s->pool.p + x->name_off, x->name_len, s->pool.p + y->name_off, y->name_len);
 }
 
 static int cmp_key(const void *ctx, uint32_t a, uint32_t b)
 {
     const bp_state *s = ctx;
-    return bp_bytecmp(s->m[a].key, s->m[a].key_len, s->m[b].key, s->m[b].key_len);
+    return ingot__bytes_cmp(s->m[a].key, s->m[a].key_len, s->m[b].key, s->m[b].key_len);
 }
 
 #define TNAME(s, t) ((const char *)(s)->pool.p + (t)->name_off), (t)->name_len
@@ -559,7 +559,7 @@ static ingot_status build_meta(ingot_file *f, bp_state *s, ingot_error *err)
             return nomem(err, "the metadata index");
         }
         for (uint32_t k = 0; k < s->nm; k++) s->m_by_key[k] = k;
-        bp_msort(s->m_by_key, tmp, s->nm, cmp_key, s);
+        ingot__index_sort(s->m_by_key, tmp, s->nm, cmp_key, s);
         ingot__free(&f->alloc, tmp, s->nm * sizeof(uint32_t));
         for (size_t k = 1; k < s->nm; k++) {
             const bp_meta *a = &s->m[s->m_by_key[k - 1]], *b = &s->m[s->m_by_key[k]];
@@ -590,7 +590,7 @@ static ingot_status sort_tensors(ingot_file *f, bp_state *s, ingot_error *err)
     }
     /* duplicate names first (Burn keeps the last silently; we refuse) */
     for (uint32_t i = 0; i < n; i++) ord[i] = i;
-    bp_msort(ord, tmp, n, cmp_name, s);
+    ingot__index_sort(ord, tmp, n, cmp_name, s);
     for (size_t i = 1; i < n; i++)
         if (cmp_name(s, ord[i - 1], ord[i]) == 0) {
             const bp_tensor *t = &s->t[ord[i]];
@@ -600,11 +600,11 @@ static ingot_status sort_tensors(ingot_file *f, bp_state *s, ingot_error *err)
         }
     /* data order becomes the tensor order */
     for (uint32_t i = 0; i < n; i++) ord[i] = i;
-    bp_msort(ord, tmp, n, cmp_data, s);
+    ingot__index_sort(ord, tmp, n, cmp_data, s);
     for (size_t i = 0; i < n; i++) nt[i] = s->t[ord[i]];
     memcpy(s->t, nt, n * sizeof *nt);
     for (uint32_t i = 0; i < n; i++) ord[i] = i;
-    bp_msort(ord, tmp, n, cmp_name, s);
+    ingot__index_sort(ord, tmp, n, cmp_name, s);
     s->by_name = ord;
     ord = NULL;
 done:
@@ -703,7 +703,7 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const bp_tensor *t = &s->t[s->by_name[mid]];
-        int c = bp_bytecmp(s->pool.p + t->name_off, t->name_len, name, len);
+        int c = ingot__bytes_cmp(s->pool.p + t->name_off, t->name_len, name, len);
         if (c == 0) return tensor_at(f, s->by_name[mid], out);
         if (c < 0) lo = mid + 1;
         else hi = mid;
@@ -754,7 +754,7 @@ static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const bp_meta *m = &s->m[s->m_by_key[mid]];
-        int c = bp_bytecmp(m->key, m->key_len, key, len);
+        int c = ingot__bytes_cmp(m->key, m->key_len, key, len);
         if (c == 0) return meta_at(f, s->m_by_key[mid], out);
         if (c < 0) lo = mid + 1;
         else hi = mid;

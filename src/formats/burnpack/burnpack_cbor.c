@@ -72,26 +72,6 @@ bool bp_put_text(bp_buf *b, const char *s, size_t n)
     return bp_put_head(b, 3, n) && bp_buf_put(b, s, n);
 }
 
-void bp_msort(uint32_t *v, uint32_t *tmp, size_t n, bp_cmp cmp, const void *ctx)
-{
-    if (n < 2) return;
-    size_t h = n / 2;
-    bp_msort(v, tmp, h, cmp, ctx);
-    bp_msort(v + h, tmp, n - h, cmp, ctx);
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = cmp(ctx, v[j], v[i]) < 0 ? v[j++] : v[i++];
-    while (i < h) tmp[k++] = v[i++];
-    while (j < n) tmp[k++] = v[j++];
-    memcpy(v, tmp, n * sizeof *v);
-}
-
-int bp_bytecmp(const void *a, size_t al, const void *b, size_t bl)
-{
-    size_t n = al < bl ? al : bl;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Pull parser
  * ------------------------------------------------------------------------------------------- */

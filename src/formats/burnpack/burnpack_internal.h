@@ -7,6 +7,8 @@
 #ifndef INGOT_BURNPACK_INTERNAL_H
 #define INGOT_BURNPACK_INTERNAL_H
 
+#include "order.h" /* ingot__bytes_cmp, ingot__index_sort */
+
 #include "deps.h"
 #include "ingot/core.h"
 
@@ -103,11 +105,6 @@ const char *bp_kind_text(bp_kind k);
 ingot_status bp_json_to_cbor(const char *json, size_t n, bp_buf *out, const char *who,
                              size_t who_len, ingot_error *err);
 
-/* Stable merge sort of indices (tmp: n scratch entries). */
-typedef int (*bp_cmp)(const void *ctx, uint32_t a, uint32_t b);
-void bp_msort(uint32_t *v, uint32_t *tmp, size_t n, bp_cmp cmp, const void *ctx);
-/* Bytewise order, shorter first on a common prefix (Rust's String order). */
-int bp_bytecmp(const void *a, size_t al, const void *b, size_t bl);
 
 /* Shortest-form CBOR heads. */
 bool bp_put_head(bp_buf *b, unsigned major, uint64_t v);

@@ -107,14 +107,14 @@ static ingot_status check_tensor(ingot_writer *w, const ingot__wtensor *t, ingot
 static int cmp_tensor(const void *ctx, uint32_t a, uint32_t b)
 {
     const ingot_writer *w = ctx;
-    return bp_bytecmp(w->tensors[a].name, w->tensors[a].name_len, w->tensors[b].name,
+    return ingot__bytes_cmp(w->tensors[a].name, w->tensors[a].name_len, w->tensors[b].name,
                       w->tensors[b].name_len);
 }
 
 static int cmp_meta(const void *ctx, uint32_t a, uint32_t b)
 {
     const ingot_writer *w = ctx;
-    return bp_bytecmp(w->meta[a].key, w->meta[a].key_len, w->meta[b].key, w->meta[b].key_len);
+    return ingot__bytes_cmp(w->meta[a].key, w->meta[a].key_len, w->meta[b].key, w->meta[b].key_len);
 }
 
 static bool has_prefix(const ingot__wmeta *m, const char *p)
@@ -131,7 +131,7 @@ static long find_tensor(const ingot_writer *w, const uint32_t *by_name, const ch
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const ingot__wtensor *t = &w->tensors[by_name[mid]];
-        int c = bp_bytecmp(t->name, t->name_len, name, n);
+        int c = ingot__bytes_cmp(t->name, t->name_len, name, n);
         if (c == 0) return (long)by_name[mid];
         if (c < 0) lo = mid + 1;
         else hi = mid;
@@ -498,9 +498,9 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
         goto done;
     }
     for (uint32_t i = 0; i < w->n_tensors; i++) p.by_name[i] = i;
-    bp_msort(p.by_name, p.by_name + n, w->n_tensors, cmp_tensor, w);
+    ingot__index_sort(p.by_name, p.by_name + n, w->n_tensors, cmp_tensor, w);
     if ((st = resolve(&p, err)) != INGOT_OK) goto done;
-    bp_msort(p.user, p.user + m, p.n_user, cmp_meta, w);
+    ingot__index_sort(p.user, p.user + m, p.n_user, cmp_meta, w);
 
     /* data offsets, relative to the data start, in declaration order (spec §4) */
     uint64_t align = p.layout == BP_V19 ? 1 : BP_ALIGN, cur = 0;

@@ -7,6 +7,8 @@
 #ifndef INGOT_MAG_INTERNAL_H
 #define INGOT_MAG_INTERNAL_H
 
+#include "order.h" /* ingot__bytes_cmp, ingot__index_sort */
+
 #include "deps.h"
 #include "ingot/core.h"
 #include "writer_impl.h"
@@ -40,12 +42,7 @@ uint64_t ingot__mag_hash(const void *key, size_t len);
 ingot_status ingot__mag_slot_order(const ingot_allocator *a, const uint64_t *hashes, size_t n,
                                    uint32_t *order);
 
-/* Stable merge sort of indices; cmp(ctx, a, b) < 0 when a sorts first. tmp holds n entries. */
-typedef int (*ingot__mag_cmp)(const void *ctx, uint32_t a, uint32_t b);
-void ingot__mag_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__mag_cmp cmp, const void *ctx);
 
-/* Byte-wise comparison of (a, al) and (b, bl), shorter first on a common prefix. */
-int ingot__mag_bcmp(const void *a, size_t al, const void *b, size_t bl);
 
 extern const ingot__writer_ops ingot__writer_mag;
 extern const ingot__writer_ops ingot__writer_mag_snapshot;

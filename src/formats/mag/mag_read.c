@@ -168,7 +168,7 @@ typedef struct {
 static int cmp_tensor(const void *ctx, uint32_t a, uint32_t b)
 {
     const mstate *s = ((const sort_ctx *)ctx)->s;
-    return ingot__mag_bcmp(s->names + s->t[a].name, s->t[a].name_len, s->names + s->t[b].name,
+    return ingot__bytes_cmp(s->names + s->t[a].name, s->t[a].name_len, s->names + s->t[b].name,
                            s->t[b].name_len);
 }
 
@@ -176,18 +176,18 @@ static int cmp_meta(const void *ctx, uint32_t a, uint32_t b)
 {
     const sort_ctx *c = ctx;
     const mmeta *m = c->s->m;
-    return ingot__mag_bcmp(c->p + m[a].key_off, m[a].key_len, c->p + m[b].key_off, m[b].key_len);
+    return ingot__bytes_cmp(c->p + m[a].key_off, m[a].key_len, c->p + m[b].key_off, m[b].key_len);
 }
 
 /* Sorts idx[0..n) (filled with 0..n-1 here) and reports the first duplicate in file order. */
-static ingot_status sort_unique(ingot_file *f, uint32_t *idx, uint32_t n, ingot__mag_cmp cmp,
+static ingot_status sort_unique(ingot_file *f, uint32_t *idx, uint32_t n, ingot__index_cmp cmp,
                                 const sort_ctx *ctx, bool tensors, ingot_error *err)
 {
     if (n == 0) return INGOT_OK;
     uint32_t *tmp = ingot__alloc(&f->alloc, (size_t)n * sizeof *tmp);
     if (!tmp) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the index");
     for (uint32_t i = 0; i < n; i++) idx[i] = i;
-    ingot__mag_sort(idx, tmp, n, cmp, ctx);
+    ingot__index_sort(idx, tmp, n, cmp, ctx);
     ingot__free(&f->alloc, tmp, (size_t)n * sizeof *tmp);
     uint32_t dup = UINT32_MAX; /* the later record of the first equal pair in file order */
     for (uint32_t i = 1; i < n; i++)
@@ -733,7 +733,7 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const mtensor *t = &s->t[s->t_idx[mid]];
-        int c = ingot__mag_bcmp(s->names + t->name, t->name_len, name, len);
+        int c = ingot__bytes_cmp(s->names + t->name, t->name_len, name, len);
         if (c == 0) return tensor_at(f, s->t_idx[mid], out);
         if (c < 0) lo = mid + 1;
         else hi = mid;
@@ -772,7 +772,7 @@ static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const mmeta *m = &s->m[s->m_idx[mid]];
-        int c = ingot__mag_bcmp(s->hdr + m->key_off, m->key_len, key, len);
+        int c = ingot__bytes_cmp(s->hdr + m->key_off, m->key_len, key, len);
         if (c == 0) return meta_at(f, s->m_idx[mid], out);
         if (c < 0) lo = mid + 1;
         else hi = mid;

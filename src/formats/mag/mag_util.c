@@ -146,22 +146,3 @@ ingot_status ingot__mag_slot_order(const ingot_allocator *a, const uint64_t *has
 
 /* ---- sorting ---- */
 
-int ingot__mag_bcmp(const void *a, size_t al, const void *b, size_t bl)
-{
-    size_t n = al < bl ? al : bl;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
-}
-
-void ingot__mag_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__mag_cmp cmp, const void *ctx)
-{
-    if (n < 2) return;
-    size_t h = n / 2;
-    ingot__mag_sort(v, tmp, h, cmp, ctx);
-    ingot__mag_sort(v + h, tmp, n - h, cmp, ctx);
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = cmp(ctx, v[j], v[i]) < 0 ? v[j++] : v[i++];
-    while (i < h) tmp[k++] = v[i++];
-    while (j < n) tmp[k++] = v[j++];
-    memcpy(v, tmp, n * sizeof *v);
-}

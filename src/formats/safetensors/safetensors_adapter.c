@@ -299,13 +299,13 @@ static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
 static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
 {
     const st_state *s = ctx;
-    return ingot__st_bcmp(s->t[a].name, s->t[a].name_len, s->t[b].name, s->t[b].name_len);
+    return ingot__bytes_cmp(s->t[a].name, s->t[a].name_len, s->t[b].name, s->t[b].name_len);
 }
 
 static int cmp_key(const void *ctx, uint32_t a, uint32_t b)
 {
     const st_state *s = ctx;
-    return ingot__st_bcmp(s->m[a].key, s->m[a].key_len, s->m[b].key, s->m[b].key_len);
+    return ingot__bytes_cmp(s->m[a].key, s->m[a].key_len, s->m[b].key, s->m[b].key_len);
 }
 
 static int cmp_off(const void *ctx, uint32_t a, uint32_t b)
@@ -325,7 +325,7 @@ static ingot_status check_layout(parser *p, uint32_t *order, uint32_t *tmp, uint
     for (size_t i = 1; i < s->n && sorted; i++)
         sorted = cmp_off(s, (uint32_t)(i - 1), (uint32_t)i) <= 0;
     for (uint32_t i = 0; i < s->n; i++) order[i] = i;
-    if (!sorted) ingot__st_sort(order, tmp, s->n, cmp_off, s);
+    if (!sorted) ingot__index_sort(order, tmp, s->n, cmp_off, s);
     uint64_t expected = 0;
     for (size_t k = 0; k < s->n; k++) {
         const ent *e = &s->t[order[k]];
@@ -381,7 +381,7 @@ static ingot_status parse(parser *p, const uint8_t *hdr, uint64_t hn)
     if (!s->by_name) return nomem(p, "the name index");
     uint32_t *tmp = s->by_name + s->n;
     for (uint32_t i = 0; i < s->n; i++) s->by_name[i] = i;
-    ingot__st_sort(s->by_name, tmp, s->n, cmp_name, s);
+    ingot__index_sort(s->by_name, tmp, s->n, cmp_name, s);
     for (size_t k = 1; k < s->n; k++) {
         const ent *a = &s->t[s->by_name[k - 1]], *b = &s->t[s->by_name[k]];
         if (cmp_name(s, s->by_name[k - 1], s->by_name[k]) == 0) {
@@ -394,7 +394,7 @@ static ingot_status parse(parser *p, const uint8_t *hdr, uint64_t hn)
         s->by_key = ingot__alloc(&p->f->alloc, s->nm * sizeof(uint32_t) * 2);
         if (!s->by_key) return nomem(p, "the key index");
         for (uint32_t i = 0; i < s->nm; i++) s->by_key[i] = i;
-        ingot__st_sort(s->by_key, s->by_key + s->nm, s->nm, cmp_key, s);
+        ingot__index_sort(s->by_key, s->by_key + s->nm, s->nm, cmp_key, s);
         for (size_t k = 1; k < s->nm; k++)
             if (cmp_key(s, s->by_key[k - 1], s->by_key[k]) == 0) {
                 const mentry *m = &s->m[s->by_key[k]];
@@ -516,7 +516,7 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const ent *e = &s->t[s->by_name[mid]];
-        int c = ingot__st_bcmp(e->name, e->name_len, name, len);
+        int c = ingot__bytes_cmp(e->name, e->name_len, name, len);
         if (c == 0) return tensor_at(f, s->by_name[mid], out);
         if (c < 0) lo = mid + 1;
         else hi = mid;
@@ -550,7 +550,7 @@ static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const mentry *m = &s->m[s->by_key[mid]];
-        int c = ingot__st_bcmp(m->key, m->key_len, key, len);
+        int c = ingot__bytes_cmp(m->key, m->key_len, key, len);
         if (c == 0) return meta_at(f, s->by_key[mid], out);
         if (c < 0) lo = mid + 1;
         else hi = mid;

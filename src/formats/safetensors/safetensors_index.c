@@ -145,20 +145,20 @@ static ingot_status parse_map(ingot_file *f, ix_state *s, ingot__json *j, ingot_
 static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
 {
     const ix_state *s = ctx;
-    return ingot__st_bcmp(s->t[a].name, s->t[a].name_len, s->t[b].name, s->t[b].name_len);
+    return ingot__bytes_cmp(s->t[a].name, s->t[a].name_len, s->t[b].name, s->t[b].name_len);
 }
 
 static int cmp_fname(const void *ctx, uint32_t a, uint32_t b)
 {
     const ix_state *s = ctx;
-    return ingot__st_bcmp(s->t[a].fname, s->t[a].flen, s->t[b].fname, s->t[b].flen);
+    return ingot__bytes_cmp(s->t[a].fname, s->t[a].flen, s->t[b].fname, s->t[b].flen);
 }
 
 static ingot_status open_shards(ingot_file *f, ix_state *s, uint32_t *order, uint32_t *tmp,
                                 ingot_error *err)
 {
     for (uint32_t i = 0; i < s->n; i++) order[i] = i;
-    ingot__st_sort(order, tmp, s->n, cmp_fname, s);
+    ingot__index_sort(order, tmp, s->n, cmp_fname, s);
     s->sh = ingot__calloc(&f->alloc, s->n * sizeof *s->sh + sizeof *s->sh);
     if (!s->sh) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating shards");
     size_t dir = f->path_len;
@@ -263,7 +263,7 @@ static ingot_status open_ix(ingot_file *f, ingot_error *err)
         goto fail;
     }
     for (uint32_t i = 0; i < s->n; i++) s->by_name[i] = i;
-    ingot__st_sort(s->by_name, s->by_name + s->n, s->n, cmp_name, s);
+    ingot__index_sort(s->by_name, s->by_name + s->n, s->n, cmp_name, s);
     for (size_t k = 1; k < s->n; k++)
         if (cmp_name(s, s->by_name[k - 1], s->by_name[k]) == 0) {
             const ient *a = &s->t[s->by_name[k - 1]], *b = &s->t[s->by_name[k]];
@@ -322,7 +322,7 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const ient *e = &s->t[s->by_name[mid]];
-        int c = ingot__st_bcmp(e->name, e->name_len, name, len);
+        int c = ingot__bytes_cmp(e->name, e->name_len, name, len);
         if (c == 0) return tensor_at(f, s->by_name[mid], out);
         if (c < 0) lo = mid + 1;
         else hi = mid;

@@ -418,7 +418,7 @@ static void free_state(ingot_writer *w)
 static int cmp_name_idx(const void *ctx, uint32_t a, uint32_t b)
 {
     const ingot_writer *w = ctx;
-    return ingot__st_bcmp(w->tensors[a].name, w->tensors[a].name_len, w->tensors[b].name,
+    return ingot__bytes_cmp(w->tensors[a].name, w->tensors[a].name_len, w->tensors[b].name,
                           w->tensors[b].name_len);
 }
 
@@ -475,7 +475,7 @@ static ingot_status begin_sharded(ingot_writer *w, uint64_t *total, ingot_error 
     uint32_t *order = ingot__alloc(a, (nt ? nt : 1) * 2 * sizeof(uint32_t));
     if (!order) return wnomem(err, "the index order");
     for (uint32_t i = 0; i < nt; i++) order[i] = i;
-    ingot__st_sort(order, order + nt, nt, cmp_name_idx, w);
+    ingot__index_sort(order, order + nt, nt, cmp_name_idx, w);
     uint32_t *shard_of = order + nt; /* reuse as tensor -> shard after sorting */
     for (k = 0; k < n; k++)
         for (size_t i = s->shards[k].first; i < s->shards[k].first + s->shards[k].count; i++)

@@ -5,6 +5,8 @@
 #ifndef INGOT_ST_INTERNAL_H
 #define INGOT_ST_INTERNAL_H
 
+#include "order.h" /* ingot__bytes_cmp, ingot__index_sort */
+
 #include "deps.h"
 #include "file.h"
 #include "ingot/core.h"
@@ -28,10 +30,6 @@ const st_dtype *ingot__st_dtype_by_name(const uint8_t *s, size_t n);
 /* The safetensors spelling of an ingot dtype; NULL if safetensors cannot hold it. */
 const st_dtype *ingot__st_dtype_by_ingot(ingot_dtype dt);
 
-/* Stable merge sort of uint32 indices with a context comparator; an already ordered input costs
- * one comparison per merge (HF headers are mostly sorted). tmp holds n entries. */
-typedef int (*ingot__st_cmp)(const void *ctx, uint32_t a, uint32_t b);
-void ingot__st_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__st_cmp cmp, const void *ctx);
 
 /* p[0..n) == lit[0..n), inlined for constant n (memcmp is an out-of-line call here). */
 static inline bool ingot__st_eq(const void *p, const char *lit, size_t n)
@@ -49,8 +47,6 @@ static inline bool ingot__st_eq(const void *p, const char *lit, size_t n)
     return true;
 }
 
-/* Byte-wise comparison of (a, al) and (b, bl), shorter first on a common prefix. */
-int ingot__st_bcmp(const char *a, size_t al, const char *b, size_t bl);
 
 extern const ingot__format ingot__format_safetensors;
 extern const ingot__format ingot__format_safetensors_index;

@@ -862,7 +862,7 @@ static const gcase gen_cases[] = {
     TEN("dtype_0.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0),
     TEN("dtype_ffff.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0xffff),
     TEN("dtype_7fff.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0x7fff),
-    TEN("dtype_21_gap.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 21),
+    TEN("dtype_23_gap.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 23),
     TEN("dtype_257_gap.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 257),
     TEN("dtype_299_after_last.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 299),
     /* row 10: rank */

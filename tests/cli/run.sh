@@ -65,6 +65,14 @@ run 0 "$ING" dump m.ingot e4
 expect_out "^1 448 nan -1$"
 run 0 "$ING" dump m.ingot e5
 expect_out "^1 5.734e+04 inf 1.526e-05$"
+# FNUZ variants: bias 8 / 16, 0x80 the only NaN, no infinity (0x7f is the largest finite value)
+printf '\x08\x80\x40\xc4\x7f' > e4z.bin                   # e4m3fnuz 2^-7 nan 1 -1.5 240
+printf '\x04\x80\x40\x01\x7f' > e5z.bin                   # e5m2fnuz 2^-15 nan 1 2^-17 57344
+run 0 "$ING" pack z.ingot --tensor a:F8_E4M3FNUZ:5=e4z.bin --tensor b:F8_E5M2FNUZ:5=e5z.bin
+run 0 "$ING" dump z.ingot a
+expect_out "^0.007812 nan 1 -1.5 240$"
+run 0 "$ING" dump z.ingot b
+expect_out "^3.052e-05 nan 1 7.629e-06 5.734e+04$"
 run 0 "$ING" dump m.ingot fc.weight --limit 2
 expect_out "^0 0.25$"
 expect_out "4 more elements"

@@ -880,6 +880,24 @@ static double e5m2_to_double(uint8_t b)
     return s ? -v : v;
 }
 
+/* FNUZ variants (Graphcore/AMD): no infinities, no negative zero, 0x80 is the only NaN; the
+ * exponent bias is one more than the OCP type's (8 for E4M3, 16 for E5M2). */
+static double e4m3fnuz_to_double(uint8_t b)
+{
+    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+    if (b == 0x80) return NAN;
+    double v = e == 0 ? ldexp(m, -10) : ldexp(m + 8, e - 11);
+    return s ? -v : v;
+}
+
+static double e5m2fnuz_to_double(uint8_t b)
+{
+    int s = b >> 7, e = (b >> 2) & 31, m = b & 3;
+    if (b == 0x80) return NAN;
+    double v = e == 0 ? ldexp(m, -17) : ldexp(m + 4, e - 18);
+    return s ? -v : v;
+}
+
 static void print_float(double v, int digits)
 {
     if (isnan(v)) printf("nan"); /* no "-nan": the sign of a NaN carries no value */
@@ -898,6 +916,8 @@ static void print_value(ingot_dtype dt, const uint8_t *p)
     case INGOT_DTYPE_BF16: memcpy(&u16, p, 2); print_float(bf16_to_double(u16), 5); break;
     case INGOT_DTYPE_F8_E4M3: print_float(e4m3_to_double(*p), 4); break;
     case INGOT_DTYPE_F8_E5M2: print_float(e5m2_to_double(*p), 4); break;
+    case INGOT_DTYPE_F8_E4M3FNUZ: print_float(e4m3fnuz_to_double(*p), 4); break;
+    case INGOT_DTYPE_F8_E5M2FNUZ: print_float(e5m2fnuz_to_double(*p), 4); break;
     case INGOT_DTYPE_I64: memcpy(&u64, p, 8); printf("%" PRId64, (int64_t)u64); break;
     case INGOT_DTYPE_I32: memcpy(&u32, p, 4); printf("%" PRId32, (int32_t)u32); break;
     case INGOT_DTYPE_I16: memcpy(&u16, p, 2); printf("%d", (int16_t)u16); break;

@@ -143,7 +143,7 @@ static const dtype_def dtypes[] = {
     {"complex32", 0, 4},                      {"uint16", INGOT_DTYPE_U16, 2},
     {"uint32", INGOT_DTYPE_U32, 4},           {"uint64", INGOT_DTYPE_U64, 8},
     {"float8_e5m2", INGOT_DTYPE_F8_E5M2, 1},  {"float8_e4m3fn", INGOT_DTYPE_F8_E4M3, 1},
-    {"float8_e5m2fnuz", 0, 1},                {"float8_e4m3fnuz", 0, 1},
+    {"float8_e5m2fnuz", INGOT_DTYPE_F8_E5M2FNUZ, 1}, {"float8_e4m3fnuz", INGOT_DTYPE_F8_E4M3FNUZ, 1},
     {"float8_e8m0fnu", INGOT_DTYPE_F8_E8M0, 1}, {"float4_e2m1fn_x2", 0, 1},
     {"bits8", 0, 1},                          {"bits16", 0, 2},
     {"bits1x8", 0, 1},                        {"bits2x4", 0, 1},

@@ -4,6 +4,13 @@
  * computes each MR x NR tile of C from one A panel and one B panel. Threads split C into
  * column (or, for tall-thin shapes, row) ranges; each range runs the whole loop nest with its own
  * packing buffers, so every element of C is reduced in the same order whatever the thread count.
+ *
+ * What made the AVX2 path match OpenBLAS on Zen (docs/PERFORMANCE.md): the micro-kernel
+ * prefetches its C tile before the k loop (C is read back once per KC block and, for large
+ * matrices, lives in memory: without it every tile waited on six cache misses); B panels are
+ * packed with 256-bit loads and, for B^T, 8 x 8 register transposes; a B panel is packed just
+ * before its first use, and when there is a single A block (small M) into one panel-sized buffer
+ * that stays in L1 instead of a 3 MB block.
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -41,6 +48,15 @@ static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, flo
 {
     for (size_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
         size_t mr = mc - ir < MR ? mc - ir : MR;
+        if (!j->ta && mr == MR) {
+            const float *s0 = j->A + (ic + ir) * j->lda + pc, *s1 = s0 + j->lda, *s2 = s1 + j->lda;
+            const float *s3 = s2 + j->lda, *s4 = s3 + j->lda, *s5 = s4 + j->lda;
+            for (size_t k = 0; k < kc; k++) {
+                float *d = ap + k * MR;
+                d[0] = s0[k], d[1] = s1[k], d[2] = s2[k], d[3] = s3[k], d[4] = s4[k], d[5] = s5[k];
+            }
+            continue;
+        }
         if (!j->ta) {
             for (size_t r = 0; r < mr; r++) {
                 const float *src = j->A + (ic + ir + r) * j->lda + pc;
@@ -58,28 +74,84 @@ static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, flo
     }
 }
 
-static void pack_b(const job *j, size_t pc, size_t kc, size_t jc, size_t nc, float *bp)
+#ifdef HAVE_X86
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+/* Prefetch of the line holding p + off bytes. The address may lie past the array (a prefetch
+ * never faults), so it is formed as an integer rather than by pointer arithmetic. */
+#define PREFETCH(p, off) _mm_prefetch((const char *)((uintptr_t)(p) + (off)), _MM_HINT_T0)
+/* 8 x 8 transpose: rows r[0..7] in, columns out in r[0..7]. */
+AVX2_TARGET static inline void tr8(__m256 r[8])
 {
-    for (size_t jr = 0; jr < nc; jr += NR, bp += NR * kc) {
-        size_t nr = nc - jr < NR ? nc - jr : NR;
-        if (!j->tb) {
-            for (size_t k = 0; k < kc; k++) {
-                const float *src = j->B + (pc + k) * j->ldb + jc + jr;
-                float *dst = bp + k * NR;
-                if (nr == NR) memcpy(dst, src, NR * sizeof(float));
-                else {
-                    memcpy(dst, src, nr * sizeof(float));
-                    memset(dst + nr, 0, (NR - nr) * sizeof(float));
-                }
-            }
-        } else {
-            for (size_t c = 0; c < nr; c++) {
-                const float *src = j->B + (jc + jr + c) * j->ldb + pc;
-                for (size_t k = 0; k < kc; k++) bp[k * NR + c] = src[k];
-            }
-            for (size_t c = nr; c < NR; c++)
-                for (size_t k = 0; k < kc; k++) bp[k * NR + c] = 0.0f;
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* One full NR-wide panel of op(B) (the scalar packer does the zero-padded last one). Rows of
+ * B (or, for B^T, columns) are prefetched a little ahead: the reads are strided, which the
+ * hardware prefetchers do not follow across pages. */
+AVX2_TARGET static void pack_b_panel_avx2(const job *j, size_t pc, size_t kc, size_t col,
+                                          float *bp)
+{
+    if (!j->tb) {
+        const float *src = j->B + pc * j->ldb + col;
+        for (size_t k = 0; k < kc; k++, src += j->ldb) {
+            PREFETCH(src, 16 * j->ldb * sizeof(float));
+            _mm256_store_ps(bp + k * NR, _mm256_loadu_ps(src));
+            _mm256_store_ps(bp + k * NR + 8, _mm256_loadu_ps(src + 8));
         }
+        return;
+    }
+    /* B^T: op(B) column col + c is row col + c of B; 8 x 8 blocks transposed in registers. */
+    size_t k = 0;
+    for (; k + 8 <= kc; k += 8)
+        for (size_t h = 0; h < NR; h += 8) {
+            const float *src = j->B + (col + h) * j->ldb + pc + k;
+            if (!(k & 15))
+                for (int q = 0; q < 8; q++)
+                    PREFETCH(src, ((size_t)q * j->ldb + 64) * sizeof(float));
+            __m256 r[8];
+            for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(src + (size_t)q * j->ldb);
+            tr8(r);
+            for (int q = 0; q < 8; q++) _mm256_store_ps(bp + (k + (size_t)q) * NR + h, r[q]);
+        }
+    for (; k < kc; k++)
+        for (size_t c = 0; c < NR; c++) bp[k * NR + c] = j->B[(col + c) * j->ldb + pc + k];
+}
+#endif
+
+/* One NR-wide panel of op(B): columns [col, col + nr) of rows [pc, pc + kc), zero-padded. */
+static void pack_b(const job *j, size_t pc, size_t kc, size_t col, size_t nr, float *bp)
+{
+#ifdef HAVE_X86
+    if (j->isa == INGOT__ISA_AVX2 && nr == NR) {
+        pack_b_panel_avx2(j, pc, kc, col, bp);
+        return;
+    }
+#endif
+    if (!j->tb) {
+        for (size_t k = 0; k < kc; k++) {
+            const float *src = j->B + (pc + k) * j->ldb + col;
+            float *dst = bp + k * NR;
+            memcpy(dst, src, nr * sizeof(float));
+            memset(dst + nr, 0, (NR - nr) * sizeof(float));
+        }
+    } else {
+        for (size_t c = 0; c < nr; c++) {
+            const float *src = j->B + (col + c) * j->ldb + pc;
+            for (size_t k = 0; k < kc; k++) bp[k * NR + c] = src[k];
+        }
+        for (size_t c = nr; c < NR; c++)
+            for (size_t k = 0; k < kc; k++) bp[k * NR + c] = 0.0f;
     }
 }
 
@@ -107,8 +179,6 @@ static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size
 }
 
 #ifdef HAVE_X86
-#define AVX2_TARGET __attribute__((target("avx2,fma")))
-
 AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                  float alpha, float beta, size_t mr, size_t nr)
 {
@@ -134,9 +204,13 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
         av = _mm256_broadcast_ss(a + (o) * MR + 5);                                                \
         c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);                    \
     } while (0)
+    for (size_t r = 0; r < mr; r++) {
+        PREFETCH(c + r * ldc, 0);
+        PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+    }
     size_t k = 0;
     for (; k + 4 <= kc; k += 4, a += 4 * MR, b += 4 * NR) {
-        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
+        PREFETCH(b, 8 * NR * sizeof(float));
         STEP(0);
         STEP(1);
         STEP(2);
@@ -187,20 +261,25 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
 #ifdef HAVE_X86
     if (j->isa == INGOT__ISA_AVX2) ukr = ukr_avx2;
 #endif
+    /* One A block: every B panel is used once, right after packing, so one panel's buffer
+     * (which stays in L1) replaces the whole block's. */
+    bool once = m1 - m0 <= MC;
     for (size_t jc = n0; jc < n1; jc += NC) {
         size_t nc = n1 - jc < NC ? n1 - jc : NC;
         for (size_t pc = 0; pc < j->K; pc += KC) {
             size_t kc = j->K - pc < KC ? j->K - pc : KC;
             float beta = pc == 0 ? j->beta : 1.0f;
-            pack_b(j, pc, kc, jc, nc, bp);
             for (size_t ic = m0; ic < m1; ic += MC) {
                 size_t mc = m1 - ic < MC ? m1 - ic : MC;
                 pack_a(j, ic, mc, pc, kc, ap);
                 for (size_t jr = 0; jr < nc; jr += NR) {
                     size_t nr = nc - jr < NR ? nc - jr : NR;
+                    /* B panels are packed when the first A block first needs them. */
+                    float *bpanel = once ? bp : bp + jr * kc;
+                    if (ic == m0) pack_b(j, pc, kc, jc + jr, nr, bpanel);
                     for (size_t ir = 0; ir < mc; ir += MR) {
                         size_t mr = mc - ir < MR ? mc - ir : MR;
-                        ukr(kc, ap + ir * kc, bp + jr * kc, j->C + (ic + ir) * j->ldc + jc + jr,
+                        ukr(kc, ap + ir * kc, bpanel, j->C + (ic + ir) * j->ldc + jc + jr,
                             j->ldc, j->alpha, beta, mr, nr);
                     }
                 }

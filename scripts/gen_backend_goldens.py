@@ -621,6 +621,124 @@ for i, (m, k, n) in enumerate([(1, 64, 16), (5, 128, 33), (3, 32, 8)]):
         [dense(y, "F32")], 5e-4)
 
 
+# ---------------------------------------------------------------- appended in ABI 2
+# New cases go here, after every earlier draw of `rng`, so regenerating leaves the bytes of the
+# earlier cases unchanged.
+
+# f32 linear / matmul through the cpu backend's kernel routes: GEMV per row (<= 8 rows), the
+# blocked GEMM (two K blocks of 256, edge tiles), transposed weights read in place, strided
+# operands packed first. (Shapes big enough to be threaded are checked against ref and across
+# thread counts in test_backend_traps, which needs no stored values.)
+for i, (xs, outf, vk, wk) in enumerate([((10, 264), 20, "contig", "contig"),
+                                        ((8, 100), 24, "contig", "T"),
+                                        ((9, 100), 19, "step", "T"),
+                                        ((3, 4, 70), 33, "T", "contig"),
+                                        ((1, 130), 20, "flip", "contig")], start=5):
+    x, w, b = rnd(xs, "F32"), rnd((outf, xs[-1]), "F32"), rnd((outf,), "F32")
+    y = F.linear(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))
+    add(f"linear/F32/{i}", "linear", [1], [view(x, "F32", vk), view(w, "F32", wk), dense(b, "F32")],
+        [out_t(y.numpy(), "F32")], LIM["F32"])
+for i, (sa, sb, va, vb) in enumerate([((2, 13, 40), (40, 18), "T", "contig"),
+                                      ((1, 60), (60, 20), "contig", "T"),
+                                      ((3, 1, 32), (3, 32, 20), "contig", "contig"),
+                                      ((2, 10, 20), (2, 20, 15), "flip", "step")], start=5):
+    a, b = rnd(sa, "F32"), rnd(sb, "F32")
+    add(f"matmul/F32/{i}", "matmul", [], [view(a, "F32", va), view(b, "F32", vb)],
+        [out_t(np.matmul(a, b), "F32")], LIM["F32"])
+
+# Quantized linear through the int8 kernels: one row and several, a strided x, and per-row int8
+# weights holding -128 (outside the int8 kernel's contract: the cpu backend computes those
+# blocks exactly instead). Rows of more than 512 Q8_0 blocks: test_backend_traps (against ref).
+for i, (m, k, n, vk) in enumerate([(1, 256, 40, "contig"), (10, 128, 30, "contig"),
+                                   (3, 96, 20, "step")], start=3):
+    x = rng.normal(0, 1, size=(m, k)).astype(np.float32)
+    w = rng.normal(0, 0.5, size=(n, k)).astype(np.float32)
+    b = rng.normal(0, 0.5, size=(n,)).astype(np.float32)
+    raw = q8_0(w)
+    wd = deq(raw, "Q8_0", n, k).astype(np.float64)
+    y = x.astype(np.float64) @ wd.T + b
+    add(f"qlinear/Q8_0/{i}", "qlinear", [1], [view(x, "F32", vk), qtensor(raw, "Q8_0", n, k),
+                                              dense(b, "F32")], [dense(y, "F32")], 5e-4)
+for i, (m, k, n, vk) in enumerate([(1, 100, 30, "contig"), (9, 64, 30, "step")], start=3):
+    x = rng.normal(0, 1, size=(m, k)).astype(np.float32)
+    w = rng.normal(0, 0.5, size=(n, k)).astype(np.float32)
+    q, s = i8_rows(w)
+    q[n // 2, ::7] = -128
+    y = x.astype(np.float64) @ (q.astype(np.float32) * s[:, None]).astype(np.float64).T
+    add(f"qlinear/I8/{i}", "qlinear", [0], [view(x, "F32", vk), dense(q, "I8"), dense(s, "F32")],
+        [dense(y, "F32")], 5e-4)
+
+# sort: torch.sort(stable=True); ties (small integer values), NaN (largest), -0.0 vs 0.0 (equal:
+# input order kept), I64 beyond 2^53, every view kind, any axis.
+for dt in FLOATS + ["F64", "I32", "I64"]:
+    for i, (shape, axis, desc, vk) in enumerate([((3, 9), 1, 0, "contig"), ((3, 9), 1, 1, "T"),
+                                                 ((4, 3, 5), 0, 1, "step"),
+                                                 ((2, 8), 1, 0, "flip"), ((5, 6), 0, 0, "bcast")]):
+        a = rng.integers(-3, 4, size=shape).astype(np.float64)  # many ties
+        if dt.startswith("F"):
+            a = round_to(a * 0.5, dt)
+            if i == 3:
+                a[0, 1], a[0, 5], a[1, 2] = np.nan, np.nan, np.nan
+                a[1, 0], a[1, 4], a[1, 6] = -0.0, 0.0, -0.0
+        elif dt == "I64" and i == 1:
+            a = a.astype(np.int64) + (1 << 60)
+        a = fix(a if dt.startswith("F") else np.asarray(a).astype(np.int64), vk)
+        t = torch.from_numpy(np.array(a, dtype=np.float64 if dt.startswith("F") else np.int64))
+        v, ix = torch.sort(t, dim=axis, descending=bool(desc), stable=True)
+        add(f"sort/{dt}/{i}", "sort", [axis, desc], [view(a, dt, vk)],
+            [out_t(v.numpy(), dt) if dt.startswith("F") else dense(v.numpy(), dt),
+             dense(ix.numpy().astype(np.int64), "I64")], 0)
+
+
+def top_p_ref(x, p, logits):
+    """Nucleus filter per the BACKEND-NOTES rule, in float64: rank by probability (descending,
+    stable: ties by lower index), keep a token while the mass ranked before it is < p, always
+    keep the first, keep all for p >= 1; renormalise by the kept mass (summed in rank order)."""
+    t = torch.from_numpy(np.array(x, dtype=np.float64))
+    probs = torch.softmax(t, -1) if logits else t
+    sp, si = torch.sort(probs, dim=-1, descending=True, stable=True)
+    cs = torch.cumsum(sp, -1)
+    excl = torch.cat([torch.zeros_like(cs[..., :1]), cs[..., :-1]], -1)
+    ks = excl < p
+    ks[..., 0] = True
+    if p >= 1:
+        ks[...] = True
+    keep = torch.zeros_like(ks).scatter(-1, si, ks)
+    mass = torch.cumsum(torch.where(ks, sp, torch.zeros_like(sp)), -1)[..., -1:]
+    dst = torch.where(keep, probs, torch.zeros_like(probs)) / mass
+    margin = (excl[..., 1:] - p).abs().min().item() if p < 1 and excl.shape[-1] > 1 else 1.0
+    return dst.numpy(), keep.numpy(), margin
+
+
+for dt in FLOATS + ["F64"]:
+    for i, (shape, p, logits, vk) in enumerate([((4, 10), 0.7, 0, "contig"),
+                                                ((3, 12), 0.9, 1, "T"),
+                                                ((2, 7), 0.5, 0, "step"),
+                                                ((2, 200), 0.95, 1, "contig"),
+                                                ((3, 6), 0.0, 1, "flip"),
+                                                ((3, 6), 1.0, 0, "contig")]):
+        for _ in range(100):  # redraw until no token sits within 1e-9 of the cut
+            z = rng.normal(0, 2, size=shape)
+            x = round_to(z if logits else torch.softmax(torch.from_numpy(z), -1).numpy(), dt)
+            x = fix(x, vk)
+            y, keep, margin = top_p_ref(x, p, logits)
+            if margin > 1e-9:
+                break
+        assert margin > 1e-9
+        add(f"top_p/{dt}/{i}", "top_p", [p, logits], [view(x, dt, vk)],
+            [out_t(y, dt), dense(keep, "BOOL")], LIM[dt])
+# Ties exactly at the cut (values exact in every dtype): [.25 .25 .25 .25] with p = .5 keeps
+# indices 0 and 1 (the mass before index 2 is .5, not < .5); [.125 .5 .125 .25] with p = .75
+# keeps 1 and 3; p = .7500001 also keeps index 0 (the lower index of the tie).
+for dt in FLOATS:
+    for i, (row, p) in enumerate([([.25, .25, .25, .25], .5), ([.125, .5, .125, .25], .75),
+                                  ([.125, .5, .125, .25], .7500001)], start=6):
+        x = np.array([row], dtype=np.float64)
+        y, keep, _ = top_p_ref(x, p, 0)
+        add(f"top_p/{dt}/{i}", "top_p", [p, 0], [dense(x, dt)],
+            [out_t(y, dt), dense(keep, "BOOL")], LIM[dt])
+
+
 # ---------------------------------------------------------------- write
 def wstr(f, s):
     b = s.encode()

@@ -169,6 +169,9 @@ static ingot_status run_op(ingot_backend *b, const gcase *c, ingot_tensor *in, i
     if (!strcmp(op, "cumsum")) return ingot_op_cumsum(b, &out[0], &in[0], (uint32_t)p[0], e);
     if (!strcmp(op, "topk"))
         return ingot_op_topk(b, &out[0], &out[1], &in[0], (uint32_t)p[0], p[1] != 0, e);
+    if (!strcmp(op, "sort"))
+        return ingot_op_sort(b, &out[0], &out[1], &in[0], (uint32_t)p[0], p[1] != 0, e);
+    if (!strcmp(op, "top_p")) return ingot_op_top_p(b, &out[0], &out[1], &in[0], p[0], p[1] != 0, e);
     if (!strcmp(op, "gather"))
         return ingot_op_gather(b, &out[0], &in[0], (uint32_t)p[0], &in[1], e);
     if (!strcmp(op, "scatter_add")) {

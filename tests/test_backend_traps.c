@@ -215,6 +215,142 @@ TEST(test_trap_argmax_first_index_greedy)
     }
 }
 
+/* Top-p keeps a token while the probability mass ranked before it is < p (not <= p, not the
+ * mass including it), always keeps the first, breaks ties by the lower index, keeps only the top
+ * token for p <= 0 and everything for p >= 1. All values below are exact in binary. */
+typedef struct topp_case {
+    float x[4];
+    double p;
+    bool logits;
+    uint8_t keep[4];
+} topp_case;
+
+static void check_top_p(ingot_backend *be, const topp_case *c, int n)
+{
+    float y[4], y2[4];
+    uint8_t k[4], k2[4];
+    int64_t s[2] = {1, n};
+    htensor a = wrapf(be, (float *)c->x, 2, s), d = wrapf(be, y, 2, s), d2 = wrapf(be, y2, 2, s);
+    ingot_buffer *kb = NULL, *kb2 = NULL;
+    ingot_tensor kt, kt2;
+    ingot_buffer_wrap(be, k, sizeof k, true, &kb, NULL);
+    ingot_buffer_wrap(be, k2, sizeof k2, true, &kb2, NULL);
+    ingot_tensor_init(&kt, kb, 0, INGOT_DTYPE_BOOL, 2, s, NULL);
+    ingot_tensor_init(&kt2, kb2, 0, INGOT_DTYPE_BOOL, 2, s, NULL);
+    ingot_error e;
+    ASSERT_OK(ingot_op_top_p(be, &d.t, &kt, &a.t, c->p, c->logits, &e));
+    /* Each output alone gives the same. */
+    ASSERT_OK(ingot_op_top_p(be, &d2.t, NULL, &a.t, c->p, c->logits, &e));
+    ASSERT_OK(ingot_op_top_p(be, NULL, &kt2, &a.t, c->p, c->logits, &e));
+    double kept = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(k[i] == c->keep[i], "%s p=%.9g: keep[%d] = %d, want %d", ingot_backend_name(be),
+              c->p, i, k[i], c->keep[i]);
+        CHECK(k2[i] == k[i] && memcmp(&y2[i], &y[i], 4) == 0, "outputs alone differ at %d", i);
+        if (c->keep[i]) kept += c->logits ? 0 : c->x[i];
+    }
+    if (!c->logits)
+        for (int i = 0; i < n; i++) {
+            double want = c->keep[i] ? c->x[i] / kept : 0;
+            CHECK(fabs(y[i] - want) < 1e-7, "p=%.9g: dst[%d] = %.9g, want %.9g", c->p, i, y[i],
+                  want);
+        }
+    ingot_buffer_free(a.buf);
+    ingot_buffer_free(d.buf);
+    ingot_buffer_free(d2.buf);
+    ingot_buffer_free(kb);
+    ingot_buffer_free(kb2);
+}
+
+TEST(test_trap_top_p_mass_before_at_least_one_ties)
+{
+    const float L2 = 0.6931471805599453f; /* ln 2: logits 0, ln 2, 0, -inf -> .25 .5 .25 0 */
+    static const topp_case cases[] = {
+        /* mass before index 2 is .75: not < .75, dropped ("mass including it <= p" would keep
+         * index 1 only; "mass before <= p" would keep index 2 too) */
+        {{.5f, .25f, .125f, .125f}, .75, false, {1, 1, 0, 0}},
+        /* just above: index 2 kept, its tie index 3 (higher index) not */
+        {{.5f, .25f, .125f, .125f}, .7500001, false, {1, 1, 1, 0}},
+        {{.25f, .25f, .25f, .25f}, .5, false, {1, 1, 0, 0}},      /* ties: lower indices */
+        {{.125f, .5f, .125f, .25f}, .75, false, {0, 1, 0, 1}},    /* ranked, not in index order */
+        {{.1f, .4f, .4f, .1f}, 0.0, false, {0, 1, 0, 0}},         /* p = 0: the top token only */
+        {{.1f, .4f, .4f, .1f}, -3.0, false, {0, 1, 0, 0}},        /* p < 0: the same */
+        {{.5f, .5f, 0.0f, 0.0f}, 1.0, false, {1, 1, 1, 1}},       /* p = 1: no filtering at all */
+        {{.5f, .5f, 0.0f, 0.0f}, 0.999999, false, {1, 1, 0, 0}},  /* below 1: zeros dropped */
+        {{.5f, .5f, 0.0f, 0.0f}, 7.0, false, {1, 1, 1, 1}},       /* p > 1: no filtering */
+        {{0.0f, L2, 0.0f, -INFINITY}, 0.6, true, {1, 1, 0, 0}},   /* logits: softmax first */
+        {{0.0f, L2, 0.0f, -INFINITY}, 1.0, true, {1, 1, 1, 1}},
+    };
+    EACH_BACKEND(be)
+    {
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_top_p(be, &cases[i], 4);
+        /* A NaN ranks first (as sort) and is then the only kept token. */
+        float x[3] = {0.2f, NAN, 0.3f}, y[3];
+        uint8_t k[3];
+        int64_t s[1] = {3};
+        htensor a = wrapf(be, x, 1, s), d = wrapf(be, y, 1, s);
+        ingot_buffer *kb = NULL;
+        ingot_tensor kt;
+        ingot_buffer_wrap(be, k, 3, true, &kb, NULL);
+        ingot_tensor_init(&kt, kb, 0, INGOT_DTYPE_BOOL, 1, s, NULL);
+        ASSERT_OK(ingot_op_top_p(be, &d.t, &kt, &a.t, 0.9, false, NULL));
+        ASSERT_TRUE(k[0] == 0 && k[1] == 1 && k[2] == 0 && isnan(y[1]) && y[0] == 0 && y[2] == 0);
+        /* Errors name the op and operand. */
+        ingot_error e;
+        ASSERT_ST(ingot_op_top_p(be, NULL, NULL, &a.t, 0.5, false, &e), INGOT_E_MISUSE);
+        ASSERT_STR(e.where, "top_p");
+        ASSERT_ST(ingot_op_top_p(be, &d.t, &kt, &a.t, NAN, false, &e), INGOT_E_RANGE);
+        ASSERT_ST(ingot_op_top_p(be, &kt, NULL, &a.t, 0.5, false, &e), INGOT_E_BAD_TYPE);
+        ASSERT_TRUE(strstr(e.msg, "'dst'") != NULL);
+        ASSERT_ST(ingot_op_top_p(be, &d.t, &kt, &kt, 0.5, false, &e), INGOT_E_BAD_TYPE);
+        ASSERT_TRUE(strstr(e.msg, "'a'") != NULL);
+        ingot_buffer_free(a.buf);
+        ingot_buffer_free(d.buf);
+        ingot_buffer_free(kb);
+    }
+}
+
+/* sort is stable in both directions (equal keys, -0.0 and 0.0 included, keep input order) and
+ * ranks NaN above every number, as torch.sort(stable=True). */
+TEST(test_sort_stable_nan_and_outputs)
+{
+    float x[7] = {3, 1, NAN, 1, -0.0f, 0.0f, 3};
+    static const int64_t asc[7] = {4, 5, 1, 3, 0, 6, 2}, desc[7] = {2, 0, 6, 1, 3, 4, 5};
+    EACH_BACKEND(be)
+    {
+        float v[7];
+        int64_t ix[7], ix2[7];
+        int64_t s[1] = {7};
+        htensor a = wrapf(be, x, 1, s), V = wrapf(be, v, 1, s), I = wrapi(be, ix, 1, s),
+                I2 = wrapi(be, ix2, 1, s);
+        for (int d = 0; d < 2; d++) {
+            const int64_t *want = d ? desc : asc;
+            ASSERT_OK(ingot_op_sort(be, &V.t, &I.t, &a.t, 0, d == 1, NULL));
+            for (int i = 0; i < 7; i++) {
+                CHECK(ix[i] == want[i], "%s %s: index[%d] = %lld, want %lld",
+                      ingot_backend_name(be), d ? "desc" : "asc", i, (long long)ix[i],
+                      (long long)want[i]);
+                CHECK(memcmp(&v[i], &x[want[i]], 4) == 0, "value[%d] is not x[%lld]", i,
+                      (long long)want[i]);
+            }
+            ASSERT_OK(ingot_op_sort(be, NULL, &I2.t, &a.t, 0, d == 1, NULL)); /* indices only */
+            ASSERT_MEM(ix, ix2, sizeof ix);
+            ASSERT_OK(ingot_op_sort(be, &V.t, NULL, &a.t, 0, d == 1, NULL)); /* values only */
+            ASSERT_TRUE(signbit(v[d ? 5 : 0]) && !signbit(v[d ? 6 : 1]));
+        }
+        ingot_error e;
+        ASSERT_ST(ingot_op_sort(be, NULL, NULL, &a.t, 0, false, &e), INGOT_E_MISUSE);
+        ASSERT_STR(e.where, "sort");
+        ASSERT_ST(ingot_op_sort(be, &V.t, &I.t, &a.t, 1, false, &e), INGOT_E_RANGE);
+        ASSERT_ST(ingot_op_sort(be, &I.t, NULL, &a.t, 0, false, &e), INGOT_E_BAD_TYPE);
+        ASSERT_TRUE(strstr(e.msg, "'values'") != NULL);
+        ingot_buffer_free(a.buf);
+        ingot_buffer_free(V.buf);
+        ingot_buffer_free(I.buf);
+        ingot_buffer_free(I2.buf);
+    }
+}
+
 /* ---- interface contracts ---- */
 
 TEST(test_errors_name_op_and_operand)
@@ -360,6 +496,50 @@ TEST(test_registry_and_unsupported)
     ingot_backend_free(b);
 }
 
+/* A table written against ABI 1 has no sort member and no sampling table: the wrappers never
+ * read them (members past its version are poisoned here), sort falls back to a full top-k and
+ * the sampling ops are UNSUPPORTED. */
+static ingot_status poisoned_sort(ingot_backend *b, ingot_tensor *v, ingot_tensor *i,
+                                  const ingot_tensor *a, uint32_t axis, bool desc, ingot_error *e)
+{
+    (void)b, (void)v, (void)i, (void)a, (void)axis, (void)desc, (void)e;
+    abort();
+}
+
+TEST(test_abi1_table_fallbacks)
+{
+    static ingot_tensor_ops fl;
+    fl = *ingot_backend_ref_ops()->float_ops;
+    fl.sort = poisoned_sort;
+    static const ingot_sampling_ops *poison = (const ingot_sampling_ops *)(uintptr_t)1;
+    static ingot_backend_ops v1;
+    v1 = *ingot_backend_ref_ops();
+    v1.abi_version = 1;
+    v1.name = "abi1_test";
+    v1.float_ops = &fl;
+    v1.sampling_ops = poison;
+    ingot_error e;
+    ASSERT_OK(ingot_backend_register(&v1, &e));
+    ingot_backend *b = NULL;
+    ASSERT_OK(ingot_backend_new("abi1_test", NULL, &b, &e));
+    float x[6] = {2, 9, 2, 1, 5, 9}, v[6];
+    int64_t ix[6], s[2] = {2, 3};
+    htensor X = wrapf(b, x, 2, s), V = wrapf(b, v, 2, s), I = wrapi(b, ix, 2, s);
+    ASSERT_OK(ingot_op_sort(b, &V.t, &I.t, &X.t, 1, true, &e)); /* via topk */
+    ASSERT_TRUE(v[0] == 9 && v[1] == 2 && v[2] == 2 && ix[1] == 0 && ix[2] == 2);
+    ASSERT_TRUE(v[3] == 9 && v[5] == 1 && ix[3] == 2 && ix[5] == 0);
+    ASSERT_OK(ingot_op_sort(b, &V.t, &I.t, &X.t, 0, false, &e)); /* another axis, via views */
+    ASSERT_TRUE(v[0] == 1 && v[3] == 2 && ix[0] == 1 && ix[3] == 0 && v[1] == 5 && ix[4] == 0);
+    ASSERT_ST(ingot_op_sort(b, NULL, &I.t, &X.t, 1, true, &e), INGOT_E_UNSUPPORTED);
+    ASSERT_ST(ingot_op_top_p(b, &V.t, NULL, &X.t, 0.5, false, &e), INGOT_E_UNSUPPORTED);
+    ASSERT_TRUE(strstr(e.msg, "top_p") && strstr(e.msg, "sampling") && strstr(e.msg, "abi1_test"));
+    ASSERT_ST(ingot_op_multinomial(b, &I.t, &X.t, &e), INGOT_E_UNSUPPORTED);
+    ingot_buffer_free(X.buf);
+    ingot_buffer_free(V.buf);
+    ingot_buffer_free(I.buf);
+    ingot_backend_free(b);
+}
+
 TEST(test_tensor_from_file_zero_copy)
 {
     ingot_writer_opts wo = {0};
@@ -395,6 +575,8 @@ TEST(test_tensor_from_file_zero_copy)
 RUN_TESTS(T(test_trap_gelu_tanh_vs_erf), T(test_trap_rope_interleaved_vs_half),
           T(test_trap_linear_out_in_layout), T(test_trap_causal_mask_kv_cache),
           T(test_trap_softmax_all_neg_inf), T(test_trap_topk_ties),
-          T(test_trap_argmax_first_index_greedy), T(test_errors_name_op_and_operand),
+          T(test_trap_argmax_first_index_greedy), T(test_trap_top_p_mass_before_at_least_one_ties),
+          T(test_sort_stable_nan_and_outputs), T(test_errors_name_op_and_operand),
           T(test_aliasing_and_read_only), T(test_views_and_empty),
-          T(test_registry_and_unsupported), T(test_tensor_from_file_zero_copy))
+          T(test_registry_and_unsupported), T(test_abi1_table_fallbacks),
+          T(test_tensor_from_file_zero_copy))

@@ -39,7 +39,9 @@
  *
  * Memory: every allocation of a backend, its buffers and its scratch goes through the
  * ingot_allocator given in ingot_backend_opts (libc when NULL). Ops never allocate except where
- * documented (cpu thread pool: at ingot_backend_new; ref topk/sort scratch: none; conv: none).
+ * documented (cpu: its thread pool and GEMM packing buffers at ingot_backend_new, packed copies
+ * of operands the kernels cannot read in place and quantized activations in instance scratch
+ * grown on demand; ref: sort/top_p index scratch and attention scores per call; conv: none).
  *
  * Threads: a backend instance is used by one thread at a time (ops on one instance are not
  * reentrant: the cpu backend's thread pool belongs to the instance). Distinct instances are
@@ -71,9 +73,13 @@ extern "C" {
  * 1. ABI version and op codes
  * ------------------------------------------------------------------------------------------- */
 
-/** Version of ingot_backend_ops. Members are only ever appended; a table declares the version it
- *  was written against and the wrappers never read members past it. */
-#define INGOT_BACKEND_ABI 1
+/** Version of ingot_backend_ops. Members are only ever appended (to the backend table and to
+ *  its op-group tables); a table declares the version it was written against and the wrappers
+ *  never read members past it: a version-1 table keeps working, its missing members count as
+ *  NULL (fallback or UNSUPPORTED, as documented per op).
+ *    1  the initial op set.
+ *    2  ingot_tensor_ops.sort; ingot_backend_ops.sampling_ops (top_p, multinomial). */
+#define INGOT_BACKEND_ABI 2
 
 /* Element-wise unary ops: X(NAME, value, "name"). Float group: all; int group: NEG ABS SIGN
  * SQUARE; bool group: NOT. ROUND rounds half to even (torch.round). */
@@ -207,7 +213,7 @@ INGOT_API void ingot_backend_free(ingot_backend *b);
 INGOT_API const char *ingot_backend_name(const ingot_backend *b);
 /** Fills *out. */
 INGOT_API void ingot_backend_device_info(const ingot_backend *b, ingot_device_info *out);
-/** Reseeds the instance's RNG (used by random fill ops; streams never match torch's). */
+/** Reseeds the instance's RNG (used by ingot_op_multinomial; streams never match torch's). */
 INGOT_API void ingot_backend_seed(ingot_backend *b, uint64_t seed);
 /** Next 64 random bits of the instance's RNG (splitmix64 stream from the seed). */
 INGOT_API uint64_t ingot_backend_random_u64(ingot_backend *b);
@@ -404,6 +410,16 @@ INGOT_API ingot_status ingot_op_scatter_add(ingot_backend *b, ingot_tensor *dst,
 INGOT_API ingot_status ingot_op_index_select(ingot_backend *b, ingot_tensor *dst,
                                              const ingot_tensor *src, uint32_t axis,
                                              const ingot_tensor *index, ingot_error *err);
+/** Stable sort along `axis` (float and int groups), as torch.sort(stable=True): `values` (a's
+ *  dtype and shape) receives the sorted elements and `indices` (I64, a's shape) their positions
+ *  along the axis; either may be NULL (not both). Ascending, or descending with `descending`;
+ *  equal elements keep their original order in both directions (so -0.0 and 0.0 stay in input
+ *  order); NaN counts as larger than every number (last ascending, first descending, as torch).
+ *  Ints compare exactly (I64 beyond 2^53 included). Fallback for a table without the member
+ *  (ABI 1): topk with k = the axis length on the last axis, whose tie order is the same. */
+INGOT_API ingot_status ingot_op_sort(ingot_backend *b, ingot_tensor *values,
+                                     ingot_tensor *indices, const ingot_tensor *a, uint32_t axis,
+                                     bool descending, ingot_error *err);
 /** Concatenation along `axis` (fallback: slice views of dst + copy; no backend member). */
 INGOT_API ingot_status ingot_op_cat(ingot_backend *b, ingot_tensor *dst,
                                     const ingot_tensor *const *srcs, uint32_t n, uint32_t axis,
@@ -417,6 +433,38 @@ INGOT_API ingot_status ingot_op_activation(ingot_backend *b, ingot_act_op op, in
  *  torch does (pin: test_backend_traps). log=true gives log_softmax. */
 INGOT_API ingot_status ingot_op_softmax(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *a,
                                         uint32_t axis, bool log, ingot_error *err);
+
+/* Sampling (float group; ingot_sampling_ops, ABI 2; UNSUPPORTED for a table without them). */
+/** Nucleus (top-p) filter over the last axis of `a` [..., V]: each row is a distribution, given
+ *  as probabilities (logits false: used as they are, not renormalised first) or as logits (logits
+ *  true: softmax over the row first, in double). The row's tokens are ranked by probability,
+ *  descending, ties by lower index first (a stable sort); the token at rank j is kept when the
+ *  probability mass of the tokens ranked before it is < p (summed in rank order, in double),
+ *  and the top-ranked token is always kept. So p <= 0 keeps exactly the most probable token (the
+ *  lowest index among equals), and p >= 1 keeps every token (no filtering, tokens of
+ *  probability 0 included). Outputs, each optional (NULL) but not both:
+ *    dst   a's dtype and shape: prob / S for kept tokens (S = the kept mass), 0 for the others;
+ *          the filtered, renormalised distribution;
+ *    keep  BOOL, a's shape: true for kept tokens.
+ *  Probabilities must be >= 0 (negative values give unspecified rows). A NaN ranks first (as in
+ *  ingot_op_sort), so for p < 1 it is the only kept token (dst NaN there, 0 elsewhere); a
+ *  logits row with a NaN or of only -inf softmaxes to NaN (as ingot_op_softmax), so the same.
+ *  ref and cpu share this definition (pins: test_backend_traps, the conformance goldens). */
+INGOT_API ingot_status ingot_op_top_p(ingot_backend *b, ingot_tensor *dst, ingot_tensor *keep,
+                                      const ingot_tensor *a, double p, bool logits,
+                                      ingot_error *err);
+/** Draws dst.shape[-1] token indices per row, with replacement, from the distribution along the
+ *  last axis of `probs` [..., V] (weights >= 0, finite, not all 0; they need not sum to 1: token
+ *  i is drawn with probability probs[i] / sum). dst is I64 [..., S] (probs' shape with the last
+ *  axis S). Each draw takes the next 64 bits u of the instance's RNG (ingot_backend_seed /
+ *  ingot_backend_random_u64; rows in C order, draws in order) and returns the first index whose
+ *  running sum (in index order, double) exceeds (u >> 11) * 2^-53 * sum; a token of weight 0 is
+ *  never drawn. The same seed gives the same tokens on ref and cpu, for any thread count. RNG
+ *  streams never match torch.multinomial's: test sampling by frequencies or greedily (argmax).
+ *  RANGE, naming the operand and row, for a negative, NaN or infinite weight or a row of zeros
+ *  (dst is then unspecified). */
+INGOT_API ingot_status ingot_op_multinomial(ingot_backend *b, ingot_tensor *dst,
+                                            const ingot_tensor *probs, ingot_error *err);
 
 /* Module ops (float group). */
 /** Fully connected layer y = x . w^T + bias, torch/HF/GGUF layout: w is [out, in] (NOT Burn's
@@ -569,6 +617,10 @@ typedef struct ingot_tensor_ops {
     ingot_status (*index_select)(ingot_backend *, ingot_tensor *dst, const ingot_tensor *src, uint32_t axis,
                                  const ingot_tensor *index, ingot_error *);
     /* members above: ABI 1 */
+    /** values or indices may be NULL (not both). */
+    ingot_status (*sort)(ingot_backend *, ingot_tensor *values, ingot_tensor *indices,
+                         const ingot_tensor *a, uint32_t axis, bool descending, ingot_error *);
+    /* members above: ABI 2 */
 } ingot_tensor_ops;
 typedef ingot_tensor_ops ingot_float_ops;
 typedef ingot_tensor_ops ingot_int_ops;
@@ -616,6 +668,16 @@ typedef struct ingot_quant_ops {
     /* members above: ABI 1 */
 } ingot_quant_ops;
 
+/** Sampling ops (ABI 2). dst or keep of top_p may be NULL (not both). multinomial draws from
+ *  ingot_backend_random_u64(b). */
+typedef struct ingot_sampling_ops {
+    ingot_status (*top_p)(ingot_backend *, ingot_tensor *dst, ingot_tensor *keep,
+                          const ingot_tensor *a, double p, bool logits, ingot_error *);
+    ingot_status (*multinomial)(ingot_backend *, ingot_tensor *dst, const ingot_tensor *probs,
+                                ingot_error *);
+    /* members above: ABI 2 */
+} ingot_sampling_ops;
+
 /** The backend table. Append-only; abi_version tells which members exist. */
 struct ingot_backend_ops {
     uint32_t abi_version; /**< INGOT_BACKEND_ABI the table was written against */
@@ -643,6 +705,8 @@ struct ingot_backend_ops {
     const ingot_module_ops *module_ops;
     const ingot_activation_ops *activation_ops;
     /* members above: ABI 1 */
+    const ingot_sampling_ops *sampling_ops;
+    /* members above: ABI 2 */
 };
 
 /** Registers a backend table under ops->name (the table must outlive the process or every use:

@@ -279,7 +279,4 @@ static inline uint8_t *ing_at(const ingot_tensor *t, const int64_t *idx)
     return ing_ptr(t) + off * (int64_t)ing_esize(t->dtype);
 }
 
-/* Thread pool of the cpu backend (cpu/pool.c); ref calls run inline. */
-typedef void (*ing_task_fn)(void *arg, int64_t begin, int64_t end);
-
 #endif

@@ -212,6 +212,9 @@ static const char *group_name(ingot_dtype dt)
 }
 
 #define GROUP_MEMBER(b, dt, m) (group((b), (dt)) ? group((b), (dt))->m : NULL)
+/* Members appended in ABI version v exist only in tables written against v or later: a
+ * version-1 table's op-group structs end before them. */
+#define HAS_ABI(b, v) ((b)->ops->abi_version >= (v))
 #define NEED(member, dt)                                                                           \
     do {                                                                                           \
         if (!(member)) return unsupported(b, op, group_name(dt), (dt), err);                       \
@@ -644,6 +647,54 @@ INGOT_API ingot_status ingot_op_index_select(ingot_backend *b, ingot_tensor *dst
     return group(b, src->dtype)->index_select(b, dst, src, axis, index, err);
 }
 
+INGOT_API ingot_status ingot_op_sort(ingot_backend *b, ingot_tensor *values,
+                                     ingot_tensor *indices, const ingot_tensor *a, uint32_t axis,
+                                     bool descending, ingot_error *err)
+{
+    const char *op = "sort";
+    if (!b) return OPERR(INGOT_E_MISUSE, "sort: backend is NULL");
+    if (!values && !indices)
+        return OPERR(INGOT_E_MISUSE, "sort: operands 'values' and 'indices' are both NULL");
+    ING_TRY(chk(b, op, "a", a, err));
+    if (values) ING_TRY(chk_dst(b, op, "values", values, err));
+    if (indices) ING_TRY(chk_dst(b, op, "indices", indices, err));
+    int k = ing_kind(a->dtype);
+    if (k != ING_K_FLOAT && k != ING_K_INT)
+        return OPERR(INGOT_E_BAD_TYPE, "sort: operand 'a' has dtype %s, needs a float or int dtype",
+                     dtname(a->dtype));
+    if (a->rank == 0) return OPERR(INGOT_E_BAD_NDIMS, "sort: operand 'a' must have rank >= 1");
+    if (axis >= a->rank)
+        return OPERR(INGOT_E_RANGE, "sort: axis %u out of range for operand 'a' of rank %u", axis,
+                     a->rank);
+    if (values) {
+        ING_TRY(chk_same_dtype(op, "values", values, a->dtype, err));
+        ING_TRY(chk_shape_eq(op, "values", values, a->rank, a->shape, err));
+        ING_TRY(chk_alias(op, values, "a", a, false, err));
+    }
+    if (indices) {
+        ING_TRY(chk_same_dtype(op, "indices", indices, INGOT_DTYPE_I64, err));
+        ING_TRY(chk_shape_eq(op, "indices", indices, a->rank, a->shape, err));
+        ING_TRY(chk_alias(op, indices, "a", a, false, err));
+        if (values) ING_TRY(chk_alias(op, indices, "values", values, false, err));
+    }
+    if (ISEMPTY(a)) return INGOT_OK;
+    const ingot_tensor_ops *g = group(b, a->dtype);
+    if (HAS_ABI(b, 2) && g && g->sort) return g->sort(b, values, indices, a, axis, descending, err);
+    /* Fallback: top-k of the whole axis (same order and tie rule), on views that make `axis`
+     * the last one. */
+    if (!values || !indices || !g || !g->topk || a->shape[axis] > (int64_t)UINT32_MAX)
+        return unsupported(b, op, group_name(a->dtype), a->dtype, err);
+    uint32_t perm[INGOT_MAX_RANK];
+    for (uint32_t i = 0; i < a->rank; i++) perm[i] = i;
+    perm[axis] = a->rank - 1;
+    perm[a->rank - 1] = axis;
+    ingot_tensor va, vv, vi;
+    ING_TRY(ingot_tensor_permute(&va, a, perm, err));
+    ING_TRY(ingot_tensor_permute(&vv, values, perm, err));
+    ING_TRY(ingot_tensor_permute(&vi, indices, perm, err));
+    return g->topk(b, &vv, &vi, &va, (uint32_t)a->shape[axis], descending, err);
+}
+
 INGOT_API ingot_status ingot_op_cat(ingot_backend *b, ingot_tensor *dst,
                                     const ingot_tensor *const *srcs, uint32_t n, uint32_t axis,
                                     ingot_error *err)
@@ -725,6 +776,68 @@ INGOT_API ingot_status ingot_op_softmax(ingot_backend *b, ingot_tensor *dst, con
     const ingot_activation_ops *ao = b->ops->activation_ops;
     NEED(ao ? ao->softmax : NULL, a->dtype);
     return ao->softmax(b, dst, a, axis, log, err);
+}
+
+/* ---- sampling ---- */
+
+static const ingot_sampling_ops *sampling(const ingot_backend *b)
+{
+    return HAS_ABI(b, 2) ? b->ops->sampling_ops : NULL;
+}
+
+INGOT_API ingot_status ingot_op_top_p(ingot_backend *b, ingot_tensor *dst, ingot_tensor *keep,
+                                      const ingot_tensor *a, double p, bool logits,
+                                      ingot_error *err)
+{
+    const char *op = "top_p";
+    if (!b) return OPERR(INGOT_E_MISUSE, "top_p: backend is NULL");
+    if (!dst && !keep)
+        return OPERR(INGOT_E_MISUSE, "top_p: operands 'dst' and 'keep' are both NULL");
+    if (p != p) return OPERR(INGOT_E_RANGE, "top_p: p is NaN");
+    ING_TRY(chk(b, op, "a", a, err));
+    ING_TRY(chk_kind(op, "a", a, ING_K_FLOAT, err));
+    if (a->rank == 0) return OPERR(INGOT_E_BAD_NDIMS, "top_p: operand 'a' must have rank >= 1");
+    if (dst) {
+        ING_TRY(chk_dst(b, op, "dst", dst, err));
+        ING_TRY(chk_same_dtype(op, "dst", dst, a->dtype, err));
+        ING_TRY(chk_shape_eq(op, "dst", dst, a->rank, a->shape, err));
+        ING_TRY(chk_alias(op, dst, "a", a, true, err));
+    }
+    if (keep) {
+        ING_TRY(chk_dst(b, op, "keep", keep, err));
+        ING_TRY(chk_same_dtype(op, "keep", keep, INGOT_DTYPE_BOOL, err));
+        ING_TRY(chk_shape_eq(op, "keep", keep, a->rank, a->shape, err));
+        ING_TRY(chk_alias(op, keep, "a", a, false, err));
+        if (dst) ING_TRY(chk_alias(op, keep, "dst", dst, false, err));
+    }
+    if (ISEMPTY(a)) return INGOT_OK;
+    const ingot_sampling_ops *so = sampling(b);
+    if (so && so->top_p) return so->top_p(b, dst, keep, a, p, logits, err);
+    return unsupported(b, op, "sampling", a->dtype, err);
+}
+
+INGOT_API ingot_status ingot_op_multinomial(ingot_backend *b, ingot_tensor *dst,
+                                            const ingot_tensor *probs, ingot_error *err)
+{
+    const char *op = "multinomial";
+    if (!b) return OPERR(INGOT_E_MISUSE, "multinomial: backend is NULL");
+    ING_TRY(chk(b, op, "probs", probs, err));
+    ING_TRY(chk_kind(op, "probs", probs, ING_K_FLOAT, err));
+    ING_TRY(chk_dst(b, op, "dst", dst, err));
+    ING_TRY(chk_same_dtype(op, "dst", dst, INGOT_DTYPE_I64, err));
+    if (probs->rank == 0)
+        return OPERR(INGOT_E_BAD_NDIMS, "multinomial: operand 'probs' must have rank >= 1");
+    int64_t shape[INGOT_MAX_RANK];
+    for (uint32_t i = 0; i < probs->rank; i++) shape[i] = probs->shape[i];
+    shape[probs->rank - 1] = dst->rank == probs->rank ? dst->shape[dst->rank - 1] : 1;
+    ING_TRY(chk_shape_eq(op, "dst", dst, probs->rank, shape, err));
+    ING_TRY(chk_alias(op, dst, "probs", probs, false, err));
+    if (ISEMPTY(dst)) return INGOT_OK;
+    if (probs->shape[probs->rank - 1] == 0)
+        return OPERR(INGOT_E_RANGE, "multinomial: operand 'probs' has no tokens (empty last axis)");
+    const ingot_sampling_ops *so = sampling(b);
+    if (so && so->multinomial) return so->multinomial(b, dst, probs, err);
+    return unsupported(b, op, "sampling", probs->dtype, err);
 }
 
 /* ---- module ops ---- */

@@ -1,139 +1,442 @@
 /*
- * cpu.c - the "cpu" backend: the ref op set with fast paths for what the MLP/GPT-2/Llama hot
- * loops need: f32 linear (threaded, SIMD picked at run time), Q8_0 linear with int8 x int8 dots
- * on activations quantized per 32-block (as ggml), contiguous f32 activations and softmax. Every
- * other op, and every case a fast path does not cover (strided views, other dtypes), runs the
- * ref definition.
+ * cpu.c - the "cpu" backend: the ref op set with the hot ops routed onto the CPU kernels of
+ * src/backend/cpu/kernels/ (kernels.h), all on the kernels' one persistent thread pool:
+ *   - f32 linear ([out,in] weights, bias as an epilogue): one ingot__sgemv per row for batches of
+ *     up to GEMV_MAX_ROWS rows, ingot__sgemm above; the bias is written into y first and the
+ *     kernel accumulates onto it (beta = 1);
+ *   - f32 matmul (batched, broadcast batch axes): ingot__sgemm per batch item (ingot__sgemv for a
+ *     single row);
+ *   - quantized linear with Q8_0 or per-row int8 weights: activations quantized once per row
+ *     (Q8_0 blocks as ggml, or int8 with one scale per row), then the int8 GEMV kernels over
+ *     blocks of weight rows, each block reused for every activation row while it is in cache;
+ *   - contiguous f32 activations and last-axis softmax, threaded.
+ * Operands the kernels can read through their leading dimensions (row-major or transposed views
+ * with unit stride on one axis) are passed as they are; any other view (negative, zero or
+ * overlapping strides, non-collapsible batch axes) is packed into contiguous instance scratch
+ * first, and a dst the kernels cannot write is computed in scratch and copied out. Everything
+ * else (other dtypes, conv, pooling, norms, attention, sort, sampling) runs the ref definition.
  *
- * Kernels plug in through cpu_kernels (cpu.h): src/backend/cpu/kernels/ (the dedicated GEMM /
- * GEMV / int8 work) replaces ingot__cpu_pick_kernels' choices; nothing else here changes.
+ * Determinism: every chunk of work is fixed by the problem's shape alone and each output element
+ * is reduced by the same kernel sequence whatever thread runs it, so results do not depend on
+ * the thread count (kernels.h promises the same for its kernels).
  */
 #include <unistd.h>
 
 #include "cpu.h"
 #include "ref/ref.h"
 
+/* Batches of up to this many rows run one f32 GEMV per row (the weights are streamed once per
+ * row, which beats packing them for the blocked GEMM at these sizes); larger ones run the GEMM. */
+#define GEMV_MAX_ROWS 8
+
 static cpu_ctx *ctx_of(ingot_backend *b) { return ingot_backend_ctx(b); }
 
-/* ---- f32 linear ---- */
+/* ---- the pool, for range jobs ---- */
 
-typedef struct lin_job {
-    const cpu_kernels *k;
-    const float *x, *w, *bias;
-    float *y;
-    int64_t M, OUT, IN, ldw;
-    bool by_rows;
-} lin_job;
+typedef struct range_job {
+    cpu_range_fn fn;
+    void *arg;
+    int64_t n, chunk;
+} range_job;
 
-static void lin_task(void *arg, int64_t b, int64_t e)
+static void range_task(void *ctx, size_t task, unsigned worker)
 {
-    const lin_job *j = arg;
-    if (j->by_rows)
-        j->k->linear_f32(j->x + b * j->IN, j->IN, j->w, j->ldw, j->bias, j->y + b * j->OUT,
-                         j->OUT, e - b, 0, j->OUT, j->IN);
-    else
-        j->k->linear_f32(j->x, j->IN, j->w, j->ldw, j->bias, j->y, j->OUT, j->M, b, e, j->IN);
+    (void)worker;
+    const range_job *j = ctx;
+    int64_t b = (int64_t)task * j->chunk, e = b + j->chunk < j->n ? b + j->chunk : j->n;
+    j->fn(j->arg, b, e);
 }
 
-static bool unit_last(const ingot_tensor *t) { return t->rank && t->strides[t->rank - 1] == 1; }
+void ingot__cpu_run(cpu_ctx *c, int64_t n, int64_t chunk, cpu_range_fn fn, void *arg)
+{
+    if (n <= 0) return;
+    if (chunk < 1) chunk = 1;
+    range_job j = {fn, arg, n, chunk};
+    ingot__pool_run(c->pool, range_task, &j, (size_t)((n + chunk - 1) / chunk));
+}
+
+/* ---- scratch and operand layouts ---- */
+
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Instance scratch of at least n bytes (64-byte aligned), grown on demand. */
+static ingot_status scratch(ingot_backend *b, size_t n, const char *op, void **out,
+                            ingot_error *err)
+{
+    cpu_ctx *c = ctx_of(b);
+    if (c->scratch_size < n + 64) {
+        void *p = ingot__alloc(&b->alloc, n + 64);
+        if (!p)
+            return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, op, ing_strlen(op),
+                              "%s: %zu bytes of scratch", op, n);
+        ingot__free(&b->alloc, c->scratch, c->scratch_size);
+        c->scratch = p;
+        c->scratch_size = n + 64;
+    }
+    *out = (void *)(((uintptr_t)c->scratch + 63) & ~(uintptr_t)63);
+    return INGOT_OK;
+}
+
+/* A contiguous tensor of `like`'s shape and dtype over host memory `mem` (a stack buffer that
+ * only lives for the op). */
+static void tmp_tensor(ingot_backend *b, ingot_buffer *sb, ingot_tensor *t, void *mem,
+                       const ingot_tensor *like)
+{
+    memset(sb, 0, sizeof *sb);
+    sb->owner = b;
+    sb->host = mem;
+    sb->size = (size_t)ing_nelem(like) * ing_esize(like->dtype);
+    sb->writable = true;
+    ingot_tensor_init(t, sb, 0, like->dtype, like->rank, like->shape, NULL);
+}
+
+/* How a kernel reads a rows x cols matrix with element strides (sr, sc): row-major (*trans
+ * false, *ld = row stride >= cols) or column-major (*trans true: the transpose is row-major with
+ * *ld = column stride >= rows). False when neither (negative, zero or overlapping strides). */
+static bool mat_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bool *trans,
+                       size_t *ld)
+{
+    if ((sc == 1 || cols <= 1) && (rows <= 1 || sr >= cols)) {
+        *trans = false;
+        *ld = (size_t)(rows <= 1 ? (cols > 1 ? cols : 1) : sr);
+        return true;
+    }
+    if ((sr == 1 || rows <= 1) && (cols <= 1 || sc >= rows)) {
+        *trans = true;
+        *ld = (size_t)(cols <= 1 ? (rows > 1 ? rows : 1) : sc);
+        return true;
+    }
+    return false;
+}
+
+/* t as a row-major matrix [rows, cols] (cols = the last dimension, rows = the product of the
+ * others) with row stride *ld >= cols: the last axis has unit stride and the leading axes
+ * collapse into one stride. */
+static bool rows_view(const ingot_tensor *t, int64_t *rows, int64_t *ld)
+{
+    int64_t cols = t->rank ? t->shape[t->rank - 1] : 1, r = 1, st = 0;
+    if (t->rank && cols > 1 && t->strides[t->rank - 1] != 1) return false;
+    for (uint32_t i = t->rank > 0 ? t->rank - 1 : 0; i-- > 0;) {
+        if (t->shape[i] == 1) continue;
+        if (r == 1) st = t->strides[i];
+        else if (t->strides[i] != st * r) return false;
+        r *= t->shape[i];
+    }
+    int64_t minld = cols > 1 ? cols : 1;
+    if (r > 1 && st < minld) return false;
+    *rows = r;
+    *ld = r > 1 ? st : minld;
+    return true;
+}
+
+static bool f32_host(const ingot_tensor *t)
+{
+    const uint8_t *p = ing_ptr(t);
+    return t->dtype == INGOT_DTYPE_F32 && p && (uintptr_t)p % 4 == 0;
+}
+
+static const float *cfp(const ingot_tensor *t) { return (const float *)(const void *)ing_ptr(t); }
+static float *fp(const ingot_tensor *t) { return (float *)(void *)ing_ptr(t); }
+
+static ingot_status nomem(ingot_error *err, const char *op)
+{
+    return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, op, ing_strlen(op),
+                      "%s: GEMM packing buffers", op);
+}
+
+/* y rows [0, M) (row stride ldy, OUT wide) = bias (any stride), or left alone without bias. */
+static void preload_bias(float *y, int64_t ldy, int64_t M, int64_t OUT, const ingot_tensor *bias)
+{
+    if (!bias) return;
+    const float *pb = cfp(bias);
+    int64_t bs = bias->strides[0];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t o = 0; o < OUT; o++) y[m * ldy + o] = pb[o * bs];
+}
+
+/* ---- f32 linear: y = x . w^T + bias, w [out, in] ---- */
 
 static ingot_status cpu_linear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                                const ingot_tensor *w, const ingot_tensor *bias, ingot_error *err)
 {
-    if (x->dtype != INGOT_DTYPE_F32 || !ingot_tensor_is_contiguous(x) ||
-        !ingot_tensor_is_contiguous(dst) || !unit_last(w) || (bias && bias->strides[0] != 1) ||
-        w->shape[0] < 1)
+    if (!f32_host(x) || !f32_host(w) || !f32_host(dst) || (bias && !f32_host(bias)) ||
+        w->shape[1] == 0)
         return ingot__ref_linear(b, dst, x, w, bias, err);
     cpu_ctx *c = ctx_of(b);
-    int64_t IN = w->shape[1], OUT = w->shape[0], M = ing_nelem(x) / (IN ? IN : 1);
-    if (IN == 0) return ingot__ref_linear(b, dst, x, w, bias, err);
-    lin_job j = {&c->k, (const float *)(const void *)ing_ptr(x),
-                 (const float *)(const void *)ing_ptr(w),
-                 bias ? (const float *)(const void *)ing_ptr(bias) : NULL,
-                 (float *)(void *)ing_ptr(dst), M, OUT, IN, w->strides[0], false};
-    /* Split over output columns (weights stream once) unless there are too few of them. */
-    int64_t T = c->threads;
-    j.by_rows = OUT < 16 * T && M >= 2 * T;
-    if (j.by_rows) ingot__cpu_pool_run(c->pool, M, 2, lin_task, &j);
-    else {
-        /* Column chunks of ~128 KiB of weights (they stay in L2 while x streams past), but at
-         * least two chunks per thread. */
-        int64_t chunk = (32768 / IN + 3) & ~(int64_t)3;
-        if (chunk < 4) chunk = 4;
-        while (chunk > 4 && OUT / chunk < 2 * T) chunk = (chunk / 2 + 3) & ~(int64_t)3;
-        ingot__cpu_pool_run(c->pool, OUT, chunk, lin_task, &j);
+    int64_t OUT = w->shape[0], IN = w->shape[1], M = ing_nelem(dst) / OUT, xr, ldx, yr, ldy;
+    bool wt;
+    size_t ldw;
+    bool w_ok = mat_layout(OUT, IN, w->strides[0], w->strides[1], &wt, &ldw);
+    bool x_ok = rows_view(x, &xr, &ldx), y_ok = rows_view(dst, &yr, &ldy);
+    size_t xbytes = x_ok ? 0 : round64((size_t)(M * IN) * 4);
+    size_t wbytes = w_ok ? 0 : round64((size_t)(OUT * IN) * 4);
+    size_t ybytes = y_ok ? 0 : round64((size_t)(M * OUT) * 4);
+    uint8_t *s = NULL;
+    if (xbytes + wbytes + ybytes) ING_TRY(scratch(b, xbytes + wbytes + ybytes, "linear",
+                                                  (void **)&s, err));
+    ingot_buffer sbx, sbw, sby;
+    ingot_tensor tx, tw, ty;
+    const float *px = cfp(x), *pw = cfp(w);
+    float *py = fp(dst);
+    if (!x_ok) {
+        tmp_tensor(b, &sbx, &tx, s, x);
+        ING_TRY(ingot__ref_copy(b, &tx, x, err));
+        px = (const float *)(const void *)s, ldx = IN;
     }
+    if (!w_ok) {
+        tmp_tensor(b, &sbw, &tw, s + xbytes, w);
+        ING_TRY(ingot__ref_copy(b, &tw, w, err));
+        pw = (const float *)(const void *)(s + xbytes), wt = false, ldw = (size_t)IN;
+    }
+    if (!y_ok) {
+        tmp_tensor(b, &sby, &ty, s + xbytes + wbytes, dst);
+        py = (float *)(void *)(s + xbytes + wbytes), ldy = OUT;
+    }
+    preload_bias(py, ldy, M, OUT, bias);
+    float beta = bias ? 1.0f : 0.0f;
+    if (M <= GEMV_MAX_ROWS) {
+        for (int64_t m = 0; m < M; m++) {
+            if (!wt)
+                ingot__sgemv(c->pool, false, (size_t)OUT, (size_t)IN, 1.0f, pw, ldw,
+                             px + m * ldx, beta, py + m * ldy);
+            else /* w is a column-major view: its transpose [in, out] is row-major */
+                ingot__sgemv(c->pool, true, (size_t)IN, (size_t)OUT, 1.0f, pw, ldw,
+                             px + m * ldx, beta, py + m * ldy);
+        }
+    } else if (ingot__sgemm(c->pool, false, !wt, (size_t)M, (size_t)OUT, (size_t)IN, 1.0f, px,
+                            (size_t)ldx, pw, ldw, beta, py, (size_t)ldy) != INGOT_OK) {
+        return nomem(err, "linear");
+    }
+    if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);
     return INGOT_OK;
 }
 
-/* ---- Q8_0 linear ---- */
+/* ---- f32 batched matmul ---- */
+
+static ingot_tensor head_view(const ingot_tensor *t, uint32_t rank)
+{
+    ingot_tensor v = *t;
+    v.rank = rank;
+    return v;
+}
+
+static ingot_status cpu_matmul(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *a,
+                               const ingot_tensor *cc, ingot_error *err)
+{
+    if (!f32_host(a) || !f32_host(cc) || !f32_host(dst) || a->shape[a->rank - 1] == 0)
+        return ingot__ref_matmul(b, dst, a, cc, err);
+    cpu_ctx *c = ctx_of(b);
+    uint32_t r = dst->rank, ra = a->rank, rc = cc->rank;
+    int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[ra - 1];
+    bool ta, tb, td;
+    size_t lda, ldb, ldd;
+    bool a_ok = mat_layout(M, K, a->strides[ra - 2], a->strides[ra - 1], &ta, &lda);
+    bool b_ok = mat_layout(K, N, cc->strides[rc - 2], cc->strides[rc - 1], &tb, &ldb);
+    bool d_ok = mat_layout(M, N, dst->strides[r - 2], dst->strides[r - 1], &td, &ldd) && !td;
+    size_t abytes = a_ok ? 0 : round64((size_t)ing_nelem(a) * 4);
+    size_t bbytes = b_ok ? 0 : round64((size_t)ing_nelem(cc) * 4);
+    size_t dbytes = d_ok ? 0 : round64((size_t)ing_nelem(dst) * 4);
+    uint8_t *s = NULL;
+    if (abytes + bbytes + dbytes)
+        ING_TRY(scratch(b, abytes + bbytes + dbytes, "matmul", (void **)&s, err));
+    ingot_buffer sba, sbb, sbd;
+    ingot_tensor at = *a, bt = *cc, dt = *dst;
+    if (!a_ok) {
+        tmp_tensor(b, &sba, &at, s, a);
+        ING_TRY(ingot__ref_copy(b, &at, a, err));
+        ta = false, lda = (size_t)(K > 1 ? K : 1);
+    }
+    if (!b_ok) {
+        tmp_tensor(b, &sbb, &bt, s + abytes, cc);
+        ING_TRY(ingot__ref_copy(b, &bt, cc, err));
+        tb = false, ldb = (size_t)(N > 1 ? N : 1);
+    }
+    if (!d_ok) {
+        tmp_tensor(b, &sbd, &dt, s + abytes + bbytes, dst);
+        ldd = (size_t)(N > 1 ? N : 1);
+    }
+    ingot_tensor bd = head_view(&dt, r - 2), ba = head_view(&at, ra - 2),
+                 bc = head_view(&bt, rc - 2);
+    const ingot_tensor *ops[3] = {&bd, &ba, &bc};
+    ing_it it;
+    ing_it_init(&it, r - 2, dst->shape, 3, ops);
+    do {
+        float *D = (float *)(void *)it.p[0];
+        const float *A = (const float *)(const void *)it.p[1];
+        const float *B = (const float *)(const void *)it.p[2];
+        if (M == 1 && !ta) {
+            /* One row: dst[N] = c^T . a (c row-major) or (c^T) . a (c column-major). */
+            if (!tb) ingot__sgemv(c->pool, true, (size_t)K, (size_t)N, 1.0f, B, ldb, A, 0.0f, D);
+            else ingot__sgemv(c->pool, false, (size_t)N, (size_t)K, 1.0f, B, ldb, A, 0.0f, D);
+        } else if (ingot__sgemm(c->pool, ta, tb, (size_t)M, (size_t)N, (size_t)K, 1.0f, A, lda,
+                                B, ldb, 0.0f, D, ldd) != INGOT_OK) {
+            return nomem(err, "matmul");
+        }
+    } while (ing_it_next(&it));
+    if (!d_ok) return ingot__ref_copy(b, dst, &dt, err);
+    return INGOT_OK;
+}
+
+/* ---- quantized linear (Q8_0 and per-row int8 weights) ---- */
+
+#define Q8_BYTES 34 /* f16 scale + 32 int8 */
 
 typedef struct qlin_job {
-    const cpu_kernels *k;
-    const uint8_t *w;
-    const int8_t *qa;
-    const float *da, *bias;
+    bool q8;
+    const uint8_t *w;     /* weight rows */
+    size_t wrow;          /* bytes per weight row */
+    const float *wscale;  /* I8: per-row weight scales (contiguous) */
+    uint8_t *xq;          /* quantized activation rows */
+    size_t xrow;          /* bytes per quantized activation row */
+    float *xs;            /* I8: per-row activation scales */
+    const float *x;       /* quantization input rows */
+    int64_t ldx;
+    const float *bias;
+    int64_t bstride;
     float *y;
-    int64_t M, OUT, nb;
+    int64_t ldy, M, IN;
 } qlin_job;
 
-static void qlin_task(void *arg, int64_t b, int64_t e)
+/* Activation row m to Q8_0 blocks (ggml's rounding) or to int8 with one scale per row. */
+static void qlin_quant_task(void *arg, int64_t b, int64_t e)
 {
     const qlin_job *j = arg;
-    for (int64_t o = b; o < e; o++) {
-        const uint8_t *wr = j->w + o * j->nb * 34;
-        float bv = j->bias ? j->bias[o] : 0.0f;
-        for (int64_t m = 0; m < j->M; m++)
-            j->y[m * j->OUT + o] =
-                j->k->dot_q8_0(wr, j->qa + m * j->nb * 32, j->da + m * j->nb, j->nb) + bv;
+    for (int64_t m = b; m < e; m++) {
+        const float *x = j->x + m * j->ldx;
+        uint8_t *q = j->xq + (size_t)m * j->xrow;
+        if (j->q8) {
+            ingot__quantize_q8_0(x, (size_t)j->IN, q);
+            continue;
+        }
+        float amax = 0;
+        for (int64_t i = 0; i < j->IN; i++) amax = fmaxf(amax, fabsf(x[i]));
+        float s = amax / 127.0f, inv = s != 0.0f ? 1.0f / s : 0.0f;
+        for (int64_t i = 0; i < j->IN; i++) {
+            float v = roundf(x[i] * inv); /* half away from zero */
+            q[i] = (uint8_t)(int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+        }
+        j->xs[m] = s;
     }
 }
 
-static ingot_status scratch(ingot_backend *b, size_t n, void **out, ingot_error *err)
+/* The int8 kernel's contract excludes -128; such a block is computed here with the same
+ * formula (exact int32 dot times wscale * xscale), so the result is the same. */
+static bool has_min_i8(const uint8_t *w, size_t n)
 {
-    cpu_ctx *c = ctx_of(b);
-    if (c->scratch_size < n) {
-        void *p = ingot__alloc(&b->alloc, n);
-        if (!p)
-            return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, "qlinear", 7,
-                              "qlinear: %zu bytes of activation scratch", n);
-        ingot__free(&b->alloc, c->scratch, c->scratch_size);
-        c->scratch = p;
-        c->scratch_size = n;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) any |= w[i] == 0x80;
+    return any;
+}
+
+static void i8_rows_exact(const int8_t *w, size_t rows, size_t K, const float *wscale,
+                          const int8_t *x, float xscale, float *y)
+{
+    for (size_t r = 0; r < rows; r++) {
+        int32_t d = 0;
+        for (size_t k = 0; k < K; k++) d += (int32_t)w[r * K + k] * x[k];
+        y[r] = (float)d * (wscale[r] * xscale);
     }
-    *out = c->scratch;
-    return INGOT_OK;
+}
+
+/* Weight rows [o0, o1) against every activation row: the block stays in cache while the rows
+ * of x stream past (the kernels run on this thread: pool NULL). */
+static void qlin_task(void *arg, int64_t o0, int64_t o1)
+{
+    const qlin_job *j = arg;
+    size_t R = (size_t)(o1 - o0);
+    const uint8_t *wb = j->w + (size_t)o0 * j->wrow;
+    bool exact = !j->q8 && has_min_i8(wb, R * j->wrow);
+    for (int64_t m = 0; m < j->M; m++) {
+        float *y = j->y + m * j->ldy + o0;
+        const uint8_t *xq = j->xq + (size_t)m * j->xrow;
+        if (j->q8)
+            ingot__gemv_q8_0(NULL, R, (size_t)j->IN, wb, xq, y);
+        else if (!exact)
+            ingot__gemv_i8(NULL, R, (size_t)j->IN, (const int8_t *)(const void *)wb,
+                           (size_t)j->IN, j->wscale + o0, (const int8_t *)(const void *)xq,
+                           j->xs[m], y);
+        else
+            i8_rows_exact((const int8_t *)(const void *)wb, R, (size_t)j->IN, j->wscale + o0,
+                          (const int8_t *)(const void *)xq, j->xs[m], y);
+        if (j->bias)
+            for (size_t i = 0; i < R; i++) y[i] += j->bias[((int64_t)i + o0) * j->bstride];
+    }
 }
 
 static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                                 const ingot_tensor *w, const ingot_tensor *scale,
                                 const ingot_tensor *bias, ingot_error *err)
 {
-    int64_t IN = w->shape[1], OUT = w->shape[0];
-    if (w->dtype != INGOT_DTYPE_Q8_0 || IN == 0 || !ingot_tensor_is_contiguous(x) ||
-        !ingot_tensor_is_contiguous(dst) || (bias && bias->strides[0] != 1) || IN % 32)
+    int64_t OUT = w->shape[0], IN = w->shape[1];
+    bool q8 = w->dtype == INGOT_DTYPE_Q8_0;
+    if ((!q8 && w->dtype != INGOT_DTYPE_I8) || IN == 0 || (!q8 && IN > 65536) || !f32_host(x) ||
+        !f32_host(dst) || (bias && !f32_host(bias)) || (scale && !f32_host(scale)) || !ing_ptr(w))
         return ingot__ref_qlinear(b, dst, x, w, scale, bias, err);
     cpu_ctx *c = ctx_of(b);
-    int64_t M = ing_nelem(x) / IN, nb = IN / 32;
-    size_t qbytes = (size_t)(M * IN), need = qbytes + (size_t)(M * nb) * sizeof(float) + 16;
-    void *s = NULL;
-    ING_TRY(scratch(b, need, &s, err));
-    int8_t *qa = s;
-    float *da = (float *)(void *)((uint8_t *)s + ((qbytes + 15) & ~(size_t)15));
-    const float *px = (const float *)(const void *)ing_ptr(x);
-    /* Activations to int8 per 32-block (ggml quantize_row_q8_0 rounding). */
-    for (int64_t i = 0; i < M * nb; i++) {
-        const float *v = px + i * 32;
-        float amax = 0;
-        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
-        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        da[i] = d;
-        for (int j = 0; j < 32; j++) qa[i * 32 + j] = (int8_t)roundf(v[j] * id);
+    int64_t M = ing_nelem(dst) / OUT, xr, ldx, yr, ldy;
+    bool x_ok = rows_view(x, &xr, &ldx), y_ok = rows_view(dst, &yr, &ldy);
+    bool s_ok = q8 || OUT == 1 || scale->strides[0] == 1;
+    size_t xrow = q8 ? (size_t)IN / 32 * Q8_BYTES : (size_t)IN;
+    size_t qbytes = round64(xrow * (size_t)M), sbytes = q8 ? 0 : round64((size_t)M * 4);
+    size_t xbytes = x_ok ? 0 : round64((size_t)(M * IN) * 4);
+    size_t ybytes = y_ok ? 0 : round64((size_t)(M * OUT) * 4);
+    size_t wsbytes = s_ok ? 0 : round64((size_t)OUT * 4);
+    uint8_t *s = NULL;
+    ING_TRY(scratch(b, qbytes + sbytes + xbytes + ybytes + wsbytes, "qlinear", (void **)&s, err));
+    qlin_job j = {0};
+    j.q8 = q8;
+    j.w = ing_ptr(w);
+    j.wrow = q8 ? (size_t)IN / 32 * Q8_BYTES : (size_t)IN;
+    j.xq = s;
+    j.xrow = xrow;
+    j.xs = (float *)(void *)(s + qbytes);
+    j.x = cfp(x);
+    j.ldx = ldx;
+    j.bias = bias ? cfp(bias) : NULL;
+    j.bstride = bias ? bias->strides[0] : 0;
+    j.y = fp(dst);
+    j.ldy = ldy;
+    j.M = M;
+    j.IN = IN;
+    uint8_t *rest = s + qbytes + sbytes;
+    ingot_buffer sbx, sby;
+    ingot_tensor tx, ty;
+    if (!x_ok) {
+        tmp_tensor(b, &sbx, &tx, rest, x);
+        ING_TRY(ingot__ref_copy(b, &tx, x, err));
+        j.x = (const float *)(const void *)rest, j.ldx = IN;
     }
-    qlin_job j = {&c->k, ing_ptr(w), qa, da,
-                  bias ? (const float *)(const void *)ing_ptr(bias) : NULL,
-                  (float *)(void *)ing_ptr(dst), M, OUT, nb};
-    ingot__cpu_pool_run(c->pool, OUT, 8, qlin_task, &j);
+    if (!y_ok) {
+        tmp_tensor(b, &sby, &ty, rest + xbytes, dst);
+        j.y = (float *)(void *)(rest + xbytes), j.ldy = OUT;
+    }
+    if (!q8) {
+        if (s_ok) {
+            j.wscale = cfp(scale);
+        } else {
+            float *ws = (float *)(void *)(rest + xbytes + ybytes);
+            const float *ps = cfp(scale);
+            for (int64_t o = 0; o < OUT; o++) ws[o] = ps[o * scale->strides[0]];
+            j.wscale = ws;
+        }
+    }
+    ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
+    if (q8 && IN / 32 > 512) {
+        /* Long rows: the kernel threads each row itself (its block-scale scratch comes from the
+         * pool). */
+        for (int64_t m = 0; m < M; m++) {
+            float *y = j.y + m * j.ldy;
+            ingot__gemv_q8_0(c->pool, (size_t)OUT, (size_t)IN, j.w, j.xq + (size_t)m * xrow, y);
+            if (j.bias)
+                for (int64_t o = 0; o < OUT; o++) y[o] += j.bias[o * j.bstride];
+        }
+    } else {
+        /* Blocks of weight rows of about 32 KiB, a multiple of 4 rows. */
+        int64_t rows = (int64_t)(32768 / j.wrow) & ~(int64_t)3;
+        if (rows < 4) rows = 4;
+        ingot__cpu_run(c, OUT, rows, qlin_task, &j);
+    }
+    if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);
     return INGOT_OK;
 }
 
@@ -175,12 +478,11 @@ static void act_task(void *arg, int64_t b, int64_t e)
 static ingot_status cpu_activation(ingot_backend *b, ingot_act_op op, ingot_tensor *dst,
                                    const ingot_tensor *a, double param, ingot_error *err)
 {
-    if (a->dtype != INGOT_DTYPE_F32 || !ingot_tensor_is_contiguous(a) ||
+    if (!f32_host(a) || !f32_host(dst) || !ingot_tensor_is_contiguous(a) ||
         !ingot_tensor_is_contiguous(dst))
         return ingot__ref_activation(b, op, dst, a, param, err);
-    act_job j = {op, param, (const float *)(const void *)ing_ptr(a),
-                 (float *)(void *)ing_ptr(dst), 0, false};
-    ingot__cpu_pool_run(ctx_of(b)->pool, ing_nelem(a), 16384, act_task, &j);
+    act_job j = {op, param, cfp(a), fp(dst), 0, false};
+    ingot__cpu_run(ctx_of(b), ing_nelem(a), 16384, act_task, &j);
     return INGOT_OK;
 }
 
@@ -210,46 +512,91 @@ static void smax_task(void *arg, int64_t b, int64_t e)
 static ingot_status cpu_softmax(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *a,
                                 uint32_t axis, bool log, ingot_error *err)
 {
-    if (a->dtype != INGOT_DTYPE_F32 || axis != a->rank - 1 || !ingot_tensor_is_contiguous(a) ||
-        !ingot_tensor_is_contiguous(dst))
+    if (!f32_host(a) || !f32_host(dst) || axis != a->rank - 1 ||
+        !ingot_tensor_is_contiguous(a) || !ingot_tensor_is_contiguous(dst))
         return ingot__ref_softmax(b, dst, a, axis, log, err);
     int64_t n = a->shape[axis];
-    act_job j = {INGOT_ACT_SOFTMAX, 0, (const float *)(const void *)ing_ptr(a),
-                 (float *)(void *)ing_ptr(dst), n, log};
-    ingot__cpu_pool_run(ctx_of(b)->pool, ing_nelem(a) / n, 8, smax_task, &j);
+    act_job j = {INGOT_ACT_SOFTMAX, 0, cfp(a), fp(dst), n, log};
+    ingot__cpu_run(ctx_of(b), ing_nelem(a) / n, 8, smax_task, &j);
     return INGOT_OK;
 }
 
 /* ---- instance ---- */
 
-static ingot_status cpu_init(ingot_backend *b, const ingot_backend_opts *o, ingot_error *err)
+/* The GEMM packs its operands into per-worker pool scratch, grown on first use. To keep that
+ * allocation out of the first op (the MLP runtime promises none in its forward pass), the size
+ * it asks for is learnt once per instance by running a small GEMM on a private one-thread pool
+ * whose allocator records the largest request, and every worker of the real pool is grown to it
+ * now. The pages are only touched when a GEMM runs. */
+typedef struct probe_alloc {
+    const ingot_allocator *inner;
+    size_t largest;
+} probe_alloc;
+
+static void *probe_alloc_fn(void *ctx, size_t n, size_t align)
 {
-    cpu_ctx *c = ingot__calloc(&b->alloc, sizeof *c);
-    if (!c) return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, "cpu", 3, "cpu context");
-    uint32_t t = o->threads;
-    if (t == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        t = n > 0 ? (uint32_t)n : 1;
-    }
-    if (t > 256) t = 256;
-    ingot__cpu_pick_kernels(&c->k);
-    if (ingot__cpu_pool_new(&b->alloc, t, &c->pool) != INGOT_OK) {
-        ingot__free(&b->alloc, c, sizeof *c);
-        return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, "cpu", 3, "thread pool");
-    }
-    c->threads = ingot__cpu_pool_threads(c->pool);
-    ingot__fmt(c->desc, sizeof c->desc, "host CPU, %s kernels, %u threads", c->k.isa, c->threads);
-    ingot_backend_set_ctx(b, c);
-    return INGOT_OK;
+    (void)align;
+    probe_alloc *p = ctx;
+    if (n > p->largest) p->largest = n;
+    return ingot__alloc(p->inner, n);
+}
+
+static void probe_free_fn(void *ctx, void *ptr, size_t n)
+{
+    probe_alloc *p = ctx;
+    ingot__free(p->inner, ptr, n);
+}
+
+static bool reserve_gemm_scratch(ingot_backend *b, ingot__pool *pool)
+{
+    probe_alloc pa = {&b->alloc, 0};
+    ingot_allocator al = {probe_alloc_fn, probe_free_fn, &pa};
+    ingot__pool *probe = ingot__pool_create(&al, 1);
+    if (!probe) return false;
+    enum { P = 96 }; /* past any small-matrix shortcut, still microseconds */
+    float *m = ingot__calloc(&b->alloc, 3 * P * P * sizeof(float));
+    ingot_status st = m ? ingot__sgemm(probe, false, true, P, P, P, 1.0f, m, P, m + P * P, P, 0.0f,
+                                       m + 2 * P * P, P)
+                        : INGOT_E_NOMEM;
+    ingot__free(&b->alloc, m, 3 * P * P * sizeof(float));
+    ingot__pool_destroy(probe);
+    if (st != INGOT_OK) return false;
+    for (unsigned w = 0; w < ingot__pool_threads(pool); w++)
+        if (!ingot__pool_scratch(pool, w, pa.largest)) return false;
+    return true;
 }
 
 static void cpu_fini(ingot_backend *b)
 {
     cpu_ctx *c = ctx_of(b);
     if (!c) return;
-    ingot__cpu_pool_free(c->pool);
+    ingot__pool_destroy(c->pool);
     if (c->scratch) ingot__free(&b->alloc, c->scratch, c->scratch_size);
     ingot__free(&b->alloc, c, sizeof *c);
+    ingot_backend_set_ctx(b, NULL);
+}
+
+static ingot_status cpu_init(ingot_backend *b, const ingot_backend_opts *o, ingot_error *err)
+{
+    cpu_ctx *c = ingot__calloc(&b->alloc, sizeof *c);
+    if (!c) return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, "cpu", 3, "cpu context");
+    ingot_backend_set_ctx(b, c);
+    uint32_t t = o->threads;
+    if (t == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        t = n > 0 ? (uint32_t)n : 1;
+    }
+    if (t > 256) t = 256;
+    c->pool = ingot__pool_create(&b->alloc, t);
+    if (!c->pool || !reserve_gemm_scratch(b, c->pool)) {
+        cpu_fini(b);
+        return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, "cpu", 3,
+                          "thread pool of %u threads and its GEMM buffers", t);
+    }
+    c->threads = ingot__pool_threads(c->pool);
+    ingot__fmt(c->desc, sizeof c->desc, "host CPU, %s kernels, %u threads",
+               ingot__isa_name(ingot__get_isa()), c->threads);
+    return INGOT_OK;
 }
 
 static void cpu_info(const ingot_backend *b, ingot_device_info *out)
@@ -258,6 +605,30 @@ static void cpu_info(const ingot_backend *b, ingot_device_info *out)
     out->description = c->desc;
     out->threads = c->threads;
 }
+
+/* ---- tables: ref members except where a kernel takes over ---- */
+
+static const ingot_tensor_ops cpu_float_ops = {
+    .unary = ingot__ref_unary,
+    .binary = ingot__ref_binary,
+    .binary_scalar = ingot__ref_binary_scalar,
+    .compare = ingot__ref_compare,
+    .clamp = ingot__ref_clamp,
+    .where = ingot__ref_where,
+    .mask_fill = ingot__ref_mask_fill,
+    .copy = ingot__ref_copy,
+    .cast = ingot__ref_cast,
+    .fill = ingot__ref_fill,
+    .arange = ingot__ref_arange,
+    .matmul = cpu_matmul,
+    .reduce = ingot__ref_reduce,
+    .cumsum = ingot__ref_cumsum,
+    .topk = ingot__ref_topk,
+    .gather = ingot__ref_gather,
+    .scatter_add = ingot__ref_scatter_add,
+    .index_select = ingot__ref_index_select,
+    .sort = ingot__ref_sort,
+};
 
 static const ingot_module_ops cpu_module_ops = {
     .linear = cpu_linear,
@@ -287,10 +658,11 @@ const ingot_backend_ops ingot__backend_cpu = {
     .init = cpu_init,
     .fini = cpu_fini,
     .device_info = cpu_info,
-    .float_ops = &ingot__ref_float_ops,
+    .float_ops = &cpu_float_ops,
     .int_ops = &ingot__ref_int_ops,
     .bool_ops = &ingot__ref_bool_ops,
     .quant_ops = &cpu_quant_ops,
     .module_ops = &cpu_module_ops,
     .activation_ops = &cpu_activation_ops,
+    .sampling_ops = &ingot__ref_sampling_ops,
 };

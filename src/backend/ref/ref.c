@@ -1,6 +1,7 @@
 /*
  * ref.c - the "ref" backend's tables: every op group points at the scalar definitions in
- * ref_elem.c, ref_reduce.c, ref_module.c and ref_quant.c. Single-threaded, host memory.
+ * ref_elem.c, ref_reduce.c, ref_module.c, ref_quant.c and ref_sample.c. Single-threaded, host
+ * memory.
  */
 #include "ref.h"
 
@@ -21,6 +22,7 @@ const ingot_tensor_ops ingot__ref_float_ops = {
     .gather = ingot__ref_gather,
     .scatter_add = ingot__ref_scatter_add,
     .index_select = ingot__ref_index_select,
+    .sort = ingot__ref_sort,
 };
 
 const ingot_tensor_ops ingot__ref_int_ops = {
@@ -33,6 +35,7 @@ const ingot_tensor_ops ingot__ref_int_ops = {
     .gather = ingot__ref_gather,
     .scatter_add = ingot__ref_scatter_add,
     .index_select = ingot__ref_index_select,
+    .sort = ingot__ref_sort,
 };
 
 const ingot_tensor_ops ingot__ref_bool_ops = {
@@ -58,6 +61,11 @@ const ingot_activation_ops ingot__ref_activation_ops = {
     .softmax = ingot__ref_softmax,
 };
 
+const ingot_sampling_ops ingot__ref_sampling_ops = {
+    .top_p = ingot__ref_top_p,
+    .multinomial = ingot__ref_multinomial,
+};
+
 const ingot_quant_ops ingot__ref_quant_ops = {
     .quantize = ingot__ref_quantize,
     .dequantize = ingot__ref_dequantize,
@@ -81,4 +89,5 @@ const ingot_backend_ops ingot__backend_ref = {
     .quant_ops = &ingot__ref_quant_ops,
     .module_ops = &ingot__ref_module_ops,
     .activation_ops = &ingot__ref_activation_ops,
+    .sampling_ops = &ingot__ref_sampling_ops,
 };

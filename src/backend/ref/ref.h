@@ -88,11 +88,21 @@ ingot_status ingot__ref_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
 void ingot__ref_dequant_row(const ingot_tensor *w, const ingot_tensor *scale, int64_t r,
                             float *out);
 
+/* ref_sample.c */
+ingot_status ingot__ref_sort(ingot_backend *b, ingot_tensor *values, ingot_tensor *indices,
+                             const ingot_tensor *a, uint32_t axis, bool descending,
+                             ingot_error *err);
+ingot_status ingot__ref_top_p(ingot_backend *b, ingot_tensor *dst, ingot_tensor *keep,
+                              const ingot_tensor *a, double p, bool logits, ingot_error *err);
+ingot_status ingot__ref_multinomial(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *probs,
+                                    ingot_error *err);
+
 extern const ingot_tensor_ops ingot__ref_float_ops;
 extern const ingot_tensor_ops ingot__ref_int_ops;
 extern const ingot_tensor_ops ingot__ref_bool_ops;
 extern const ingot_module_ops ingot__ref_module_ops;
 extern const ingot_activation_ops ingot__ref_activation_ops;
 extern const ingot_quant_ops ingot__ref_quant_ops;
+extern const ingot_sampling_ops ingot__ref_sampling_ops;
 
 #endif

@@ -1,0 +1,383 @@
+/*
+ * test_backend_cpu.c - the "cpu" backend's kernel routes (src/backend/cpu/cpu.c) at sizes the
+ * golden file does not hold: f32 linear (GEMV per row up to 8 rows, the blocked GEMM above,
+ * threaded), batched matmul, Q8_0 and per-row int8 linear (short and long rows, -128 weights),
+ * with contiguous, transposed, strided and flipped operands. Each result is compared with "ref"
+ * (itself checked against torch by test_backend_conformance), checked bit-identical for 1, 2 and
+ * 3 threads, and the f32 paths are checked to allocate nothing; the instance runs one pool.
+ */
+#include <dirent.h>
+#include <math.h>
+
+#include "harness.h"
+#include "ingot/backend.h"
+
+static uint32_t seed = 12345;
+static float frand(void)
+{
+    seed = seed * 1664525u + 1013904223u;
+    return (float)(seed >> 8) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+static size_t n_allocs;
+static void *count_alloc(void *ctx, size_t n, size_t align)
+{
+    (void)ctx;
+    (void)align;
+    n_allocs++;
+    return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+static void count_free(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    free(p);
+}
+static const ingot_allocator counting = {count_alloc, count_free, NULL};
+
+/* One op on one backend: the inputs live in host arrays wrapped as buffers, each with its own
+ * view (shape, strides, element offset), the output is a view of a zeroed array. */
+typedef struct opnd {
+    ingot_dtype dt;
+    uint32_t rank;
+    int64_t shape[4], strides[4], off; /* strides 0 entries: contiguous */
+    void *data;
+    size_t bytes;
+} opnd;
+
+typedef enum { OP_LINEAR, OP_MATMUL, OP_QLINEAR } opkind;
+
+typedef struct gcase {
+    const char *name;
+    opkind op;
+    opnd in[4];
+    int nin;
+    opnd out;
+    double limit;
+    bool in_place; /* f32 operands the kernels read and write through their strides */
+} gcase;
+
+static ingot_status view_of(ingot_backend *b, const opnd *o, ingot_buffer **buf, ingot_tensor *t,
+                            bool writable)
+{
+    ingot_error e;
+    ingot_status st = ingot_buffer_wrap(b, o->data, o->bytes, writable, buf, &e);
+    if (st != INGOT_OK) return st;
+    size_t es = o->dt == INGOT_DTYPE_I8 ? 1 : 4;
+    bool strided = o->strides[0] != 0;
+    if (o->dt == INGOT_DTYPE_Q8_0 || !strided)
+        return ingot_tensor_init(t, *buf, (uint64_t)o->off * es, o->dt, o->rank, o->shape, &e);
+    return ingot_tensor_init_strided(t, *buf, (uint64_t)o->off * es, o->dt, o->rank, o->shape,
+                                     o->strides, &e);
+}
+
+/* Runs the case, leaving the output in out (host bytes of c->out). */
+static ingot_status run_case(ingot_backend *b, const gcase *c, void *out)
+{
+    ingot_buffer *bufs[5] = {0};
+    ingot_tensor t[5];
+    ingot_status st = INGOT_OK;
+    for (int i = 0; i < c->nin && st == INGOT_OK; i++) st = view_of(b, &c->in[i], &bufs[i], &t[i], false);
+    opnd o = c->out;
+    o.data = out;
+    memset(out, 0, o.bytes);
+    if (st == INGOT_OK) st = view_of(b, &o, &bufs[4], &t[4], true);
+    ingot_error e;
+    if (st == INGOT_OK) {
+        switch (c->op) {
+        case OP_LINEAR: st = ingot_op_linear(b, &t[4], &t[0], &t[1], c->nin > 2 ? &t[2] : NULL, &e); break;
+        case OP_MATMUL: st = ingot_op_matmul(b, &t[4], &t[0], &t[1], &e); break;
+        case OP_QLINEAR:
+            st = ingot_op_qlinear(b, &t[4], &t[0], &t[1], c->in[1].dt == INGOT_DTYPE_I8 ? &t[2] : NULL,
+                                  c->nin > 3 ? &t[3] : NULL, &e);
+            break;
+        }
+        if (st != INGOT_OK) {
+            char msg[300];
+            fprintf(stderr, "  %s: %s\n", c->name, ingot_error_format(&e, msg, sizeof msg));
+        }
+    }
+    for (int i = 0; i < 5; i++) ingot_buffer_free(bufs[i]);
+    return st;
+}
+
+static float *fbuf(size_t n)
+{
+    float *p = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) p[i] = frand();
+    return p;
+}
+
+static opnd dense2(ingot_dtype dt, int64_t r, int64_t c, void *data)
+{
+    opnd o = {dt, 2, {r, c}, {0}, 0, data, (size_t)(r * c) * (dt == INGOT_DTYPE_I8 ? 1 : 4)};
+    if (dt == INGOT_DTYPE_Q8_0) o.bytes = (size_t)(r * c / 32 * 34);
+    return o;
+}
+
+static opnd vec(int64_t n, float *data)
+{
+    opnd o = {INGOT_DTYPE_F32, 1, {n}, {0}, 0, data, (size_t)n * 4};
+    return o;
+}
+
+/* Per-row int8 weights (scale = max|row| / 127) with some -128 entries. */
+static void quant_i8(const float *w, int64_t rows, int64_t cols, int8_t *q, float *s, bool min128)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float amax = 0;
+        for (int64_t k = 0; k < cols; k++) amax = fmaxf(amax, fabsf(w[r * cols + k]));
+        s[r] = amax / 127.0f;
+        for (int64_t k = 0; k < cols; k++)
+            q[r * cols + k] = (int8_t)roundf(s[r] ? w[r * cols + k] / s[r] : 0);
+        if (min128 && r % 3 == 1)
+            for (int64_t k = 0; k < cols; k += 5) q[r * cols + k] = -128;
+    }
+}
+
+/* Q8_0 blocks as ggml: d = max|x| / 127 as f16, q = round(x / d). Written by ref's quantize. */
+static void quant_q8(const float *w, int64_t rows, int64_t cols, void *out)
+{
+    ingot_backend *b = NULL;
+    ingot_backend_new("ref", NULL, &b, NULL);
+    ingot_buffer *wb = NULL, *qb = NULL;
+    ingot_tensor wt, qt;
+    ingot_buffer_wrap(b, w, (size_t)(rows * cols) * 4, false, &wb, NULL);
+    ingot_buffer_wrap(b, out, (size_t)(rows * cols / 32 * 34), true, &qb, NULL);
+    int64_t s[2] = {rows, cols};
+    ingot_tensor_init(&wt, wb, 0, INGOT_DTYPE_F32, 2, s, NULL);
+    ingot_tensor_init(&qt, qb, 0, INGOT_DTYPE_Q8_0, 2, s, NULL);
+    ingot_op_quantize(b, &qt, NULL, &wt, NULL);
+    ingot_buffer_free(wb);
+    ingot_buffer_free(qb);
+    ingot_backend_free(b);
+}
+
+#define MAXC 24
+static gcase cases[MAXC];
+static int ncases;
+static void *owned[256];
+static int nowned;
+static void *keep(void *p)
+{
+    owned[nowned++] = p;
+    return p;
+}
+
+static void linear_case(const char *name, int64_t M, int64_t K, int64_t N, int xview, int wview,
+                        int yview, bool bias)
+{
+    gcase *c = &cases[ncases++];
+    c->name = name;
+    c->op = OP_LINEAR;
+    c->limit = 1e-7;
+    c->in_place = xview == 0 && yview != 2;
+    /* x: 0 contiguous, 1 every other element of a twice as long row, 2 reversed rows */
+    float *x = keep(fbuf((size_t)(M * K * 2)));
+    c->in[0] = dense2(INGOT_DTYPE_F32, M, K, x);
+    c->in[0].bytes *= 2;
+    if (xview == 1) c->in[0].strides[0] = 2 * K, c->in[0].strides[1] = 2;
+    if (xview == 2) c->in[0].strides[0] = K, c->in[0].strides[1] = -1, c->in[0].off = K - 1;
+    /* w: 0 [N, K] row-major, 1 stored [K, N] and viewed transposed (column-major) */
+    float *w = keep(fbuf((size_t)(N * K)));
+    c->in[1] = dense2(INGOT_DTYPE_F32, N, K, w);
+    if (wview == 1) c->in[1].strides[0] = 1, c->in[1].strides[1] = N;
+    c->nin = 2;
+    if (bias) c->in[c->nin++] = vec(N, keep(fbuf((size_t)N)));
+    /* y: 0 contiguous, 1 rows of a wider array (row stride N + 3), 2 transposed storage */
+    c->out = dense2(INGOT_DTYPE_F32, M, N, NULL);
+    c->out.bytes = (size_t)(M * (N + 3)) * 4;
+    if (yview == 1) c->out.strides[0] = N + 3, c->out.strides[1] = 1;
+    if (yview == 2) c->out.strides[0] = 1, c->out.strides[1] = M;
+}
+
+static void matmul_case(const char *name, int64_t B, int64_t M, int64_t K, int64_t N, int aview,
+                        int bview)
+{
+    gcase *c = &cases[ncases++];
+    c->name = name;
+    c->op = OP_MATMUL;
+    c->limit = 1e-7;
+    c->in_place = aview != 2;
+    c->nin = 2;
+    opnd a = {INGOT_DTYPE_F32, 3, {B, M, K}, {0}, 0, keep(fbuf((size_t)(B * M * K))),
+              (size_t)(B * M * K) * 4};
+    if (aview == 1) a.strides[0] = M * K, a.strides[1] = 1, a.strides[2] = M; /* transposed */
+    if (aview == 2) a.strides[0] = M * K, a.strides[1] = K, a.strides[2] = -1, a.off = K - 1;
+    opnd b = {INGOT_DTYPE_F32, 2, {K, N}, {0}, 0, keep(fbuf((size_t)(K * N))), (size_t)(K * N) * 4};
+    if (bview == 1) b.strides[0] = 1, b.strides[1] = K; /* transposed */
+    c->in[0] = a;
+    c->in[1] = b;
+    opnd o = {INGOT_DTYPE_F32, 3, {B, M, N}, {0}, 0, NULL, (size_t)(B * M * N) * 4};
+    c->out = o;
+}
+
+static void qlinear_case(const char *name, bool q8, int64_t M, int64_t K, int64_t N, bool min128)
+{
+    gcase *c = &cases[ncases++];
+    c->name = name;
+    c->op = OP_QLINEAR;
+    c->limit = 5e-4;
+    float *w = keep(fbuf((size_t)(N * K)));
+    c->in[0] = dense2(INGOT_DTYPE_F32, M, K, keep(fbuf((size_t)(M * K))));
+    if (q8) {
+        void *q = keep(malloc((size_t)(N * K / 32 * 34)));
+        quant_q8(w, N, K, q);
+        c->in[1] = dense2(INGOT_DTYPE_Q8_0, N, K, q);
+        c->in[2] = vec(N, keep(fbuf((size_t)N)));
+        c->in[3] = vec(N, keep(fbuf((size_t)N)));
+        c->nin = 4;
+    } else {
+        int8_t *q = keep(malloc((size_t)(N * K)));
+        float *s = keep(malloc((size_t)N * 4));
+        quant_i8(w, N, K, q, s, min128);
+        c->in[1] = dense2(INGOT_DTYPE_I8, N, K, q);
+        c->in[2] = vec(N, s);
+        c->in[3] = vec(N, keep(fbuf((size_t)N)));
+        c->nin = 4;
+    }
+    c->out = dense2(INGOT_DTYPE_F32, M, N, NULL);
+}
+
+static void build_cases(void)
+{
+    if (ncases) return;
+    linear_case("linear 1x600->70", 1, 600, 70, 0, 0, 0, true);
+    linear_case("linear 5x600->70 wT", 5, 600, 70, 0, 1, 0, true);
+    linear_case("linear 8x300->33 x strided", 8, 300, 33, 1, 0, 1, false);
+    linear_case("linear 9x300->33 gemm", 9, 300, 33, 0, 0, 0, true);
+    linear_case("linear 40x600->70 gemm threaded", 40, 600, 70, 0, 0, 0, true);
+    linear_case("linear 40x600->70 wT y wide", 40, 600, 70, 0, 1, 1, true);
+    linear_case("linear 17x130->45 x flipped y transposed", 17, 130, 45, 2, 0, 2, true);
+    matmul_case("matmul 3x37x290x45", 3, 37, 290, 45, 0, 0);
+    matmul_case("matmul 2x30x200x50 aT bT", 2, 30, 200, 50, 1, 1);
+    matmul_case("matmul 4x1x64x90 rows", 4, 1, 64, 90, 0, 0);
+    matmul_case("matmul 4x1x64x90 rows bT", 4, 1, 64, 90, 0, 1);
+    matmul_case("matmul 2x20x50x30 a flipped", 2, 20, 50, 30, 2, 0);
+    qlinear_case("q8_0 1x1024->96", true, 1, 1024, 96, false);
+    qlinear_case("q8_0 7x1024->96", true, 7, 1024, 96, false);
+    qlinear_case("q8_0 2x16416->6 long rows", true, 2, 16416, 6, false);
+    qlinear_case("i8 1x700->64", false, 1, 700, 64, false);
+    qlinear_case("i8 6x700->64 with -128", false, 6, 700, 64, true);
+}
+
+static double nmse(const float *want, const float *got, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)want[i] - got[i]) * ((double)want[i] - got[i]);
+        den += (double)want[i] * want[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+TEST(test_cpu_routes_match_ref_and_thread_count)
+{
+    build_cases();
+    ingot_backend *ref = NULL, *cpu[3] = {0};
+    ASSERT_OK(ingot_backend_new("ref", NULL, &ref, NULL));
+    for (int t = 0; t < 3; t++) {
+        ingot_backend_opts o = {0};
+        o.threads = (uint32_t)t + 1;
+        ASSERT_OK(ingot_backend_new("cpu", &o, &cpu[t], NULL));
+    }
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        size_t n = c->out.bytes;
+        float *want = malloc(n), *got[3];
+        ASSERT_OK(run_case(ref, c, want));
+        for (int t = 0; t < 3; t++) {
+            got[t] = malloc(n);
+            ASSERT_OK(run_case(cpu[t], c, got[t]));
+        }
+        double e = nmse(want, got[0], n / 4);
+        CHECK(e <= c->limit, "%s: cpu NMSE %.3g against ref > %.3g", c->name, e, c->limit);
+        CHECK(memcmp(got[0], got[1], n) == 0, "%s: 1 and 2 threads differ", c->name);
+        CHECK(memcmp(got[0], got[2], n) == 0, "%s: 1 and 3 threads differ", c->name);
+        free(want);
+        for (int t = 0; t < 3; t++) free(got[t]);
+    }
+    ingot_backend_free(ref);
+    for (int t = 0; t < 3; t++) ingot_backend_free(cpu[t]);
+}
+
+/* f32 linear and matmul whose operands the kernels read in place (row-major or transposed)
+ * allocate nothing (the GEMM's packing buffers come with the instance), even on the first call. */
+TEST(test_cpu_f32_paths_do_not_allocate)
+{
+    build_cases();
+    ingot_backend_opts o = {0};
+    o.allocator = &counting;
+    o.threads = 2;
+    ingot_backend *b = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", &o, &b, NULL));
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        if (!c->in_place) continue;
+        float *got = malloc(c->out.bytes);
+        /* Buffer wraps allocate their handles: count only inside the op. */
+        ingot_buffer *bufs[5] = {0};
+        ingot_tensor t[5];
+        for (int k = 0; k < c->nin; k++) ASSERT_OK(view_of(b, &c->in[k], &bufs[k], &t[k], false));
+        opnd out = c->out;
+        out.data = got;
+        ASSERT_OK(view_of(b, &out, &bufs[4], &t[4], true));
+        size_t before = n_allocs;
+        if (c->op == OP_LINEAR)
+            ASSERT_OK(ingot_op_linear(b, &t[4], &t[0], &t[1], c->nin > 2 ? &t[2] : NULL, NULL));
+        else
+            ASSERT_OK(ingot_op_matmul(b, &t[4], &t[0], &t[1], NULL));
+        CHECK(n_allocs == before, "%s allocated %zu times", c->name, n_allocs - before);
+        for (int k = 0; k < 5; k++) ingot_buffer_free(bufs[k]);
+        free(got);
+    }
+    ingot_backend_free(b);
+}
+
+#ifdef __linux__
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+#endif
+
+/* One pool per instance: threads - 1 workers, whatever ops run (the kernels get the
+ * instance's pool, never one of their own). */
+TEST(test_cpu_one_pool)
+{
+#ifdef __linux__
+    build_cases();
+    int before = count_threads();
+    ingot_backend_opts o = {0};
+    o.threads = 3;
+    ingot_backend *b = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", &o, &b, NULL));
+    ASSERT_EQ(ingot_backend_threads(b), 3);
+    ASSERT_EQ(count_threads(), before + 2);
+    for (int i = 0; i < ncases; i++) {
+        float *got = malloc(cases[i].out.bytes);
+        ASSERT_OK(run_case(b, &cases[i], got));
+        free(got);
+    }
+    ASSERT_EQ(count_threads(), before + 2);
+    ingot_backend_free(b);
+    ASSERT_EQ(count_threads(), before);
+#endif
+}
+
+static void cleanup(void)
+{
+    for (int i = 0; i < nowned; i++) free(owned[i]);
+}
+
+TEST(test_cleanup) { cleanup(); }
+
+RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
+          T(test_cpu_one_pool), T(test_cleanup))

@@ -26,8 +26,10 @@
  * converted at open are owned by it. Threads: one mlp is used by one thread at a time (it binds
  * the caller's buffers into its own handles); several mlps may share one file but each needs
  * its own backend instance. Memory: ingot_mlp_forward never allocates (caller scratch; the cpu
- * backend's f32 path allocates nothing either). Determinism: results are bit-identical for any
- * thread count and any batch split of the same backend.
+ * backend's f32 linear runs on GEMM buffers reserved when the backend was created).
+ * Determinism: results are bit-identical for any thread count. Splitting a batch may change the
+ * last bits on "cpu" when it moves rows across its GEMV/GEMM switch (batches of up to 8 rows run
+ * one GEMV per row, larger ones the blocked GEMM); "ref" gives the same bits for any split.
  */
 #ifndef INGOT_RUNTIME_H
 #define INGOT_RUNTIME_H

@@ -2,8 +2,9 @@
  * fuzz_json.c - libFuzzer target for the JSON pull scanner (src/core/json.h): scans the input to
  * the end with a few depth limits, decodes every string and key (decoded length as announced,
  * strict UTF-8, str_eq agrees with the decoded bytes), converts every number with the three
- * getters, sometimes skips containers; errors carry offsets inside the input, the scanner stays
- * failed after an error, and two scans of the same input agree.
+ * getters and the fast integer match (ingot__json_uint_at), sometimes skips containers; errors carry
+ * offsets inside the input, the scanner stays failed after an error, and two scans of the same
+ * input agree.
  */
 #include "fuzz_common.h"
 #include "json.h"
@@ -67,6 +68,14 @@ static ingot_status scan(const uint8_t *d, size_t n, uint32_t depth, bool skip, 
             FZ_CHECK(si == INGOT_OK || si == INGOT_WRONG_TYPE || si == INGOT_RANGE);
             FZ_CHECK(sf == INGOT_OK || sf == INGOT_RANGE || sf == INGOT_LIMIT);
             if (su == INGOT_OK && si == INGOT_OK) FZ_CHECK((uint64_t)i == u);
+            /* The callers' fast integer match agrees with the token and the getter. */
+            uint64_t fv = 0;
+            size_t fe = ingot__json_uint_at(d, t.pos, n, &fv);
+            bool plain = !(t.flags & (ING_JSON_NEG | ING_JSON_FRAC | ING_JSON_EXP));
+            if (t.flags & ING_JSON_NEG) FZ_CHECK(fe == 0);
+            if (plain && t.len <= 19) FZ_CHECK(fe == t.pos + t.len && su == INGOT_OK && fv == u);
+            if (plain && t.len > 19) FZ_CHECK(fe == 0);
+            if (fe && !plain) FZ_CHECK(fe < t.pos + t.len); /* stops at '.', 'e' or 'E' */
             if (su == INGOT_OK && sf == INGOT_OK) FZ_CHECK(f == (double)u || u > (1ull << 53));
         } else if (skip && (t.type == ING_JSON_OBJECT || t.type == ING_JSON_ARRAY) &&
                    (t.pos & 1)) {

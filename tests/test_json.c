@@ -349,6 +349,77 @@ TEST(every_truncation_and_corruption)
     ASSERT_TRUE(accepted > 0);
 }
 
+/* Digit runs and integers through the word-at-a-time path and the byte tail: every length from
+ * 1 to 24 digits, at every offset from the buffer end, against a byte loop. */
+TEST(digits_and_uint_at)
+{
+    char buf[64];
+    for (int nd = 1; nd <= 24; nd++) {
+        for (int tail = 0; tail <= 9; tail++) {
+            size_t n = 0;
+            for (int k = 0; k < nd; k++) buf[n++] = (char)('1' + (k * 7 + nd) % 9);
+            for (int k = 0; k < tail; k++) buf[n++] = ",]}:.e /"[k % 8];
+            uint64_t want = 0;
+            for (int k = 0; k < nd; k++) want = want * 10 + (uint64_t)(buf[k] - '0');
+            uint64_t acc = 0;
+            size_t end = ingot__json_digits((const uint8_t *)buf, 0, n, &acc);
+            CHECK(end == (size_t)nd && acc == want, "%d digits, %d after", nd, tail);
+            uint64_t v = 7;
+            end = ingot__json_uint_at((const uint8_t *)buf, 0, n, &v);
+            if (nd <= 19)
+                CHECK(end == (size_t)nd && v == want, "uint_at %d digits", nd);
+            else
+                CHECK(end == 0 && v == 7, "uint_at %d digits: refused, nothing stored", nd);
+        }
+    }
+    uint64_t v = 0;
+    const uint8_t *m = (const uint8_t *)"9999999999999999999,18446744073709551615]0123-1 x";
+    ASSERT_EQ(ingot__json_uint_at(m, 0, 50, &v), 19);
+    ASSERT_U64(v, 9999999999999999999ull);
+    ASSERT_EQ(ingot__json_uint_at(m, 20, 50, &v), 0); /* 20 digits: the general path decides */
+    ASSERT_EQ(ingot__json_uint_at(m, 41, 50, &v), 42); /* '0' ends the number */
+    ASSERT_U64(v, 0);
+    ASSERT_EQ(ingot__json_uint_at(m, 45, 50, &v), 0); /* '-' */
+    ASSERT_EQ(ingot__json_uint_at(m, 48, 50, &v), 0); /* ' ' */
+    ASSERT_EQ(ingot__json_uint_at(m, 50, 50, &v), 0); /* end */
+    ASSERT_EQ(ingot__json_uint_at(m, 0, 3, &v), 3);   /* the buffer ends the number */
+    ASSERT_U64(v, 999);
+}
+
+/* value_at / value_done: a caller matches a value itself and the scanner continues after it. */
+TEST(caller_matched_values)
+{
+    const char *doc = "{\"a\": {\"x\":[1,2]},\"b\":7}";
+    ingot__json j;
+    ingot__json_tok t;
+    ingot__json_init(&j, doc, strlen(doc), 0, 0);
+    ASSERT_EQ(ingot__json_value_at(&j), 0); /* the top-level value */
+    ASSERT_OK(ingot__json_next(&j, &t, NULL));
+    ASSERT_EQ(t.type, ING_JSON_OBJECT);
+    ASSERT_TRUE(ingot__json_value_at(&j) == SIZE_MAX); /* a key comes next, not a value */
+    ASSERT_OK(ingot__json_next(&j, &t, NULL));
+    ASSERT_EQ(t.type, ING_JSON_KEY);
+    size_t at = ingot__json_value_at(&j);
+    ASSERT_EQ(at, 6); /* whitespace skipped */
+    ASSERT_EQ(doc[at], '{');
+    ingot__json_value_done(&j, at + 11); /* {"x":[1,2]} */
+    ASSERT_OK(ingot__json_next(&j, &t, NULL));
+    ASSERT_EQ(t.type, ING_JSON_KEY);
+    ASSERT_TRUE(ingot__json_str_eq(&t, "b", 1));
+    ASSERT_OK(ingot__json_next(&j, &t, NULL));
+    ASSERT_EQ(t.type, ING_JSON_NUMBER);
+    ASSERT_OK(ingot__json_next(&j, &t, NULL));
+    ASSERT_EQ(t.type, ING_JSON_OBJECT_END);
+    ASSERT_OK(ingot__json_next(&j, &t, NULL));
+    ASSERT_EQ(t.type, ING_JSON_END);
+    /* A whole document matched by the caller: only whitespace may follow. */
+    ingot__json_init(&j, "[1] x", 5, 0, 0);
+    ingot__json_value_done(&j, 3);
+    ASSERT_ST(ingot__json_next(&j, &t, NULL), INGOT_BAD_METADATA);
+    ASSERT_TRUE(ingot__json_value_at(&j) == SIZE_MAX); /* failed */
+}
+
 RUN_TESTS(T(accepts_valid_documents), T(rejects_grammar_errors_with_offsets),
           T(syntax_code_and_base_offset), T(strings_escapes_and_utf8), T(numbers), T(depth_limit),
-          T(skip_and_structure), T(quote_round_trip), T(every_truncation_and_corruption))
+          T(skip_and_structure), T(quote_round_trip), T(every_truncation_and_corruption),
+          T(digits_and_uint_at), T(caller_matched_values))

@@ -347,6 +347,91 @@ static ingot_status open_mk(const char *hdr, size_t data_len, ingot_error *e)
     return st;
 }
 
+/* The same file with a space after every ':' and ',' outside strings in its header: equal JSON
+ * that the reader's byte-exact fast path for compact tensor entries never matches, so the general
+ * scanner parses every entry. */
+static uint8_t *respace(const uint8_t *img, size_t n, size_t *out_n)
+{
+    uint64_t hn = 0;
+    for (int i = 0; i < 8 && (size_t)i < n; i++) hn |= (uint64_t)img[i] << (8 * i);
+    if (n < 8 || hn > n - 8) return NULL;
+    uint8_t *o = malloc(n + 2 * (size_t)hn + 1);
+    size_t k = 8;
+    bool in_str = false;
+    for (size_t i = 8; i < 8 + hn; i++) {
+        uint8_t c = img[i];
+        o[k++] = c;
+        if (in_str) {
+            if (c == '\\' && i + 1 < 8 + hn) o[k++] = img[++i];
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == ':' || c == ',') {
+            o[k++] = ' ';
+        }
+    }
+    uint64_t hn2 = k - 8;
+    for (int i = 0; i < 8; i++) o[i] = (uint8_t)(hn2 >> (8 * i));
+    memcpy(o + k, img + 8 + hn, n - 8 - (size_t)hn);
+    *out_n = k + (n - 8 - (size_t)hn);
+    return o;
+}
+
+/* Opens img and its respaced twin: the same status, tensor table (data offsets relative to the
+ * data section) and metadata. Returns the status. */
+static ingot_status open_both_paths(const uint8_t *img, size_t n, const char *what)
+{
+    size_t n2 = 0;
+    uint8_t *img2 = respace(img, n, &n2);
+    ingot_open_opts o = {0};
+    o.format = "safetensors";
+    ingot_file *f = NULL, *g = NULL;
+    ingot_error e, e2;
+    memset(&e, 0, sizeof e);
+    memset(&e2, 0, sizeof e2);
+    ingot_status st = ingot_file_open_buffer(img, n, &o, &f, &e);
+    if (!img2) {
+        ingot_file_close(f);
+        return st;
+    }
+    ingot_status st2 = ingot_file_open_buffer(img2, n2, &o, &g, &e2);
+    CHECK(st == st2, "%s: compact %s (%s), spaced %s (%s)", what, ingot_status_name(st), e.msg,
+          ingot_status_name(st2), e2.msg);
+    if (st != INGOT_OK && st == st2)
+        CHECK(strcmp(e.where, e2.where) == 0, "%s: error names %s and %s", what, e.where, e2.where);
+    if (st == INGOT_OK && st2 == INGOT_OK) {
+        uint64_t d1 = 8, d2 = 8; /* data section starts */
+        for (int i = 0; i < 8; i++) {
+            d1 += (uint64_t)img[i] << (8 * i);
+            d2 += (uint64_t)img2[i] << (8 * i);
+        }
+        CHECK(ingot_file_tensor_count(f) == ingot_file_tensor_count(g), "%s: tensor counts", what);
+        for (uint64_t i = 0; i < ingot_file_tensor_count(f) && i < ingot_file_tensor_count(g); i++) {
+            ingot_tensor_info x, y;
+            ingot_file_tensor_at(f, i, &x);
+            ingot_file_tensor_at(g, i, &y);
+            CHECK(strcmp(x.name, y.name) == 0 && x.dtype == y.dtype && x.rank == y.rank &&
+                      memcmp(x.shape, y.shape, sizeof x.shape) == 0 && x.nelem == y.nelem &&
+                      x.nbytes == y.nbytes && x.offset - d1 == y.offset - d2,
+                  "%s: tensor %llu (%s) differs between the paths", what, (unsigned long long)i,
+                  x.name);
+        }
+        CHECK(ingot_file_meta_count(f) == ingot_file_meta_count(g), "%s: metadata counts", what);
+        for (uint64_t i = 0; i < ingot_file_meta_count(f) && i < ingot_file_meta_count(g); i++) {
+            ingot_meta_info x, y;
+            ingot_file_meta_at(f, i, &x);
+            ingot_file_meta_at(g, i, &y);
+            CHECK(x.key_len == y.key_len && memcmp(x.key, y.key, x.key_len) == 0 &&
+                      x.count == y.count && memcmp(x.data, y.data, (size_t)x.count) == 0,
+                  "%s: metadata %llu differs between the paths", what, (unsigned long long)i);
+        }
+    }
+    ingot_file_close(f);
+    ingot_file_close(g);
+    free(img2);
+    return st;
+}
+
 #define TF(name, dt, shape, b, e) "\"" name "\":{\"dtype\":\"" dt "\",\"shape\":" shape ",\"data_offsets\":[" #b "," #e "]}"
 
 TEST(sub_byte_and_new_dtypes)
@@ -489,6 +574,10 @@ TEST(malformed_catalogue)
             ingot_file_close(f);
         } else {
             st = open_mk(cases[i].hdr, cases[i].data, &e);
+            size_t n;
+            uint8_t *b = mk(cases[i].hdr, cases[i].data, &n);
+            open_both_paths(b, n, cases[i].what);
+            free(b);
         }
         CHECK(st == cases[i].want, "%s: got %s want %s (%s)", cases[i].what, ingot_status_name(st),
               ingot_status_name(cases[i].want), e.msg);
@@ -540,6 +629,156 @@ TEST(malformed_catalogue)
     hdr[2 + 1] = '"';
     hdr[2 + 1 + 1] = ':';
     free(hdr);
+}
+
+/* The reader matches compact entries ({"dtype":..,"shape":[..],"data_offsets":[..]}, no spaces,
+ * this key order) byte for byte and hands everything else to the general scanner. Both must give
+ * the same tables and the same errors: every fixture, a writer output with every dtype and rank,
+ * and entries at the edges of what the fast path takes. */
+TEST(fast_and_general_paths_agree)
+{
+    size_t nf = 0;
+    char **fx = list_fixtures(&nf);
+    for (size_t i = 0; fx[i]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", FIX, fx[i]);
+        size_t n;
+        uint8_t *b = slurp(path, &n);
+        ASSERT_TRUE(b != NULL);
+        open_both_paths(b, n, fx[i]);
+        free(b);
+    }
+    free_list(fx);
+
+    /* Writer output: ranks 0..8, zero dimensions, every dtype safetensors holds. */
+    ingot_writer_opts wo = {0};
+    wo.format = "safetensors";
+    ingot_writer *w;
+    ingot_error e;
+    ASSERT_OK(ingot_writer_new(&wo, &w, &e));
+    ASSERT_OK(ingot_writer_set_string(w, "format", "pt"));
+    static const uint8_t zeros[4096];
+    int added = 0;
+    for (int dt = 0; dt < 64; dt++) {
+        if (!ingot_dtype_valid((ingot_dtype)dt) || ingot_dtype_is_quantized((ingot_dtype)dt)) continue;
+        for (uint32_t rank = 0; rank <= INGOT_MAX_RANK; rank++) {
+            uint64_t shape[INGOT_MAX_RANK];
+            for (uint32_t k = 0; k < rank; k++) shape[k] = (k + (uint32_t)dt) % 3 == 0 ? 0 : 2;
+            char name[64];
+            snprintf(name, sizeof name, "layers.%d.rank%u.weight", dt, rank);
+            if (ingot_writer_add_tensor(w, name, (ingot_dtype)dt, rank, shape, NULL, zeros, NULL) ==
+                INGOT_OK)
+                added++;
+        }
+    }
+    ASSERT_TRUE(added > 100);
+    void *mem = NULL;
+    size_t ml = 0;
+    ASSERT_OK(ingot_writer_begin_mem(w, &e));
+    ASSERT_OK(ingot_writer_commit_mem(w, &mem, &ml, &e));
+    ingot_writer_free(w);
+    ASSERT_OK(open_both_paths(mem, ml, "writer output"));
+    ingot_writer_free_mem(NULL, mem, ml);
+
+    /* Edges of the fast path (compact form), each also parsed spaced. */
+    static const struct {
+        const char *hdr;
+        size_t data;
+        ingot_status want;
+    } edge[] = {
+        {"{" TF("a", "U8", "[]", 0, 1) "}", 1, INGOT_OK},
+        {"{" TF("a", "U8", "[1,1,1,1,1,1,1,1]", 0, 1) "}", 1, INGOT_OK},
+        {"{" TF("a", "U8", "[1,1,1,1,1,1,1,1,1]", 0, 1) "}", 1, INGOT_BAD_NDIMS},
+        {"{" TF("a", "U8", "[01]", 0, 1) "}", 1, INGOT_BAD_METADATA},
+        {"{" TF("a", "U8", "[1]", 00, 1) "}", 1, INGOT_BAD_METADATA},
+        {"{" TF("a", "U8", "[0,9999999999999999999]", 0, 0) "}", 0, INGOT_BAD_SHAPE},
+        {"{" TF("a", "U8", "[0,10000000000000000000]", 0, 0) "}", 0, INGOT_BAD_SHAPE},
+        {"{" TF("a", "U8", "[0]", 9999999999999999999, 9999999999999999999) "}", 0, INGOT_BAD_LAYOUT},
+        {"{" TF("a", "U8", "[0]", 10000000000000000000, 10000000000000000000) "}", 0, INGOT_BAD_LAYOUT},
+        {"{" TF("a", "U8", "[1.5]", 0, 1) "}", 1, INGOT_BAD_SHAPE},
+        {"{" TF("a", "U8", "[1e0]", 0, 1) "}", 1, INGOT_BAD_SHAPE},
+        {"{" TF("a", "U8", "[1]", 0, 1e0) "}", 1, INGOT_BAD_LAYOUT},
+        {"{" TF("a", "U8", "[2]", 2, 0) "}", 2, INGOT_BAD_LAYOUT},
+        {"{" TF("a", "F8_E4M3FNUZ", "[2]", 0, 2) "}", 2, INGOT_OK},
+        {"{" TF("a", "F8_E4M3FNUZX", "[2]", 0, 2) "}", 2, INGOT_BAD_TYPE},
+        {"{" TF("a", "F3", "[2]", 0, 2) "}", 2, INGOT_BAD_TYPE},
+        {"{" TF("a", "F\\u00332", "[2]", 0, 8) "}", 8, INGOT_BAD_TYPE},
+        {"{" TF("a\\u0062", "U8", "[2]", 0, 2) "}", 2, INGOT_OK},
+        {"{" TF("\xc3\xa9", "U8", "[2]", 0, 2) "}", 2, INGOT_OK},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2] }}", 2, INGOT_OK},
+        {"{\"a\":{\"shape\":[2],\"dtype\":\"U8\",\"data_offsets\":[0,2]}}", 2, INGOT_OK},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2],\"x\":1}}", 2, INGOT_BAD_METADATA},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}", 2, INGOT_BAD_METADATA},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}}", 2, INGOT_BAD_METADATA},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]", 2, INGOT_BAD_METADATA},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2", 2, INGOT_BAD_METADATA},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2", 2, INGOT_BAD_METADATA},
+        {"{\"a\":{\"dtype\":\"U8", 2, INGOT_BAD_STRING},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},\"a\":{\"dtype\":\"U8\","
+         "\"shape\":[0],\"data_offsets\":[2,2]}}", 2, INGOT_DUPLICATE},
+        {"{" TF("b", "U8", "[1]", 1, 2) "," TF("a", "U8", "[1]", 0, 1) "," TF("c", "U8", "[0]", 2, 2) "}", 2,
+         INGOT_OK},
+    };
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        size_t n;
+        uint8_t *b = mk(edge[i].hdr, edge[i].data, &n);
+        char what[32];
+        snprintf(what, sizeof what, "edge %zu", i);
+        ingot_status st = open_both_paths(b, n, what);
+        CHECK(st == edge[i].want, "edge %zu (%s): got %s want %s", i, edge[i].hdr,
+              ingot_status_name(st), ingot_status_name(edge[i].want));
+        free(b);
+    }
+}
+
+/* Name sort and uniqueness at open (order.c): headers sorted, in two sorted runs (by dtype, then
+ * name, as the reference writer stores them), in many runs, reversed; a duplicate anywhere. */
+TEST(name_index_orders_and_duplicates)
+{
+    enum { NT = 300 };
+    static const int kinds[] = {0, 1, 2, 3};
+    for (size_t kind = 0; kind < sizeof kinds / sizeof kinds[0]; kind++) {
+        for (int dup = -1; dup < NT; dup += 37) {
+            size_t cap = NT * 96 + 16, o = 0;
+            char *h = malloc(cap);
+            h[o++] = '{';
+            for (int i = 0; i < NT; i++) {
+                int k = kind == 0 ? i                            /* sorted */
+                        : kind == 1 ? (i % 2 ? NT / 2 + i / 2 : i / 2) /* two interleaved runs */
+                        : kind == 2 ? (i * 7919) % NT            /* scattered */
+                                    : NT - 1 - i;                /* reversed */
+                if (dup >= 0 && i == dup) k = (k + 1) % NT; /* collides with another name */
+                o += (size_t)snprintf(h + o, cap - o,
+                                      "%s\"w.%04d\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                                      i ? "," : "", k, i, i + 1);
+            }
+            h[o++] = '}';
+            h[o] = 0;
+            size_t n;
+            uint8_t *b = mk(h, NT, &n);
+            ingot_file *f = NULL;
+            ingot_error e;
+            ingot_status st = ingot_file_open_buffer(b, n, NULL, &f, &e);
+            if (dup >= 0) {
+                CHECK(st == INGOT_DUPLICATE, "kind %zu dup %d: got %s", kind, dup, ingot_status_name(st));
+            } else {
+                ASSERT_OK(st);
+                for (int k = 0; k < NT; k++) {
+                    char name[16];
+                    snprintf(name, sizeof name, "w.%04d", k);
+                    ingot_tensor_info t;
+                    ASSERT_OK(ingot_file_tensor_find(f, name, &t));
+                    ASSERT_STR(t.name, name);
+                }
+                ingot_tensor_info t;
+                ASSERT_ST(ingot_file_tensor_find(f, "w.", &t), INGOT_NOT_FOUND);
+                ASSERT_ST(ingot_file_tensor_find(f, "w.99999", &t), INGOT_NOT_FOUND);
+            }
+            ingot_file_close(f);
+            free(b);
+            free(h);
+        }
+    }
 }
 
 TEST(many_tiny_tensors_limit_time)
@@ -809,7 +1048,9 @@ TEST(cli_smoke)
 }
 
 RUN_TESTS(T(fixtures_match_sidecars), T(rewrite_is_byte_exact), T(round_trip_through_ingot),
-          T(sub_byte_and_new_dtypes), T(probe_not_confused_with_index), T(malformed_catalogue), T(many_tiny_tensors_limit_time),
+          T(sub_byte_and_new_dtypes), T(probe_not_confused_with_index), T(malformed_catalogue),
+          T(fast_and_general_paths_agree), T(name_index_orders_and_duplicates),
+          T(many_tiny_tensors_limit_time),
           T(every_truncation_and_byte_flips), T(writer_metadata_stringified_with_notices),
           T(writer_refuses_what_safetensors_cannot_hold),
           T(writer_alignment_and_determinism), T(cli_smoke))

@@ -119,6 +119,73 @@ ingot_status ingot__json_i64(const ingot__json *j, const ingot__json_tok *t, int
 ingot_status ingot__json_f64(const ingot__json *j, const ingot__json_tok *t, double *out,
                              ingot_error *err);
 
+/* Raw access for a caller's purpose-built fast path over a layout it expects (the safetensors
+ * reader matches the compact tensor entries the reference writer emits byte for byte and leaves
+ * everything else, including every error, to _next).
+ *
+ * ingot__json_value_at: when the scanner expects a value right after a KEY token (or the top-level
+ * value), returns the buffer position of its first byte, whitespace skipped; SIZE_MAX in any
+ * other state or after an error. Consumes nothing.
+ * ingot__json_value_done: the caller has matched one complete, valid JSON value at
+ * [ingot__json_value_at(j), end) by itself (its nesting within the scanner's depth limit); the
+ * scanner continues after it as if _next had returned that value (and its contents). */
+size_t ingot__json_value_at(const ingot__json *j);
+void ingot__json_value_done(ingot__json *j, size_t end);
+
+/* Matches a non-negative JSON integer at b[pos..len) in the form _next accepts, of at most 19
+ * digits (so it fits in 64 bits) and without a fraction or exponent: returns the position after
+ * its last digit and stores its value, or returns 0 (nothing stored) when b[pos] does not start
+ * such a number. A '0' ends the number: what follows it is the caller's to check. */
+/* Consumes the decimal digits at b[pos..len), accumulating them into *acc (acc = acc * 10 + digit,
+ * modulo 2^64); returns the position after the last one. On a little-endian host eight bytes a
+ * step: a byte is a digit iff (byte ^ '0') < 10, tested per byte without carries between bytes,
+ * and up to eight digits are combined by three multiplications (pairs, quads, the eight). */
+static inline size_t ingot__json_digits(const uint8_t *b, size_t pos, size_t len, uint64_t *acc)
+{
+    uint64_t m = *acc;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    while (len - pos >= 8) {
+        uint64_t v;
+        ING_MEMCPY(&v, b + pos, 8);
+        uint64_t d = v ^ (ones * '0');                                /* digits: 0..9 */
+        uint64_t nd = (((d & (ones * 0x7F)) + ones * 0x76) | d) & high; /* high bit: >= 10 */
+        unsigned k = nd ? (unsigned)__builtin_ctzll(nd) >> 3 : 8;   /* leading digits */
+        if (k == 0) break;
+        uint64_t x = d << (64 - 8 * k); /* the k digits on top, zeros (leading) below */
+        x = x * 10 + (x >> 8);                                          /* byte pairs */
+        x = ((x & 0x000000FF000000FFull) * (100 + (1000000ull << 32)) +
+             ((x >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32))) >> 32;
+        static const uint32_t p10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                        100000000};
+        m = m * p10[k] + x;
+        pos += k;
+        if (k < 8) {
+            *acc = m;
+            return pos;
+        }
+    }
+#endif
+    while (pos < len && b[pos] >= '0' && b[pos] <= '9') m = m * 10 + (uint64_t)(b[pos++] - '0');
+    *acc = m;
+    return pos;
+}
+
+static inline size_t ingot__json_uint_at(const uint8_t *b, size_t pos, size_t len, uint64_t *out)
+{
+    if (pos >= len || b[pos] < '0' || b[pos] > '9') return 0;
+    if (b[pos] == '0') {
+        *out = 0;
+        return pos + 1;
+    }
+    uint64_t v = 0;
+    size_t end = ingot__json_digits(b, pos, len, &v);
+    if (end - pos > 19) return 0; /* v wrapped: too long for 64 bits (20 digits may fit: the
+                                     general path decides those) */
+    *out = v;
+    return end;
+}
+
 /* Writes s[0..n) as a JSON string literal (with quotes) into dst; returns the length it needs.
  * Writes only when cap is large enough (then dst[len] is NOT written). Escapes '"', '\\' and
  * control characters (\b \f \n \r \t, others \u00XX); other bytes are copied (input must be UTF-8).

@@ -11,6 +11,11 @@
  * views point into the mapping (zero-copy); a tensor whose address is not a multiple of its element
  * size is flagged INGOT_TENSOR_UNALIGNED. Names are copied once into a pool (they must be
  * NUL-terminated); metadata values without escapes stay in the mapping.
+ *
+ * Speed: tensor entries in the reference writer's compact form are matched byte for byte
+ * (fast_entry); any other layout, and every error, goes through the general JSON scanner, so both
+ * give the same tables and errors (tests/test_safetensors.c and fuzz_safetensors check that). Names
+ * are sorted and checked unique in one natural merge sort (order.c).
  */
 #include <string.h>
 
@@ -110,7 +115,10 @@ static ingot_status pool_put(parser *p, const ingot__json_tok *t, const char **o
     if (t->dlen + 1 > s->pool_cap - s->pool_len)
         return ingot__err(p->err, INGOT_LIMIT, HOFF(p, t->pos), "header", 6, "name pool exhausted");
     char *d = s->pool + s->pool_len;
-    ING_TRY(ingot__json_str(t, d, t->dlen, NULL, p->err));
+    if (!(t->flags & ING_JSON_ESCAPED))
+        ING_MEMCPY(d, t->p, t->len); /* raw bytes are the string */
+    else
+        ING_TRY(ingot__json_str(t, d, t->dlen, NULL, p->err));
     d[t->dlen] = 0;
     s->pool_len += t->dlen + 1;
     *out = d;
@@ -169,27 +177,65 @@ static inline bool key_is(const ingot__json_tok *t, const char *lit, size_t n)
     return t->len == n && ingot__st_eq(t->p, lit, n);
 }
 
-static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
+/* p[pos..pos+n) == lit (n a constant: inlined). */
+static inline bool lit_at(const uint8_t *b, size_t pos, size_t len, const char *lit, size_t n)
 {
-    st_state *s = p->s;
-    ingot_error *err = p->err;
-    if (key->dlen == 0)
-        return ingot__err(err, INGOT_BAD_NAME, HOFF(p, key->pos), "header", 6, "empty tensor name");
-    if (key->dlen > ST_MAX_NAME)
-        return ingot__err(err, INGOT_BAD_NAME, HOFF(p, key->pos), "header", 6,
-                          "tensor name of %zu bytes (at most 65535)", key->dlen);
-    if (key->flags & ING_JSON_HAS_NUL)
-        return ingot__err(err, INGOT_BAD_NAME, HOFF(p, key->pos), "header", 6,
-                          "tensor name contains a NUL character");
-    if (!grow(&p->f->alloc, (void **)&s->t, &s->cap, s->n + 1, sizeof *s->t))
-        return nomem(p, "the tensor table");
-    ent *e = &s->t[s->n];
-    ING_TRY(pool_put(p, key, &e->name));
-    e->name_len = (uint32_t)key->dlen;
-    e->hpos = (uint32_t)key->pos;
-    const char *nm = e->name;
-    size_t nl = e->name_len;
+    return len - pos >= n && ingot__st_eq(b + pos, lit, n);
+}
 
+/* Fast path: the compact entry value the reference writer (serde_json) emits,
+ *   {"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}
+ * matched byte for byte: no whitespace, this key order, a dtype ingot knows, canonical integers
+ * of at most 19 digits, begin <= end. A string of known dtype letters has no escapes, control or
+ * non-ASCII bytes, so what matches is valid JSON with the meaning the general path would give it.
+ * Anything else (other layouts, and every error) returns false having consumed nothing, and the
+ * general path parses the entry again from its start. */
+static bool fast_entry(ingot__json *j, const st_dtype **dt, uint64_t *shape, uint32_t *rank,
+                       uint64_t o[2])
+{
+    size_t pos = ingot__json_value_at(j), len = j->len;
+    const uint8_t *b = j->buf;
+    if (pos == SIZE_MAX || !lit_at(b, pos, len, "{\"dtype\":\"", 10)) return false;
+    pos += 10;
+    size_t q = pos;
+    while (q < len && q - pos < 12 && b[q] != '"') q++;
+    if (q >= len || b[q] != '"') return false;
+    const st_dtype *d = ingot__st_dtype_by_name(b + pos, q - pos);
+    if (!d || d->dt == INGOT_DTYPE_INVALID) return false;
+    pos = q + 1;
+    if (!lit_at(b, pos, len, ",\"shape\":[", 10)) return false;
+    pos += 10;
+    uint32_t r = 0;
+    if (pos < len && b[pos] == ']') {
+        pos++;
+    } else {
+        for (;;) {
+            if (r == INGOT_MAX_RANK) return false;
+            size_t e = ingot__json_uint_at(b, pos, len, &shape[r]);
+            if (e == 0 || e >= len) return false;
+            r++;
+            pos = e + 1;
+            if (b[e] == ']') break;
+            if (b[e] != ',') return false;
+        }
+    }
+    if (!lit_at(b, pos, len, ",\"data_offsets\":[", 17)) return false;
+    pos += 17;
+    size_t e = ingot__json_uint_at(b, pos, len, &o[0]);
+    if (e == 0 || e >= len || b[e] != ',') return false;
+    e = ingot__json_uint_at(b, e + 1, len, &o[1]);
+    if (e == 0 || !lit_at(b, e, len, "]}", 2) || o[1] < o[0]) return false;
+    ingot__json_value_done(j, e + 2);
+    *dt = d;
+    *rank = r;
+    return true;
+}
+
+/* General path: any valid JSON layout of the entry, every error with its offset. */
+static ingot_status slow_entry(parser *p, const char *nm, size_t nl, const st_dtype **dt_out,
+                               uint64_t *shape, uint32_t *rank_out, uint64_t o[2])
+{
+    ingot_error *err = p->err;
     ingot__json_tok t;
     ING_TRY(ingot__json_next(&p->j, &t, err));
     if (t.type != ING_JSON_OBJECT)
@@ -197,7 +243,6 @@ static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
                           "tensor entry is not an object");
     unsigned seen = 0;
     const st_dtype *dt = NULL;
-    uint64_t shape[INGOT_MAX_RANK];
     uint32_t rank = 0;
     for (;;) {
         ING_TRY(ingot__json_next(&p->j, &t, err));
@@ -248,7 +293,6 @@ static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
             if (v.type != ING_JSON_ARRAY)
                 return ingot__err(err, INGOT_BAD_LAYOUT, HOFF(p, v.pos), nm, nl,
                                   "data_offsets is not an array");
-            uint64_t o[2];
             int k = 0;
             for (;;) {
                 ingot__json_tok d;
@@ -267,13 +311,44 @@ static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
                 return ingot__err(err, INGOT_BAD_LAYOUT, HOFF(p, v.pos), nm, nl,
                                   "data_offsets end %llu before begin %llu",
                                   (unsigned long long)o[1], (unsigned long long)o[0]);
-            e->begin = o[0];
-            e->end = o[1];
         }
     }
     if (seen != (F_DTYPE | F_SHAPE | F_OFFSETS))
         return ingot__err(err, INGOT_BAD_METADATA, HOFF(p, t.pos), nm, nl, "tensor entry lacks %s",
                           !(seen & F_DTYPE) ? "dtype" : !(seen & F_SHAPE) ? "shape" : "data_offsets");
+    *dt_out = dt;
+    *rank_out = rank;
+    return INGOT_OK;
+}
+
+static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
+{
+    st_state *s = p->s;
+    ingot_error *err = p->err;
+    if (key->dlen == 0)
+        return ingot__err(err, INGOT_BAD_NAME, HOFF(p, key->pos), "header", 6, "empty tensor name");
+    if (key->dlen > ST_MAX_NAME)
+        return ingot__err(err, INGOT_BAD_NAME, HOFF(p, key->pos), "header", 6,
+                          "tensor name of %zu bytes (at most 65535)", key->dlen);
+    if (key->flags & ING_JSON_HAS_NUL)
+        return ingot__err(err, INGOT_BAD_NAME, HOFF(p, key->pos), "header", 6,
+                          "tensor name contains a NUL character");
+    if (!grow(&p->f->alloc, (void **)&s->t, &s->cap, s->n + 1, sizeof *s->t))
+        return nomem(p, "the tensor table");
+    ent *e = &s->t[s->n];
+    ING_TRY(pool_put(p, key, &e->name));
+    e->name_len = (uint32_t)key->dlen;
+    e->hpos = (uint32_t)key->pos;
+    const char *nm = e->name;
+    size_t nl = e->name_len;
+
+    const st_dtype *dt = NULL;
+    uint64_t shape[INGOT_MAX_RANK], o[2];
+    uint32_t rank = 0;
+    if (!fast_entry(&p->j, &dt, shape, &rank, o))
+        ING_TRY(slow_entry(p, nm, nl, &dt, shape, &rank, o));
+    e->begin = o[0];
+    e->end = o[1];
     uint64_t nelem, nbytes;
     ingot_status st = ingot_dtype_nbytes(dt->dt, rank, shape, &nelem, &nbytes);
     if (st != INGOT_OK)
@@ -321,14 +396,15 @@ static int cmp_off(const void *ctx, uint32_t a, uint32_t b)
 static ingot_status check_layout(parser *p, uint32_t *order, uint32_t *tmp, uint64_t data_len)
 {
     st_state *s = p->s;
-    bool sorted = true;
-    for (size_t i = 1; i < s->n && sorted; i++)
-        sorted = cmp_off(s, (uint32_t)(i - 1), (uint32_t)i) <= 0;
-    for (uint32_t i = 0; i < s->n; i++) order[i] = i;
-    if (!sorted) ingot__index_sort(order, tmp, s->n, cmp_off, s);
+    if (order) {
+        for (uint32_t i = 0; i < s->n; i++) order[i] = i;
+        ingot__index_sort(order, tmp, s->n, cmp_off, s);
+    }
     uint64_t expected = 0;
+    const ent *last = NULL;
     for (size_t k = 0; k < s->n; k++) {
-        const ent *e = &s->t[order[k]];
+        const ent *e = &s->t[order ? order[k] : k];
+        last = e;
         if (e->begin != expected)
             return ingot__err(p->err, INGOT_BAD_LAYOUT, HOFF(p, e->hpos), e->name, e->name_len,
                               "data_offsets begin at %llu, expected %llu (%s)",
@@ -338,7 +414,7 @@ static ingot_status check_layout(parser *p, uint32_t *order, uint32_t *tmp, uint
     }
     if (expected > data_len)
         return ingot__err(p->err, INGOT_TRUNCATED, s->data_start + data_len,
-                          s->n ? s->t[order[s->n - 1]].name : "data", s->n ? s->t[order[s->n - 1]].name_len : 4,
+                          last ? last->name : "data", last ? last->name_len : 4,
                           "tensors need %llu data bytes, the file has %llu",
                           (unsigned long long)expected, (unsigned long long)data_len);
     if (expected < data_len)
@@ -381,13 +457,17 @@ static ingot_status parse(parser *p, const uint8_t *hdr, uint64_t hn)
     if (!s->by_name) return nomem(p, "the name index");
     uint32_t *tmp = s->by_name + s->n;
     for (uint32_t i = 0; i < s->n; i++) s->by_name[i] = i;
-    ingot__index_sort(s->by_name, tmp, s->n, cmp_name, s);
-    for (size_t k = 1; k < s->n; k++) {
-        const ent *a = &s->t[s->by_name[k - 1]], *b = &s->t[s->by_name[k]];
-        if (cmp_name(s, s->by_name[k - 1], s->by_name[k]) == 0) {
-            const ent *later = a->hpos > b->hpos ? a : b;
-            return ingot__err(p->err, INGOT_DUPLICATE, HOFF(p, later->hpos), later->name,
-                              later->name_len, "tensor name given twice");
+    if (!ingot__index_sort_unique(s->by_name, tmp, s->n, cmp_name, s)) {
+        /* A duplicate: sort stably from header order to name the same one every time. */
+        for (uint32_t i = 0; i < s->n; i++) s->by_name[i] = i;
+        ingot__index_sort(s->by_name, tmp, s->n, cmp_name, s);
+        for (size_t k = 1; k < s->n; k++) {
+            const ent *a = &s->t[s->by_name[k - 1]], *b = &s->t[s->by_name[k]];
+            if (cmp_name(s, s->by_name[k - 1], s->by_name[k]) == 0) {
+                const ent *later = a->hpos > b->hpos ? a : b;
+                return ingot__err(p->err, INGOT_DUPLICATE, HOFF(p, later->hpos), later->name,
+                                  later->name_len, "tensor name given twice");
+            }
         }
     }
     if (s->nm) {
@@ -402,10 +482,14 @@ static ingot_status parse(parser *p, const uint8_t *hdr, uint64_t hn)
                                   m->key_len, "metadata key given twice");
             }
     }
-    /* Layout, reusing the second half of by_name as scratch: the order is not kept. */
+    /* Layout. Writers store tensors in offset order: then the check walks the table as it is,
+     * otherwise through an offset-sorted index (not kept). */
+    bool sorted = true;
+    for (size_t i = 1; i < s->n && sorted; i++)
+        sorted = cmp_off(s, (uint32_t)(i - 1), (uint32_t)i) <= 0;
     uint32_t *order = NULL;
     size_t order_bytes = s->n * sizeof(uint32_t) * 2;
-    if (s->n) {
+    if (!sorted) {
         order = ingot__alloc(&p->f->alloc, order_bytes);
         if (!order) return nomem(p, "the layout check");
     }

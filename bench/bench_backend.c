@@ -2,8 +2,8 @@
  * bench_backend.c - the "cpu" backend's hot ops against the CPU kernels called directly (and
  * OpenBLAS, when libopenblas.so.0 can be loaded at run time), measured in the same run:
  *   linear   y[B,1024] = x[B,1024] . W[1024,1024]^T + b through ingot_op_linear, against
- *            ingot__sgemv per row (B <= 8) / ingot__sgemm (B > 8) with the bias preloaded
- *            (beta = 1), the calls the backend is meant to make;
+ *            ingot__sgemv (B = 1) / ingot__sgemm (B > 1) with the bias preloaded (beta = 1),
+ *            the calls the backend is meant to make;
  *   qlinear  the same with Q8_0 weights: ingot_op_linear against ingot__quantize_q8_0 +
  *            ingot__gemv_q8_0 per row + bias;
  *   mlp      ingot_mlp_forward of a 1024-1024-1024-1024 relu/relu/identity stack (written to an
@@ -134,9 +134,7 @@ static void preload_bias(float *y, const float *bias, int64_t rows)
 static void lin_kernel(ctx *c)
 {
     preload_bias(c->y, c->bias, c->batch);
-    if (c->batch <= 8)
-        for (int64_t r = 0; r < c->batch; r++)
-            ingot__sgemv(c->pool, false, N, N, 1.0f, c->w, N, c->x + r * N, 1.0f, c->y + r * N);
+    if (c->batch == 1) ingot__sgemv(c->pool, false, N, N, 1.0f, c->w, N, c->x, 1.0f, c->y);
     else
         ingot__sgemm(c->pool, false, true, (size_t)c->batch, N, N, 1.0f, c->x, N, c->w, N, 1.0f,
                      c->y, N);
@@ -187,10 +185,7 @@ static void mlp_kernel(ctx *c)
     for (int k = 0; k < 3; k++) {
         float *out = k == 2 ? c->y : k == 0 ? c->h0 : c->h1;
         preload_bias(out, c->bs[k], c->batch);
-        if (c->batch <= 8)
-            for (int64_t r = 0; r < c->batch; r++)
-                ingot__sgemv(c->pool, false, N, N, 1.0f, c->ws[k], N, in + r * N, 1.0f,
-                             out + r * N);
+        if (c->batch == 1) ingot__sgemv(c->pool, false, N, N, 1.0f, c->ws[k], N, in, 1.0f, out);
         else
             ingot__sgemm(c->pool, false, true, (size_t)c->batch, N, N, 1.0f, in, N, c->ws[k], N,
                          1.0f, out, N);

@@ -1,7 +1,7 @@
 /*
  * test_backend_cpu.c - the "cpu" backend's kernel routes (src/backend/cpu/cpu.c) at sizes the
- * golden file does not hold: f32 linear (GEMV per row up to 8 rows, the blocked GEMM above,
- * threaded), batched matmul, Q8_0 and per-row int8 linear (short and long rows, -128 weights),
+ * golden file does not hold: f32 linear (GEMV for one row, the GEMM's small-M and blocked paths
+ * above, threaded), batched matmul, Q8_0 and per-row int8 linear (short and long rows, -128 weights),
  * with contiguous, transposed, strided and flipped operands. Each result is compared with "ref"
  * (itself checked against torch by test_backend_conformance), checked bit-identical for 1, 2 and
  * 3 threads, and the f32 paths are checked to allocate nothing; the instance runs one pool.

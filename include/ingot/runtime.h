@@ -28,8 +28,8 @@
  * its own backend instance. Memory: ingot_mlp_forward never allocates (caller scratch; the cpu
  * backend's f32 linear runs on GEMM buffers reserved when the backend was created).
  * Determinism: results are bit-identical for any thread count. Splitting a batch may change the
- * last bits on "cpu" when it moves rows across its GEMV/GEMM switch (batches of up to 8 rows run
- * one GEMV per row, larger ones the blocked GEMM); "ref" gives the same bits for any split.
+ * last bits on "cpu" (one row runs the GEMV kernel, more rows the GEMM, whose small-M and
+ * blocked paths round differently); "ref" gives the same bits for any split.
  */
 #ifndef INGOT_RUNTIME_H
 #define INGOT_RUNTIME_H

@@ -1,9 +1,9 @@
 /*
  * cpu.c - the "cpu" backend: the ref op set with the hot ops routed onto the CPU kernels of
  * src/backend/cpu/kernels/ (kernels.h), all on the kernels' one persistent thread pool:
- *   - f32 linear ([out,in] weights, bias as an epilogue): one ingot__sgemv per row for batches of
- *     up to GEMV_MAX_ROWS rows, ingot__sgemm above; the bias is written into y first and the
- *     kernel accumulates onto it (beta = 1);
+ *   - f32 linear ([out,in] weights, bias as an epilogue): ingot__sgemv for a single row,
+ *     ingot__sgemm for more (the kernel picks its own small-M and blocked paths); the bias is
+ *     written into y first and the kernel accumulates onto it (beta = 1);
  *   - f32 matmul (batched, broadcast batch axes): ingot__sgemm per batch item (ingot__sgemv for a
  *     single row);
  *   - quantized linear with Q8_0 or per-row int8 weights: activations quantized once per row
@@ -24,10 +24,6 @@
 
 #include "cpu.h"
 #include "ref/ref.h"
-
-/* Batches of up to this many rows run one f32 GEMV per row (the weights are streamed once per
- * row, which beats packing them for the blocked GEMM at these sizes); larger ones run the GEMM. */
-#define GEMV_MAX_ROWS 8
 
 static cpu_ctx *ctx_of(ingot_backend *b) { return ingot_backend_ctx(b); }
 
@@ -194,15 +190,11 @@ static ingot_status cpu_linear(ingot_backend *b, ingot_tensor *dst, const ingot_
     }
     preload_bias(py, ldy, M, OUT, bias);
     float beta = bias ? 1.0f : 0.0f;
-    if (M <= GEMV_MAX_ROWS) {
-        for (int64_t m = 0; m < M; m++) {
-            if (!wt)
-                ingot__sgemv(c->pool, false, (size_t)OUT, (size_t)IN, 1.0f, pw, ldw,
-                             px + m * ldx, beta, py + m * ldy);
-            else /* w is a column-major view: its transpose [in, out] is row-major */
-                ingot__sgemv(c->pool, true, (size_t)IN, (size_t)OUT, 1.0f, pw, ldw,
-                             px + m * ldx, beta, py + m * ldy);
-        }
+    if (M == 1) {
+        if (!wt)
+            ingot__sgemv(c->pool, false, (size_t)OUT, (size_t)IN, 1.0f, pw, ldw, px, beta, py);
+        else /* w is a column-major view: its transpose [in, out] is row-major */
+            ingot__sgemv(c->pool, true, (size_t)IN, (size_t)OUT, 1.0f, pw, ldw, px, beta, py);
     } else if (ingot__sgemm(c->pool, false, !wt, (size_t)M, (size_t)OUT, (size_t)IN, 1.0f, px,
                             (size_t)ldx, pw, ldw, beta, py, (size_t)ldy) != INGOT_OK) {
         return nomem(err, "linear");

@@ -7,12 +7,16 @@
  * npy header and the npz container.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <json-c/json.h>
 #include <zlib.h>
 
 #include "harness.h"
+#include "io.h"
 #include "sha256.h"
+#include "writer_impl.h" /* ingot__write_chunk */
+#include "zip.h"
 
 #define FIX INGOT_FIXTURES "/npy/"
 
@@ -619,6 +623,213 @@ TEST(test_npy_writer_to_file_and_extension)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * npz CRC-32 computed while the data streams (the writer's data_chunk hook), never read back
+ * ------------------------------------------------------------------------------------------- */
+
+/* Expected members: src/formats/npy/tools/chunked_crc.py (NumPy's own .npy bytes for the same
+ * arrays, zlib's CRC-32), run with /usr/bin/python3 (numpy 1.24). */
+static const struct {
+    const char *name;
+    uint32_t crc, size;
+} streamed_want[] = {
+    {"a", 0xed6aa383u, 4128u},
+    {"b", 0x990cbcbfu, 233u},
+    {"c", 0x735b4836u, 128u},
+    {"d", 0xb817dd94u, 66794u},
+    {"e", 0xd6f93af2u, 132u},
+    {"f", 0x06c49686u, 32904u},
+    {"g", 0x39d21c49u, 134u},
+};
+static const struct {
+    ingot_dtype dt;
+    uint32_t rank;
+    uint64_t shape[3];
+} streamed_t[] = {
+    {INGOT_DTYPE_F32, 1, {1000}},  {INGOT_DTYPE_U8, 3, {3, 5, 7}}, {INGOT_DTYPE_F64, 1, {0}},
+    {INGOT_DTYPE_I16, 1, {33333}}, {INGOT_DTYPE_F32, 0, {0}},      {INGOT_DTYPE_I64, 1, {4097}},
+    {INGOT_DTYPE_BOOL, 2, {2, 3}},
+};
+#define NSTREAMED (sizeof streamed_want / sizeof streamed_want[0])
+
+/* Reads of any kind while the writer runs: read-only opens (not of directories), preads, mmaps. */
+static int g_reads;
+static int watch_open(const char *path, int flags, int mode)
+{
+    if ((flags & O_ACCMODE) != O_WRONLY && !(flags & O_DIRECTORY)) g_reads++;
+    return ingot__io_libc.open(path, flags, mode);
+}
+static ssize_t watch_pread(int fd, void *buf, size_t n, off_t off)
+{
+    g_reads++;
+    return ingot__io_libc.pread(fd, buf, n, off);
+}
+static void *watch_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    g_reads++;
+    return ingot__io_libc.mmap(addr, len, prot, flags, fd, off);
+}
+
+/* Writes the streamed_t tensors to npz: pointer (bit i of by_ptr set) or pushed, pushes cut into
+ * chunk sizes cycling through 1, 7, 333, 4096, 65537 (spanning tensors), the core's chunk size
+ * set to `chunk`. To `path`, or to memory when path is NULL. */
+static void write_streamed(uint8_t **data, unsigned by_ptr, size_t chunk, const char *opt_k,
+                           const char *opt_v, const char *path, void **out, size_t *out_n)
+{
+    ingot_writer_opts wo = {0};
+    wo.format = "npz";
+    wo.no_fsync = true;
+    ingot_writer *w;
+    ingot_error e;
+    ASSERT_OK(ingot_writer_new(&wo, &w, &e));
+    if (opt_k) ASSERT_OK(ingot_writer_set_option(w, opt_k, opt_v, &e));
+    size_t pushed_n = 0;
+    for (size_t i = 0; i < NSTREAMED; i++) {
+        uint64_t nb = 0;
+        ASSERT_OK(ingot_dtype_nbytes(streamed_t[i].dt, streamed_t[i].rank, streamed_t[i].shape,
+                                     NULL, &nb));
+        ASSERT_OK(ingot_writer_add_tensor(w, streamed_want[i].name, streamed_t[i].dt,
+                                          streamed_t[i].rank, streamed_t[i].shape, NULL,
+                                          (by_ptr >> i) & 1 ? data[i] : NULL, &e));
+        if (!((by_ptr >> i) & 1)) pushed_n += (size_t)nb;
+    }
+    /* The pushed tensors' bytes back to back, as a caller streams them. */
+    uint8_t *stream = malloc(pushed_n + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < NSTREAMED; i++) {
+        uint64_t nb = 0;
+        ingot_dtype_nbytes(streamed_t[i].dt, streamed_t[i].rank, streamed_t[i].shape, NULL, &nb);
+        if (!((by_ptr >> i) & 1)) memcpy(stream + o, data[i], (size_t)nb), o += (size_t)nb;
+    }
+    size_t saved = ingot__write_chunk;
+    ingot__write_chunk = chunk;
+    static const size_t cuts[] = {1, 7, 333, 4096, 65537};
+    if (path) {
+        static ingot__io_ops watch;
+        watch = ingot__io_libc;
+        watch.open = watch_open;
+        watch.pread = watch_pread;
+        watch.mmap = watch_mmap;
+        g_reads = 0;
+        ingot__io_set(&watch);
+        ingot_status st = ingot_writer_begin(w, path, &e);
+        for (size_t off = 0, k = 0; st == INGOT_OK && off < pushed_n; k++) {
+            size_t c = cuts[k % 5] < pushed_n - off ? cuts[k % 5] : pushed_n - off;
+            st = ingot_writer_write(w, stream + off, c, &e);
+            off += c;
+        }
+        if (st == INGOT_OK) st = ingot_writer_commit(w, &e);
+        ingot__io_set(NULL);
+        ASSERT_OK(st);
+        CHECK(g_reads == 0, "the npz writer read %d times (its output or anything else)", g_reads);
+        *out = slurp(path, out_n);
+        ASSERT_TRUE(*out != NULL);
+    } else {
+        ASSERT_OK(ingot_writer_begin_mem(w, &e));
+        for (size_t off = 0, k = 0; off < pushed_n; k++) {
+            size_t c = cuts[k % 5] < pushed_n - off ? cuts[k % 5] : pushed_n - off;
+            ASSERT_OK(ingot_writer_write(w, stream + off, c, &e));
+            off += c;
+        }
+        void *m;
+        ASSERT_OK(ingot_writer_commit_mem(w, &m, out_n, &e));
+        *out = malloc(*out_n);
+        memcpy(*out, m, *out_n);
+        ingot_writer_free_mem(NULL, m, *out_n);
+    }
+    ingot__write_chunk = saved;
+    ingot_writer_free(w);
+    free(stream);
+}
+
+/* Every member's CRC-32 in the central directory and in its local header is NumPy's (no data
+ * descriptor); our reader's verify agrees. */
+static void check_streamed(const uint8_t *img, size_t n, const char *what)
+{
+    ingot__zip z;
+    ingot__zip_source src = {.base = img, .size = n};
+    ASSERT_OK(ingot__zip_open(&z, &src, NULL, NULL, NULL));
+    ASSERT_U64(z.count, NSTREAMED);
+    for (size_t i = 0; i < NSTREAMED; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "%s.npy", streamed_want[i].name);
+        uint64_t k;
+        ASSERT_OK(ingot__zip_find(&z, nm, strlen(nm), &k));
+        const ingot__zip_entry *en = &z.entries[k];
+        CHECK(en->crc32 == streamed_want[i].crc && en->size == streamed_want[i].size,
+              "%s: %s crc %08x size %llu, NumPy's %08x %u", what, nm, en->crc32,
+              (unsigned long long)en->size, streamed_want[i].crc, streamed_want[i].size);
+        CHECK((en->flags & 8) == 0, "%s: %s has a data descriptor", what, nm);
+        uint32_t local = (uint32_t)img[en->lho + 14] | (uint32_t)img[en->lho + 15] << 8 |
+                         (uint32_t)img[en->lho + 16] << 16 | (uint32_t)img[en->lho + 17] << 24;
+        CHECK(local == streamed_want[i].crc, "%s: %s local header crc %08x", what, nm, local);
+        ASSERT_OK(ingot__zip_locate(&z, k, NULL));
+        ASSERT_OK(ingot__zip_check_stored_crc(&z, k, false, NULL));
+    }
+    ingot__zip_close(&z);
+    ingot_file *f;
+    ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &f, NULL));
+    ASSERT_OK(ingot_file_verify(f, 1, NULL));
+    ingot_file_close(f);
+}
+
+TEST(test_npz_crc_streamed)
+{
+    uint8_t *data[NSTREAMED];
+    for (size_t i = 0; i < NSTREAMED; i++) {
+        uint64_t nb = 0;
+        ASSERT_OK(ingot_dtype_nbytes(streamed_t[i].dt, streamed_t[i].rank, streamed_t[i].shape,
+                                     NULL, &nb));
+        data[i] = malloc((size_t)nb + 1);
+        for (uint64_t k = 0; k < nb; k++) {
+            uint8_t b = (uint8_t)((k * 31 + i * 17 + (k >> 8)) & 0xFF);
+            data[i][k] = streamed_t[i].dt == INGOT_DTYPE_BOOL ? (uint8_t)(b & 1) : b;
+        }
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/npy_streamed.npz", INGOT_BINARY_DIR);
+    static const struct {
+        unsigned by_ptr;
+        size_t chunk;
+        bool to_file;
+    } v[] = {
+        {0x00, 1u << 20, true},  /* every tensor pushed */
+        {0x7F, 1000, true},      /* every tensor by pointer, cut into 1000-byte chunks */
+        {0x55, 777, true},       /* mixed */
+        {0x2A, 1u << 20, false}, /* mixed, memory sink */
+        {0x00, 1, false},        /* pushed, one byte at a time through the core */
+    };
+    void *first = NULL;
+    size_t first_n = 0;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        void *img;
+        size_t n;
+        char what[64];
+        snprintf(what, sizeof what, "variant %zu", i);
+        write_streamed(data, v[i].by_ptr, v[i].chunk, NULL, NULL, v[i].to_file ? path : NULL,
+                       &img, &n);
+        check_streamed(img, n, what);
+        if (!first) {
+            first = img, first_n = n;
+        } else { /* the bytes do not depend on how the data arrived */
+            CHECK(n == first_n && memcmp(img, first, n) == 0, "%s: bytes differ", what);
+            free(img);
+        }
+    }
+    /* Other layouts (zip64 extras, no alignment extra): same CRCs. */
+    void *img;
+    size_t n;
+    write_streamed(data, 0x0F, 500, "zip64", "always", path, &img, &n);
+    check_streamed(img, n, "zip64=always");
+    free(img);
+    write_streamed(data, 0x30, 64, "align", "1", NULL, &img, &n);
+    check_streamed(img, n, "align=1");
+    free(img);
+    free(first);
+    remove(path);
+    for (size_t i = 0; i < NSTREAMED; i++) free(data[i]);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Malformed catalogue: .npy header
  * ------------------------------------------------------------------------------------------- */
 
@@ -916,4 +1127,4 @@ RUN_TESTS(T(test_npy_fixtures_mmap), T(test_npy_fixtures_pread), T(test_npy_fixt
           T(test_npy_writer_refusals_and_notices), T(test_npy_writer_to_file_and_extension),
           T(test_npy_header_grammar), T(test_npy_bad_preamble), T(test_npy_byte_flips_never_crash),
           T(test_npz_truncation_every_byte), T(test_npz_bad_members), T(test_npz_bad_deflate),
-          T(test_npz_probe))
+          T(test_npz_probe), T(test_npz_crc_streamed))

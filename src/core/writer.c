@@ -396,15 +396,18 @@ ingot_status ingot__wsink_pwrite(ingot_writer *w, uint64_t off, const void *buf,
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct {
+    ingot_writer *w;
     const void *p;
     size_t n;
     uint32_t crc;
 } crc_arg;
 
+/* The reads of a chunk before it is written: CRC-32C, then the format's own hook. */
 static ingot_status crc_fn(void *a)
 {
     crc_arg *c = a;
     c->crc = ingot_crc32c(c->crc, c->p, c->n);
+    if (c->w->ops->data_chunk) c->w->ops->data_chunk(c->w, c->w->cur, c->p, c->n);
     return INGOT_OK;
 }
 
@@ -421,9 +424,9 @@ static ingot_status put_data(ingot_writer *w, const uint8_t *p, size_t n, ingot_
     ingot__wtensor *t = &w->tensors[w->cur];
     while (n) {
         size_t k = n < ingot__write_chunk ? n : ingot__write_chunk;
-        /* CRC first, under the SIGBUS guard (the source may be a mapped file), then write the
-         * same chunk while it is in cache. */
-        crc_arg c = {p, k, w->cur_crc};
+        /* CRC (and the format's data_chunk hook) first, under the SIGBUS guard (the source may
+         * be a mapped file), then write the same chunk while it is in cache. */
+        crc_arg c = {w, p, k, w->cur_crc};
         ingot_status st = ingot__guard(crc_fn, &c);
         if (st != INGOT_OK)
             return ingot__err(err, st, INGOT_NO_OFFSET, t->name, t->name_len,

@@ -57,6 +57,13 @@ struct ingot__writer_ops {
     /* Called once by ingot__writer_create after the writer exists (allocate fmt_state for
      * options here if needed). NULL: nothing. */
     ingot_status (*init)(ingot_writer *w, ingot_error *err);
+    /* Sees every chunk of tensor i's data as it streams, in order: data given by pointer or
+     * pushed with ingot_writer_write, whole or cut into chunks (at most ingot__write_chunk bytes
+     * each). Called after the core's CRC-32C of the chunk and before it is written, under the
+     * same SIGBUS guard (p may point into a mapped file, so the call may be abandoned midway; the
+     * writer then fails). For checksums a format stores itself (the npz writer's zip CRC-32): it
+     * must not write to the sink, allocate or fail. NULL: nothing. */
+    void (*data_chunk)(ingot_writer *w, uint64_t i, const void *p, size_t n);
 };
 
 enum { WS_DESCRIBE, WS_STREAM, WS_DONE, WS_FAILED };

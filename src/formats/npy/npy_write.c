@@ -2,19 +2,19 @@
  * npy_write.c - writers for .npy (exactly one tensor, the header byte-identical to NumPy 1.24's
  * np.save) and .npz (stored members, deterministic: DOS timestamp 1980-01-01 00:00, no data
  * descriptors, zip64 only where needed unless zip64=always). The zip CRC-32 of each member is
- * computed in finish by reading the written member back (the core's streaming hook computes
- * CRC-32C only) and patched into the local header; the central directory follows.
+ * computed as its data streams through (the writer core's data_chunk hook; the npy header is
+ * summed when it is written), patched into the local header in finish (a seek back, not a data
+ * descriptor: same bytes as a writer that knew the CRC up front), and the central directory
+ * follows. Nothing written is ever read back.
  * Documentation: docs/formats/npy.md.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "checked.h"
 #include "error.h"
-#include "io.h"
 #include "npy_header.h"
 #include "writer_impl.h"
 #include "zip.h"
@@ -298,33 +298,14 @@ static ingot_status npz_before(ingot_writer *w, uint64_t i, ingot_error *err)
         ING_TRY(ingot__wsink_write(w, h, 6, err));
         ING_TRY(ingot__wsink_zeros(w, m->pad, err));
     }
+    m->crc = ingot__crc32(0, m->hdr, m->hdr_len); /* the member is npy header + data */
     return ingot__wsink_write(w, m->hdr, m->hdr_len, err);
 }
 
-/* CRC-32 of the bytes just written at [off, off+n): from the memory sink, or read back from the
- * temporary file. */
-static ingot_status crc_back(ingot_writer *w, int rfd, uint64_t off, uint64_t n, uint32_t *crc,
-                             uint8_t *buf, size_t cap, ingot_error *err)
+static void npz_data_chunk(ingot_writer *w, uint64_t i, const void *p, size_t n)
 {
-    if (w->to_mem) {
-        *crc = ingot__crc32(*crc, w->mem + off, (size_t)n);
-        return INGOT_OK;
-    }
-    while (n) {
-        size_t k = n < cap ? (size_t)n : cap, got = 0;
-        while (got < k) {
-            ssize_t r = ingot__io->pread(rfd, buf + got, k - got, (off_t)(off + got));
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0)
-                return ingot__err(err, INGOT_IO, off + got, 0, 0,
-                                  "npz: reading back the member for its CRC-32 failed");
-            got += (size_t)r;
-        }
-        *crc = ingot__crc32(*crc, buf, k);
-        off += k;
-        n -= k;
-    }
-    return INGOT_OK;
+    npz_wstate *s = w->fmt_state;
+    s->m[i].crc = ingot__crc32(s->m[i].crc, p, n);
 }
 
 static ingot_status npz_finish(ingot_writer *w, ingot_error *err)
@@ -333,36 +314,11 @@ static ingot_status npz_finish(ingot_writer *w, ingot_error *err)
     if (w->pos != s->cd_off)
         return ingot__err(err, INGOT_MISUSE, w->pos, 0, 0, "npz: wrote %llu bytes, expected %llu",
                           (unsigned long long)w->pos, (unsigned long long)s->cd_off);
-    const size_t cap = 1u << 20;
-    uint8_t *buf = NULL;
-    int rfd = -1;
-    ingot_status st = INGOT_OK;
-    if (!w->to_mem && s->n) {
-        /* The temporary is open write-only: read it back through a second descriptor. */
-        rfd = ingot__io->open(w->af.tmp, O_RDONLY | O_CLOEXEC, 0);
-        if (rfd < 0)
-            return ingot__err(err, INGOT_IO, INGOT_NO_OFFSET, 0, 0,
-                              "npz: reopening the temporary to compute CRC-32 (errno %d)", errno);
-        buf = ingot__alloc(&w->alloc, cap);
-        if (!buf) {
-            ingot__io->close(rfd);
-            return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npz: CRC buffer");
-        }
-    }
-    for (size_t i = 0; i < s->n && st == INGOT_OK; i++) {
-        zmember *m = &s->m[i];
-        const ingot__wtensor *t = &w->tensors[i];
-        uint32_t crc = ingot__crc32(0, m->hdr, m->hdr_len);
-        st = crc_back(w, rfd, t->offset, t->nbytes, &crc, buf, cap, err);
-        if (st != INGOT_OK) break;
-        m->crc = crc;
+    for (size_t i = 0; i < s->n; i++) { /* the CRCs the data_chunk hook summed */
         uint8_t c[4];
-        ing_st32(c, crc);
-        st = ingot__wsink_pwrite(w, m->lho + 14, c, 4, err);
+        ing_st32(c, s->m[i].crc);
+        ING_TRY(ingot__wsink_pwrite(w, s->m[i].lho + 14, c, 4, err));
     }
-    if (buf) ingot__free(&w->alloc, buf, cap);
-    if (rfd >= 0) ingot__io->close(rfd);
-    ING_TRY(st);
     for (size_t i = 0; i < s->n; i++) {
         const zmember *m = &s->m[i];
         const ingot__wtensor *t = &w->tensors[i];
@@ -431,4 +387,5 @@ const ingot__writer_ops ingot__writer_npz = {
     .finish = npz_finish,
     .free_state = npz_free,
     .set_option = npz_option,
+    .data_chunk = npz_data_chunk,
 };

@@ -121,15 +121,30 @@ TEST(test_zip_crc32_matches_zlib_every_length_and_alignment)
     static uint8_t buf[4096 + 16];
     uint32_t s = 12345;
     for (size_t i = 0; i < sizeof buf; i++) s = s * 1103515245u + 12345u, buf[i] = (uint8_t)(s >> 16);
-    for (size_t al = 0; al < 8; al++)
-        for (size_t n = 0; n < 300; n++) {
+    for (size_t al = 0; al < 16; al++)
+        for (size_t n = 0; n < (al < 8 ? 2100u : 600u); n++) { /* folding from 256 bytes */
             uint32_t want = (uint32_t)crc32(0, buf + al, (uInt)n);
             if (ingot__crc32(0, buf + al, n) != want) FAIL_AT("align %zu len %zu", al, n);
+            if (ingot__crc32_table(0, buf + al, n) != want) FAIL_AT("table: align %zu len %zu", al, n);
         }
-    /* Continuation: crc(A||B) from crc(A). */
-    uint32_t c = ingot__crc32(0, buf, 1000);
-    c = ingot__crc32(c, buf + 1000, 3096);
-    ASSERT_U64(c, (uint32_t)crc32(0, buf, 4096));
+    /* Continuation: crc(A||B) from crc(A), at every split (the folding path takes a running
+     * register). */
+    for (size_t a = 0; a <= 4096; a += a < 300 ? 1 : 97) {
+        uint32_t c = ingot__crc32(0, buf, a);
+        c = ingot__crc32(c, buf + a, 4096 - a);
+        if (c != (uint32_t)crc32(0, buf, 4096)) FAIL_AT("split at %zu", a);
+    }
+    /* A large buffer (the 128-byte main loop many times), and all 0x00 / 0xFF bytes. */
+    size_t big = 3u << 20;
+    uint8_t *b = malloc(big + 1);
+    for (size_t i = 0; i < big; i++) s = s * 1103515245u + 12345u, b[i] = (uint8_t)(s >> 16);
+    ASSERT_U64(ingot__crc32(0, b + 1, big), (uint32_t)crc32(0, b + 1, (uInt)big));
+    memset(b, 0, big);
+    ASSERT_U64(ingot__crc32(0, b, big), (uint32_t)crc32(0, b, (uInt)big));
+    memset(b, 0xFF, big);
+    ASSERT_U64(ingot__crc32(0x12345678u, b, big), (uint32_t)crc32(0x12345678u, b, (uInt)big));
+    free(b);
+    printf("  (CRC-32 path: %s)\n", ingot__crc32_clmul() ? "PCLMULQDQ folding" : "tables");
 }
 
 /* ---------------------------------------------------------------------------------------------

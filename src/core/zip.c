@@ -394,10 +394,9 @@ static const uint32_t crc_tab[8][256] = {
     },
 };
 
-uint32_t ingot__crc32(uint32_t crc, const void *buf, size_t n)
+/* The raw register (no inversions) over p[0..n). */
+static uint32_t tab_update(uint32_t c, const uint8_t *p, size_t n)
 {
-    const uint8_t *p = buf;
-    uint32_t c = ~crc;
     while (n && ((uintptr_t)p & 7)) {
         c = crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
         n--;
@@ -412,7 +411,119 @@ uint32_t ingot__crc32(uint32_t crc, const void *buf, size_t n)
         n -= 8;
     }
     while (n--) c = crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-    return ~c;
+    return c;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(INGOT_NO_SIMD)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdatomic.h>
+
+/* Carry-less multiply folding (PCLMULQDQ), the scheme src/core/crc32c.c uses for CRC-32C, with
+ * zip's polynomial: a 128-bit lane X loaded little-endian from 16 message bytes stands for the
+ * reflected polynomial whose x^127 coefficient is bit 0, low qword A the high-degree half
+ * (X = A*x^64 + B). While the raw register of everything consumed equals X*x^32 mod P, folding X
+ * over F more message bits is clmul(A, x^(F+31) mod P) ^ clmul(B, x^(F-33) mod P), XORed into the
+ * lane F bits ahead. Eight lanes (128 bytes) fold in parallel, then merge into one lane, which the
+ * table finishes: the raw CRC of its 16 bytes from register 0 is X*x^32 mod P. Constants x^n mod P
+ * in the reflected 32-bit form (x^0 at bit 31), computed by shift-and-reduce for
+ * P = 0x04C11DB7 (the same computation gives crc32c.c's constants for its polynomial). */
+#define K_FOLD128_A 0x33fff533u /* n = 1024 + 31 */
+#define K_FOLD128_B 0x910eeec1u /* n = 1024 - 33 */
+#define K_FOLD16_A 0xae689191u  /* n = 128 + 31 */
+#define K_FOLD16_B 0xccaa009eu  /* n = 128 - 33 */
+/* Below this the setup and the merge cost more than the table. */
+#define CLMUL_MIN 256u
+
+#define CLMUL_TARGET __attribute__((target("pclmul")))
+
+CLMUL_TARGET static inline __m128i fold16(__m128i x, __m128i k, __m128i next)
+{
+    __m128i lo = _mm_clmulepi64_si128(x, k, 0x00);
+    __m128i hi = _mm_clmulepi64_si128(x, k, 0x11);
+    return _mm_xor_si128(_mm_xor_si128(lo, hi), next);
+}
+
+CLMUL_TARGET static inline __m128i load16(const uint8_t *p)
+{
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+CLMUL_TARGET static uint32_t clmul_update(uint32_t c, const uint8_t *p, size_t n)
+{
+    __m128i x0 = _mm_xor_si128(load16(p), _mm_cvtsi32_si128((int)c)), x1 = load16(p + 16),
+            x2 = load16(p + 32), x3 = load16(p + 48), x4 = load16(p + 64), x5 = load16(p + 80),
+            x6 = load16(p + 96), x7 = load16(p + 112);
+    p += 128;
+    n -= 128;
+    const __m128i k = _mm_set_epi64x(K_FOLD128_B, K_FOLD128_A);
+    while (n >= 128) {
+        x0 = fold16(x0, k, load16(p));
+        x1 = fold16(x1, k, load16(p + 16));
+        x2 = fold16(x2, k, load16(p + 32));
+        x3 = fold16(x3, k, load16(p + 48));
+        x4 = fold16(x4, k, load16(p + 64));
+        x5 = fold16(x5, k, load16(p + 80));
+        x6 = fold16(x6, k, load16(p + 96));
+        x7 = fold16(x7, k, load16(p + 112));
+        p += 128;
+        n -= 128;
+    }
+    const __m128i k16 = _mm_set_epi64x(K_FOLD16_B, K_FOLD16_A);
+    __m128i acc = fold16(x0, k16, x1);
+    acc = fold16(acc, k16, x2);
+    acc = fold16(acc, k16, x3);
+    acc = fold16(acc, k16, x4);
+    acc = fold16(acc, k16, x5);
+    acc = fold16(acc, k16, x6);
+    acc = fold16(acc, k16, x7);
+    while (n >= 16) {
+        acc = fold16(acc, k16, load16(p));
+        p += 16;
+        n -= 16;
+    }
+    uint8_t lane[16];
+    _mm_storeu_si128((__m128i *)(void *)lane, acc);
+    return tab_update(tab_update(0, lane, 16), p, n);
+}
+
+/* 1: PCLMULQDQ usable, 2: not, 0: not probed yet (racing first calls store the same value). */
+static atomic_int clmul_state;
+
+static bool have_clmul(void)
+{
+    int s = atomic_load_explicit(&clmul_state, memory_order_relaxed);
+    if (!s) {
+        unsigned a, b, c, d;
+        s = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 1)) ? 1 : 2;
+        atomic_store_explicit(&clmul_state, s, memory_order_relaxed);
+    }
+    return s == 1;
+}
+
+bool ingot__crc32_clmul(void) { return have_clmul(); }
+
+uint32_t ingot__crc32(uint32_t crc, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    if (n >= CLMUL_MIN && have_clmul()) return ~clmul_update(~crc, p, n);
+    return ~tab_update(~crc, p, n);
+}
+
+#else
+
+bool ingot__crc32_clmul(void) { return false; }
+
+uint32_t ingot__crc32(uint32_t crc, const void *buf, size_t n)
+{
+    return ~tab_update(~crc, (const uint8_t *)buf, n);
+}
+
+#endif
+
+uint32_t ingot__crc32_table(uint32_t crc, const void *buf, size_t n)
+{
+    return ~tab_update(~crc, (const uint8_t *)buf, n);
 }
 
 /* ---------------------------------------------------------------------------------------------

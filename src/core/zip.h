@@ -144,8 +144,14 @@ ingot_status ingot__zip_find(const ingot__zip *z, const char *name, size_t len, 
 const char *ingot__zip_method_name(uint16_t method);
 
 /* Zip's CRC-32 (IEEE 802.3, reflected, poly 0xEDB88320, init/final xor 0xFFFFFFFF), continuing
- * from crc (0 to start). ingot__crc32("123456789") == 0xCBF43926. Slicing-by-8 tables. */
+ * from crc (0 to start). ingot__crc32("123456789") == 0xCBF43926. Carry-less multiply folding on
+ * x86-64 with PCLMULQDQ (chosen once from CPUID) for 256 bytes and more, else slicing-by-8
+ * tables. */
 uint32_t ingot__crc32(uint32_t crc, const void *buf, size_t n);
+/* The slicing-by-8 code alone (tests compare the two; benchmarks). */
+uint32_t ingot__crc32_table(uint32_t crc, const void *buf, size_t n);
+/* True when ingot__crc32 uses PCLMULQDQ on this CPU. */
+bool ingot__crc32_clmul(void);
 
 /* Checks the CRC-32 of a located STORED entry against the central directory: straight from the
  * image under the SIGBUS guard (IO_FAULT if the file shrank), or through the read callback in

@@ -127,6 +127,48 @@ TEST(sgemm_large_blocks_cross)
     free(A), free(B), free(C), free(R);
 }
 
+TEST(sgemm_small_m_streaming)
+{
+    /* Up to 16 rows of C, B is streamed rather than packed (AVX2): strips of 2048 columns, eight
+     * k at a time, 2 x 4 dot-product tiles for B^T. Shapes cross those boundaries; results
+     * must match a double reference and be bitwise the same with 1 and 2 threads. */
+    static const size_t ms[] = {1, 3, 16}, ns[] = {5, 2053}, ks[] = {7, 8, 37};
+    ingot__pool *pool2 = ingot__pool_create(NULL, 2);
+    ASSERT_TRUE(pool2 != NULL);
+    for (int mi = 0; mi < 3; mi++)
+        for (int ni = 0; ni < 2; ni++)
+            for (int ki = 0; ki < 3; ki++)
+                for (int tb = 0; tb < 2; tb++) {
+                    size_t M = ms[mi], N = ns[ni], K = ks[ki], lda = K + 1;
+                    size_t ldb = tb ? K + 2 : N + 3, ldc = N + 1;
+                    float beta = (mi + ki) % 2 ? 0.5f : 0.0f;
+                    size_t brows = tb ? N : K;
+                    float *A = malloc(M * lda * 4), *B = malloc(brows * ldb * 4);
+                    float *C0 = malloc(M * ldc * 4), *C1 = malloc(M * ldc * 4);
+                    float *C2 = malloc(M * ldc * 4), *got = malloc(M * N * 4);
+                    double *R = malloc(M * N * sizeof *R);
+                    for (size_t i = 0; i < M * lda; i++) A[i] = frand();
+                    for (size_t i = 0; i < brows * ldb; i++) B[i] = frand();
+                    for (size_t i = 0; i < M * ldc; i++) C0[i] = frand();
+                    memcpy(C1, C0, M * ldc * 4);
+                    memcpy(C2, C0, M * ldc * 4);
+                    ref_gemm(false, tb, M, N, K, 1.5f, A, lda, B, ldb, beta, C0, ldc, R);
+                    ASSERT_EQ(ingot__sgemm(NULL, false, tb, M, N, K, 1.5f, A, lda, B, ldb, beta,
+                                           C1, ldc), INGOT_OK);
+                    ASSERT_EQ(ingot__sgemm(pool2, false, tb, M, N, K, 1.5f, A, lda, B, ldb, beta,
+                                           C2, ldc), INGOT_OK);
+                    for (size_t i = 0; i < M; i++) memcpy(got + i * N, C1 + i * ldc, N * 4);
+                    double e = nmse(got, R, M * N);
+                    CHECK(e <= 1e-10, "M=%zu N=%zu K=%zu tb=%d: nmse %g", M, N, K, tb, e);
+                    CHECK(memcmp(C1, C2, M * ldc * 4) == 0,
+                          "M=%zu N=%zu K=%zu tb=%d: 1 and 2 threads differ", M, N, K, tb);
+                    for (size_t i = 0; i < M; i++) /* the padding column is never written */
+                        CHECK(memcmp(&C1[i * ldc + N], &C0[i * ldc + N], 4) == 0, "pad %zu", i);
+                    free(A), free(B), free(C0), free(C1), free(C2), free(got), free(R);
+                }
+    ingot__pool_destroy(pool2);
+}
+
 TEST(sgemv_both_ways)
 {
     ingot__pool *pool = ingot__pool_create(NULL, 2);
@@ -272,5 +314,6 @@ TEST(pool_runs_every_task_once)
     ASSERT_TRUE(workers_seen[0] == 1);
 }
 
-RUN_TESTS(T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross), T(sgemv_both_ways),
+RUN_TESTS(T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross), T(sgemm_small_m_streaming),
+          T(sgemv_both_ways),
           T(gemv_i8_exact), T(q8_0_quantize_and_gemv), T(pool_runs_every_task_once))

@@ -15,8 +15,23 @@
 
 #include "cpu/kernels/kernels.h"
 
-#define ROWS_PER_TASK 64
 #define COLS_PER_TASK 1024
+#ifndef GEMV_PF
+#define GEMV_PF 0
+#endif
+#ifndef TASKS_PER_THREAD
+#define TASKS_PER_THREAD 4
+#endif
+
+/* Rows per task: a few contiguous ranges per worker (the pool's counter balances them), in
+ * multiples of 4 rows. Results do not depend on it: every row is reduced the same way. */
+static size_t rows_per_task(size_t M, ingot__pool *pool)
+{
+    size_t parts = (size_t)ingot__pool_threads(pool) * TASKS_PER_THREAD;
+    size_t r = (M + parts - 1) / parts;
+    r = (r + 3) / 4 * 4;
+    return r < 16 ? 16 : r;
+}
 
 /* ---- f16 <-> f32 (Q8_0 scales) ---- */
 
@@ -64,6 +79,10 @@ static float dot_scalar(const float *a, const float *x, size_t n)
 }
 
 #ifdef HAVE_X86
+/* Prefetch of the line holding p + off bytes; the address may lie past the array (prefetches
+ * never fault), so it is formed as an integer. */
+#define PREFETCH(p, off) _mm_prefetch((const char *)((uintptr_t)(p) + (off)), _MM_HINT_T0)
+
 AVX2_TARGET static float hsum256(__m256 v)
 {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -102,6 +121,10 @@ AVX2_TARGET static void dot4_avx2(const float *a, size_t lda, const float *x, si
     __m256 p3 = _mm256_setzero_ps(), q3 = _mm256_setzero_ps();
     size_t k = 0;
     for (; k + 16 <= n; k += 16) {
+        if (GEMV_PF) {
+            PREFETCH(a0 + k, GEMV_PF), PREFETCH(a1 + k, GEMV_PF);
+            PREFETCH(a2 + k, GEMV_PF), PREFETCH(a3 + k, GEMV_PF);
+        }
         __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
         p0 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + k), x0, p0);
         q0 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + k + 8), x1, q0);
@@ -134,6 +157,28 @@ AVX2_TARGET static void axpy_avx2(float a, const float *x, float *y, size_t n)
         _mm256_storeu_ps(y + k, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k)));
     for (; k < n; k++) y[k] += a * x[k];
 }
+
+/* Four axpys (rows a, a + lda, ...) in one pass over y: the same multiply-adds in the same
+ * order per element as four axpy_avx2 calls, with a quarter of the loads and stores of y. */
+AVX2_TARGET static void axpy4_avx2(const float *s, const float *a, size_t lda, float *y, size_t n)
+{
+    const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    __m256 v0 = _mm256_set1_ps(s[0]), v1 = _mm256_set1_ps(s[1]);
+    __m256 v2 = _mm256_set1_ps(s[2]), v3 = _mm256_set1_ps(s[3]);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m256 acc = _mm256_fmadd_ps(v0, _mm256_loadu_ps(a0 + k), _mm256_loadu_ps(y + k));
+        acc = _mm256_fmadd_ps(v1, _mm256_loadu_ps(a1 + k), acc);
+        acc = _mm256_fmadd_ps(v2, _mm256_loadu_ps(a2 + k), acc);
+        _mm256_storeu_ps(y + k, _mm256_fmadd_ps(v3, _mm256_loadu_ps(a3 + k), acc));
+    }
+    for (; k < n; k++) {
+        y[k] += s[0] * a0[k];
+        y[k] += s[1] * a1[k];
+        y[k] += s[2] * a2[k];
+        y[k] += s[3] * a3[k];
+    }
+}
 #endif
 
 static void axpy_scalar(float a, const float *x, float *y, size_t n)
@@ -147,14 +192,14 @@ typedef struct {
     const float *A, *x;
     float *y;
     ingot__isa isa;
-    ingot__pool *pool;
+    size_t rows; /* per task */
 } gemv_job;
 
 static void gemv_task(void *ctx, size_t t, unsigned worker)
 {
     (void)worker;
     const gemv_job *j = ctx;
-    size_t lo = t * ROWS_PER_TASK, hi = lo + ROWS_PER_TASK < j->M ? lo + ROWS_PER_TASK : j->M;
+    size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
     for (size_t i = lo; i < hi;) {
         const float *row = j->A + i * j->lda;
         float d[4];
@@ -179,7 +224,12 @@ static void gemvt_task(void *ctx, size_t t, unsigned worker)
     float acc[COLS_PER_TASK]; /* 4 KiB: this task's slice of y, summed over every row in order */
     size_t w = hi - lo;
     memset(acc, 0, w * sizeof(float));
-    for (size_t i = 0; i < j->M; i++) {
+    size_t i = 0;
+#ifdef HAVE_X86
+    if (j->isa == INGOT__ISA_AVX2)
+        for (; i + 4 <= j->M; i += 4) axpy4_avx2(j->x + i, j->A + i * j->lda + lo, j->lda, acc, w);
+#endif
+    for (; i < j->M; i++) {
 #ifdef HAVE_X86
         if (j->isa == INGOT__ISA_AVX2) axpy_avx2(j->x[i], j->A + i * j->lda + lo, acc, w);
         else
@@ -193,8 +243,8 @@ static void gemvt_task(void *ctx, size_t t, unsigned worker)
 void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha, const float *A,
                   size_t lda, const float *x, float beta, float *y)
 {
-    gemv_job j = {M, N, lda, alpha, beta, A, x, y, ingot__get_isa(), pool};
-    if (!trans) ingot__pool_run(pool, gemv_task, &j, (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
+    gemv_job j = {M, N, lda, alpha, beta, A, x, y, ingot__get_isa(), rows_per_task(M, pool)};
+    if (!trans) ingot__pool_run(pool, gemv_task, &j, (M + j.rows - 1) / j.rows);
     else ingot__pool_run(pool, gemvt_task, &j, (N + COLS_PER_TASK - 1) / COLS_PER_TASK);
 }
 
@@ -211,12 +261,12 @@ static int32_t dot_i8_scalar(const int8_t *a, const int8_t *b, size_t n)
 /* Unaligned 32-byte load from any byte pointer (void * converts without a cast-align cast). */
 AVX2_TARGET static inline __m256i load32(const void *p) { return _mm256_loadu_si256(p); }
 
-/* 32 int8 products summed into 8 int32 lanes: |w| (as u8) times x with w's sign, pairs added in
- * int16 (at most 2 * 128 * 127 = 32512 in magnitude, or exactly -32768: never saturates), then
- * pairs of int16 into int32. */
-AVX2_TARGET static inline __m256i dot32_i8(__m256i w, __m256i x)
+/* 32 int8 products w * x summed into 8 int32 lanes, given ax = |x|: |x| (as u8) times w with x's
+ * sign, pairs added in int16 (at most 2 * 127 * 127 = 32258 in magnitude: never saturates),
+ * then pairs of int16 into int32. |x| is shared by every row multiplied with the same x. */
+AVX2_TARGET static inline __m256i dot32_i8(__m256i w, __m256i x, __m256i ax)
 {
-    __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    __m256i p16 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w, x));
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
@@ -228,15 +278,41 @@ AVX2_TARGET static int32_t hsum_i32(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-AVX2_TARGET static int32_t dot_i8_avx2(const int8_t *a, const int8_t *b, size_t n)
+/* Four rows of W against x: x and |x| are loaded once per 32 columns for the four rows. int32
+ * sums are exact, so grouping rows cannot change a result. */
+AVX2_TARGET static void dot4_i8_avx2(const int8_t *w, size_t ldw, const int8_t *x, size_t n,
+                                     int32_t *out)
 {
-    __m256i acc = _mm256_setzero_si256();
+    const int8_t *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    __m256i s2 = _mm256_setzero_si256(), s3 = _mm256_setzero_si256();
     size_t k = 0;
-    for (; k + 32 <= n; k += 32)
-        acc = _mm256_add_epi32(acc, dot32_i8(load32(a + k), load32(b + k)));
-    int32_t s = hsum_i32(acc);
-    for (; k < n; k++) s += (int32_t)a[k] * b[k];
-    return s;
+    for (; k + 32 <= n; k += 32) {
+        if (GEMV_PF) {
+            PREFETCH(w0 + k, GEMV_PF), PREFETCH(w1 + k, GEMV_PF);
+            PREFETCH(w2 + k, GEMV_PF), PREFETCH(w3 + k, GEMV_PF);
+        }
+        __m256i xv = load32(x + k), ax = _mm256_abs_epi8(xv);
+        s0 = _mm256_add_epi32(s0, dot32_i8(load32(w0 + k), xv, ax));
+        s1 = _mm256_add_epi32(s1, dot32_i8(load32(w1 + k), xv, ax));
+        s2 = _mm256_add_epi32(s2, dot32_i8(load32(w2 + k), xv, ax));
+        s3 = _mm256_add_epi32(s3, dot32_i8(load32(w3 + k), xv, ax));
+    }
+    out[0] = hsum_i32(s0) + dot_i8_scalar(w0 + k, x + k, n - k);
+    out[1] = hsum_i32(s1) + dot_i8_scalar(w1 + k, x + k, n - k);
+    out[2] = hsum_i32(s2) + dot_i8_scalar(w2 + k, x + k, n - k);
+    out[3] = hsum_i32(s3) + dot_i8_scalar(w3 + k, x + k, n - k);
+}
+
+AVX2_TARGET static int32_t dot_i8_avx2(const int8_t *w, const int8_t *x, size_t n)
+{
+    __m256i s0 = _mm256_setzero_si256();
+    size_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+        __m256i xv = load32(x + k);
+        s0 = _mm256_add_epi32(s0, dot32_i8(load32(w + k), xv, _mm256_abs_epi8(xv)));
+    }
+    return hsum_i32(s0) + dot_i8_scalar(w + k, x + k, n - k);
 }
 #endif
 
@@ -247,29 +323,32 @@ typedef struct {
     float xscale;
     float *y;
     ingot__isa isa;
+    size_t rows; /* per task */
 } i8_job;
 
 static void i8_task(void *ctx, size_t t, unsigned worker)
 {
     (void)worker;
     const i8_job *j = ctx;
-    size_t lo = t * ROWS_PER_TASK, hi = lo + ROWS_PER_TASK < j->M ? lo + ROWS_PER_TASK : j->M;
-    for (size_t i = lo; i < hi; i++) {
-        int32_t d;
+    size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
+    for (size_t i = lo; i < hi;) {
+        int32_t d[4];
+        size_t got = 1;
 #ifdef HAVE_X86
-        if (j->isa == INGOT__ISA_AVX2) d = dot_i8_avx2(j->W + i * j->ldw, j->x, j->K);
+        if (j->isa == INGOT__ISA_AVX2 && i + 4 <= hi) dot4_i8_avx2(j->W + i * j->ldw, j->ldw, j->x, j->K, d), got = 4;
+        else if (j->isa == INGOT__ISA_AVX2) d[0] = dot_i8_avx2(j->W + i * j->ldw, j->x, j->K);
         else
 #endif
-            d = dot_i8_scalar(j->W + i * j->ldw, j->x, j->K);
-        j->y[i] = (float)d * (j->wscale[i] * j->xscale);
+            d[0] = dot_i8_scalar(j->W + i * j->ldw, j->x, j->K);
+        for (size_t r = 0; r < got; r++, i++) j->y[i] = (float)d[r] * (j->wscale[i] * j->xscale);
     }
 }
 
 void ingot__gemv_i8(ingot__pool *pool, size_t M, size_t K, const int8_t *W, size_t ldw,
                     const float *wscale, const int8_t *x, float xscale, float *y)
 {
-    i8_job j = {M, K, ldw, W, x, wscale, xscale, y, ingot__get_isa()};
-    ingot__pool_run(pool, i8_task, &j, (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
+    i8_job j = {M, K, ldw, W, x, wscale, xscale, y, ingot__get_isa(), rows_per_task(M, pool)};
+    ingot__pool_run(pool, i8_task, &j, (M + j.rows - 1) / j.rows);
 }
 
 /* ---- Q8_0 ---- */
@@ -291,47 +370,86 @@ static float q8_row_scalar(const uint8_t *w, const uint8_t *x, size_t nb)
 }
 
 #ifdef HAVE_X86
-/* Per block: the exact int32 dot in 8 lanes, scaled by d_w * d_x and accumulated in 8 float
- * lanes (no horizontal sum per block); scales decoded with F16C. Rounding differs from the
- * scalar path's per-block sums (both are within float rounding of the exact value), but a row's
- * result never depends on the thread count. */
+/* Q8_0 rows against x. Per block and row: the exact int32 dot in 8 lanes, scaled by
+ * d_w * d_x and accumulated in 8 float lanes (no horizontal sum per block); scales decoded with
+ * F16C. q8_rows4_avx2 does four rows with x's quants and |x| loaded once per block; each row
+ * has its own accumulator updated by the same operations in block order as q8_row_avx2, so a
+ * row's result does not depend on its grouping (hence on the thread count). Rounding differs
+ * from the scalar path's per-block sums (both are within float rounding of the exact value). */
 #define Q8_TARGET __attribute__((target("avx2,fma,f16c")))
-Q8_TARGET static float q8_row_avx2(const uint8_t *w, const uint8_t *x, const float *dx, size_t nb)
+#define Q8_STEP(acc, blk)                                                                          \
+    do {                                                                                           \
+        uint16_t dw_;                                                                              \
+        memcpy(&dw_, (blk), 2);                                                                    \
+        __m256i p_ = dot32_i8(load32((blk) + 2), xv, ax);                                          \
+        __m256 sc_ = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dw_)), sx);                            \
+        (acc) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_), sc_, (acc));                               \
+    } while (0)
+#define Q8_X(b)                                                                                    \
+    uint16_t dxh_;                                                                                 \
+    memcpy(&dxh_, x + (b) * Q8_BYTES, 2);                                                          \
+    __m256i xv = load32(x + (b) * Q8_BYTES + 2), ax = _mm256_abs_epi8(xv);                         \
+    __m256 sx = _mm256_set1_ps(_cvtsh_ss(dxh_))
+
+Q8_TARGET static void q8_rows4_avx2(const uint8_t *w, size_t ldw, const uint8_t *x, size_t nb,
+                                    float *out)
 {
-    __m256 acc = _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; b++, w += Q8_BYTES, x += Q8_BYTES) {
-        uint16_t dw;
-        memcpy(&dw, w, 2);
-        __m256i p = dot32_i8(load32(w + 2), load32(x + 2));
-        __m256 sc = _mm256_set1_ps(_cvtsh_ss(dw) * dx[b]);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sc, acc);
+    const uint8_t *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (size_t b = 0, o = 0; b < nb; b++, o += Q8_BYTES) {
+        if (GEMV_PF) {
+            PREFETCH(w0 + o, GEMV_PF), PREFETCH(w1 + o, GEMV_PF);
+            PREFETCH(w2 + o, GEMV_PF), PREFETCH(w3 + o, GEMV_PF);
+        }
+        Q8_X(b);
+        Q8_STEP(a0, w0 + o);
+        Q8_STEP(a1, w1 + o);
+        Q8_STEP(a2, w2 + o);
+        Q8_STEP(a3, w3 + o);
     }
-    return hsum256(acc);
+    out[0] = hsum256(a0), out[1] = hsum256(a1), out[2] = hsum256(a2), out[3] = hsum256(a3);
+}
+
+Q8_TARGET static float q8_row_avx2(const uint8_t *w, const uint8_t *x, size_t nb)
+{
+    __m256 a0 = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; b++) {
+        Q8_X(b);
+        Q8_STEP(a0, w + b * Q8_BYTES);
+    }
+    return hsum256(a0);
 }
 #endif
 
 typedef struct {
     size_t M, nb;
     const uint8_t *W, *x;
-    const float *dx; /* x's block scales as f32, or NULL */
     float *y;
     ingot__isa isa;
+    size_t rows; /* per task */
 } q8_job;
 
 static void q8_task(void *ctx, size_t t, unsigned worker)
 {
     (void)worker;
     const q8_job *j = ctx;
-    size_t lo = t * ROWS_PER_TASK, hi = lo + ROWS_PER_TASK < j->M ? lo + ROWS_PER_TASK : j->M;
-    for (size_t i = lo; i < hi; i++) {
-        const uint8_t *row = j->W + i * j->nb * Q8_BYTES;
+    size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
+    size_t ldw = j->nb * Q8_BYTES;
+    for (size_t i = lo; i < hi;) {
+        const uint8_t *row = j->W + i * ldw;
 #ifdef HAVE_X86
-        if (j->isa == INGOT__ISA_AVX2 && j->dx) {
-            j->y[i] = q8_row_avx2(row, j->x, j->dx, j->nb);
+        if (j->isa == INGOT__ISA_AVX2) {
+            if (i + 4 <= hi) {
+                q8_rows4_avx2(row, ldw, j->x, j->nb, j->y + i);
+                i += 4;
+            } else {
+                j->y[i++] = q8_row_avx2(row, j->x, j->nb);
+            }
             continue;
         }
 #endif
-        j->y[i] = q8_row_scalar(row, j->x, j->nb);
+        j->y[i++] = q8_row_scalar(row, j->x, j->nb);
     }
 }
 
@@ -339,19 +457,8 @@ void ingot__gemv_q8_0(ingot__pool *pool, size_t M, size_t K, const void *W, cons
                       float *y)
 {
     size_t nb = K / Q8_BLOCK;
-    q8_job j = {M, nb, W, x, NULL, y, ingot__get_isa()};
-    /* x's scales decoded once (f16 -> f32 is exact, so both paths multiply the same floats). */
-    float dx_small[512];
-    float *dx = nb <= 512 ? dx_small : ingot__pool_scratch(pool, 0, nb * sizeof(float));
-    if (dx) {
-        for (size_t b = 0; b < nb; b++) {
-            uint16_t h;
-            memcpy(&h, (const uint8_t *)x + b * Q8_BYTES, 2);
-            dx[b] = f16_to_f32(h);
-        }
-        j.dx = dx;
-    }
-    ingot__pool_run(pool, q8_task, &j, (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
+    q8_job j = {M, nb, W, x, y, ingot__get_isa(), rows_per_task(M, pool)};
+    ingot__pool_run(pool, q8_task, &j, (M + j.rows - 1) / j.rows);
 }
 
 void ingot__quantize_q8_0(const float *x, size_t K, void *out)

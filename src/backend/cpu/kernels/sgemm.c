@@ -12,6 +12,7 @@
  * before its first use, and when there is a single A block (small M) into one panel-sized buffer
  * that stays in L1 instead of a 3 MB block.
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -37,6 +38,8 @@ typedef struct {
     float *C;
     bool split_n;
     size_t chunk; /* columns (split_n) or rows per task */
+    const float *X; /* small-M path: op(A) as rows (A itself, or a copy of A^T) */
+    size_t ldx;
     ingot__pool *pool;
     ingot__isa isa;
     atomic_int failed;
@@ -288,6 +291,159 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
     }
 }
 
+/* ---- small M: stream B once instead of packing it ----
+ * With a few rows of C the packed path spends most of its time packing B (each packed element
+ * is used M times). Up to SMALL_M rows, B is read once, in long contiguous runs, and the
+ * arithmetic is done straight from it:
+ *  - B^T (rows of B are columns of C, as for [out, in] weights): every C element is a dot
+ *    product of an X row and a B row, accumulated in 8 lanes over k, summed horizontally in a
+ *    fixed order, then the k tail with fmaf; tiles of 2 x 4 elements share the loads;
+ *  - B: axpy form, C rows += X[i,k] * B row k, eight k at a time, over column strips whose
+ *    accumulators stay in cache; each element is a chain of fused multiply-adds in k order.
+ * Either way an element's operations do not depend on the tile or strip it falls in, so the
+ * results do not depend on the thread count. */
+#define SMALL_M 16
+#define SMALL_COLS 2048 /* columns per strip: SMALL_M x 2048 accumulators (128 KB) stay in L2 */
+/* Accumulator rows are this far apart: 16 floats more than a multiple of 4 KiB, so that the rows
+ * do not all fall into the same L1 set (which halved the speed). */
+#define ACC_LD (SMALL_COLS + 16)
+
+#ifdef HAVE_X86
+AVX2_TARGET static inline float hsum8(__m256 v)
+{
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+    return _mm_cvtss_f32(lo);
+}
+
+static inline void small_store(const job *j, size_t i, size_t c, float s)
+{
+    float *d = j->C + i * j->ldc + c, v = j->alpha * s;
+    *d = j->beta == 0.0f ? v : v + j->beta * *d;
+}
+
+/* One element: x . b over K (the reference shape of small_tb_2x4). */
+AVX2_TARGET static void small_tb_1x1(const job *j, size_t i, size_t c)
+{
+    const float *x = j->X + i * j->ldx, *b = j->B + c * j->ldb;
+    __m256 acc = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 8 <= j->K; k += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(b + k), acc);
+    float s = hsum8(acc);
+    for (; k < j->K; k++) s = fmaf(x[k], b[k], s);
+    small_store(j, i, c, s);
+}
+
+/* Rows i, i + 1 of C by columns c .. c + 3. */
+AVX2_TARGET static void small_tb_2x4(const job *j, size_t i, size_t c)
+{
+    const float *x0 = j->X + i * j->ldx, *x1 = x0 + j->ldx;
+    const float *b0 = j->B + c * j->ldb, *b1 = b0 + j->ldb, *b2 = b1 + j->ldb, *b3 = b2 + j->ldb;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+    __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    size_t k = 0;
+    for (; k + 8 <= j->K; k += 8) {
+        __m256 v0 = _mm256_loadu_ps(x0 + k), v1 = _mm256_loadu_ps(x1 + k);
+        __m256 w = _mm256_loadu_ps(b0 + k);
+        a00 = _mm256_fmadd_ps(v0, w, a00), a10 = _mm256_fmadd_ps(v1, w, a10);
+        w = _mm256_loadu_ps(b1 + k);
+        a01 = _mm256_fmadd_ps(v0, w, a01), a11 = _mm256_fmadd_ps(v1, w, a11);
+        w = _mm256_loadu_ps(b2 + k);
+        a02 = _mm256_fmadd_ps(v0, w, a02), a12 = _mm256_fmadd_ps(v1, w, a12);
+        w = _mm256_loadu_ps(b3 + k);
+        a03 = _mm256_fmadd_ps(v0, w, a03), a13 = _mm256_fmadd_ps(v1, w, a13);
+    }
+    float s[8] = {hsum8(a00), hsum8(a01), hsum8(a02), hsum8(a03),
+                  hsum8(a10), hsum8(a11), hsum8(a12), hsum8(a13)};
+    const float *bq[4] = {b0, b1, b2, b3};
+    for (int r = 0; r < 2; r++)
+        for (int q = 0; q < 4; q++) {
+            const float *x = r ? x1 : x0, *b = bq[q];
+            float t = s[r * 4 + q];
+            for (size_t kk = k; kk < j->K; kk++) t = fmaf(x[kk], b[kk], t);
+            small_store(j, i + (size_t)r, c + (size_t)q, t);
+        }
+}
+
+/* Columns [c0, c1) of every row; acc holds M rows of ACC_LD floats. Eight rows of B at a time
+ * are loaded once into registers and applied to every row of C's strip. */
+AVX2_TARGET static void small_nn(const job *j, size_t c0, size_t c1, float *acc)
+{
+    size_t M = j->M, K = j->K, ldb = j->ldb;
+    for (size_t cs = c0; cs < c1; cs += SMALL_COLS) {
+        size_t w = c1 - cs < SMALL_COLS ? c1 - cs : SMALL_COLS, wv = w / 8 * 8;
+        for (size_t i = 0; i < M; i++) memset(acc + i * ACC_LD, 0, w * sizeof(float));
+        size_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+            const float *b = j->B + k * ldb + cs;
+            for (size_t c = 0; c < wv; c += 8) {
+                __m256 w0 = _mm256_loadu_ps(b + c), w1 = _mm256_loadu_ps(b + ldb + c);
+                __m256 w2 = _mm256_loadu_ps(b + 2 * ldb + c), w3 = _mm256_loadu_ps(b + 3 * ldb + c);
+                __m256 w4 = _mm256_loadu_ps(b + 4 * ldb + c), w5 = _mm256_loadu_ps(b + 5 * ldb + c);
+                __m256 w6 = _mm256_loadu_ps(b + 6 * ldb + c), w7 = _mm256_loadu_ps(b + 7 * ldb + c);
+                for (size_t i = 0; i < M; i++) {
+                    const float *x = j->X + i * j->ldx + k;
+                    float *a = acc + i * ACC_LD + c;
+                    __m256 v = _mm256_fmadd_ps(_mm256_broadcast_ss(x), w0, _mm256_load_ps(a));
+                    v = _mm256_fmadd_ps(_mm256_broadcast_ss(x + 1), w1, v);
+                    v = _mm256_fmadd_ps(_mm256_broadcast_ss(x + 2), w2, v);
+                    v = _mm256_fmadd_ps(_mm256_broadcast_ss(x + 3), w3, v);
+                    v = _mm256_fmadd_ps(_mm256_broadcast_ss(x + 4), w4, v);
+                    v = _mm256_fmadd_ps(_mm256_broadcast_ss(x + 5), w5, v);
+                    v = _mm256_fmadd_ps(_mm256_broadcast_ss(x + 6), w6, v);
+                    _mm256_store_ps(a, _mm256_fmadd_ps(_mm256_broadcast_ss(x + 7), w7, v));
+                }
+            }
+            for (size_t i = 0; i < M; i++) {
+                const float *x = j->X + i * j->ldx + k;
+                float *a = acc + i * ACC_LD;
+                for (size_t c = wv; c < w; c++)
+                    for (size_t q = 0; q < 8; q++) a[c] = fmaf(x[q], b[q * ldb + c], a[c]);
+            }
+        }
+        for (; k < K; k++) {
+            const float *b = j->B + k * ldb + cs;
+            for (size_t i = 0; i < M; i++) {
+                float xs = j->X[i * j->ldx + k], *a = acc + i * ACC_LD;
+                __m256 xv = _mm256_set1_ps(xs);
+                for (size_t c = 0; c < wv; c += 8)
+                    _mm256_store_ps(a + c, _mm256_fmadd_ps(xv, _mm256_loadu_ps(b + c), _mm256_load_ps(a + c)));
+                for (size_t c = wv; c < w; c++) a[c] = fmaf(xs, b[c], a[c]);
+            }
+        }
+        for (size_t i = 0; i < M; i++)
+            for (size_t c = 0; c < w; c++) small_store(j, i, cs + c, acc[i * ACC_LD + c]);
+    }
+}
+
+static void small_task(void *ctx, size_t t, unsigned worker)
+{
+    job *j = ctx;
+    size_t lo = t * j->chunk, hi = j->N - lo < j->chunk ? j->N : lo + j->chunk;
+    if (j->tb) {
+        size_t c = lo;
+        for (; c + 4 <= hi; c += 4) {
+            size_t i = 0;
+            for (; i + 2 <= j->M; i += 2) small_tb_2x4(j, i, c);
+            for (; i < j->M; i++)
+                for (size_t q = 0; q < 4; q++) small_tb_1x1(j, i, c + q);
+        }
+        for (; c < hi; c++)
+            for (size_t i = 0; i < j->M; i++) small_tb_1x1(j, i, c);
+        return;
+    }
+    float *acc = ingot__pool_scratch(j->pool, worker, (size_t)SMALL_M * ACC_LD * sizeof(float));
+    if (!acc) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    small_nn(j, lo, hi, acc);
+}
+#endif
+
 #define AP_FLOATS ((size_t)MC * KC)
 #define BP_FLOATS ((size_t)KC * NC)
 #define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))
@@ -326,6 +482,16 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */
     if ((double)M * (double)N * (double)K < 64.0 * 64 * 64) threads = 1;
+#ifdef HAVE_X86
+    if (j.isa == INGOT__ISA_AVX2 && M <= SMALL_M && !trans_a) {
+        j.X = A, j.ldx = lda;
+        size_t unit = trans_b ? 4 : 64, units = (N + unit - 1) / unit;
+        j.chunk = (units + threads - 1) / threads * unit;
+        ingot__pool_run(pool, small_task, &j, (N + j.chunk - 1) / j.chunk);
+        ingot__pool_destroy(own);
+        return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
+    }
+#endif
     j.split_n = N >= M;
     size_t total = j.split_n ? N : M, unit = j.split_n ? NR : MR;
     size_t units = (total + unit - 1) / unit;

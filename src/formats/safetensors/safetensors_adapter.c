@@ -185,47 +185,61 @@ static inline bool lit_at(const uint8_t *b, size_t pos, size_t len, const char *
 
 /* Fast path: the compact entry value the reference writer (serde_json) emits,
  *   {"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}
- * matched byte for byte: no whitespace, this key order, a dtype ingot knows, canonical integers
- * of at most 19 digits, begin <= end. A string of known dtype letters has no escapes, control or
- * non-ASCII bytes, so what matches is valid JSON with the meaning the general path would give it.
- * Anything else (other layouts, and every error) returns false having consumed nothing, and the
- * general path parses the entry again from its start. */
+ * matched byte for byte: no whitespace, the three fields once each (in any order), a dtype ingot
+ * knows, canonical integers of at most 19 digits, begin <= end. A string of known dtype letters
+ * has no escapes, control or non-ASCII bytes, so what matches is valid JSON with the meaning the
+ * general path would give it. Anything else (other layouts, and every error) returns false having
+ * consumed nothing, and the general path parses the entry again from its start. */
 static bool fast_entry(ingot__json *j, const st_dtype **dt, uint64_t *shape, uint32_t *rank,
                        uint64_t o[2])
 {
     size_t pos = ingot__json_value_at(j), len = j->len;
     const uint8_t *b = j->buf;
-    if (pos == SIZE_MAX || !lit_at(b, pos, len, "{\"dtype\":\"", 10)) return false;
-    pos += 10;
-    size_t q = pos;
-    while (q < len && q - pos < 12 && b[q] != '"') q++;
-    if (q >= len || b[q] != '"') return false;
-    const st_dtype *d = ingot__st_dtype_by_name(b + pos, q - pos);
-    if (!d || d->dt == INGOT_DTYPE_INVALID) return false;
-    pos = q + 1;
-    if (!lit_at(b, pos, len, ",\"shape\":[", 10)) return false;
-    pos += 10;
+    if (pos == SIZE_MAX || !lit_at(b, pos, len, "{\"", 2)) return false;
+    pos += 1; /* at the first field's opening quote */
+    unsigned seen = 0;
+    const st_dtype *d = NULL;
     uint32_t r = 0;
-    if (pos < len && b[pos] == ']') {
-        pos++;
-    } else {
-        for (;;) {
-            if (r == INGOT_MAX_RANK) return false;
-            size_t e = ingot__json_uint_at(b, pos, len, &shape[r]);
-            if (e == 0 || e >= len) return false;
-            r++;
+    for (int field = 0; field < 3; field++) {
+        if (lit_at(b, pos, len, "\"dtype\":\"", 9) && !(seen & F_DTYPE)) {
+            pos += 9;
+            size_t q = pos;
+            while (q < len && q - pos < 12 && b[q] != '"') q++;
+            if (q >= len || b[q] != '"') return false;
+            d = ingot__st_dtype_by_name(b + pos, q - pos);
+            if (!d || d->dt == INGOT_DTYPE_INVALID) return false;
+            pos = q + 1;
+            seen |= F_DTYPE;
+        } else if (lit_at(b, pos, len, "\"shape\":[", 9) && !(seen & F_SHAPE)) {
+            pos += 9;
+            if (pos < len && b[pos] == ']') {
+                pos++;
+            } else {
+                for (;;) {
+                    if (r == INGOT_MAX_RANK) return false;
+                    size_t e = ingot__json_uint_at(b, pos, len, &shape[r]);
+                    if (e == 0 || e >= len) return false;
+                    r++;
+                    pos = e + 1;
+                    if (b[e] == ']') break;
+                    if (b[e] != ',') return false;
+                }
+            }
+            seen |= F_SHAPE;
+        } else if (lit_at(b, pos, len, "\"data_offsets\":[", 16) && !(seen & F_OFFSETS)) {
+            size_t e = ingot__json_uint_at(b, pos + 16, len, &o[0]);
+            if (e == 0 || e >= len || b[e] != ',') return false;
+            e = ingot__json_uint_at(b, e + 1, len, &o[1]);
+            if (e == 0 || e >= len || b[e] != ']' || o[1] < o[0]) return false;
             pos = e + 1;
-            if (b[e] == ']') break;
-            if (b[e] != ',') return false;
+            seen |= F_OFFSETS;
+        } else {
+            return false;
         }
+        if (pos >= len || b[pos] != (field < 2 ? ',' : '}')) return false;
+        pos++;
     }
-    if (!lit_at(b, pos, len, ",\"data_offsets\":[", 17)) return false;
-    pos += 17;
-    size_t e = ingot__json_uint_at(b, pos, len, &o[0]);
-    if (e == 0 || e >= len || b[e] != ',') return false;
-    e = ingot__json_uint_at(b, e + 1, len, &o[1]);
-    if (e == 0 || !lit_at(b, e, len, "]}", 2) || o[1] < o[0]) return false;
-    ingot__json_value_done(j, e + 2);
+    ingot__json_value_done(j, pos);
     *dt = d;
     *rank = r;
     return true;

@@ -414,8 +414,8 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
     }
     ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
     if (q8 && IN / 32 > 512) {
-        /* Long rows: the kernel threads each row itself (its block-scale scratch comes from the
-         * pool). */
+        /* Rows of more than 512 blocks: one threaded kernel call per activation row (the kernel
+         * may want pool scratch for such rows, which it only gets with the pool). */
         for (int64_t m = 0; m < M; m++) {
             float *y = j.y + m * j.ldy;
             ingot__gemv_q8_0(c->pool, (size_t)OUT, (size_t)IN, j.w, j.xq + (size_t)m * xrow, y);

@@ -127,16 +127,17 @@ static inline int fz_bytes_cmp(const void *a, size_t al, const void *b, size_t b
     return c ? (c < 0 ? -1 : 1) : al < bl ? -1 : al > bl ? 1 : 0;
 }
 
-/* The header checksum as docs/FORMAT.md defines it: CRC-32C of [0,124) ++ [128, data_offset),
- * compared with the stored value at 124. Only call when the structure was accepted (then
- * 128 <= data_offset <= size). */
+/* The .ingot header checksum as docs/FORMAT.md defines it: CRC-32C of [0,156) ++
+ * [160, data_offset), compared with the stored value at 156 (data_offset is the u64 at 128). Only
+ * call when the structure was accepted (then 160 <= data_offset <= size). */
 static inline bool fz_header_crc_ok(const uint8_t *d, size_t size)
 {
-    uint64_t data_off = fz_ld64(d + 96);
-    if (size < 128 || data_off < 128 || data_off > size) return false;
-    uint32_t crc = ingot_crc32c(0, d, 124);
-    crc = ingot_crc32c(crc, d + 128, (size_t)(data_off - 128));
-    return crc == fz_ld32(d + 124);
+    if (size < 160) return false;
+    uint64_t data_off = fz_ld64(d + 128);
+    if (data_off < 160 || data_off > size) return false;
+    uint32_t crc = ingot_crc32c(0, d, 156);
+    crc = ingot_crc32c(crc, d + 160, (size_t)(data_off - 160));
+    return crc == fz_ld32(d + 156);
 }
 
 #endif

@@ -78,10 +78,10 @@ static uint64_t ld64(const uint8_t *p)
 
 static void fix_crc(uint8_t *d)
 {
-    uint64_t data_off = ld64(d + 96);
-    uint32_t crc = ingot_crc32c(0, d, 124);
-    crc = ingot_crc32c(crc, d + 128, (size_t)(data_off - 128));
-    st32(d + 124, crc);
+    uint64_t data_off = ld64(d + 128);
+    uint32_t crc = ingot_crc32c(0, d, 156);
+    crc = ingot_crc32c(crc, d + 160, (size_t)(data_off - 160));
+    st32(d + 156, crc);
 }
 
 static uint8_t pattern[4096];

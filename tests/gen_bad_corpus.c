@@ -171,11 +171,35 @@ static uint64_t g_ten(const gbuf *g, unsigned i)
 {
     return g_hdr(g, HDR_TENSOR_TABLE) + (uint64_t)i * ING_TEN_SIZE;
 }
-/* Absolute offset of tensor i's name, and of its data. */
-static uint64_t g_tname(const gbuf *g, unsigned i) { return g_pool(g) + gld(g, g_ten(g, i), 8); }
+static uint64_t g_names(const gbuf *g) { return g_hdr(g, HDR_NAMES); }
+/* Absolute offset of tensor i's name, its length, and the offset of its data. */
+static uint64_t g_tname(const gbuf *g, unsigned i)
+{
+    return g_names(g) + gld(g, g_ten(g, i) + TEN_NAME_OFF, 4);
+}
+static uint64_t g_tname_len(const gbuf *g, unsigned i)
+{
+    uint64_t next = i + 1 < g_hdr(g, HDR_N_TENSORS) ? gld(g, g_ten(g, i + 1) + TEN_NAME_OFF, 4)
+                                                   : g_hdr(g, HDR_NAMES_SIZE);
+    return next - gld(g, g_ten(g, i) + TEN_NAME_OFF, 4) - 1;
+}
 static uint64_t g_tdata(const gbuf *g, unsigned i)
 {
     return g_data(g) + gld(g, g_ten(g, i) + TEN_OFFSET, 8);
+}
+/* Absolute offset of tensor i's first shape word, and its byte size. */
+static uint64_t g_tshape(const gbuf *g, unsigned i)
+{
+    return g_hdr(g, HDR_WORDS) + 8 * gld(g, g_ten(g, i) + TEN_SHAPE_AT, 4);
+}
+static uint64_t g_tnbytes(const gbuf *g, unsigned i)
+{
+    uint64_t e = g_ten(g, i), shape[INGOT_MAX_RANK], nb = 0;
+    uint32_t rank = g->b[e + TEN_RANK];
+    for (uint32_t d = 0; d < rank; d++) shape[d] = gld(g, g_tshape(g, i) + 8 * d, 8);
+    if (ingot_dtype_nbytes((ingot_dtype)gld(g, e + TEN_DTYPE, 2), rank, shape, NULL, &nb) != INGOT_OK)
+        gen_die("base tensor size");
+    return nb;
 }
 /* Offset of the metadata entry with this key. */
 static uint64_t g_met(const gbuf *g, const char *key)
@@ -194,7 +218,7 @@ static uint64_t g_met(const gbuf *g, const char *key)
 /* Absolute offset of the value of the metadata entry at e (pool offset + pool). */
 static uint64_t g_mval(const gbuf *g, uint64_t e) { return g_pool(g) + gld(g, e + MET_VALUE, 8); }
 
-/* Recomputes the header CRC-32C over [0,124) ++ [128, data_off) (data_off clamped to the image). */
+/* Recomputes the header CRC-32C over [0,156) ++ [160, data_off) (data_off clamped to the image). */
 static void g_fix_crc(gbuf *g)
 {
     uint64_t d = g_data(g);
@@ -205,7 +229,7 @@ static void g_fix_crc(gbuf *g)
     gst(g, HDR_CRC, 4, crc);
 }
 
-/* Rebuilds g in a relaxed layout a future minor version may use: header_size 128 + ext, `gap`
+/* Rebuilds g in a relaxed layout a future minor version may use: header_size 160 + ext, `gap`
  * zero bytes before every section, and the data `extra` alignment units later than needed. */
 static void g_relax(gbuf *g, uint16_t minor, uint32_t ext, uint32_t gap, uint32_t extra)
 {
@@ -216,16 +240,18 @@ static void g_relax(gbuf *g, uint16_t minor, uint32_t ext, uint32_t gap, uint32_
     struct {
         uint32_t field;
         uint64_t size;
-    } sec[4] = {{HDR_TENSOR_TABLE, nt * ING_TEN_SIZE},
+    } sec[6] = {{HDR_TENSOR_TABLE, nt * ING_TEN_SIZE},
                 {HDR_NAME_INDEX, (nt * 4 + 7) & ~7ull},
+                {HDR_WORDS, g_hdr(&src, HDR_N_WORDS) * 8},
                 {HDR_META_TABLE, nm * ING_MET_SIZE},
-                {HDR_POOL, g_hdr(&src, HDR_POOL_SIZE)}};
+                {HDR_POOL, g_hdr(&src, HDR_POOL_SIZE)},
+                {HDR_NAMES, g_hdr(&src, HDR_NAMES_SIZE)}};
     memset(g->b, 0, sizeof g->b);
     memcpy(g->b, src.b, ING_HDR_SIZE);
     uint64_t pos = ING_HDR_SIZE + ext;
     gst(g, HDR_HEADER_SIZE, 4, pos);
     gst(g, HDR_MINOR, 2, minor);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         pos += gap;
         memcpy(g->b + pos, src.b + g_hdr(&src, sec[i].field), (size_t)sec[i].size);
         gst(g, sec[i].field, 8, pos);
@@ -312,12 +338,51 @@ static void mk_met(gx *x, const gcase *c)
     x_at(x, e + rep(c), c->key);
 }
 
-/* Tensor name / metadata key length or offset: reported at the entry, where = what it is. */
+/* Tensor name offset / metadata key length or offset: reported at the entry, where = what it
+ * is. */
 static void mk_ten_name_field(gx *x, const gcase *c)
 {
     uint64_t e = g_ten(x->g, (unsigned)c->idx);
     gst(x->g, e + c->field, c->width, c->value);
     x_at(x, e + TEN_NAME_OFF, "tensor name");
+}
+
+/* Where the name of tensor idx ends: the next entry's name offset := this one's + value
+ * (width 0, mod 2^32) or names_size + value (width 1). Reported at tensor idx's name offset. */
+static void mk_name_next(gx *x, const gcase *c)
+{
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    uint64_t v = c->width ? g_hdr(x->g, HDR_NAMES_SIZE) + c->value
+                          : gld(x->g, e + TEN_NAME_OFF, 4) + c->value;
+    gst(x->g, e + ING_TEN_SIZE + TEN_NAME_OFF, 4, v);
+    x_at(x, e + TEN_NAME_OFF, "tensor name");
+}
+
+/* The reader's copy of a name for `where`: control bytes shown as '?'. */
+static void x_where_name(gx *x, uint64_t at, uint64_t len)
+{
+    x->off_set = true;
+    x->off = at;
+    x_where(x, x->g->b + at, (size_t)len);
+    for (size_t k = 0; k < x->where_len; k++)
+        if ((unsigned char)x->where_buf[k] < 0x20 || x->where_buf[k] == 0x7f) x->where_buf[k] = '?';
+}
+
+/* A gap of one byte before the name of tensor idx + 1: the name of idx then takes in its NUL. */
+static void mk_name_gap(gx *x, const gcase *c)
+{
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    uint64_t at = g_tname(x->g, (unsigned)c->idx), len = g_tname_len(x->g, (unsigned)c->idx);
+    gst(x->g, e + ING_TEN_SIZE + TEN_NAME_OFF, 4, gld(x->g, e + ING_TEN_SIZE + TEN_NAME_OFF, 4) + 1);
+    x_where_name(x, at, len + 1);
+}
+
+/* The names section one byte shorter: the last name loses its NUL. */
+static void mk_names_short(gx *x, const gcase *c)
+{
+    (void)c;
+    gst(x->g, HDR_NAMES_SIZE, 8, g_hdr(x->g, HDR_NAMES_SIZE) - 1);
+    x_where_name(x, g_tname(x->g, GT_TAIL), g_tname_len(x->g, GT_TAIL));
 }
 static void mk_met_key_field(gx *x, const gcase *c)
 {
@@ -326,21 +391,20 @@ static void mk_met_key_field(gx *x, const gcase *c)
     x_at(x, e + MET_KEY_OFF, "metadata key");
 }
 
-/* Name/key offset relative to the pool size: width 8: offset := pool_size + value; width 0: the
- * name becomes the pool's last 3 bytes ("xyz", valid UTF-8 without NUL), leaving no room for the
+/* Key offset relative to the pool size: width 8: offset := pool_size + value; width 0: the key
+ * becomes the pool's last 3 bytes ("xyz", valid UTF-8 without NUL), leaving no room for the
  * terminating NUL. */
 static void mk_name_off_pool(gx *x, const gcase *c)
 {
     uint64_t ps = g_hdr(x->g, HDR_POOL_SIZE);
-    uint64_t e = c->key ? g_met(x->g, c->key) : g_ten(x->g, (unsigned)c->idx);
-    uint32_t len_field = c->key ? MET_KEY_LEN : TEN_NAME_LEN;
+    uint64_t e = g_met(x->g, c->key);
     if (c->width) {
         gst(x->g, e, 8, ps + c->value);
     } else {
         gst(x->g, e, 8, ps - 3);
-        gst(x->g, e + len_field, 4, 3);
+        gst(x->g, e + MET_KEY_LEN, 4, 3);
     }
-    x_at(x, e, c->key ? "metadata key" : "tensor name");
+    x_at(x, e, "metadata key");
 }
 
 /* Overwrites bytes of a tensor name (idx >= 0) or key at position c->field with c->value's low
@@ -354,15 +418,10 @@ static void mk_name_bytes(gx *x, const gcase *c)
         len = gld(x->g, e + MET_KEY_LEN, 4);
     } else {
         at = g_tname(x->g, (unsigned)c->idx);
-        len = gld(x->g, g_ten(x->g, (unsigned)c->idx) + TEN_NAME_LEN, 4);
+        len = g_tname_len(x->g, (unsigned)c->idx);
     }
     gst(x->g, at + c->field, c->width, c->value);
-    x->off_set = true;
-    x->off = at;
-    x_where(x, x->g->b + at, (size_t)len); /* the (now invalid) bytes, as the reader copies them */
-    /* ingot__err shows control bytes as '?'. */
-    for (size_t k = 0; k < x->where_len; k++)
-        if ((unsigned char)x->where_buf[k] < 0x20 || x->where_buf[k] == 0x7f) x->where_buf[k] = '?';
+    x_where_name(x, at, len); /* the (now invalid) bytes, as the reader copies them */
 }
 
 /* Overwrites bytes of a metadata value in the pool at c->field from the value's start. */
@@ -430,7 +489,7 @@ static void mk_name_nul(gx *x, const gcase *c)
         len = gld(x->g, e + MET_KEY_LEN, 4);
     } else {
         at = g_tname(x->g, (unsigned)c->idx);
-        len = gld(x->g, g_ten(x->g, (unsigned)c->idx) + TEN_NAME_LEN, 4);
+        len = g_tname_len(x->g, (unsigned)c->idx);
     }
     x->g->b[at + len] = 'x';
     x->off_set = true;
@@ -516,7 +575,9 @@ static void mk_trailing(gx *x, const gcase *c)
 static void mk_count_room(gx *x, const gcase *c)
 {
     uint64_t room = x->g->n - ING_HDR_SIZE;
-    uint64_t v = c->field == HDR_N_TENSORS ? room / (ING_TEN_SIZE + 4) : room / ING_MET_SIZE;
+    uint64_t v = c->field == HDR_N_TENSORS ? room / ING_TEN_MIN_BYTES
+                 : c->field == HDR_N_WORDS ? room / 8
+                                           : room / ING_MET_SIZE;
     gst(x->g, c->field, 8, v + c->value);
     x_at(x, c->field, "header");
 }
@@ -532,38 +593,57 @@ static void mk_align128(gx *x, const gcase *c)
 
 static void mk_pad_before_data(gx *x, const gcase *c)
 {
-    uint64_t end = g_pool(x->g) + g_hdr(x->g, HDR_POOL_SIZE);
+    uint64_t end = g_names(x->g) + g_hdr(x->g, HDR_NAMES_SIZE);
     if (end >= g_data(x->g)) gen_die("base file has no padding before the data");
     x->g->b[c->value ? g_data(x->g) - 1 : end] = 1;
     x_at(x, end, "header");
 }
 
-/* Tensor c->idx gets shape number c->value of the list below; c->width: 0 keep nbytes, 1 nbytes
- * := 500. Reported at field c->rep_field of the entry. */
+/* Tensor c->idx gets the dims of shape number c->value of the list below (same rank as it has, so
+ * the shape words stay in place) and, if the row says so, another dtype; c->width 1: reported at
+ * the entry's data offset instead of its shape words. */
 static void mk_shape(gx *x, const gcase *c)
 {
     static const struct {
-        uint32_t rank;
+        ingot_dtype dt; /* INVALID: keep */
         uint64_t d[2];
     } shapes[] = {
-        {2, {(uint64_t)INT64_MAX, 2}},  /* 0: nelem 2^64-2 fits u64; its bytes do not */
-        {2, {(uint64_t)INT64_MAX, 3}},  /* 1: nelem overflows */
-        {2, {1ull << 32, 1ull << 32}},  /* 2: 2^64 overflows */
-        {1, {1ull << 63, 0}},           /* 3: one dim > 2^63-1 */
-        {1, {UINT64_MAX, 0}},           /* 4: dim -1 */
-        {2, {0, 1ull << 63}},           /* 5: a zero does not excuse a dim > 2^63-1 */
-        {1, {1ull << 62, 0}},           /* 6: F32: nelem fits, bytes are 2^64 */
-        {2, {1, 33}},                   /* 7: Q4_0 inner dim not a multiple of 32 */
-        {2, {1, 16}},                   /* 8: Q4_0 inner dim below one block */
-        {0, {0, 0}},                    /* 9: Q4_0 scalar: 1 element is not a block */
-        {1, {500, 0}},                  /* 10: U8 tail grown past the data section */
+        {INGOT_DTYPE_INVALID, {(uint64_t)INT64_MAX, 2}}, /* 0: nelem 2^64-2 fits u64; its bytes do not */
+        {INGOT_DTYPE_U8, {(uint64_t)INT64_MAX, 2}},      /* 1: ... and with 1-byte elements they do */
+        {INGOT_DTYPE_INVALID, {(uint64_t)INT64_MAX, 3}}, /* 2: nelem overflows */
+        {INGOT_DTYPE_INVALID, {1ull << 32, 1ull << 32}}, /* 3: 2^64 overflows */
+        {INGOT_DTYPE_INVALID, {1ull << 63, 0}},          /* 4: one dim > 2^63-1 */
+        {INGOT_DTYPE_INVALID, {UINT64_MAX, 0}},          /* 5: dim -1 */
+        {INGOT_DTYPE_INVALID, {0, 1ull << 63}},          /* 6: a zero does not excuse a dim > 2^63-1 */
+        {INGOT_DTYPE_INVALID, {1ull << 61, 0}},          /* 7: I64: nelem fits, bytes are 2^64 */
+        {INGOT_DTYPE_INVALID, {1, 33}},                  /* 8: Q4_0 inner dim not a multiple of 32 */
+        {INGOT_DTYPE_INVALID, {1, 16}},                  /* 9: Q4_0 inner dim below one block */
+        {INGOT_DTYPE_Q4_0, {0, 0}},                      /* 10: Q4_0 scalar: 1 element, not a block */
+        {INGOT_DTYPE_INVALID, {500, 0}},                 /* 11: U8 tail grown past the data section */
     };
-    uint64_t e = g_ten(x->g, (unsigned)c->idx);
-    gst(x->g, e + TEN_RANK, 1, shapes[c->value].rank);
-    for (uint32_t d = 0; d < INGOT_MAX_RANK; d++)
-        gst(x->g, e + TEN_SHAPE + 8 * d, 8, d < 2 ? shapes[c->value].d[d] : 0);
-    if (c->width == 1) gst(x->g, e + TEN_NBYTES, 8, 500);
-    x_at(x, e + rep(c), gen_tnames[c->idx]);
+    unsigned i = (unsigned)c->idx;
+    uint64_t e = g_ten(x->g, i), w = g_tshape(x->g, i);
+    uint32_t rank = x->g->b[e + TEN_RANK];
+    for (uint32_t d = 0; d < rank; d++) gst(x->g, w + 8 * d, 8, shapes[c->value].d[d]);
+    if (shapes[c->value].dt != INGOT_DTYPE_INVALID)
+        gst(x->g, e + TEN_DTYPE, 2, (uint64_t)shapes[c->value].dt);
+    x_at(x, c->width ? e + TEN_OFFSET : w, gen_tnames[i]);
+}
+
+/* Tensor entry field := value; reported at header field c->rep_field. */
+static void mk_ten_hdr(gx *x, const gcase *c)
+{
+    gst(x->g, g_ten(x->g, (unsigned)c->idx) + c->field, c->width, c->value);
+    x_at(x, (uint64_t)c->rep_field, "header");
+}
+
+/* A param id flag on the scalar "bias": it takes the next shape word, so the shape words of the
+ * tensor after it no longer start where its entry says. */
+static void mk_flag_pid(gx *x, const gcase *c)
+{
+    (void)c;
+    x->g->b[g_ten(x->g, GT_BIAS) + TEN_FLAGS] = TEN_FLAG_PARAM_ID;
+    x_at(x, g_ten(x->g, GT_UTF8) + TEN_SHAPE_AT, gen_tnames[GT_UTF8]);
 }
 
 /* Name index entry k := v (c->field = k, c->value = v). */
@@ -652,7 +732,7 @@ static void mk_relaxed_data_low(gx *x, const gcase *c)
 {
     (void)c;
     g_relax(x->g, 1, 8, 8, 0);
-    uint64_t end = g_pool(x->g) + g_hdr(x->g, HDR_POOL_SIZE);
+    uint64_t end = g_names(x->g) + g_hdr(x->g, HDR_NAMES_SIZE);
     gst(x->g, HDR_DATA, 8, (end - 1) / 64 * 64);
     x_at(x, HDR_DATA, "header");
 }
@@ -706,7 +786,7 @@ static void mk_ten_crc_fixed(gx *x, const gcase *c)
 static void mk_data_pad(gx *x, const gcase *c)
 {
     unsigned i = (unsigned)c->idx;
-    uint64_t start = g_tdata(x->g, i) + gld(x->g, g_ten(x->g, i) + TEN_NBYTES, 8);
+    uint64_t start = g_tdata(x->g, i) + g_tnbytes(x->g, i);
     uint64_t at = c->value ? g_tdata(x->g, i + 1) - 1 : start;
     x->g->b[at] = 0x5a;
     x->no_crc = true;
@@ -714,8 +794,8 @@ static void mk_data_pad(gx *x, const gcase *c)
 }
 
 /* Row 18: a file of a few hundred bytes declaring something huge. c->value: 0 = 2^40 tensors,
- * 1 = 2^40 metadata entries (both in the 128-byte empty file), 2 = a 1 GiB string, 3 = a 1 GiB
- * u8 array (one-entry files of 192 bytes). */
+ * 1 = 2^40 metadata entries (both in the 192-byte empty file), 2 = a 1 GiB string, 3 = a 1 GiB
+ * u8 array (one-entry files of 256 bytes); 4 = the empty file with 8 bytes of names. */
 static void mk_tiny(gx *x, const gcase *c)
 {
     ingot_writer_opts o = {.alignment = 64};
@@ -726,6 +806,11 @@ static void mk_tiny(gx *x, const gcase *c)
     if (c->value == 3 && ingot_writer_set_array(w, "a", INGOT_META_U8, one, 1) != INGOT_OK)
         gen_die("tiny");
     if (!gen_finish(w, x->g)) gen_die("tiny");
+    if (c->value == 4) { /* names without tensors */
+        gst(x->g, HDR_NAMES_SIZE, 8, 8);
+        x_at(x, HDR_NAMES_SIZE, "header");
+        return;
+    }
     if (c->value < 2) {
         uint32_t field = c->value == 0 ? HDR_N_TENSORS : HDR_N_META;
         gst(x->g, field, 8, 1ull << 40);
@@ -743,8 +828,10 @@ static void mk_tiny(gx *x, const gcase *c)
 #define HDRADD(file, st, f, v) {file, INGOT_##st, false, mk_hdr_add, -1, NULL, f, 8, v, NO_REP}
 #define HDRADD_R(file, st, f, v, r) {file, INGOT_##st, false, mk_hdr_add, -1, NULL, f, 8, v, r}
 #define TEN(file, st, i, f, w, v) {file, INGOT_##st, false, mk_ten, i, NULL, f, w, v, NO_REP}
+#define TEN_R(file, st, i, f, w, v, r) {file, INGOT_##st, false, mk_ten, i, NULL, f, w, v, r}
+#define TENHDR(file, st, i, f, w, v, r) {file, INGOT_##st, false, mk_ten_hdr, i, NULL, f, w, v, r}
 #define TENADD(file, st, i, f, v) {file, INGOT_##st, false, mk_ten_add, i, NULL, f, 8, v, NO_REP}
-#define SHAPE(file, st, i, n, w, r) {file, INGOT_##st, false, mk_shape, i, NULL, 0, w, n, r}
+#define SHAPE(file, st, i, n, w) {file, INGOT_##st, false, mk_shape, i, NULL, 0, w, n, NO_REP}
 #define MET(file, st, k, f, w, v) {file, INGOT_##st, false, mk_met, -1, k, f, w, v, NO_REP}
 #define MET_R(file, st, k, f, w, v, r) {file, INGOT_##st, false, mk_met, -1, k, f, w, v, r}
 #define FN(file, st, fn, i, k, f, w, v) {file, INGOT_##st, false, fn, i, k, f, w, v, NO_REP}
@@ -770,10 +857,10 @@ static const gcase gen_cases[] = {
     HDR("hdr_size_0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 0),
     HDR("hdr_size_120.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 120),
     HDR("hdr_size_129.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 129),
-    HDR("hdr_size_136_minor0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 136),
+    HDR("hdr_size_168_minor0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 168),
     HDR("hdr_size_u32max.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, UINT32_MAX),
-    FN("minor1_hdr_size_132.ingot", BAD_HEADER_SIZE, mk_relaxed, -1, NULL, HDR_HEADER_SIZE, 4,
-       132),
+    FN("minor1_hdr_size_164.ingot", BAD_HEADER_SIZE, mk_relaxed, -1, NULL, HDR_HEADER_SIZE, 4,
+       164),
     FN("minor1_hdr_size_past_end.ingot", BAD_HEADER_SIZE, mk_relaxed, -1, NULL, HDR_HEADER_SIZE, 4,
        0xfffffff8u),
     /* feature flags and reserved fields */
@@ -808,21 +895,28 @@ static const gcase gen_cases[] = {
     HDR("hdr_n_meta_u64max.ingot", BAD_COUNT, HDR_N_META, 8, UINT64_MAX),
     HDR("hdr_n_meta_2p40.ingot", BAD_COUNT, HDR_N_META, 8, 1ull << 40),
     FN("hdr_n_meta_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_META, 8, 1),
+    HDR("hdr_n_words_2p32.ingot", BAD_COUNT, HDR_N_WORDS, 8, 1ull << 32),
+    HDR("hdr_n_words_u64max.ingot", BAD_COUNT, HDR_N_WORDS, 8, UINT64_MAX),
+    FN("hdr_n_words_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_WORDS, 8, 1),
     FN("tiny_2p40_tensors.ingot", BAD_COUNT, mk_tiny, -1, NULL, 0, 0, 0),
     FN("tiny_2p40_meta.ingot", BAD_COUNT, mk_tiny, -1, NULL, 0, 0, 1),
     FN("tiny_1gib_string.ingot", BAD_STRING, mk_tiny, -1, NULL, 0, 0, 2),
     FN("tiny_1gib_array.ingot", BAD_ARRAY, mk_tiny, -1, NULL, 0, 0, 3),
     HDRADD_R("hdr_n_tensors_plus1.ingot", BAD_LAYOUT, HDR_N_TENSORS, 1, HDR_NAME_INDEX),
     HDRADD_R("hdr_n_meta_plus1.ingot", BAD_LAYOUT, HDR_N_META, 1, HDR_POOL),
+    HDRADD_R("hdr_n_words_plus1.ingot", BAD_LAYOUT, HDR_N_WORDS, 1, HDR_META_TABLE),
     /* section offsets */
     HDRADD("sec_tensor_table_plus8.ingot", BAD_LAYOUT, HDR_TENSOR_TABLE, 8),
     HDRADD("sec_tensor_table_unaligned.ingot", BAD_LAYOUT, HDR_TENSOR_TABLE, 1),
     HDRADD("sec_name_index_minus8.ingot", BAD_LAYOUT, HDR_NAME_INDEX, (uint64_t)-8),
+    HDRADD("sec_words_plus8.ingot", BAD_LAYOUT, HDR_WORDS, 8),
     HDRADD("sec_meta_table_plus4.ingot", BAD_LAYOUT, HDR_META_TABLE, 4),
     HDRADD("sec_pool_plus8.ingot", BAD_LAYOUT, HDR_POOL, 8),
     HDR_R("sec_pool_size_u64max.ingot", TRUNCATED, HDR_POOL_SIZE, 8, UINT64_MAX, HDR_POOL),
     HDR_R("sec_pool_size_huge.ingot", TRUNCATED, HDR_POOL_SIZE, 8, 1ull << 40, HDR_POOL),
-    HDRADD_R("sec_pool_size_plus64.ingot", BAD_LAYOUT, HDR_POOL_SIZE, 64, HDR_DATA),
+    HDRADD_R("sec_pool_size_plus64.ingot", BAD_LAYOUT, HDR_POOL_SIZE, 64, HDR_NAMES),
+    HDRADD("sec_names_plus1.ingot", BAD_LAYOUT, HDR_NAMES, 1),
+    HDR_R("sec_names_size_huge.ingot", TRUNCATED, HDR_NAMES_SIZE, 8, 1ull << 40, HDR_NAMES),
     FN("minor1_tensor_table_past_end.ingot", TRUNCATED, mk_relaxed, -1, NULL, HDR_TENSOR_TABLE, 0,
        0),
     FN("minor1_sections_overlap.ingot", BAD_LAYOUT, mk_relaxed, -1, NULL, HDR_NAME_INDEX, 0, 0),
@@ -838,16 +932,17 @@ static const gcase gen_cases[] = {
     FN("minor1_data_inside_pool.ingot", BAD_LAYOUT, mk_relaxed_data_low, -1, NULL, 0, 0, 0),
     FN("pad_before_data_first.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 0),
     FN("pad_before_data_last.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 1),
-    /* rows 5, 17: tensor names */
-    FN("name_len_0.ingot", BAD_NAME, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_LEN, 4, 0),
-    FN("name_len_65536.ingot", BAD_NAME, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_LEN, 4,
-       65536),
-    FN("name_len_u32max.ingot", BAD_NAME, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_LEN, 4,
-       UINT32_MAX),
-    FN("name_off_pool_size.ingot", BAD_STRING, mk_name_off_pool, GT_EMBED, NULL, 0, 8, 0),
-    FN("name_off_u64max.ingot", BAD_STRING, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_OFF, 8,
-       UINT64_MAX),
-    FN("name_ends_at_pool_end.ingot", BAD_STRING, mk_name_off_pool, GT_I64, NULL, 0, 0, 0),
+    /* rows 5, 17: tensor names (a name ends where the next one starts; the last one at the end
+     * of the names section) */
+    FN("name_len_0.ingot", BAD_NAME, mk_name_next, GT_EMBED, NULL, 0, 0, 1),
+    FN("name_len_65536.ingot", BAD_NAME, mk_name_next, GT_EMBED, NULL, 0, 0, 65537),
+    FN("name_next_before.ingot", BAD_NAME, mk_name_next, GT_Q, NULL, 0, 0, 0xffffffffu),
+    FN("name_end_past_names.ingot", BAD_STRING, mk_name_next, GT_I64, NULL, 0, 1, 1),
+    FN("name_first_not_at_0.ingot", BAD_LAYOUT, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_OFF, 4,
+       1),
+    FN("name_gap.ingot", BAD_STRING, mk_name_gap, GT_BIAS, NULL, 0, 0, 0),
+    FN("names_last_without_nul.ingot", BAD_STRING, mk_names_short, -1, NULL, 0, 0, 0),
+    FN("names_without_tensors.ingot", BAD_LAYOUT, mk_tiny, -1, NULL, 0, 0, 4),
     FN("name_not_nul_terminated.ingot", BAD_STRING, mk_name_nul, GT_EMBED, NULL, 0, 0, 0),
     FN("name_utf8_overlong2.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 0, 2, 0xafc0),
     FN("name_utf8_overlong3.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 0, 3, 0xaf80e0),
@@ -871,26 +966,23 @@ static const gcase gen_cases[] = {
     /* tensor flags, param id, reserved */
     TEN("tensor_flags_unknown_02.ingot", BAD_FLAGS, GT_BIAS, TEN_FLAGS, 1, 0x02),
     TEN("tensor_flags_unknown_80.ingot", BAD_FLAGS, GT_EMBED, TEN_FLAGS, 1, 0x81),
-    TEN("tensor_param_id_without_flag.ingot", BAD_FLAGS, GT_BIAS, TEN_PARAM_ID, 8, 5),
-    TEN("tensor_reserved.ingot", BAD_FLAGS, GT_BIAS, TEN_RESERVED, 4, 1),
+    FN("tensor_param_flag_takes_a_word.ingot", BAD_LAYOUT, mk_flag_pid, -1, NULL, 0, 0, 0),
     /* rows 11, 12, 15: shapes and sizes */
-    TEN("shape_dim_beyond_rank.ingot", BAD_SHAPE, GT_Q, TEN_SHAPE + 16, 8, 1),
-    TEN("shape_dim7_beyond_rank.ingot", BAD_SHAPE, GT_EMBED, TEN_SHAPE + 56, 8, 1),
-    TEN("shape_scalar_with_dim.ingot", BAD_SHAPE, GT_BIAS, TEN_SHAPE, 8, 1),
-    SHAPE("shape_i64max_x2_f32.ingot", BAD_SHAPE, GT_EMBED, 0, 0, TEN_SHAPE),
-    SHAPE("shape_i64max_x2_u8.ingot", BAD_SHAPE, GT_TAIL, 0, 0, TEN_SHAPE),
-    SHAPE("shape_i64max_x3.ingot", BAD_SHAPE, GT_EMBED, 1, 0, TEN_SHAPE),
-    SHAPE("shape_2p32_x_2p32.ingot", BAD_SHAPE, GT_EMBED, 2, 0, TEN_SHAPE),
-    SHAPE("shape_dim_2p63.ingot", BAD_SHAPE, GT_TAIL, 3, 0, TEN_SHAPE),
-    SHAPE("shape_dim_minus1.ingot", BAD_SHAPE, GT_TAIL, 4, 0, TEN_SHAPE),
-    SHAPE("shape_zero_then_2p63.ingot", BAD_SHAPE, GT_EMPTY, 5, 0, TEN_SHAPE),
-    SHAPE("size_f32_bytes_overflow.ingot", BAD_SIZE, GT_EMBED, 6, 0, TEN_SHAPE),
-    SHAPE("size_q4_0_inner_33.ingot", BAD_SIZE, GT_Q, 7, 0, TEN_SHAPE),
-    SHAPE("size_q4_0_inner_16.ingot", BAD_SIZE, GT_Q, 8, 0, TEN_SHAPE),
-    SHAPE("size_q4_0_scalar.ingot", BAD_SIZE, GT_Q, 9, 0, TEN_SHAPE),
-    TENADD("size_nbytes_plus1.ingot", BAD_SIZE, GT_EMBED, TEN_NBYTES, 1),
-    TEN("size_nbytes_0.ingot", BAD_SIZE, GT_Q, TEN_NBYTES, 8, 0),
-    TEN("size_empty_nbytes_1.ingot", BAD_SIZE, GT_EMPTY, TEN_NBYTES, 8, 1),
+    TEN("shape_at_wrong.ingot", BAD_LAYOUT, GT_Q, TEN_SHAPE_AT, 4, 4),
+    TEN("shape_at_u32max.ingot", BAD_LAYOUT, GT_EMBED, TEN_SHAPE_AT, 4, UINT32_MAX),
+    TEN_R("shape_words_past_end.ingot", BAD_LAYOUT, GT_TAIL, TEN_RANK, 1, 2, TEN_SHAPE_AT),
+    TENHDR("shape_words_unused.ingot", BAD_LAYOUT, GT_TAIL, TEN_RANK, 1, 0, HDR_N_WORDS),
+    SHAPE("shape_i64max_x2_f32.ingot", BAD_SHAPE, GT_EMBED, 0, 0),
+    SHAPE("shape_i64max_x2_u8.ingot", BAD_SHAPE, GT_EMPTY, 1, 0),
+    SHAPE("shape_i64max_x3.ingot", BAD_SHAPE, GT_EMBED, 2, 0),
+    SHAPE("shape_2p32_x_2p32.ingot", BAD_SHAPE, GT_EMBED, 3, 0),
+    SHAPE("shape_dim_2p63.ingot", BAD_SHAPE, GT_TAIL, 4, 0),
+    SHAPE("shape_dim_minus1.ingot", BAD_SHAPE, GT_TAIL, 5, 0),
+    SHAPE("shape_zero_then_2p63.ingot", BAD_SHAPE, GT_EMPTY, 6, 0),
+    SHAPE("size_i64_bytes_overflow.ingot", BAD_SIZE, GT_I64, 7, 0),
+    SHAPE("size_q4_0_inner_33.ingot", BAD_SIZE, GT_Q, 8, 0),
+    SHAPE("size_q4_0_inner_16.ingot", BAD_SIZE, GT_Q, 9, 0),
+    SHAPE("size_q4_0_scalar.ingot", BAD_SIZE, GT_BIAS, 10, 0),
     /* row 13: tensor data layout */
     TENADD("layout_offset_misaligned.ingot", BAD_ALIGN, GT_Q, TEN_OFFSET, 1),
     TEN("layout_offset_u64max.ingot", BAD_ALIGN, GT_TAIL, TEN_OFFSET, 8, UINT64_MAX),
@@ -899,7 +991,7 @@ static const gcase gen_cases[] = {
     TEN("layout_first_not_at_0.ingot", BAD_LAYOUT, GT_EMBED, TEN_OFFSET, 8, 64),
     TENADD("layout_overlap.ingot", BAD_LAYOUT, GT_Q, TEN_OFFSET, (uint64_t)-64),
     TENADD("layout_gap_after_empty.ingot", BAD_LAYOUT, GT_I64, TEN_OFFSET, 64),
-    SHAPE("layout_past_data_end.ingot", BAD_LAYOUT, GT_TAIL, 10, 1, TEN_OFFSET),
+    SHAPE("layout_past_data_end.ingot", BAD_LAYOUT, GT_TAIL, 11, 1),
     FN("layout_trailing_data.ingot", BAD_LAYOUT, mk_trailing, -1, NULL, 0, 0, 64),
     /* row 9 and the name index */
     FN("index_out_of_range.ingot", BAD_LAYOUT, mk_index, -1, NULL, 0, 0, GT_N),

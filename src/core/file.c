@@ -62,6 +62,33 @@ void ingot_file_close(ingot_file *f)
     release(f);
 }
 
+/* Grows f->head to n bytes and fills the new part with pread. */
+static ingot_status head_pread(ingot_file *f, uint64_t n, ingot_error *err)
+{
+    if (n <= f->head_len) return INGOT_OK;
+    if (n > SIZE_MAX / 2) return ingot__err(err, INGOT_LIMIT, 0, "header", 6, "header too large");
+    void *buf = f->head;
+    if (!ingot__grow(&f->alloc, &buf, f->head_len, (size_t)n))
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, "header", 6,
+                          "allocating %llu header bytes", (unsigned long long)n);
+    f->head = buf;
+    size_t have = f->head_len;
+    f->head_len = (size_t)n;
+    while (have < n) {
+        ssize_t r = ingot__io->pread(f->fd, f->head + have, (size_t)n - have, (off_t)have);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            f->head_len = have;
+            if (r == 0)
+                return ingot__err(err, INGOT_TRUNCATED, have, "header", 6,
+                                  "file ended while reading the header");
+            return sys_err(err, INGOT_IO, "pread", 0, errno);
+        }
+        have += (size_t)r;
+    }
+    return INGOT_OK;
+}
+
 ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingot_error *err)
 {
     if (n > f->size)
@@ -72,29 +99,20 @@ ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingo
         *p = f->base;
         return INGOT_OK;
     }
-    if (n > f->head_len) {
-        if (n > SIZE_MAX / 2)
-            return ingot__err(err, INGOT_LIMIT, 0, "header", 6, "header too large");
-        void *buf = f->head;
-        if (!ingot__grow(&f->alloc, &buf, f->head_len, (size_t)n))
-            return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, "header", 6,
-                              "allocating %llu header bytes", (unsigned long long)n);
-        f->head = buf;
-        size_t have = f->head_len;
-        f->head_len = (size_t)n;
-        while (have < n) {
-            ssize_t r = ingot__io->pread(f->fd, f->head + have, (size_t)n - have, (off_t)have);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) {
-                f->head_len = have;
-                if (r == 0)
-                    return ingot__err(err, INGOT_TRUNCATED, have, "header", 6,
-                                      "file ended while reading the header");
-                return sys_err(err, INGOT_IO, "pread", 0, errno);
-            }
-            have += (size_t)r;
-        }
-    }
+    ING_TRY(head_pread(f, n, err));
+    *p = f->head;
+    return INGOT_OK;
+}
+
+ingot_status ingot__file_head_copy(ingot_file *f, uint64_t n, const uint8_t **p,
+                                   ingot_error *err)
+{
+    if (!f->base || f->fd < 0) return ingot__file_head(f, n, p, err);
+    if (n > f->size)
+        return ingot__err(err, INGOT_TRUNCATED, f->size, "header", 6,
+                          "need %llu bytes, file has %llu", (unsigned long long)n,
+                          (unsigned long long)f->size);
+    ING_TRY(head_pread(f, n, err));
     *p = f->head;
     return INGOT_OK;
 }
@@ -150,7 +168,7 @@ static ingot_status dispatch(const ingot__format *const *formats, ingot_file *f,
     } else {
         size_t n = f->size < PROBE_BYTES ? (size_t)f->size : PROBE_BYTES;
         const uint8_t *head;
-        ING_TRY(ingot__file_head(f, n, &head, err));
+        ING_TRY(ingot__file_head_copy(f, n, &head, err));
         int best_score = 0;
         for (size_t i = 0; formats[i]; i++) {
             int s = formats[i]->probe(head, n);
@@ -217,12 +235,16 @@ ingot_status ingot__file_open_path(const ingot__format *const *formats, const ch
             f->map = m;
             f->map_len = (size_t)f->size;
             f->base = m;
-            ingot__io->close(f->fd); /* the mapping keeps the file alive */
-            f->fd = -1;
+            /* The descriptor stays open while the adapter opens the file, for
+             * ingot__file_head_copy; the mapping keeps the file alive after that. */
         } /* else: fall back to pread, as SQLite does */
     }
     st = dispatch(formats, f, err);
     if (st != INGOT_OK) goto fail;
+    if (f->base && f->fd >= 0) {
+        ingot__io->close(f->fd);
+        f->fd = -1;
+    }
     *out = f;
     return INGOT_OK;
 fail:

@@ -84,6 +84,13 @@ struct ingot_file {
  * *p at them. TRUNCATED if the file is shorter. Not thread-safe: call only from open. */
 ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingot_error *err);
 
+/* As ingot__file_head, but in mmap mode, while the adapter's open runs, reads the bytes with pread
+ * into a private copy (f->head, valid until close) instead of pointing into the mapping: on a fresh
+ * mapping that saves the page faults, which cost more than the copy. Data pointers must then come
+ * from f->base, not from *p. Elsewhere (pread mode, a caller's buffer) it is ingot__file_head. */
+ingot_status ingot__file_head_copy(ingot_file *f, uint64_t n, const uint8_t **p,
+                                   ingot_error *err);
+
 /* Copies [off, off+n) of the file into dst: guarded memcpy from the mapping or pread. */
 ingot_status ingot__file_read(const ingot_file *f, uint64_t off, void *dst, size_t n,
                               ingot_error *err);

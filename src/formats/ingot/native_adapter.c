@@ -1,6 +1,7 @@
 /*
  * native_adapter.c - plugs the freestanding .ingot reader (native_read.c) into ingot_file: gives it
- * the mapping, or in pread mode the header bytes, and forwards the queries.
+ * the header region (a pread copy when the file is mapped, the caller's buffer, or the pread-mode
+ * head), points tensor data into the mapping, and forwards the queries.
  */
 #include <string.h>
 
@@ -29,14 +30,17 @@ static ingot_status open_native(ingot_file *f, ingot_error *err)
 {
     const uint8_t *head;
     uint64_t need;
-    ING_TRY(ingot__file_head(f, f->size < ING_HDR_SIZE ? f->size : ING_HDR_SIZE, &head, err));
-    ING_TRY(ingot_native_header_size(head, f->size < ING_HDR_SIZE ? (size_t)f->size : ING_HDR_SIZE,
-                                     &need, err));
+    uint64_t fixed = f->size < ING_HDR_SIZE ? f->size : ING_HDR_SIZE;
+    ING_TRY(ingot__file_head_copy(f, fixed, &head, err));
+    ING_TRY(ingot_native_header_size(head, (size_t)fixed, &need, err));
     /* If the data offset lies beyond the file, hand over what there is and let the reader name
      * the first inconsistent field, exactly as it does for a buffer. */
     uint64_t avail = need > f->size ? f->size : need;
-    ING_TRY(ingot__file_head(f, avail, &head, err)); /* header region only: mapped in one go */
-    if (f->base) avail = f->size;                     /* the data is addressable too */
+    /* The header region only, read in one go: by pread into a private copy when the file was
+     * mapped (no page faults on the fresh mapping; tensor data pointers then come from f->base),
+     * else from the caller's buffer or the pread-mode head. */
+    ING_TRY(ingot__file_head_copy(f, avail, &head, err));
+    if (f->base && head == f->base) avail = f->size; /* the data is addressable too */
     state *s = ingot__alloc(&f->alloc, sizeof *s);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the reader");
     uint32_t flags = f->opts.verify == INGOT_VERIFY_NONE ? INGOT_NATIVE_SKIP_HEADER_CRC : 0;
@@ -65,15 +69,26 @@ static void close_native(ingot_file *f)
 
 static uint64_t tensor_count(const ingot_file *f) { return ingot_native_tensor_count(R(f)); }
 
+/* With the header in a private copy, the reader sees only that and marks data NOT_MAPPED: point
+ * it into the mapping (or the caller's buffer, where it already points). */
+static ingot_status with_data(const ingot_file *f, ingot_status st, ingot_tensor_info *out)
+{
+    if (st == INGOT_OK && f->base) {
+        out->data = f->base + out->offset;
+        out->flags &= ~(uint32_t)INGOT_TENSOR_NOT_MAPPED;
+    }
+    return st;
+}
+
 static ingot_status tensor_at(const ingot_file *f, uint64_t i, ingot_tensor_info *out)
 {
-    return ingot_native_tensor_at(R(f), i, out);
+    return with_data(f, ingot_native_tensor_at(R(f), i, out), out);
 }
 
 static ingot_status tensor_find(const ingot_file *f, const char *name, size_t len,
                                 ingot_tensor_info *out)
 {
-    return ingot_native_tensor_find(R(f), name, len, out);
+    return with_data(f, ingot_native_tensor_find(R(f), name, len, out), out);
 }
 
 static ingot_status tensor_check(const ingot_file *f, uint64_t i, bool *has_crc, uint32_t *crc,

@@ -2,11 +2,13 @@
  * native_layout.h - byte layout of .ingot v1, shared by the reader and the writer.
  * docs/FORMAT.md is normative; this header must agree with it.
  *
- *   [0, 128)            fixed header (HDR_*)
- *   tensor table        n_tensors x 112-byte entries (TEN_*), file order = data order
+ *   [0, 160)            fixed header (HDR_*)
+ *   tensor table        n_tensors x 24-byte entries (TEN_*), file order = data order
  *   name index          n_tensors x u32 tensor indices sorted by name bytes, zero-padded to 8
+ *   shape words         n_words x u64: per tensor in table order its dims, then its param id
  *   metadata table      n_meta x 32-byte entries (MET_*), sorted by key bytes
- *   pool                names, keys, string values (each followed by NUL), bytes, arrays
+ *   pool                metadata keys, string values (each followed by NUL), bytes, arrays
+ *   names               the tensor names in table order, each followed by NUL, no gaps
  *   zero padding        up to data_offset, a multiple of the alignment
  *   data                tensors in table order, each at a multiple of the alignment, zero padding
  *                       between them, nothing after the last one
@@ -19,7 +21,7 @@
 #define ING_VERSION_MAJOR 1
 #define ING_VERSION_MINOR 0 /* the newest minor this code knows */
 
-#define ING_HDR_SIZE 128
+#define ING_HDR_SIZE 160
 #define HDR_MAGIC 0
 #define HDR_MAJOR 8
 #define HDR_MINOR 10
@@ -31,30 +33,34 @@
 #define HDR_FILE_SIZE 32
 #define HDR_N_TENSORS 40
 #define HDR_N_META 48
-#define HDR_TENSOR_TABLE 56
-#define HDR_NAME_INDEX 64
-#define HDR_META_TABLE 72
-#define HDR_POOL 80
-#define HDR_POOL_SIZE 88
-#define HDR_DATA 96
-#define HDR_DATA_SIZE 104
-#define HDR_RESERVED1 112
-#define HDR_RESERVED2 120
-#define HDR_CRC 124
+#define HDR_N_WORDS 56
+#define HDR_TENSOR_TABLE 64
+#define HDR_NAME_INDEX 72
+#define HDR_WORDS 80
+#define HDR_META_TABLE 88
+#define HDR_POOL 96
+#define HDR_POOL_SIZE 104
+#define HDR_NAMES 112
+#define HDR_NAMES_SIZE 120
+#define HDR_DATA 128
+#define HDR_DATA_SIZE 136
+#define HDR_RESERVED1 144
+#define HDR_RESERVED2 152
+#define HDR_CRC 156
 
-#define ING_TEN_SIZE 112
-#define TEN_NAME_OFF 0
-#define TEN_NAME_LEN 8
-#define TEN_DTYPE 12
-#define TEN_RANK 14
-#define TEN_FLAGS 15
-#define TEN_PARAM_ID 16
-#define TEN_OFFSET 24
-#define TEN_NBYTES 32
-#define TEN_CRC 40
-#define TEN_RESERVED 44
-#define TEN_SHAPE 48
+#define ING_TEN_SIZE 24
+#define TEN_NAME_OFF 0  /* u32, names-relative */
+#define TEN_SHAPE_AT 4  /* u32, index of the tensor's first shape word */
+#define TEN_OFFSET 8    /* u64, data-relative */
+#define TEN_CRC 16      /* u32 */
+#define TEN_DTYPE 20    /* u16 */
+#define TEN_RANK 22     /* u8 */
+#define TEN_FLAGS 23    /* u8 */
 #define TEN_FLAG_PARAM_ID 0x01u
+
+/* Bytes a tensor needs at least in the header region: its entry, its index slot, a 1-byte name
+ * and its NUL. Bounds n_tensors before anything is multiplied. */
+#define ING_TEN_MIN_BYTES (ING_TEN_SIZE + 4 + 2)
 
 #define ING_MET_SIZE 32
 #define MET_KEY_OFF 0

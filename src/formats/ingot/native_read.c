@@ -3,9 +3,16 @@
  * typed metadata and checksum verification over a caller-provided image. No allocation, no stdio.
  * Normative spec: docs/FORMAT.md; byte offsets: native_layout.h.
  *
- * Open validates every field before any use (RELIABILITY.md §0-1), in file order: fixed header,
- * section layout, tensor entries, name index, metadata entries, then the header checksum. After a
+ * Open validates every field before any use (RELIABILITY.md §0-1): fixed header, section layout,
+ * tensor entries, names, name index, metadata entries, then the header checksum. After a
  * successful open every accessor is a bounds-free read of validated data.
+ *
+ * The tensor table, the names and the name index are checked twice over, by two codes that accept
+ * exactly the same files: a fast one (fast_tensors, fast_names, fast_index: straight loops that only
+ * say yes or no, a few nanoseconds per tensor) and, when it says no, the exact one (check_tensors,
+ * check_index), which walks the same rules in the order of docs/FORMAT.md and names the first
+ * broken field. A file is accepted only if one of them accepts it; the fast one accepting a file
+ * the exact one rejects would be a bug, which fuzz builds check on every input.
  */
 #include "checked.h"
 #include "crc32c.h"
@@ -17,8 +24,9 @@
 struct ingot_native {
     const uint8_t *buf;
     uint64_t avail, file_size;
-    uint64_t header_size, n_tensors, n_meta;
-    uint64_t tt_off, ni_off, mt_off, pool_off, pool_size, data_off, data_size;
+    uint64_t header_size, n_tensors, n_meta, n_words;
+    uint64_t tt_off, ni_off, wo_off, mt_off, pool_off, pool_size, names_off, names_size;
+    uint64_t data_off, data_size;
     uint32_t minor, alignment;
 };
 
@@ -36,6 +44,22 @@ static const uint8_t *mentry(const ingot_native *r, uint64_t i)
     return r->buf + r->mt_off + i * ING_MET_SIZE;
 }
 static const uint8_t *pool(const ingot_native *r) { return r->buf + r->pool_off; }
+static const uint8_t *names(const ingot_native *r) { return r->buf + r->names_off; }
+static const uint8_t *words(const ingot_native *r) { return r->buf + r->wo_off; }
+
+/* Where tensor i's name ends (its NUL) relative to the names section: the next name's offset
+ * minus one, or the section's end. Only meaningful once the table is validated. */
+static uint64_t name_next(const ingot_native *r, uint64_t i)
+{
+    return i + 1 < r->n_tensors ? ing_ld32(tentry(r, i + 1) + TEN_NAME_OFF) : r->names_size;
+}
+
+static void tensor_name(const ingot_native *r, uint64_t i, const uint8_t **s, uint64_t *len)
+{
+    uint64_t off = ing_ld32(tentry(r, i) + TEN_NAME_OFF);
+    *s = names(r) + off;
+    *len = name_next(r, i) - off - 1;
+}
 
 /* Compares two byte strings: memcmp order, then shorter first (= code point order for UTF-8). */
 static int bytes_cmp(const uint8_t *a, uint64_t alen, const uint8_t *b, uint64_t blen)
@@ -48,9 +72,10 @@ static int bytes_cmp(const uint8_t *a, uint64_t alen, const uint8_t *b, uint64_t
 
 static bool all_zero(const uint8_t *p, uint64_t n)
 {
-    for (uint64_t i = 0; i < n; i++)
-        if (p[i]) return false;
-    return true;
+    uint64_t acc = 0, i = 0;
+    for (; i + 8 <= n; i += 8) acc |= ing_ld64(p + i);
+    for (; i < n; i++) acc |= p[i];
+    return acc == 0;
 }
 
 ingot_status ingot_native_header_size(const void *head, size_t n, uint64_t *needed,
@@ -60,7 +85,7 @@ ingot_status ingot_native_header_size(const void *head, size_t n, uint64_t *need
     if (!needed || (!head && n)) return INGOT_MISUSE;
     *needed = 0;
     if (n < ING_HDR_SIZE)
-        return HERR(INGOT_TRUNCATED, n, "file of %zu bytes is shorter than the 128-byte header", n);
+        return HERR(INGOT_TRUNCATED, n, "file of %zu bytes is shorter than the 160-byte header", n);
     if (ING_MEMCMP(h, ING_MAGIC, ING_MAGIC_LEN) != 0)
         return HERR(INGOT_BAD_MAGIC, 0, "magic is not \\x89INGOT\\r\\n");
     if (ing_ld16(h + HDR_MAJOR) != ING_VERSION_MAJOR)
@@ -88,7 +113,7 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
     r->header_size = ing_ld32(h + HDR_HEADER_SIZE);
     if (r->header_size < ING_HDR_SIZE || (r->header_size & 7) ||
         (known && r->header_size != ING_HDR_SIZE))
-        return HERR(INGOT_BAD_HEADER_SIZE, HDR_HEADER_SIZE, "header size %llu (expected 128)",
+        return HERR(INGOT_BAD_HEADER_SIZE, HDR_HEADER_SIZE, "header size %llu (expected 160)",
                     (unsigned long long)r->header_size);
     uint32_t freq = ing_ld32(h + HDR_FLAGS_REQUIRED);
     if (freq != 0)
@@ -118,37 +143,47 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
                     (unsigned long long)r->header_size);
     r->n_tensors = ing_ld64(h + HDR_N_TENSORS);
     r->n_meta = ing_ld64(h + HDR_N_META);
+    r->n_words = ing_ld64(h + HDR_N_WORDS);
     uint64_t room = r->file_size - r->header_size;
-    if (r->n_tensors > UINT32_MAX || r->n_tensors > room / (ING_TEN_SIZE + 4))
+    if (r->n_tensors > UINT32_MAX || r->n_tensors > room / ING_TEN_MIN_BYTES)
         return HERR(INGOT_BAD_COUNT, HDR_N_TENSORS, "tensor count %llu exceeds what the file holds",
                     (unsigned long long)r->n_tensors);
     if (r->n_meta > room / ING_MET_SIZE)
         return HERR(INGOT_BAD_COUNT, HDR_N_META, "metadata count %llu exceeds what the file holds",
                     (unsigned long long)r->n_meta);
+    if (r->n_words > UINT32_MAX || r->n_words > room / 8)
+        return HERR(INGOT_BAD_COUNT, HDR_N_WORDS,
+                    "shape word count %llu exceeds what the file holds",
+                    (unsigned long long)r->n_words);
 
     r->tt_off = ing_ld64(h + HDR_TENSOR_TABLE);
     r->ni_off = ing_ld64(h + HDR_NAME_INDEX);
+    r->wo_off = ing_ld64(h + HDR_WORDS);
     r->mt_off = ing_ld64(h + HDR_META_TABLE);
     r->pool_off = ing_ld64(h + HDR_POOL);
     r->pool_size = ing_ld64(h + HDR_POOL_SIZE);
+    r->names_off = ing_ld64(h + HDR_NAMES);
+    r->names_size = ing_ld64(h + HDR_NAMES_SIZE);
     r->data_off = ing_ld64(h + HDR_DATA);
     r->data_size = ing_ld64(h + HDR_DATA_SIZE);
 
-    /* Each section: 8-aligned start, after the previous one, size from the counts. Counts are
-     * bounded by the file size above, so the products cannot overflow. */
+    /* Each section: start after the previous one (8-aligned, except the names), size from the
+     * counts. Counts are bounded by the file size above, so the products cannot overflow. */
     struct {
         uint64_t off, size;
-        uint32_t field;
+        uint32_t field, align_mask;
         const char *name;
-    } sec[4] = {
-        {r->tt_off, r->n_tensors * ING_TEN_SIZE, HDR_TENSOR_TABLE, "tensor table"},
-        {r->ni_off, (r->n_tensors * 4 + 7) & ~(uint64_t)7, HDR_NAME_INDEX, "name index"},
-        {r->mt_off, r->n_meta * ING_MET_SIZE, HDR_META_TABLE, "metadata table"},
-        {r->pool_off, r->pool_size, HDR_POOL, "pool"},
+    } sec[6] = {
+        {r->tt_off, r->n_tensors * ING_TEN_SIZE, HDR_TENSOR_TABLE, 7, "tensor table"},
+        {r->ni_off, (r->n_tensors * 4 + 7) & ~(uint64_t)7, HDR_NAME_INDEX, 7, "name index"},
+        {r->wo_off, r->n_words * 8, HDR_WORDS, 7, "shape words"},
+        {r->mt_off, r->n_meta * ING_MET_SIZE, HDR_META_TABLE, 7, "metadata table"},
+        {r->pool_off, r->pool_size, HDR_POOL, 7, "pool"},
+        {r->names_off, r->names_size, HDR_NAMES, 0, "names"},
     };
     uint64_t end = r->header_size;
-    for (int i = 0; i < 4; i++) {
-        if ((sec[i].off & 7) || sec[i].off < end || (known && sec[i].off != end))
+    for (int i = 0; i < 6; i++) {
+        if ((sec[i].off & sec[i].align_mask) || sec[i].off < end || (known && sec[i].off != end))
             return HERR(INGOT_BAD_LAYOUT, sec[i].field, "%s offset %llu (expected %llu)",
                         sec[i].name, (unsigned long long)sec[i].off, (unsigned long long)end);
         if (!ing_in_bounds(sec[i].off, sec[i].size, r->file_size))
@@ -157,6 +192,9 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
                         (unsigned long long)sec[i].off);
         end = sec[i].off + sec[i].size;
     }
+    if (r->names_size > UINT32_MAX)
+        return HERR(INGOT_BAD_LAYOUT, HDR_NAMES_SIZE, "names section of %llu bytes (at most 2^32-1)",
+                    (unsigned long long)r->names_size);
     if (r->data_off % r->alignment)
         return HERR(INGOT_BAD_ALIGN, HDR_DATA, "data offset %llu is not a multiple of %u",
                     (unsigned long long)r->data_off, r->alignment);
@@ -176,16 +214,17 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
     return INGOT_OK;
 }
 
-/* A name or key: pool-relative (off, len), NUL after it, valid UTF-8 without NUL. */
+/* A metadata key: pool-relative (off, len), NUL after it, valid UTF-8 without NUL. */
 static ingot_status check_name(const ingot_native *r, uint64_t off, uint64_t len,
                                uint64_t field_abs, const char *what, ingot_error *err)
 {
     if (len == 0 || len > ING_NAME_MAX)
-        return ERR(INGOT_BAD_NAME, field_abs, what, ing_strlen(what), "%s length %llu not in 1..65535", what,
-                   (unsigned long long)len);
+        return ERR(INGOT_BAD_NAME, field_abs, what, ing_strlen(what),
+                   "%s length %llu not in 1..65535", what, (unsigned long long)len);
     if (off >= r->pool_size || len >= r->pool_size - off)
-        return ERR(INGOT_BAD_STRING, field_abs, what, ing_strlen(what), "%s [%llu, +%llu] outside the pool", what,
-                   (unsigned long long)off, (unsigned long long)len);
+        return ERR(INGOT_BAD_STRING, field_abs, what, ing_strlen(what),
+                   "%s [%llu, +%llu] outside the pool", what, (unsigned long long)off,
+                   (unsigned long long)len);
     const uint8_t *s = pool(r) + off;
     if (s[len] != 0 || !ingot__utf8_valid(s, len, false))
         return ERR(INGOT_BAD_STRING, r->pool_off + off, (const char *)s, len,
@@ -193,15 +232,37 @@ static ingot_status check_name(const ingot_native *r, uint64_t off, uint64_t len
     return INGOT_OK;
 }
 
+/* ---- the exact checks: first broken rule, in the order of docs/FORMAT.md §5 ---- */
+
 static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
 {
-    uint64_t pos = 0; /* end of the previous tensor, relative to the data section */
+    uint64_t pos = 0;     /* end of the previous tensor, relative to the data section */
+    uint64_t word = 0;    /* next shape word */
+    uint64_t name_at = 0; /* where the next name starts in the names section */
     for (uint64_t i = 0; i < r->n_tensors; i++) {
         const uint8_t *e = tentry(r, i);
         uint64_t at = r->tt_off + i * ING_TEN_SIZE;
-        uint64_t noff = ing_ld64(e + TEN_NAME_OFF), nlen = ing_ld32(e + TEN_NAME_LEN);
-        ING_TRY(check_name(r, noff, nlen, at + TEN_NAME_OFF, "tensor name", err));
-        const char *name = (const char *)pool(r) + noff;
+        uint64_t noff = ing_ld32(e + TEN_NAME_OFF), next = name_next(r, i);
+        if (noff != name_at)
+            return ERR(INGOT_BAD_LAYOUT, at + TEN_NAME_OFF, "tensor name", 11,
+                       "name at %llu, expected %llu (names are stored in table order, each after "
+                       "the previous one's NUL)",
+                       (unsigned long long)noff, (unsigned long long)name_at);
+        uint64_t nlen = next > noff ? next - noff - 1 : 0;
+        if (nlen == 0 || nlen > ING_NAME_MAX)
+            return ERR(INGOT_BAD_NAME, at + TEN_NAME_OFF, "tensor name", 11,
+                       "tensor name length %llu not in 1..65535 (next name at %llu)",
+                       (unsigned long long)nlen, (unsigned long long)next);
+        if (next > r->names_size)
+            return ERR(INGOT_BAD_STRING, at + TEN_NAME_OFF, "tensor name", 11,
+                       "tensor name [%llu, +%llu] outside the names section of %llu bytes",
+                       (unsigned long long)noff, (unsigned long long)nlen,
+                       (unsigned long long)r->names_size);
+        const char *name = (const char *)names(r) + noff;
+        if (name[nlen] != 0 || !ingot__utf8_valid((const uint8_t *)name, nlen, false))
+            return ERR(INGOT_BAD_STRING, r->names_off + noff, name, nlen,
+                       "tensor name is not NUL-terminated UTF-8 without NUL");
+        name_at = next;
 #define TERR(code, field, ...) ERR(code, at + (field), name, nlen, __VA_ARGS__)
         ingot_dtype dt = (ingot_dtype)ing_ld16(e + TEN_DTYPE);
         if (!ingot_dtype_valid(dt))
@@ -212,27 +273,29 @@ static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
         uint8_t fl = e[TEN_FLAGS];
         if (fl & ~TEN_FLAG_PARAM_ID)
             return TERR(INGOT_BAD_FLAGS, TEN_FLAGS, "unknown tensor flags 0x%x", fl);
-        if (!(fl & TEN_FLAG_PARAM_ID) && ing_ld64(e + TEN_PARAM_ID))
-            return TERR(INGOT_BAD_FLAGS, TEN_PARAM_ID, "param id set without its flag");
-        if (ing_ld32(e + TEN_RESERVED))
-            return TERR(INGOT_BAD_FLAGS, TEN_RESERVED, "reserved field is not zero");
+        uint64_t sa = ing_ld32(e + TEN_SHAPE_AT), nw = rank + (fl & TEN_FLAG_PARAM_ID);
+        if (sa != word)
+            return TERR(INGOT_BAD_LAYOUT, TEN_SHAPE_AT,
+                        "shape words at %llu, expected %llu (stored in table order)",
+                        (unsigned long long)sa, (unsigned long long)word);
+        if (nw > r->n_words - word)
+            return TERR(INGOT_BAD_LAYOUT, TEN_SHAPE_AT,
+                        "shape words [%llu, +%llu) past the %llu of the file",
+                        (unsigned long long)word, (unsigned long long)nw,
+                        (unsigned long long)r->n_words);
         uint64_t shape[INGOT_MAX_RANK];
-        for (uint32_t d = 0; d < INGOT_MAX_RANK; d++) {
-            shape[d] = ing_ld64(e + TEN_SHAPE + 8 * d);
-            if (d >= rank && shape[d])
-                return TERR(INGOT_BAD_SHAPE, TEN_SHAPE + 8 * d, "dimension %u beyond rank %u is %llu",
-                            d, rank, (unsigned long long)shape[d]);
-        }
+        for (uint32_t d = 0; d < rank; d++) shape[d] = ing_ld64(words(r) + 8 * (word + d));
+        uint64_t shape_abs = r->wo_off + 8 * word;
+        word += nw;
         uint64_t nbytes;
         ingot_status st = ingot_dtype_nbytes(dt, rank, shape, 0, &nbytes);
         if (st == INGOT_BAD_SHAPE)
-            return TERR(st, TEN_SHAPE, "element count or a dimension exceeds 2^63-1");
+            return ERR(st, shape_abs, name, nlen, "element count or a dimension exceeds 2^63-1");
         if (st != INGOT_OK)
-            return TERR(st, TEN_SHAPE, "innermost dimension is not a whole number of %s blocks "
-                        "or the byte size overflows", ingot_dtype_name(dt));
-        if (ing_ld64(e + TEN_NBYTES) != nbytes)
-            return TERR(INGOT_BAD_SIZE, TEN_NBYTES, "stores %llu bytes, dtype and shape need %llu",
-                        (unsigned long long)ing_ld64(e + TEN_NBYTES), (unsigned long long)nbytes);
+            return ERR(st, shape_abs, name, nlen,
+                       "innermost dimension is not a whole number of %s blocks or the byte size "
+                       "overflows",
+                       ingot_dtype_name(dt));
         uint64_t off = ing_ld64(e + TEN_OFFSET), want = 0;
         if (off % r->alignment)
             return TERR(INGOT_BAD_ALIGN, TEN_OFFSET, "data offset %llu not a multiple of %u",
@@ -248,17 +311,17 @@ static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
         pos = off + nbytes;
 #undef TERR
     }
+    if (name_at != r->names_size)
+        return HERR(INGOT_BAD_LAYOUT, HDR_NAMES_SIZE,
+                    "names section of %llu bytes, the names fill %llu",
+                    (unsigned long long)r->names_size, (unsigned long long)name_at);
+    if (word != r->n_words)
+        return HERR(INGOT_BAD_LAYOUT, HDR_N_WORDS, "%llu shape words, the tensors use %llu",
+                    (unsigned long long)r->n_words, (unsigned long long)word);
     if (pos != r->data_size)
         return ERR(INGOT_BAD_LAYOUT, r->data_off + pos, "data", 4,
                    "%llu bytes after the last tensor", (unsigned long long)(r->data_size - pos));
     return INGOT_OK;
-}
-
-static void tensor_name(const ingot_native *r, uint64_t i, const uint8_t **s, uint64_t *len)
-{
-    const uint8_t *e = tentry(r, i);
-    *s = pool(r) + ing_ld64(e + TEN_NAME_OFF);
-    *len = ing_ld32(e + TEN_NAME_LEN);
 }
 
 static ingot_status check_index(const ingot_native *r, ingot_error *err)
@@ -291,6 +354,198 @@ static ingot_status check_index(const ingot_native *r, ingot_error *err)
         return ERR(INGOT_BAD_LAYOUT, r->ni_off + 4 * r->n_tensors, "name index", 10,
                    "padding is not zero");
     return INGOT_OK;
+}
+
+/* ---- the fast checks: yes or no, same rules ---- */
+
+typedef uint8_t v16u8 __attribute__((vector_size(16)));
+typedef char v16i8 __attribute__((vector_size(16)));
+
+/* Block elements and block bytes by dtype code; {0, 0} for codes not in the table. */
+typedef struct {
+    uint16_t elems, bytes;
+} dt_row;
+static const dt_row dt_tab[] = {
+#define X(name, value, be, bb) [value] = {be, bb},
+    INGOT_DTYPE_LIST(X)
+#undef X
+};
+#define DT_TAB_N (sizeof dt_tab / sizeof dt_tab[0])
+/* Element bytes of the dtypes that have one byte size per element; 0 for block types and codes
+ * not in the table, which take the exact rule. */
+static const uint8_t dt_elem_bytes[DT_TAB_N] = {
+#define X(name, value, be, bb) [value] = (be) == 1 ? (bb) : 0,
+    INGOT_DTYPE_LIST(X)
+#undef X
+};
+
+/* Tensor table: name lengths (the names are contiguous and in table order), dtypes, ranks, flags,
+ * shape words, sizes and data offsets; the names' terminators are left to fast_index. Every load
+ * is bounded before it happens, and branches that are never taken cost less here than
+ * accumulating flags. Without the per-entry bound checks of check_tensors the same rules still
+ * hold: name offsets rise by 2..65536 from 0 and end at names_size, so each lies inside the names
+ * section; data ends rise from 0 and stay within data_size. */
+/* The exact size rule for what the inline one leaves out; false if the size is invalid or not
+ * below 2^63 (more than any file holds). */
+__attribute__((noinline)) static bool exact_nbytes(uint32_t dt, uint32_t rank, const uint8_t *d,
+                                                   uint64_t *nb)
+{
+    uint64_t shape[INGOT_MAX_RANK];
+    for (uint32_t k = 0; k < rank; k++) shape[k] = ing_ld64(d + 8 * k);
+    return ingot_dtype_nbytes((ingot_dtype)dt, rank, shape, 0, nb) == INGOT_OK &&
+           (int64_t)*nb >= 0;
+}
+
+__attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
+{
+    const uint8_t *e = r->buf + r->tt_off, *wd = words(r);
+    const uint64_t n = r->n_tensors, nw = r->n_words, am1 = (uint64_t)r->alignment - 1;
+    const uint64_t dsz = r->data_size;
+    if (n == 0) return r->names_size == 0 && nw == 0 && dsz == 0;
+    /* below 2^62 no sum of an offset and a size (< 2^63) can wrap */
+    if (dsz >> 62 || ing_ld32(e + TEN_NAME_OFF) != 0) return false;
+    uint64_t pos = 0, word = 0, next;
+    const uint8_t *end = e + n * ING_TEN_SIZE;
+    do {
+        /* the last entry's name ends at the end of the names section; for the others, the 4 bytes
+         * read past the table belong to the name index (at least 8 bytes long) */
+        next = e + ING_TEN_SIZE < end ? ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF) : r->names_size;
+        if (next - ing_ld32(e + TEN_NAME_OFF) - 2 > ING_NAME_MAX - 1) return false;
+        uint32_t v = ing_ld32(e + TEN_DTYPE); /* dtype | rank << 16 | flags << 24 */
+        uint32_t dt = v & 0xffff, rank = (v >> 16) & 0xff;
+        if ((v >> 16 & 0xfeff) > INGOT_MAX_RANK || dt >= DT_TAB_N) return false;
+        if (ing_ld32(e + TEN_SHAPE_AT) != word) return false;
+        const uint8_t *d = wd + 8 * word;
+        word += rank + (v >> 24);
+        if (word > nw) return false;
+        uint64_t nel, hi, nb;
+        bool slow;
+        if (rank == 2) {
+            uint64_t a = ing_ld64(d), b = ing_ld64(d + 8);
+            hi = a | b;
+            slow = __builtin_mul_overflow(a, b, &nel);
+        } else if (rank == 1) {
+            nel = hi = ing_ld64(d);
+            slow = false;
+        } else {
+            nel = 1, hi = 0, slow = false;
+            for (uint32_t k = 0; k < rank; k++) {
+                uint64_t x = ing_ld64(d + 8 * k);
+                hi |= x;
+                slow |= __builtin_mul_overflow(nel, x, &nel);
+            }
+        }
+        slow |= __builtin_mul_overflow(nel, (uint64_t)dt_elem_bytes[dt], &nb);
+        /* blocks, zero dimensions, unknown dtypes, overflows: the exact rule */
+        if (ING_UNLIKELY(slow | ((int64_t)(hi | nb | (nb - 1)) < 0)) &&
+            !exact_nbytes(dt, rank, d, &nb))
+            return false;
+        uint64_t at = ing_ld64(e + TEN_OFFSET);
+        if (at != ((pos + am1) & ~am1)) return false;
+        pos = at + nb;
+        if (pos > dsz) return false;
+        e += ING_TEN_SIZE;
+    } while (e < end);
+    return pos == dsz && word == nw;
+}
+
+/* Names section: exactly n NUL bytes (the terminators fast_tensors checked, so none inside a
+ * name) and valid UTF-8 as a whole, which, with NUL separators, is each name being valid. */
+__attribute__((noinline)) static bool fast_names(const ingot_native *r)
+{
+    const uint8_t *p = names(r);
+    uint64_t n = r->names_size, i = 0, zeros = 0;
+    v16u8 high = {0};
+    while (i + 16 <= n) {
+        /* blocks of at most 255 vectors: each byte lane counts up to 255 zero bytes */
+        v16u8 cnt = {0};
+        uint64_t stop = n - i > 16 * 255 ? i + 16 * 255 : n;
+        for (; i + 16 <= stop; i += 16) {
+            v16u8 v;
+            ING_MEMCPY(&v, p + i, 16);
+            high |= v;
+            cnt -= (v16u8)(v == 0); /* a lane that is 0 compares to all ones: -1 */
+        }
+        for (int k = 0; k < 16; k++) zeros += cnt[k];
+    }
+    uint8_t hb = 0;
+    for (int k = 0; k < 16; k++) hb |= high[k];
+    for (; i < n; i++) {
+        hb |= p[i];
+        zeros += p[i] == 0;
+    }
+    if (zeros != r->n_tensors) return false;
+    return !(hb & 0x80) || ingot__utf8_valid(p, (size_t)n, true);
+}
+
+/* Which of the 16 bytes at a and b differ, as a bit mask (bit k: byte k). */
+static unsigned neq16(const uint8_t *a, const uint8_t *b)
+{
+    v16u8 x, y;
+    ING_MEMCPY(&x, a, 16);
+    ING_MEMCPY(&y, b, 16);
+#if defined(__SSE2__)
+    return (unsigned)__builtin_ia32_pmovmskb128((v16i8)(x == y)) ^ 0xffffu;
+#else
+    unsigned m = 0;
+    for (int k = 15; k >= 0; k--) m = m << 1 | (x[k] != y[k]);
+    return m;
+#endif
+}
+
+/* Name order of two names a < b (true), each followed by its NUL, compared 16 bytes at a time;
+ * the caller guarantees 16 readable bytes past both NULs. Bytes [0, m] decide, m the shorter
+ * length: byte m is the shorter one's NUL, below any byte of a name. */
+static bool name_less_fast(const uint8_t *a, uint64_t la, const uint8_t *b, uint64_t lb)
+{
+    uint64_t m = la < lb ? la : lb;
+    for (uint64_t j = 0;; j += 16) {
+        unsigned neq = neq16(a + j, b + j);
+        if (neq) {
+            uint64_t d = j + (uint64_t)__builtin_ctz(neq);
+            return d <= m && a[d] < b[d];
+        }
+        if (j + 16 > m) return false; /* equal */
+    }
+}
+
+/* Name index: a permutation of the tensors in strictly increasing name order; zero padding. Also
+ * checks each name's NUL (fast_tensors checked where they lie). */
+__attribute__((noinline)) static bool fast_index(const ingot_native *r)
+{
+    const uint64_t n = r->n_tensors, nsz = r->names_size;
+    if (n == 0) return true;
+    const uint8_t *ix = r->buf + r->ni_off, *t = r->buf + r->tt_off, *nm = names(r);
+    /* names ending at least 16 bytes before the end of the buffer take the vector compare */
+    const uint64_t safe = r->avail - r->names_off >= 16 ? r->avail - r->names_off - 16 : 0;
+    uint64_t cur = ing_ld32(ix);
+    if (cur >= n) return false;
+    /* a name ends where the next entry's starts; past the last entry, the 4 bytes read belong to
+     * the name index that follows the table (at least 8 bytes long) and are not used */
+    uint64_t po = ing_ld32(t + cur * ING_TEN_SIZE);
+    uint64_t pe = cur + 1 == n ? nsz : ing_ld32(t + (cur + 1) * ING_TEN_SIZE);
+    if (nm[pe - 1]) return false;
+    for (const uint8_t *p = ix + 4, *end = ix + 4 * n; p < end; p += 4) {
+        cur = ing_ld32(p);
+        if (cur >= n) return false;
+        const uint8_t *e = t + cur * ING_TEN_SIZE;
+        uint64_t co = ing_ld32(e + TEN_NAME_OFF), ce = ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF);
+        ce = cur + 1 == n ? nsz : ce;
+        if (nm[ce - 1]) return false;
+        uint64_t la = pe - po - 1, lb = ce - co - 1;
+        unsigned neq;
+        bool fits = pe <= safe && ce <= safe;
+        if (ING_LIKELY(fits) && (neq = neq16(nm + po, nm + co)) != 0) {
+            uint64_t d = (uint64_t)__builtin_ctz(neq);
+            if (d > la || d > lb || nm[po + d] >= nm[co + d]) return false;
+        } else if (!(fits ? name_less_fast(nm + po, la, nm + co, lb)
+                                       : bytes_cmp(nm + po, la, nm + co, lb) < 0)) {
+            return false;
+        }
+        po = co;
+        pe = ce;
+    }
+    return !(n & 1) || ing_ld32(ix + 4 * n) == 0;
 }
 
 static bool is_numeric(uint32_t t) { return t >= INGOT_META_U8 && t <= INGOT_META_BOOL; }
@@ -388,7 +643,7 @@ ingot_status ingot_native_open(void *ws, size_t ws_size, const void *buf, size_t
         avail > file_size)
         return ERR(INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "bad workspace or buffer arguments");
     if (avail < ING_HDR_SIZE)
-        return HERR(INGOT_TRUNCATED, avail, "file of %llu bytes is shorter than the 128-byte header",
+        return HERR(INGOT_TRUNCATED, avail, "file of %llu bytes is shorter than the 160-byte header",
                     (unsigned long long)avail);
     ingot_native *r = (ingot_native *)ws;
     ING_MEMSET(r, 0, sizeof *r);
@@ -396,12 +651,20 @@ ingot_status ingot_native_open(void *ws, size_t ws_size, const void *buf, size_t
     r->avail = avail;
     r->file_size = file_size;
     ING_TRY(check_header(r, r->buf, err));
-    const uint8_t *pad = r->buf + r->pool_off + r->pool_size;
-    if (!all_zero(pad, r->data_off - (r->pool_off + r->pool_size)))
-        return ERR(INGOT_BAD_LAYOUT, r->pool_off + r->pool_size, "header", 6,
+    uint64_t hdr_end = r->names_off + r->names_size;
+    if (!all_zero(r->buf + hdr_end, r->data_off - hdr_end))
+        return ERR(INGOT_BAD_LAYOUT, hdr_end, "header", 6,
                    "padding before the data section is not zero");
-    ING_TRY(check_tensors(r, err));
-    ING_TRY(check_index(r, err));
+    bool fast = fast_tensors(r) && fast_names(r) && fast_index(r);
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    /* The fast checks must never accept what the exact ones reject. */
+    if (fast && (check_tensors(r, 0) != INGOT_OK || check_index(r, 0) != INGOT_OK))
+        __builtin_trap();
+#endif
+    if (!fast) {
+        ING_TRY(check_tensors(r, err));
+        ING_TRY(check_index(r, err));
+    }
     ING_TRY(check_meta(r, err));
     if (!(flags & INGOT_NATIVE_SKIP_HEADER_CRC)) {
         uint32_t crc = ingot_crc32c(0, r->buf, HDR_CRC);
@@ -422,29 +685,47 @@ uint32_t ingot_native_alignment(const ingot_native *r) { return r ? r->alignment
 uint64_t ingot_native_data_offset(const ingot_native *r) { return r ? r->data_off : 0; }
 uint32_t ingot_native_version_minor(const ingot_native *r) { return r ? r->minor : 0; }
 
+/* Tensor i's byte size (validated at open, so the computation cannot fail). */
+static uint64_t tensor_nbytes(const ingot_native *r, uint64_t i, ingot_tensor_info *out)
+{
+    const uint8_t *e = tentry(r, i);
+    const uint8_t *w = words(r) + 8 * (uint64_t)ing_ld32(e + TEN_SHAPE_AT);
+    uint32_t rank = e[TEN_RANK];
+    uint64_t shape[INGOT_MAX_RANK] = {0}, nelem = 0, nbytes = 0;
+    for (uint32_t d = 0; d < rank; d++) shape[d] = ing_ld64(w + 8 * d);
+    ingot_dtype dt = (ingot_dtype)ing_ld16(e + TEN_DTYPE);
+    ingot_dtype_nbytes(dt, rank, shape, &nelem, &nbytes);
+    if (out) {
+        out->dtype = dt;
+        out->rank = rank;
+        ING_MEMCPY(out->shape, shape, sizeof shape);
+        out->nelem = nelem;
+        out->nbytes = nbytes;
+        if (e[TEN_FLAGS] & TEN_FLAG_PARAM_ID) {
+            out->flags |= INGOT_TENSOR_HAS_PARAM_ID;
+            out->param_id = ing_ld64(w + 8 * rank);
+        }
+    }
+    return nbytes;
+}
+
 ingot_status ingot_native_tensor_at(const ingot_native *r, uint64_t i, ingot_tensor_info *out)
 {
     if (!r || !out) return INGOT_MISUSE;
     ING_MEMSET(out, 0, sizeof *out);
     if (i >= r->n_tensors) return INGOT_RANGE;
-    const uint8_t *e = tentry(r, i);
-    out->name = (const char *)pool(r) + ing_ld64(e + TEN_NAME_OFF);
-    out->name_len = ing_ld32(e + TEN_NAME_LEN);
-    out->dtype = (ingot_dtype)ing_ld16(e + TEN_DTYPE);
-    out->rank = e[TEN_RANK];
-    for (uint32_t d = 0; d < out->rank; d++) out->shape[d] = ing_ld64(e + TEN_SHAPE + 8 * d);
-    ingot_dtype_nbytes(out->dtype, out->rank, out->shape, &out->nelem, 0);
-    out->nbytes = ing_ld64(e + TEN_NBYTES);
-    out->offset = r->data_off + ing_ld64(e + TEN_OFFSET);
+    const uint8_t *s;
+    uint64_t slen;
+    tensor_name(r, i, &s, &slen);
+    out->name = (const char *)s;
+    out->name_len = slen;
     out->flags = INGOT_TENSOR_HAS_CHECKSUM;
+    tensor_nbytes(r, i, out);
+    out->offset = r->data_off + ing_ld64(tentry(r, i) + TEN_OFFSET);
     if (r->avail == r->file_size)
         out->data = r->buf + out->offset;
     else
         out->flags |= INGOT_TENSOR_NOT_MAPPED;
-    if (e[TEN_FLAGS] & TEN_FLAG_PARAM_ID) {
-        out->flags |= INGOT_TENSOR_HAS_PARAM_ID;
-        out->param_id = ing_ld64(e + TEN_PARAM_ID);
-    }
     out->index = (uint32_t)i;
     return INGOT_OK;
 }
@@ -488,7 +769,7 @@ ingot_status ingot_native_tensor_verify(const ingot_native *r, uint64_t i, ingot
     const uint8_t *s;
     uint64_t slen;
     tensor_name(r, i, &s, &slen);
-    uint64_t off = ing_ld64(e + TEN_OFFSET), n = ing_ld64(e + TEN_NBYTES);
+    uint64_t off = ing_ld64(e + TEN_OFFSET), n = tensor_nbytes(r, i, 0);
     uint32_t want = ing_ld32(e + TEN_CRC), got = ingot_crc32c(0, r->buf + r->data_off + off, n);
     if (got != want)
         return ERR(INGOT_BAD_CHECKSUM, r->data_off + off, (const char *)s, slen,

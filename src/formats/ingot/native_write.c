@@ -1,8 +1,8 @@
 /*
  * native_write.c - .ingot v1 writer ops: lays out the header region (fixed header, tensor table,
- * name index, sorted metadata, pool) at begin, pads each tensor to the alignment, and at finish
- * patches the tensor checksums and the header checksum. Deterministic: the same description gives
- * the same bytes. Layout: docs/FORMAT.md, native_layout.h.
+ * name index, shape words, sorted metadata, pool, names) at begin, pads each tensor to the
+ * alignment, and at finish patches the tensor checksums and the header checksum. Deterministic:
+ * the same description gives the same bytes. Layout: docs/FORMAT.md, native_layout.h.
  */
 #include <string.h>
 
@@ -79,14 +79,10 @@ static void pool_align8(pool_t *p)
     p->len += pad;
 }
 
-/* Lays out the pool; with p->out set, also fills tensor and metadata entries. */
-static void layout_pool(ingot_writer *w, pool_t *p, uint8_t *tt, uint8_t *mt,
-                        const uint32_t *meta_order)
+/* Lays out the pool (metadata keys and values in key order); with mt set, also fills the
+ * metadata entries. */
+static void layout_pool(ingot_writer *w, pool_t *p, uint8_t *mt, const uint32_t *meta_order)
 {
-    for (size_t i = 0; i < w->n_tensors; i++) {
-        uint64_t off = pool_put(p, w->tensors[i].name, w->tensors[i].name_len, true);
-        if (tt) ing_st64(tt + i * ING_TEN_SIZE + TEN_NAME_OFF, off);
-    }
     for (size_t k = 0; k < w->n_meta; k++) {
         const ingot__wmeta *m = &w->meta[meta_order ? meta_order[k] : k];
         uint8_t *e = mt ? mt + k * ING_MET_SIZE : NULL;
@@ -135,11 +131,19 @@ static void free_state(ingot_writer *w)
 
 static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
 {
-    uint64_t n = w->n_tensors, m = w->n_meta;
+    uint64_t n = w->n_tensors, m = w->n_meta, n_words = 0, names_size = 0;
     if (n > UINT32_MAX)
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "more than 2^32-1 tensors");
-    uint64_t tt = ING_HDR_SIZE, ni = tt + n * ING_TEN_SIZE, mt = ni + ((n * 4 + 7) & ~7ull);
-    uint64_t po = mt + m * ING_MET_SIZE;
+    for (size_t i = 0; i < n; i++) {
+        n_words += w->tensors[i].rank + (w->tensors[i].has_param_id ? 1 : 0);
+        names_size += w->tensors[i].name_len + 1;
+    }
+    /* Entries address shape words and names with 32-bit fields. */
+    if (n_words > UINT32_MAX || names_size > UINT32_MAX)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0,
+                          "more than 2^32-1 shape words or name bytes");
+    uint64_t tt = ING_HDR_SIZE, ni = tt + n * ING_TEN_SIZE, wo = ni + ((n * 4 + 7) & ~7ull);
+    uint64_t mt = wo + n_words * 8, po = mt + m * ING_MET_SIZE;
     /* Name index and metadata order first: the pool is laid out in key order, and its padding
      * depends on that order, so measuring and filling must use the same one. */
     size_t order_bytes = (size_t)(n + m) * 2 * sizeof(uint32_t) + 4;
@@ -152,9 +156,10 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     for (uint32_t i = 0; i < m; i++) morder[i] = i;
     msort(morder, tmp, (size_t)m, cmp_meta, w);
     pool_t measure = {NULL, 0};
-    layout_pool(w, &measure, NULL, NULL, morder);
+    layout_pool(w, &measure, NULL, morder);
+    uint64_t names = po + measure.len;
     uint64_t data_off, pos = 0;
-    if (!ing_round_up(po + measure.len, w->alignment, &data_off) || data_off > SIZE_MAX / 2) {
+    if (!ing_round_up(names + names_size, w->alignment, &data_off) || data_off > SIZE_MAX / 2) {
         ingot__free(&w->alloc, order, order_bytes);
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header region too large");
     }
@@ -197,29 +202,36 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     ing_st64(hdr + HDR_FILE_SIZE, file_size);
     ing_st64(hdr + HDR_N_TENSORS, n);
     ing_st64(hdr + HDR_N_META, m);
+    ing_st64(hdr + HDR_N_WORDS, n_words);
     ing_st64(hdr + HDR_TENSOR_TABLE, tt);
     ing_st64(hdr + HDR_NAME_INDEX, ni);
+    ing_st64(hdr + HDR_WORDS, wo);
     ing_st64(hdr + HDR_META_TABLE, mt);
     ing_st64(hdr + HDR_POOL, po);
     ing_st64(hdr + HDR_POOL_SIZE, measure.len);
+    ing_st64(hdr + HDR_NAMES, names);
+    ing_st64(hdr + HDR_NAMES_SIZE, names_size);
     ing_st64(hdr + HDR_DATA, data_off);
     ing_st64(hdr + HDR_DATA_SIZE, pos);
 
+    uint64_t word = 0, name_at = 0;
     for (size_t i = 0; i < n; i++) {
         const ingot__wtensor *t = &w->tensors[i];
         uint8_t *e = hdr + tt + i * ING_TEN_SIZE;
-        ing_st32(e + TEN_NAME_LEN, t->name_len);
+        ing_st32(e + TEN_NAME_OFF, (uint32_t)name_at);
+        ing_st32(e + TEN_SHAPE_AT, (uint32_t)word);
+        ing_st64(e + TEN_OFFSET, t->offset - data_off);
         ing_st16(e + TEN_DTYPE, (uint16_t)t->dtype);
         e[TEN_RANK] = (uint8_t)t->rank;
         e[TEN_FLAGS] = t->has_param_id ? TEN_FLAG_PARAM_ID : 0;
-        ing_st64(e + TEN_PARAM_ID, t->has_param_id ? t->param_id : 0);
-        ing_st64(e + TEN_OFFSET, t->offset - data_off);
-        ing_st64(e + TEN_NBYTES, t->nbytes);
-        for (uint32_t d = 0; d < t->rank; d++) ing_st64(e + TEN_SHAPE + 8 * d, t->shape[d]);
+        for (uint32_t d = 0; d < t->rank; d++) ing_st64(hdr + wo + 8 * word++, t->shape[d]);
+        if (t->has_param_id) ing_st64(hdr + wo + 8 * word++, t->param_id);
+        memcpy(hdr + names + name_at, t->name, t->name_len); /* the NUL: calloc'd */
+        name_at += t->name_len + 1;
     }
     for (size_t k = 0; k < n; k++) ing_st32(hdr + ni + 4 * k, order[k]);
     pool_t fill = {hdr + po, 0};
-    layout_pool(w, &fill, hdr + tt, hdr + mt, morder);
+    layout_pool(w, &fill, hdr + mt, morder);
     ingot__free(&w->alloc, order, order_bytes);
     if (fill.len != measure.len)
         return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "pool layout mismatch");

@@ -11,6 +11,7 @@
 #include "ingot/core.h"
 #include "ingot/native.h"
 #include "ingot/writer.h"
+#include "ingot/quant.h"
 #include "ingot/backend.h"
 #include "ingot/runtime.h"
 

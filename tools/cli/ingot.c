@@ -44,15 +44,20 @@ static int usage(const char *fmt, ...)
             "  ingot pack OUT [--align N] [--meta KEY[:TYPE]=VALUE]... "
             "--tensor NAME:DTYPE:SHAPE=RAWFILE...\n"
             "  ingot unpack FILE NAME -o OUT\n"
-            "  ingot dump FILE NAME [--limit N]\n"
-            "  ingot convert IN OUT [--to FORMAT] [--align N] [--opt KEY=VALUE]...\n"
+            "  ingot dump FILE NAME [--limit N] [--dequantize]\n"
+            "  ingot convert IN OUT [--to FORMAT] [--align N] [--opt KEY=VALUE]... "
+            "[--dequantize F32|F16|BF16]\n"
             "  ingot bench gemm [--threads N] [--json]\n"
             "  ingot run MODEL --input X.npy -o Y.npy\n"
             "  ingot --version\n"
             "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
             "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n"
             "FORMAT (convert): chosen from OUT's extension unless --to names it: ingot, "
-            "safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1.\n");
+            "safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1.\n"
+            "--dequantize (convert): tensors the target cannot store (GGML blocks, F8 and other "
+            "float types it lacks)\n  are decoded and stored as that float type, one 'lossy:' "
+            "line per source dtype; without it they are refused.\n"
+            "--dequantize (dump): print a tensor's values decoded to F32 (GGML blocks included).\n");
     return EXIT_USAGE;
 }
 
@@ -942,9 +947,47 @@ static void print_value(ingot_dtype dt, const uint8_t *p)
     }
 }
 
+/* dump --dequantize: the first `limit` elements decoded to F32, 8 per line. */
+static int dump_dequantized(const ingot_file *f, const char *path, const ingot_tensor_info *t,
+                            uint64_t limit)
+{
+    char sh[160];
+    shape_str(t, sh, sizeof sh);
+    printf("%.*s: %s %s, %" PRIu64 " elements, decoded to F32\n", (int)t->name_len, t->name,
+           ingot_dtype_name(t->dtype), sh, t->nelem);
+    uint64_t be = ingot_dtype_block_elems(t->dtype), n = t->nelem < limit ? t->nelem : limit;
+    uint64_t whole = (n + be - 1) / be * be; /* decode whole blocks */
+    if (whole > t->nelem) whole = t->nelem;
+    float *v = malloc(whole ? (size_t)whole * sizeof *v : sizeof *v);
+    uint8_t *dense = NULL;
+    ingot_error e;
+    ingot_status st;
+    if (!v) return fail_st(INGOT_NOMEM, "dump");
+    if (t->flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) { /* materialise first */
+        uint32_t es = ingot_dtype_block_bytes(t->dtype);
+        if (!(dense = malloc(t->nbytes ? (size_t)t->nbytes : 1))) st = INGOT_NOMEM;
+        else if ((st = ingot_file_tensor_copy(f, t->index, dense, (size_t)t->nbytes, &e)) == INGOT_OK)
+            st = ingot_dequantize(t->dtype, dense, (size_t)(whole * es), v, whole, &e);
+    } else {
+        st = ingot_file_tensor_dequantize(f, t->index, 0, whole, v, &e);
+    }
+    int rc = 0;
+    if (st == INGOT_NOMEM) rc = fail_st(st, "dump");
+    else if (st != INGOT_OK) rc = fail_err(&e, path);
+    for (uint64_t k = 0; k < n && !rc; k++) {
+        print_float(v[k], 9);
+        printf(k + 1 < n ? (k % 8 == 7 ? "\n" : " ") : "\n");
+    }
+    if (!rc && n < t->nelem) printf("... (%" PRIu64 " more elements)\n", t->nelem - n);
+    free(v);
+    free(dense);
+    return rc;
+}
+
 static int cmd_dump(int argc, char **argv)
 {
-    cli_opt opts[] = {{"--limit", true, NULL}, {NULL, false, NULL}};
+    cli_opt opts[] = {{"--limit", true, NULL}, {"--dequantize", false, NULL},
+                      {NULL, false, NULL}};
     const char *pos[2];
     uint64_t limit = 64;
     int rc = parse_args("dump", argc, argv, opts, pos, 2, "FILE NAME");
@@ -960,6 +1003,11 @@ static int cmd_dump(int argc, char **argv)
     }
     char sh[160];
     shape_str(&t, sh, sizeof sh);
+    if (opts[1].value) {
+        rc = dump_dequantized(f, path, &t, limit);
+        ingot_file_close(f);
+        return rc;
+    }
     printf("%.*s: %s %s, %" PRIu64 " elements\n", (int)t.name_len, t.name,
            ingot_dtype_name(t.dtype), sh, t.nelem);
     uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
@@ -1047,23 +1095,270 @@ static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_
     return st;
 }
 
+/* Notices of the writer, printed as "lossy: ...". While a description may still be redone (a
+ * format refusing a dtype only at begin, see cmd_convert) they are held and printed once it
+ * stands, so a retried attempt does not print them twice. */
 typedef struct {
     const char *prog;
     uint64_t count;
+    bool hold;
+    char *held;
+    size_t len, cap;
 } notice_ctx;
 
 static void print_notice(void *ctx, const char *msg)
 {
     notice_ctx *n = ctx;
     n->count++;
-    fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
+    if (!n->hold) {
+        fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
+        return;
+    }
+    size_t need = strlen(msg) + 1;
+    if (n->len + need > n->cap) {
+        size_t cap = (n->len + need) * 2;
+        char *p = realloc(n->held, cap);
+        if (!p) { /* out of memory: print now rather than lose it */
+            fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
+            return;
+        }
+        n->held = p;
+        n->cap = cap;
+    }
+    memcpy(n->held + n->len, msg, need);
+    n->len += need;
+}
+
+/* Prints (flush) or forgets the held notices; from now on notices print as they come. */
+static void release_notices(notice_ctx *n, bool flush)
+{
+    for (size_t at = 0; flush && at < n->len; at += strlen(n->held + at) + 1)
+        fprintf(stderr, "%s: lossy: %s\n", n->prog, n->held + at);
+    if (!flush) n->count = 0;
+    n->len = 0;
+    n->hold = false;
+}
+
+/* Dtypes `--dequantize` converts when the target cannot store them: GGML blocks and floats
+ * (never integers or bool: those are not approximations of real numbers). */
+static bool float_like(ingot_dtype dt)
+{
+    if (!ingot_dequantize_supported(dt)) return false;
+    if (ingot_dtype_is_quantized(dt)) return true;
+    switch (dt) {
+    case INGOT_DTYPE_F64: case INGOT_DTYPE_F32: case INGOT_DTYPE_F16: case INGOT_DTYPE_BF16:
+    case INGOT_DTYPE_F8_E4M3: case INGOT_DTYPE_F8_E5M2: case INGOT_DTYPE_F8_E4M3FNUZ:
+    case INGOT_DTYPE_F8_E5M2FNUZ: case INGOT_DTYPE_F8_E8M0:
+        return true;
+    default: return false;
+    }
+}
+
+/* A format's refusal of a tensor (as opposed to a malformed description). */
+static bool refusal(ingot_status st) { return st == INGOT_UNSUPPORTED || st == INGOT_BAD_TYPE; }
+
+#define CONV_CHUNK_ELEMS (1u << 20) /* elements decoded per step: 4 MiB of F32 */
+
+typedef struct {
+    const char *in, *out, *format;
+    ingot_file *f;
+    ingot_writer_opts wo;
+    const char **wopts;
+    int n_wopts;
+    ingot_dtype dq;     /* --dequantize target, INVALID without the flag */
+    ingot_dtype *to;    /* per tensor: the dtype it is converted to, INVALID if stored as is */
+    ingot_dtype forced[64]; /* source dtypes a format refused at begin: converted from the start */
+    int n_forced;
+    notice_ctx nc;
+    progress p;
+} convert_job;
+
+static bool is_forced(const convert_job *j, ingot_dtype dt)
+{
+    for (int k = 0; k < j->n_forced; k++)
+        if (j->forced[k] == dt) return true;
+    return false;
+}
+
+/* The tensor an error record names (its `where` may be a truncated name), or UINT64_MAX. */
+static uint64_t tensor_named(const ingot_file *f, const ingot_error *e)
+{
+    size_t wl = strnlen(e->where, sizeof e->where);
+    if (!wl) return UINT64_MAX;
+    ingot_tensor_info t;
+    if (ingot_file_tensor_findn(f, e->where, wl, &t) == INGOT_OK) return t.index;
+    if (wl < sizeof e->where - 1) return UINT64_MAX;
+    for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) /* truncated: first by prefix */
+        if (ingot_file_tensor_at(f, i, &t) == INGOT_OK && t.name_len >= wl &&
+            memcmp(t.name, e->where, wl) == 0)
+            return i;
+    return UINT64_MAX;
+}
+
+/* After a refusal of tensor t: how --dequantize would (or could not) get it stored. */
+static void hint_dequantize(const convert_job *j, const ingot_tensor_info *t)
+{
+    if (!float_like(t->dtype)) return;
+    if (j->dq == INGOT_DTYPE_INVALID)
+        fprintf(stderr, "%s: convert: --dequantize F32|F16|BF16 stores '%s' (%s) as floats "
+                        "instead (lossy)\n",
+                prog, t->name, ingot_dtype_name(t->dtype));
+    else if (j->dq != INGOT_DTYPE_F32)
+        fprintf(stderr, "%s: convert: the target cannot store %s either; try --dequantize F32\n",
+                prog, ingot_dtype_name(j->dq));
+}
+
+/* convert_describe's result when the description stood but ingot_writer_begin() failed (the
+ * error is in *e, not printed yet: the caller may retry). */
+#define BEGIN_FAILED (-1)
+
+/* Describes the whole output to a new writer (*wout, to be freed by the caller even on failure)
+ * and begins it. Errors other than BEGIN_FAILED are printed here. */
+static int convert_describe(convert_job *j, ingot_writer **wout, ingot_error *e)
+{
+    ingot_writer *w;
+    *wout = NULL;
+    if (ingot_writer_new(&j->wo, &w, e) != INGOT_OK) return fail_err(e, j->out);
+    *wout = w;
+    ingot_writer_set_notice(w, print_notice, &j->nc);
+    int rc = 0;
+    for (int i = 0; i < j->n_wopts; i++) {
+        char key[128];
+        const char *eq = strchr(j->wopts[i], '=');
+        size_t kl = (size_t)(eq - j->wopts[i]);
+        if (kl == 0 || kl >= sizeof key) return usage("convert: bad --opt %s", j->wopts[i]);
+        memcpy(key, j->wopts[i], kl);
+        key[kl] = 0;
+        if (ingot_writer_set_option(w, key, eq + 1, e) != INGOT_OK)
+            return fail_err(e, "convert --opt");
+    }
+    ingot_file *f = j->f;
+    for (uint64_t i = 0; i < ingot_file_meta_count(f) && !rc; i++) {
+        ingot_meta_info m;
+        ingot_file_meta_at(f, i, &m);
+        ingot_status st = copy_meta(w, f, &m);
+        if (st != INGOT_OK) {
+            fprintf(stderr, "%s: convert: metadata '%.*s': %s: %s\n", prog, (int)m.key_len, m.key,
+                    ingot_status_name(st), ingot_status_str(st));
+            rc = EXIT_REJECT;
+        }
+    }
+    /* A tensor whose stored bytes are its dense bytes and are mapped is handed over by pointer
+     * (the writer reads it under the SIGBUS guard, in whatever order the target format stores
+     * tensors); the others are pushed, in file order. A tensor the target refuses is, with
+     * --dequantize, described again as the float dtype and pushed converted. */
+    const uint32_t by_pointer_not = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN |
+                                    INGOT_TENSOR_STRIDED | INGOT_TENSOR_NOT_MAPPED;
+    uint64_t nt = ingot_file_tensor_count(f);
+    for (uint64_t i = 0; i < nt && !rc; i++) {
+        ingot_tensor_info t;
+        ingot_file_tensor_at(f, i, &t);
+        ingot_tensor_opts to = {(t.flags & INGOT_TENSOR_HAS_PARAM_ID) != 0, t.param_id};
+        const void *src = t.data && !(t.flags & by_pointer_not) ? t.data : NULL;
+        bool convertible = j->dq != INGOT_DTYPE_INVALID && float_like(t.dtype) && t.dtype != j->dq;
+        ingot_status st = INGOT_UNSUPPORTED;
+        j->to[i] = INGOT_DTYPE_INVALID;
+        if (!(convertible && is_forced(j, t.dtype)))
+            st = ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, &to, src, e);
+        if (st != INGOT_OK && refusal(st) && convertible) {
+            st = ingot_writer_add_tensor(w, t.name, j->dq, t.rank, t.shape, &to, NULL, e);
+            if (st == INGOT_OK) j->to[i] = j->dq;
+        }
+        if (st != INGOT_OK) {
+            rc = fail_err(e, j->out);
+            if (refusal(st)) hint_dequantize(j, &t);
+        }
+    }
+    if (rc) return rc;
+    progress_init(&j->p, "convert");
+    ingot_writer_set_progress(w, progress_update, &j->p);
+    return ingot_writer_begin(w, j->out, e) == INGOT_OK ? 0 : BEGIN_FAILED;
+}
+
+/* Pushes tensor i decoded to j->to[i], CONV_CHUNK_ELEMS elements at a time (whole blocks). */
+static int push_converted(convert_job *j, ingot_writer *w, uint64_t i, float *fbuf, uint8_t *obuf)
+{
+    ingot_tensor_info t;
+    ingot_file_tensor_at(j->f, i, &t);
+    ingot_error e;
+    ingot_dtype to = j->to[i];
+    uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
+    uint32_t osize = to == INGOT_DTYPE_F32 ? 4 : to == INGOT_DTYPE_F64 ? 8 : 2;
+    uint64_t step = CONV_CHUNK_ELEMS / be * be;
+    const uint16_t one = 1;
+    bool raw_f32 = to == INGOT_DTYPE_F32 && *(const uint8_t *)&one == 1; /* host order is LE */
+    /* Column-major or strided views have no row-major stored bytes: materialise the tensor (in
+     * C order, little-endian) first; block types never carry those flags. */
+    uint8_t *dense = NULL;
+    int rc = 0;
+    if (t.flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) {
+        if (!(dense = malloc(t.nbytes ? (size_t)t.nbytes : 1))) return fail_st(INGOT_NOMEM, "convert");
+        if (ingot_file_tensor_copy(j->f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
+            rc = fail_err(&e, j->in);
+    }
+    for (uint64_t done = 0; done < t.nelem && !rc;) {
+        uint64_t k = t.nelem - done < step ? t.nelem - done : step;
+        ingot_status st = dense ? ingot_dequantize(t.dtype, dense + done / be * bb,
+                                                   (size_t)(k / be * bb), fbuf, k, &e)
+                                : ingot_file_tensor_dequantize(j->f, i, done, k, fbuf, &e);
+        if (st != INGOT_OK) {
+            rc = fail_err(&e, j->in);
+            break;
+        }
+        const void *chunk = fbuf;
+        if (!raw_f32) {
+            if (ingot_f32_encode(to, fbuf, k, obuf, (size_t)k * osize, &e) != INGOT_OK) {
+                rc = fail_err(&e, "convert");
+                break;
+            }
+            chunk = obuf;
+        }
+        if (ingot_writer_write(w, chunk, (size_t)k * osize, &e) != INGOT_OK) rc = fail_err(&e, j->out);
+        done += k;
+    }
+    free(dense);
+    return rc;
+}
+
+/* One "lossy:" line per source dtype converted: how many tensors, to what, the first one. */
+static uint64_t report_conversions(const convert_job *j)
+{
+    uint64_t nt = ingot_file_tensor_count(j->f), total = 0;
+    for (uint64_t i = 0; i < nt; i++) {
+        if (j->to[i] == INGOT_DTYPE_INVALID) continue;
+        ingot_tensor_info t;
+        ingot_file_tensor_at(j->f, i, &t);
+        bool seen = false;
+        for (uint64_t k = 0; k < i && !seen; k++) {
+            ingot_tensor_info u;
+            ingot_file_tensor_at(j->f, k, &u);
+            seen = j->to[k] != INGOT_DTYPE_INVALID && u.dtype == t.dtype;
+        }
+        if (seen) continue;
+        uint64_t n = 0;
+        for (uint64_t k = i; k < nt; k++) {
+            ingot_tensor_info u;
+            ingot_file_tensor_at(j->f, k, &u);
+            n += j->to[k] != INGOT_DTYPE_INVALID && u.dtype == t.dtype;
+        }
+        total += n;
+        fprintf(stderr, "%s: lossy: %" PRIu64 " %s tensor%s dequantized to %s (the target cannot "
+                        "store %s; first '%s')\n",
+                prog, n, ingot_dtype_name(t.dtype), n == 1 ? "" : "s", ingot_dtype_name(j->dq),
+                ingot_dtype_name(t.dtype), t.name);
+    }
+    return total;
 }
 
 /* convert IN OUT: every tensor and metadata entry of IN into a new OUT, streamed through a
  * bounded buffer (never all tensor data in memory), written atomically by the target format's
  * writer. Tensors stored big-endian, column-major or as strided views are materialised one at a
  * time in C order first. The writer reports each lossy metadata step (printed as "lossy:") and
- * refuses tensors the target cannot hold exactly. */
+ * refuses tensors the target cannot hold exactly; with --dequantize F32|F16|BF16 those (GGML
+ * blocks, or float types the target lacks) are decoded and stored as that float type instead,
+ * one "lossy:" line per source dtype. Most formats refuse a dtype when the tensor is described;
+ * one that refuses only when writing begins gets the whole description again with that dtype
+ * converted (at most once per dtype). */
 static int cmd_convert(int argc, char **argv)
 {
     /* --opt KEY=VALUE may repeat: take those out before the one-value parser sees the rest. */
@@ -1083,7 +1378,8 @@ static int cmd_convert(int argc, char **argv)
             rest[n_rest++] = argv[i];
         }
     }
-    cli_opt opts[] = {{"--align", true, NULL}, {"--to", true, NULL}, {NULL, false, NULL}};
+    cli_opt opts[] = {{"--align", true, NULL}, {"--to", true, NULL}, {"--dequantize", true, NULL},
+                      {NULL, false, NULL}};
     const char *pos[2];
     uint64_t align = 0;
     int rc = parse_args("convert", n_rest, rest, opts, pos, 2, "IN OUT");
@@ -1091,101 +1387,117 @@ static int cmd_convert(int argc, char **argv)
     if (rc) return rc;
     if (opts[0].value && (!parse_u64(opts[0].value, &align) || align > (1u << 20)))
         return usage("convert: bad --align");
-    const char *in = pos[0], *out = pos[1];
-    const char *format = opts[1].value ? opts[1].value : ingot_writer_format_for_path(out);
-    if (!format)
-        return usage("convert: cannot tell the output format from '%s': name it with --to", out);
-    ingot_file *f;
-    if ((rc = open_file(in, &f))) return rc;
-    ingot_writer_opts wo = {0};
-    wo.format = format;
-    wo.alignment = (uint32_t)align;
-    /* .ingot -> .ingot keeps the source alignment unless told otherwise. */
-    uint64_t src_align = ingot_file_alignment(f);
-    if (!align && strcmp(format, "ingot") == 0)
-        wo.alignment = src_align >= 64 && src_align <= 65536 ? (uint32_t)src_align : 256;
-    ingot_writer *w;
-    ingot_error e;
-    if (ingot_writer_new(&wo, &w, &e) != INGOT_OK) {
-        ingot_file_close(f);
-        return fail_err(&e, out);
+    convert_job j = {0};
+    j.dq = INGOT_DTYPE_INVALID;
+    if (opts[2].value) {
+        if (strcmp(opts[2].value, "F32") == 0) j.dq = INGOT_DTYPE_F32;
+        else if (strcmp(opts[2].value, "F16") == 0) j.dq = INGOT_DTYPE_F16;
+        else if (strcmp(opts[2].value, "BF16") == 0) j.dq = INGOT_DTYPE_BF16;
+        else return usage("convert: --dequantize takes F32, F16 or BF16, not '%s'", opts[2].value);
     }
-    notice_ctx nc = {prog, 0};
-    ingot_writer_set_notice(w, print_notice, &nc);
-    for (int i = 0; i < n_wopts && !rc; i++) {
-        char key[128];
-        const char *eq = strchr(wopts[i], '=');
-        size_t kl = (size_t)(eq - wopts[i]);
-        if (kl == 0 || kl >= sizeof key) {
-            rc = usage("convert: bad --opt %s", wopts[i]);
+    j.in = pos[0];
+    j.out = pos[1];
+    j.format = opts[1].value ? opts[1].value : ingot_writer_format_for_path(j.out);
+    if (!j.format)
+        return usage("convert: cannot tell the output format from '%s': name it with --to", j.out);
+    j.wopts = wopts;
+    j.n_wopts = n_wopts;
+    if ((rc = open_file(j.in, &j.f))) return rc;
+    j.wo.format = j.format;
+    j.wo.alignment = (uint32_t)align;
+    /* .ingot -> .ingot keeps the source alignment unless told otherwise. */
+    uint64_t src_align = ingot_file_alignment(j.f);
+    if (!align && strcmp(j.format, "ingot") == 0)
+        j.wo.alignment = src_align >= 64 && src_align <= 65536 ? (uint32_t)src_align : 256;
+    uint64_t nt = ingot_file_tensor_count(j.f);
+    j.nc.prog = prog;
+    j.to = calloc(nt ? (size_t)nt : 1, sizeof *j.to);
+    if (!j.to) rc = fail_st(INGOT_NOMEM, "convert");
+    ingot_writer *w = NULL;
+    ingot_error e;
+    while (!rc) {
+        j.nc.hold = j.dq != INGOT_DTYPE_INVALID; /* only then can a description be redone */
+        int r = convert_describe(&j, &w, &e);
+        if (r == 0) {
+            release_notices(&j.nc, true);
             break;
         }
-        memcpy(key, wopts[i], kl);
-        key[kl] = 0;
-        if (ingot_writer_set_option(w, key, eq + 1, &e) != INGOT_OK) rc = fail_err(&e, "convert --opt");
-    }
-    for (uint64_t i = 0; i < ingot_file_meta_count(f) && !rc; i++) {
-        ingot_meta_info m;
-        ingot_file_meta_at(f, i, &m);
-        ingot_status st = copy_meta(w, f, &m);
-        if (st != INGOT_OK) {
-            fprintf(stderr, "%s: convert: metadata '%.*s': %s: %s\n", prog, (int)m.key_len, m.key,
-                    ingot_status_name(st), ingot_status_str(st));
-            rc = EXIT_REJECT;
+        if (r == BEGIN_FAILED && e.code == INGOT_UNSUPPORTED && j.dq != INGOT_DTYPE_INVALID &&
+            j.n_forced < 64) { /* refused at begin: convert that dtype and describe again */
+            uint64_t k = tensor_named(j.f, &e);
+            ingot_tensor_info t;
+            if (k != UINT64_MAX && ingot_file_tensor_at(j.f, k, &t) == INGOT_OK &&
+                j.to[k] == INGOT_DTYPE_INVALID && float_like(t.dtype) && t.dtype != j.dq &&
+                !is_forced(&j, t.dtype)) {
+                j.forced[j.n_forced++] = t.dtype;
+                release_notices(&j.nc, false);
+                ingot_writer_free(w);
+                w = NULL;
+                continue;
+            }
+        }
+        release_notices(&j.nc, true);
+        rc = r == BEGIN_FAILED ? fail_err(&e, j.out) : r;
+        if (r == BEGIN_FAILED && refusal(e.code)) {
+            uint64_t k = tensor_named(j.f, &e);
+            ingot_tensor_info t;
+            if (k != UINT64_MAX && ingot_file_tensor_at(j.f, k, &t) == INGOT_OK)
+                hint_dequantize(&j, &t);
         }
     }
-    uint64_t nt = ingot_file_tensor_count(f);
+    uint64_t converted = 0;
+    if (!rc) converted = report_conversions(&j);
+    uint8_t *buf = NULL, *obuf = NULL;
+    float *fbuf = NULL;
+    if (!rc && !(buf = malloc(IO_CHUNK))) rc = fail_st(INGOT_NOMEM, "convert");
+    if (!rc && converted &&
+        (!(fbuf = malloc(CONV_CHUNK_ELEMS * sizeof *fbuf)) || !(obuf = malloc(CONV_CHUNK_ELEMS * 4))))
+        rc = fail_st(INGOT_NOMEM, "convert");
+    /* Stream through a bounded buffer: works in every I/O mode, never holds all the data. */
     const uint32_t relayout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
-
-    /* A tensor whose stored bytes are its dense bytes and are mapped is handed over by pointer
-     * (the writer reads it under the SIGBUS guard, in whatever order the target format stores
-     * tensors); the others are pushed below, in file order. */
     const uint32_t by_pointer_not = relayout | INGOT_TENSOR_NOT_MAPPED;
     for (uint64_t i = 0; i < nt && !rc; i++) {
         ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
-        ingot_tensor_opts to = {(t.flags & INGOT_TENSOR_HAS_PARAM_ID) != 0, t.param_id};
-        const void *src = t.data && !(t.flags & by_pointer_not) ? t.data : NULL;
-        if (ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, &to, src, &e) != INGOT_OK)
-            rc = fail_err(&e, out);
-    }
-    progress p;
-    progress_init(&p, "convert");
-    ingot_writer_set_progress(w, progress_update, &p);
-    uint8_t *buf = NULL;
-    if (!rc && ingot_writer_begin(w, out, &e) != INGOT_OK) rc = fail_err(&e, out);
-    if (!rc && !(buf = malloc(IO_CHUNK))) rc = fail_st(INGOT_NOMEM, "convert");
-    /* Stream through a bounded buffer: works in every I/O mode, never holds all the data. */
-    for (uint64_t i = 0; i < nt && !rc; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
+        ingot_file_tensor_at(j.f, i, &t);
+        if (j.to[i] != INGOT_DTYPE_INVALID) {
+            rc = push_converted(&j, w, i, fbuf, obuf);
+            continue;
+        }
         if (t.data && !(t.flags & by_pointer_not)) continue; /* given by pointer above */
         if (t.flags & relayout) { /* one tensor at a time, in C order, little-endian */
             uint8_t *dense = malloc(t.nbytes ? (size_t)t.nbytes : 1);
             if (!dense) rc = fail_st(INGOT_NOMEM, "convert");
-            else if (ingot_file_tensor_copy(f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-                rc = fail_err(&e, in);
+            else if (ingot_file_tensor_copy(j.f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
+                rc = fail_err(&e, j.in);
             else if (ingot_writer_write(w, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-                rc = fail_err(&e, out);
+                rc = fail_err(&e, j.out);
             free(dense);
             continue;
         }
         for (uint64_t done = 0; done < t.nbytes && !rc;) {
             size_t k = t.nbytes - done < IO_CHUNK ? (size_t)(t.nbytes - done) : IO_CHUNK;
-            if (ingot_file_tensor_read(f, i, done, buf, k, &e) != INGOT_OK) rc = fail_err(&e, in);
-            else if (ingot_writer_write(w, buf, k, &e) != INGOT_OK) rc = fail_err(&e, out);
+            if (ingot_file_tensor_read(j.f, i, done, buf, k, &e) != INGOT_OK) rc = fail_err(&e, j.in);
+            else if (ingot_writer_write(w, buf, k, &e) != INGOT_OK) rc = fail_err(&e, j.out);
             done += k;
         }
     }
-    if (!rc && ingot_writer_commit(w, &e) != INGOT_OK) rc = fail_err(&e, out);
-    progress_end(&p);
+    if (!rc && ingot_writer_commit(w, &e) != INGOT_OK) rc = fail_err(&e, j.out);
+    progress_end(&j.p);
     free(buf);
+    free(fbuf);
+    free(obuf);
+    free(j.to);
+    free(j.nc.held);
     ingot_writer_free(w);
-    ingot_file_close(f);
+    ingot_file_close(j.f);
     if (!rc) {
-        printf("wrote %s (%s, %" PRIu64 " tensors", out, format, nt);
-        if (wo.alignment) printf(", alignment %u", wo.alignment);
-        if (nc.count) printf(", %" PRIu64 " lossy metadata step%s", nc.count, nc.count == 1 ? "" : "s");
+        printf("wrote %s (%s, %" PRIu64 " tensors", j.out, j.format, nt);
+        if (j.wo.alignment) printf(", alignment %u", j.wo.alignment);
+        if (j.nc.count)
+            printf(", %" PRIu64 " lossy metadata step%s", j.nc.count, j.nc.count == 1 ? "" : "s");
+        if (converted)
+            printf(", %" PRIu64 " tensor%s dequantized to %s", converted, converted == 1 ? "" : "s",
+                   ingot_dtype_name(j.dq));
         printf(")\n");
     }
     return rc;

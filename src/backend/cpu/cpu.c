@@ -413,21 +413,9 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
         }
     }
     ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
-    if (q8 && IN / 32 > 512) {
-        /* Rows of more than 512 blocks: one threaded kernel call per activation row (the kernel
-         * may want pool scratch for such rows, which it only gets with the pool). */
-        for (int64_t m = 0; m < M; m++) {
-            float *y = j.y + m * j.ldy;
-            ingot__gemv_q8_0(c->pool, (size_t)OUT, (size_t)IN, j.w, j.xq + (size_t)m * xrow, y);
-            if (j.bias)
-                for (int64_t o = 0; o < OUT; o++) y[o] += j.bias[o * j.bstride];
-        }
-    } else {
-        /* Blocks of weight rows of about 32 KiB, a multiple of 4 rows. */
-        int64_t rows = (int64_t)(32768 / j.wrow) & ~(int64_t)3;
-        if (rows < 4) rows = 4;
-        ingot__cpu_run(c, OUT, rows, qlin_task, &j);
-    }
+    /* Blocks of weight rows of about 32 KiB, a multiple of 4 rows. */
+    int64_t rows = (int64_t)(32768 / j.wrow) & ~(int64_t)3;
+    ingot__cpu_run(c, OUT, rows < 4 ? 4 : rows, qlin_task, &j);
     if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);
     return INGOT_OK;
 }

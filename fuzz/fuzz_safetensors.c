@@ -106,9 +106,13 @@ static int write_back(const ingot_file *f, void **out, size_t *len)
         char *key = malloc(m.key_len + 1);
         memcpy(key, m.key, m.key_len);
         key[m.key_len] = 0;
-        ingot_status st = ingot_writer_set_stringn(w, key, m.data, (size_t)m.count);
+        /* A key with NUL (\u0000): ingot keys are C strings and cannot hold it (the writer
+         * would take the bytes before the NUL, a different key). */
+        ingot_status st = strlen(key) == m.key_len
+                              ? ingot_writer_set_stringn(w, key, m.data, (size_t)m.count)
+                              : INGOT_BAD_NAME;
         free(key);
-        if (st != INGOT_OK) { /* a key with NUL: ingot keys cannot hold it */
+        if (st != INGOT_OK) {
             ingot_writer_free(w);
             return 0;
         }

@@ -90,14 +90,14 @@ static inline uint16_t f32_to_half(float f)
     if (x >= 0x477FF000u) return (uint16_t)(sign | 0x7C00); /* >= 65520 rounds to infinity */
     if (x >= 0x38800000u) {                                 /* normal: >= 2^-14 */
         uint32_t h = (x - 0x38000000u) >> 13, rem = x & 0x1FFF;
-        h += rem > 0x1000 || (rem == 0x1000 && (h & 1));
+        h += (uint32_t)(rem > 0x1000) | ((uint32_t)(rem == 0x1000) & h); /* no data branch */
         return (uint16_t)(sign | h);
     }
     if (x <= 0x33000000u) return sign; /* <= 2^-25: zero (2^-25 itself ties to even) */
     /* Subnormal result: the value in units of 2^-24 is mant * 2^(e - 126). */
     uint32_t e = x >> 23, mant = (x & 0x7FFFFF) | 0x800000, shift = 126 - e;
     uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    h += rem > half || (rem == half && (h & 1));
+    h += (uint32_t)(rem > half) | ((uint32_t)(rem == half) & h);
     return (uint16_t)(sign | h);
 }
 

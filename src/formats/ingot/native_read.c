@@ -361,30 +361,15 @@ static ingot_status check_index(const ingot_native *r, ingot_error *err)
 typedef uint8_t v16u8 __attribute__((vector_size(16)));
 typedef char v16i8 __attribute__((vector_size(16)));
 
-/* Block elements and block bytes by dtype code; {0, 0} for codes not in the table. */
-typedef struct {
-    uint16_t elems, bytes;
-} dt_row;
-static const dt_row dt_tab[] = {
-#define X(name, value, be, bb) [value] = {be, bb},
+/* Element bytes of the dtypes that have one byte size per element, by dtype code; 0 for block
+ * types and codes not in the table, which take the exact rule (ingot_dtype_nbytes). */
+static const uint8_t dt_elem_bytes[] = {
+#define X(name, value, be, bb) [value] = (uint8_t)((be) == 1 ? (bb) : 0),
     INGOT_DTYPE_LIST(X)
 #undef X
 };
-#define DT_TAB_N (sizeof dt_tab / sizeof dt_tab[0])
-/* Element bytes of the dtypes that have one byte size per element; 0 for block types and codes
- * not in the table, which take the exact rule. */
-static const uint8_t dt_elem_bytes[DT_TAB_N] = {
-#define X(name, value, be, bb) [value] = (be) == 1 ? (bb) : 0,
-    INGOT_DTYPE_LIST(X)
-#undef X
-};
+#define DT_TAB_N (sizeof dt_elem_bytes)
 
-/* Tensor table: name lengths (the names are contiguous and in table order), dtypes, ranks, flags,
- * shape words, sizes and data offsets; the names' terminators are left to fast_index. Every load
- * is bounded before it happens, and branches that are never taken cost less here than
- * accumulating flags. Without the per-entry bound checks of check_tensors the same rules still
- * hold: name offsets rise by 2..65536 from 0 and end at names_size, so each lies inside the names
- * section; data ends rise from 0 and stay within data_size. */
 /* The exact size rule for what the inline one leaves out; false if the size is invalid or not
  * below 2^63 (more than any file holds). */
 __attribute__((noinline)) static bool exact_nbytes(uint32_t dt, uint32_t rank, const uint8_t *d,
@@ -396,6 +381,12 @@ __attribute__((noinline)) static bool exact_nbytes(uint32_t dt, uint32_t rank, c
            (int64_t)*nb >= 0;
 }
 
+/* Tensor table: name lengths (the names are contiguous and in table order), dtypes, ranks, flags,
+ * shape words, sizes and data offsets; the names' terminators are left to fast_index. Every load
+ * is bounded before it happens, and branches that are never taken cost less here than
+ * accumulating flags. Without the per-entry bound checks of check_tensors the same rules still
+ * hold: name offsets rise by 2..65536 from 0 and end at names_size, so each lies inside the names
+ * section; data ends rise from 0 and stay within data_size. */
 __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
 {
     const uint8_t *e = r->buf + r->tt_off, *wd = words(r);
@@ -407,8 +398,7 @@ __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
     uint64_t pos = 0, word = 0, next;
     const uint8_t *end = e + n * ING_TEN_SIZE;
     do {
-        /* the last entry's name ends at the end of the names section; for the others, the 4 bytes
-         * read past the table belong to the name index (at least 8 bytes long) */
+        /* name i ends where entry i+1's starts, the last one at the end of the names section */
         next = e + ING_TEN_SIZE < end ? ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF) : r->names_size;
         if (next - ing_ld32(e + TEN_NAME_OFF) - 2 > ING_NAME_MAX - 1) return false;
         uint32_t v = ing_ld32(e + TEN_DTYPE); /* dtype | rank << 16 | flags << 24 */

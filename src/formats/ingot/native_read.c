@@ -510,8 +510,9 @@ __attribute__((noinline)) static bool fast_index(const ingot_native *r)
     const uint64_t safe = r->avail - r->names_off >= 16 ? r->avail - r->names_off - 16 : 0;
     uint64_t cur = ing_ld32(ix);
     if (cur >= n) return false;
-    /* a name ends where the next entry's starts; past the last entry, the 4 bytes read belong to
-     * the name index that follows the table (at least 8 bytes long) and are not used */
+    /* a name ends where the next entry's starts. For the last entry the loop below still reads
+     * the 4 bytes after the table, which lie in the header region (the name index, at least 8
+     * bytes long, comes after the table), and does not use them. */
     uint64_t po = ing_ld32(t + cur * ING_TEN_SIZE);
     uint64_t pe = cur + 1 == n ? nsz : ing_ld32(t + (cur + 1) * ING_TEN_SIZE);
     if (nm[pe - 1]) return false;

@@ -408,28 +408,26 @@ __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
         const uint8_t *d = wd + 8 * word;
         word += rank + (v >> 24);
         if (word > nw) return false;
-        uint64_t nel, hi, nb;
-        bool slow;
+        /* Element counts below 2^60 (so the byte size, at most 8 per element, stays below 2^63)
+         * from dims small enough that no product can overflow; 0 sends zero dimensions, large
+         * ones, block types and unknown dtypes to the exact rule. */
+        uint64_t nel, nb;
         if (rank == 2) {
             uint64_t a = ing_ld64(d), b = ing_ld64(d + 8);
-            hi = a | b;
-            slow = __builtin_mul_overflow(a, b, &nel);
+            nel = (a | b) >> 30 ? 0 : a * b;
         } else if (rank == 1) {
-            nel = hi = ing_ld64(d);
-            slow = false;
+            nel = ing_ld64(d);
+            nel = nel >> 60 ? 0 : nel;
         } else {
-            nel = 1, hi = 0, slow = false;
+            nel = 1;
             for (uint32_t k = 0; k < rank; k++) {
                 uint64_t x = ing_ld64(d + 8 * k);
-                hi |= x;
-                slow |= __builtin_mul_overflow(nel, x, &nel);
+                if (__builtin_mul_overflow(nel, x, &nel)) nel = UINT64_MAX;
             }
+            nel = nel >> 60 ? 0 : nel;
         }
-        slow |= __builtin_mul_overflow(nel, (uint64_t)dt_elem_bytes[dt], &nb);
-        /* blocks, zero dimensions, unknown dtypes, overflows: the exact rule */
-        if (ING_UNLIKELY(slow | ((int64_t)(hi | nb | (nb - 1)) < 0)) &&
-            !exact_nbytes(dt, rank, d, &nb))
-            return false;
+        nb = nel * dt_elem_bytes[dt];
+        if (ING_UNLIKELY(nb == 0) && !exact_nbytes(dt, rank, d, &nb)) return false;
         uint64_t at = ing_ld64(e + TEN_OFFSET);
         if (at != ((pos + am1) & ~am1)) return false;
         pos = at + nb;
@@ -527,8 +525,11 @@ __attribute__((noinline)) static bool fast_index(const ingot_native *r)
         unsigned neq;
         bool fits = pe <= safe && ce <= safe;
         if (ING_LIKELY(fits) && (neq = neq16(nm + po, nm + co)) != 0) {
+            /* Without a NUL inside a name (fast_names rules that out) the first difference lies
+             * within both names and their NULs unless the names are equal, when it lies past
+             * both: d > la then means a duplicate. */
             uint64_t d = (uint64_t)__builtin_ctz(neq);
-            if (d > la || d > lb || nm[po + d] >= nm[co + d]) return false;
+            if (d > la || nm[po + d] >= nm[co + d]) return false;
         } else if (!(fits ? name_less_fast(nm + po, la, nm + co, lb)
                                        : bytes_cmp(nm + po, la, nm + co, lb) < 0)) {
             return false;

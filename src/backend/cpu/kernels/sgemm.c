@@ -324,7 +324,7 @@ static inline void small_store(const job *j, size_t i, size_t c, float s)
     *d = j->beta == 0.0f ? v : v + j->beta * *d;
 }
 
-/* One element: x . b over K (the reference shape of small_tb_2x4). */
+/* One element: x . b over K (the reference shape of the tiles below). */
 AVX2_TARGET static void small_tb_1x1(const job *j, size_t i, size_t c)
 {
     const float *x = j->X + i * j->ldx, *b = j->B + c * j->ldb;
@@ -366,6 +366,29 @@ AVX2_TARGET static void small_tb_2x4(const job *j, size_t i, size_t c)
             for (size_t kk = k; kk < j->K; kk++) t = fmaf(x[kk], b[kk], t);
             small_store(j, i + (size_t)r, c + (size_t)q, t);
         }
+}
+
+/* Row i of C by columns c .. c + 3 (an odd last row). */
+AVX2_TARGET static void small_tb_1x4(const job *j, size_t i, size_t c)
+{
+    const float *x0 = j->X + i * j->ldx;
+    const float *b0 = j->B + c * j->ldb, *b1 = b0 + j->ldb, *b2 = b1 + j->ldb, *b3 = b2 + j->ldb;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t k = 0;
+    for (; k + 8 <= j->K; k += 8) {
+        __m256 v0 = _mm256_loadu_ps(x0 + k);
+        a0 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(b0 + k), a0);
+        a1 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(b1 + k), a1);
+        a2 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(b2 + k), a2);
+        a3 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(b3 + k), a3);
+    }
+    float s[4] = {hsum8(a0), hsum8(a1), hsum8(a2), hsum8(a3)};
+    const float *bq[4] = {b0, b1, b2, b3};
+    for (int q = 0; q < 4; q++) {
+        float t = s[q];
+        for (size_t kk = k; kk < j->K; kk++) t = fmaf(x0[kk], bq[q][kk], t);
+        small_store(j, i, c + (size_t)q, t);
+    }
 }
 
 /* Columns [c0, c1) of every row; acc holds M rows of ACC_LD floats. Eight rows of B at a time
@@ -428,8 +451,7 @@ static void small_task(void *ctx, size_t t, unsigned worker)
         for (; c + 4 <= hi; c += 4) {
             size_t i = 0;
             for (; i + 2 <= j->M; i += 2) small_tb_2x4(j, i, c);
-            for (; i < j->M; i++)
-                for (size_t q = 0; q < 4; q++) small_tb_1x1(j, i, c + q);
+            if (i < j->M) small_tb_1x4(j, i, c);
         }
         for (; c < hi; c++)
             for (size_t i = 0; i < j->M; i++) small_tb_1x1(j, i, c);
@@ -471,6 +493,10 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     if (K == 0 || alpha == 0.0f) { /* C = beta * C */
         for (size_t i = 0; i < M; i++)
             for (size_t q = 0; q < N; q++) C[i * ldc + q] = beta == 0.0f ? 0.0f : beta * C[i * ldc + q];
+        return INGOT_OK;
+    }
+    if (M == 1 && !trans_a && trans_b) { /* C = alpha B a + beta C: the GEMV streams best */
+        ingot__sgemv(pool, false, N, K, alpha, B, ldb, A, beta, C);
         return INGOT_OK;
     }
     ingot__pool *own = NULL;

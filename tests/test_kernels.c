@@ -1,8 +1,9 @@
 /*
  * test_kernels.c - the CPU backend's kernels (src/backend/cpu/kernels) against plain double
  * precision references written here: GEMM over edge shapes, transposes, alpha/beta and leading
- * dimensions on every ISA this CPU has; results bitwise independent of the thread count; GEMV
- * both ways; int8 GEMV exact; Q8_0 quantisation and GEMV against a block-by-block definition.
+ * dimensions on every ISA this CPU has, the streaming path for a few rows of C; results bitwise
+ * independent of the thread count; GEMV both ways; int8 GEMV exact; Q8_0 quantisation and GEMV
+ * against a block-by-block definition.
  */
 #include <math.h>
 
@@ -290,6 +291,34 @@ TEST(q8_0_quantize_and_gemv)
     free(Wf), free(x), free(Wq), free(xq);
 }
 
+TEST(gemv_q8_0_i8_threads)
+{
+    /* Large enough (over 256 KiB of weights) to be split over the workers: results must not
+     * depend on the thread count, and the int8 ones stay exact. */
+    size_t M = 300, K = 1024, nb = K / 32;
+    float *Wf = malloc(M * K * 4), *x = malloc(K * 4), *y1 = malloc(M * 4), *y2 = malloc(M * 4);
+    uint8_t *Wq = malloc(M * nb * 34), *xq = malloc(nb * 34);
+    int8_t *Wi = malloc(M * K), *xi = malloc(K);
+    float *ws = malloc(M * 4);
+    for (size_t i = 0; i < M * K; i++) Wf[i] = frand(), Wi[i] = (int8_t)(frand() * 127.0f);
+    for (size_t i = 0; i < K; i++) x[i] = frand(), xi[i] = (int8_t)(frand() * 127.0f);
+    for (size_t i = 0; i < M; i++) ws[i] = 1.0f;
+    for (size_t i = 0; i < M; i++) ingot__quantize_q8_0(Wf + i * K, K, Wq + i * nb * 34);
+    ingot__quantize_q8_0(x, K, xq);
+    ingot__pool *pool = ingot__pool_create(NULL, 2);
+    ingot__gemv_q8_0(NULL, M, K, Wq, xq, y1);
+    ingot__gemv_q8_0(pool, M, K, Wq, xq, y2);
+    CHECK(memcmp(y1, y2, M * 4) == 0, "Q8_0: 1 and 2 threads differ");
+    ingot__gemv_i8(pool, M, K, Wi, K, ws, xi, 1.0f, y2);
+    for (size_t i = 0; i < M; i++) {
+        int64_t s = 0;
+        for (size_t k = 0; k < K; k++) s += (int64_t)Wi[i * K + k] * xi[k];
+        CHECK(y2[i] == (float)s, "int8 row %zu: %g vs %lld", i, y2[i], (long long)s);
+    }
+    ingot__pool_destroy(pool);
+    free(Wf), free(x), free(y1), free(y2), free(Wq), free(xq), free(Wi), free(xi), free(ws);
+}
+
 static _Atomic int hits[1000];
 static _Atomic int workers_seen[2];
 
@@ -315,5 +344,5 @@ TEST(pool_runs_every_task_once)
 }
 
 RUN_TESTS(T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross), T(sgemm_small_m_streaming),
-          T(sgemv_both_ways),
-          T(gemv_i8_exact), T(q8_0_quantize_and_gemv), T(pool_runs_every_task_once))
+          T(sgemv_both_ways), T(gemv_i8_exact), T(q8_0_quantize_and_gemv),
+          T(gemv_q8_0_i8_threads), T(pool_runs_every_task_once))

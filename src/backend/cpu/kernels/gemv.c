@@ -19,9 +19,13 @@
 #define TASKS_PER_THREAD 4
 
 /* Rows per task: a few contiguous ranges per worker (the pool's counter balances them), in
- * multiples of 8 rows. Results do not depend on it: every row is reduced the same way. */
-static size_t rows_per_task(size_t M, ingot__pool *pool)
+ * multiples of 8 rows; everything in one task when the matrix is under SMALL_BYTES (waking
+ * workers costs more than the work). Results do not depend on it: every row is reduced the
+ * same way. */
+#define SMALL_BYTES ((size_t)256 << 10)
+static size_t rows_per_task(size_t M, size_t row_bytes, ingot__pool *pool)
 {
+    if (M == 0 || row_bytes <= SMALL_BYTES / M) return M ? M : 1;
     size_t parts = (size_t)ingot__pool_threads(pool) * TASKS_PER_THREAD;
     size_t r = (M + parts - 1) / parts;
     r = (r + 7) / 8 * 8;
@@ -219,7 +223,8 @@ static void gemvt_task(void *ctx, size_t t, unsigned worker)
 void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha, const float *A,
                   size_t lda, const float *x, float beta, float *y)
 {
-    gemv_job j = {M, N, lda, alpha, beta, A, x, y, ingot__get_isa(), rows_per_task(M, pool)};
+    gemv_job j = {M, N, lda, alpha, beta, A, x, y, ingot__get_isa(),
+                  rows_per_task(M, N * sizeof(float), pool)};
     if (!trans) ingot__pool_run(pool, gemv_task, &j, (M + j.rows - 1) / j.rows);
     else ingot__pool_run(pool, gemvt_task, &j, (N + COLS_PER_TASK - 1) / COLS_PER_TASK);
 }
@@ -297,7 +302,7 @@ static void i8_task(void *ctx, size_t t, unsigned worker)
 void ingot__gemv_i8(ingot__pool *pool, size_t M, size_t K, const int8_t *W, size_t ldw,
                     const float *wscale, const int8_t *x, float xscale, float *y)
 {
-    i8_job j = {M, K, ldw, W, x, wscale, xscale, y, ingot__get_isa(), rows_per_task(M, pool)};
+    i8_job j = {M, K, ldw, W, x, wscale, xscale, y, ingot__get_isa(), rows_per_task(M, K, pool)};
     ingot__pool_run(pool, i8_task, &j, (M + j.rows - 1) / j.rows);
 }
 
@@ -372,7 +377,7 @@ void ingot__gemv_q8_0(ingot__pool *pool, size_t M, size_t K, const void *W, cons
                       float *y)
 {
     size_t nb = K / Q8_BLOCK;
-    q8_job j = {M, nb, W, x, y, ingot__get_isa(), rows_per_task(M, pool)};
+    q8_job j = {M, nb, W, x, y, ingot__get_isa(), rows_per_task(M, nb * Q8_BYTES, pool)};
     ingot__pool_run(pool, q8_task, &j, (M + j.rows - 1) / j.rows);
 }
 

@@ -504,45 +504,13 @@ static ingot_status cpu_softmax(ingot_backend *b, ingot_tensor *dst, const ingot
 /* ---- instance ---- */
 
 /* The GEMM packs its operands into per-worker pool scratch, grown on first use. To keep that
- * allocation out of the first op (the MLP runtime promises none in its forward pass), the size
- * it asks for is learnt once per instance by running a small GEMM on a private one-thread pool
- * whose allocator records the largest request, and every worker of the real pool is grown to it
- * now. The pages are only touched when a GEMM runs. */
-typedef struct probe_alloc {
-    const ingot_allocator *inner;
-    size_t largest;
-} probe_alloc;
-
-static void *probe_alloc_fn(void *ctx, size_t n, size_t align)
+ * allocation out of the first op (the MLP runtime promises none in its forward pass), every worker
+ * is grown now to the most any GEMM asks for; the pages are only touched when a GEMM runs. */
+static bool reserve_gemm_scratch(ingot__pool *pool)
 {
-    (void)align;
-    probe_alloc *p = ctx;
-    if (n > p->largest) p->largest = n;
-    return ingot__alloc(p->inner, n);
-}
-
-static void probe_free_fn(void *ctx, void *ptr, size_t n)
-{
-    probe_alloc *p = ctx;
-    ingot__free(p->inner, ptr, n);
-}
-
-static bool reserve_gemm_scratch(ingot_backend *b, ingot__pool *pool)
-{
-    probe_alloc pa = {&b->alloc, 0};
-    ingot_allocator al = {probe_alloc_fn, probe_free_fn, &pa};
-    ingot__pool *probe = ingot__pool_create(&al, 1);
-    if (!probe) return false;
-    enum { P = 96 }; /* past any small-matrix shortcut, still microseconds */
-    float *m = ingot__calloc(&b->alloc, 3 * P * P * sizeof(float));
-    ingot_status st = m ? ingot__sgemm(probe, false, true, P, P, P, 1.0f, m, P, m + P * P, P, 0.0f,
-                                       m + 2 * P * P, P)
-                        : INGOT_E_NOMEM;
-    ingot__free(&b->alloc, m, 3 * P * P * sizeof(float));
-    ingot__pool_destroy(probe);
-    if (st != INGOT_OK) return false;
+    size_t n = ingot__sgemm_scratch_bytes();
     for (unsigned w = 0; w < ingot__pool_threads(pool); w++)
-        if (!ingot__pool_scratch(pool, w, pa.largest)) return false;
+        if (!ingot__pool_scratch(pool, w, n)) return false;
     return true;
 }
 
@@ -568,7 +536,7 @@ static ingot_status cpu_init(ingot_backend *b, const ingot_backend_opts *o, ingo
     }
     if (t > 256) t = 256;
     c->pool = ingot__pool_create(&b->alloc, t);
-    if (!c->pool || !reserve_gemm_scratch(b, c->pool)) {
+    if (!c->pool || !reserve_gemm_scratch(c->pool)) {
         cpu_fini(b);
         return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, "cpu", 3,
                           "thread pool of %u threads and its GEMM buffers", t);

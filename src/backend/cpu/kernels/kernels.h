@@ -58,6 +58,11 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
                           size_t K, float alpha, const float *A, size_t lda, const float *B,
                           size_t ldb, float beta, float *C, size_t ldc);
 
+/* The most per-worker pool scratch any ingot__sgemm call asks for, whatever the problem size.
+ * A caller that must not allocate during a GEMM grows every worker's scratch
+ * (ingot__pool_scratch) to this once beforehand. */
+size_t ingot__sgemm_scratch_bytes(void);
+
 /* ---- f32 GEMV: y[M] = alpha * A[M,N] . x[N] + beta * y  (trans: y[N] = alpha*A^T.x + beta*y) */
 void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha, const float *A,
                   size_t lda, const float *x, float beta, float *y);

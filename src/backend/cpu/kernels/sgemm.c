@@ -470,6 +470,16 @@ static void small_task(void *ctx, size_t t, unsigned worker)
 #define BP_FLOATS ((size_t)KC * NC)
 #define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))
 
+size_t ingot__sgemm_scratch_bytes(void)
+{
+    size_t n = SCRATCH_BYTES;
+#ifdef HAVE_X86
+    size_t acc = (size_t)SMALL_M * ACC_LD * sizeof(float); /* the small-M path's accumulators */
+    if (acc > n) n = acc;
+#endif
+    return n;
+}
+
 static void task(void *ctx, size_t t, unsigned worker)
 {
     job *j = ctx;

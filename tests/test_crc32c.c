@@ -1,7 +1,12 @@
 /* test_crc32c.c - CRC-32C: published check values, every accelerated path against the portable
- * slice-by-8 code for all lengths and alignments around each path's thresholds, continuation,
- * ingot_crc32c_combine, and the generated tables (scripts/gen_crc32c_tables.c re-run here). */
+ * slice-by-8 code for all lengths and alignments around each path's thresholds and block
+ * boundaries (the folding loop, the loop that also runs four crc32 streams, its prefetching
+ * variant, the three-stream crc32 code with and without PCLMULQDQ), each dispatch level down to
+ * the portable code, buffers that end at an unmapped page, continuation, ingot_crc32c_combine and
+ * the shift, and the generated tables (scripts/gen_crc32c_tables.c re-run here). */
+#define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -76,9 +81,10 @@ TEST(test_crc32c_portable_matches_bitwise)
     free(b);
 }
 
-/* Every length 0..2100 at every alignment 0..15 (covers the 512-byte folding threshold, the
- * 256-byte main loop, the 16-byte lane tail and the 8-byte word tail), for ingot_crc32c (whatever
- * path this CPU takes) and for the SSE4.2 path alone. */
+/* Every length 0..2100 at every alignment 0..15 (covers the 192-byte three-stream threshold, the
+ * 256-byte folding threshold, the 256-byte main loop, the 32- and 16-byte tails, the 8-byte word
+ * tail, the 1280-byte threshold of the loop with crc32 streams and its first iterations), for
+ * ingot_crc32c (whatever path this CPU takes), the crc32 path alone and the folding path alone. */
 TEST(test_crc32c_hw_all_lengths_alignments)
 {
     size_t max = 2100;
@@ -88,10 +94,11 @@ TEST(test_crc32c_hw_all_lengths_alignments)
             uint32_t want = ingot__crc32c_sw(0, b + a, n);
             uint32_t got = ingot_crc32c(0, b + a, n);
             uint32_t got42 = ingot__crc32c_sse42(0, b + a, n);
-            if (got != want || got42 != want) {
+            uint32_t gotf = ingot__crc32c_fold(0, b + a, n);
+            if (got != want || got42 != want || gotf != want) {
                 free(b);
-                FAIL_AT("n=%zu align=%zu: sw 0x%08x, ingot_crc32c 0x%08x, sse42 0x%08x", n, a, want,
-                        got, got42);
+                FAIL_AT("n=%zu align=%zu: sw 0x%08x, ingot_crc32c 0x%08x, sse42 0x%08x, fold 0x%08x",
+                        n, a, want, got, got42, gotf);
             }
         }
     free(b);
@@ -224,6 +231,247 @@ TEST(test_crc32c_combine)
     free(b);
 }
 
+typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
+
+/* Checks f against the portable code for every length n <= max for which pick(n) holds, on the
+ * bytes at p, starting from crc init. The reference for length n + 1 is the one for n advanced by
+ * one byte, so a sweep costs one portable pass plus the calls of f. Returns the first bad length,
+ * or SIZE_MAX. */
+static size_t sweep(crc_fn f, const uint8_t *p, size_t max, uint32_t init, bool (*pick)(size_t n))
+{
+    uint32_t ref = init;
+    for (size_t n = 0;; n++) {
+        if (pick(n) && f(init, p, n) != ref) return n;
+        if (n == max) return SIZE_MAX;
+        ref = ingot__crc32c_sw(ref, p + n, 1);
+    }
+}
+
+static bool pick_all(size_t n)
+{
+    (void)n;
+    return true;
+}
+
+/* Lengths within 40 bytes of a place where the work of the loop with crc32 streams changes shape:
+ * its threshold, each whole number of iterations (A then ends with no tail) and each half
+ * iteration (A's tail holds one more 256-byte block), for iteration counts 1-5 and around powers
+ * of two up to 2048 (the streams then lie a power of two apart), the prefetch threshold, and the
+ * 64 KiB three-stream threshold of the crc32-only code. */
+static bool pick_edges(size_t n)
+{
+    static const size_t iters[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 63, 64, 65,
+                                   127, 128, 129, 255, 256, 511, 512, 513, 1023, 1024, 2047, 2048};
+    enum { NI = sizeof iters / sizeof iters[0], W = 40 };
+    static size_t centers[2 * NI + 4];
+    if (!centers[0]) {
+        size_t nc = 0;
+        for (size_t i = 0; i < NI; i++) {
+            centers[nc++] = 256 + iters[i] * INGOT__CRC32C_HYBRID_UNIT;
+            centers[nc++] = 256 + iters[i] * INGOT__CRC32C_HYBRID_UNIT + 256;
+        }
+        centers[nc++] = INGOT__CRC32C_HYBRID_MIN;
+        centers[nc++] = INGOT__CRC32C_HYBRID_PREFETCH_MIN;
+        centers[nc++] = 65536;
+        centers[nc++] = 65792;
+    }
+    for (size_t i = 0; i < sizeof centers / sizeof centers[0]; i++)
+        if (n + W >= centers[i] && n <= centers[i] + W) return true;
+    return false;
+}
+
+static size_t edges_max(void) { return 256 + 2048 * INGOT__CRC32C_HYBRID_UNIT + 256 + 40; }
+
+/* The loop with crc32 streams (and the folding path alone) at every length around its edges,
+ * at 16 alignments for the short ones and 4 for the long ones, from several initial values. */
+TEST(test_crc32c_hybrid_edges)
+{
+    size_t max = edges_max();
+    uint8_t *b = pattern(max + 64, 7);
+    static const uint32_t inits[] = {0, 0xFFFFFFFFu, 0xDEADBEEFu, 0x01020304u};
+    for (size_t a = 0; a < 16; a++) {
+        size_t lim = (a == 0 || a == 1 || a == 7 || a == 13) ? max : 70000;
+        uint32_t init = inits[a % 4];
+        size_t bad = sweep(ingot_crc32c, b + a, lim, init, pick_edges);
+        size_t badf = sweep(ingot__crc32c_fold, b + a, a < 4 ? 70000 : 4000, init, pick_edges);
+        if (bad != SIZE_MAX || badf != SIZE_MAX) {
+            free(b);
+            FAIL_AT("align %zu, init 0x%08x: ingot_crc32c first wrong at n=%zu, fold at n=%zu "
+                    "(SIZE_MAX: none)", a, init, bad, badf);
+        }
+    }
+    /* Every length up to 20000 at two alignments (every remainder of the iteration count). */
+    for (size_t a = 0; a < 2; a++) {
+        size_t bad = sweep(ingot_crc32c, b + 3 * a, 20000, 0x5A5A5A5Au, pick_all);
+        if (bad != SIZE_MAX) {
+            free(b);
+            FAIL_AT("align %zu: ingot_crc32c first wrong at n=%zu", 3 * a, bad);
+        }
+    }
+    free(b);
+}
+
+/* Large inputs, of random lengths up to 9 MiB at random offsets from random initial values (the
+ * prefetching loop, streams far apart), and inputs of all-equal bytes. */
+TEST(test_crc32c_large_random)
+{
+    size_t max = 9u << 20;
+    uint8_t *b = pattern(max + 64, 8);
+    uint64_t x = 987654321;
+    for (int i = 0; i < 24; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = (size_t)(x >> 20) % max + 1, a = (size_t)(x >> 7) % 64;
+        uint32_t init = (uint32_t)(x >> 32);
+        uint32_t want = ingot__crc32c_sw(init, b + a, n), got = ingot_crc32c(init, b + a, n);
+        if (got != want) {
+            free(b);
+            FAIL_AT("n=%zu align=%zu init=0x%08x: sw 0x%08x, ingot_crc32c 0x%08x", n, a, init, want,
+                    got);
+        }
+    }
+    static const uint8_t fills[] = {0x00, 0xFF, 0x5A};
+    for (size_t f = 0; f < sizeof fills; f++) {
+        memset(b, fills[f], max);
+        for (size_t n = (1u << 20) - 3; n < max; n = n * 3 + 1) {
+            uint32_t want = ingot__crc32c_sw(0x1234u, b + 1, n), got = ingot_crc32c(0x1234u, b + 1, n);
+            if (got != want) {
+                free(b);
+                FAIL_AT("fill 0x%02x n=%zu: sw 0x%08x, ingot_crc32c 0x%08x", fills[f], n, want, got);
+            }
+        }
+    }
+    free(b);
+}
+
+/* Inputs that end right before an unmapped page and start right after one: a read past either end
+ * faults here, in any build (ASan builds also check the heap buffers of the other tests). */
+TEST(test_crc32c_guard_pages)
+{
+    static const size_t sizes[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 127, 128, 129, 255, 256, 257,
+                                   288, 300, 511, 512, 513, 1279, 1280, 1281, 1535, 1536, 1537,
+                                   1791, 1792, 1793, 4095, 4096, 4097, 65535, 65536, 65792, 70001,
+                                   INGOT__CRC32C_HYBRID_PREFETCH_MIN - 1,
+                                   INGOT__CRC32C_HYBRID_PREFETCH_MIN,
+                                   INGOT__CRC32C_HYBRID_PREFETCH_MIN + 1, (1u << 20) + 77};
+    long pg = sysconf(_SC_PAGESIZE);
+    ASSERT_TRUE(pg > 0);
+    size_t page = (size_t)pg;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i], span = (n + page - 1) / page * page;
+        uint8_t *m = mmap(NULL, span + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+        ASSERT_TRUE(m != MAP_FAILED);
+        ASSERT_TRUE(mprotect(m, page, PROT_NONE) == 0);
+        ASSERT_TRUE(mprotect(m + page + span, page, PROT_NONE) == 0);
+        uint8_t *src = pattern(n, 9 + i);
+        uint8_t *at_end = m + page + span - n, *at_start = m + page;
+        memcpy(at_end, src, n);
+        uint32_t want = ingot__crc32c_sw(0x77777777u, src, n);
+        uint32_t e1 = ingot_crc32c(0x77777777u, at_end, n);
+        uint32_t e2 = ingot__crc32c_fold(0x77777777u, at_end, n);
+        uint32_t e3 = ingot__crc32c_sse42(0x77777777u, at_end, n);
+        memmove(at_start, at_end, n);
+        uint32_t s1 = ingot_crc32c(0x77777777u, at_start, n);
+        uint32_t s2 = ingot__crc32c_fold(0x77777777u, at_start, n);
+        free(src);
+        munmap(m, span + 2 * page);
+        if (e1 != want || e2 != want || e3 != want || s1 != want || s2 != want)
+            FAIL_AT("n=%zu: sw 0x%08x; at the end of a mapping 0x%08x 0x%08x 0x%08x, at its start "
+                    "0x%08x 0x%08x", n, want, e1, e2, e3, s1, s2);
+    }
+}
+
+/* Lengths checked at every dispatch level: all up to 3000, then a few past the 64 KiB three-stream
+ * threshold of the crc32 code with bit-serial shifts. */
+static bool pick_levels(size_t n)
+{
+    return n <= 3000 || (n >= 65530 && n <= 65545) || n == 99999 || n == 200001;
+}
+
+/* Each dispatch level in turn (as far as this CPU goes): ingot_crc32c, the crc32 path, the folding
+ * path, the shift and combine, all against the portable code; level 0 is the software fallback that
+ * CPUs without SSE4.2 and other architectures run. */
+static const char *check_level(int level, const uint8_t *b, size_t max)
+{
+    static char msg[160];
+    static const crc_fn fns[] = {ingot_crc32c, ingot__crc32c_sse42, ingot__crc32c_fold};
+    static const char *const names[] = {"ingot_crc32c", "sse42", "fold"};
+    for (size_t f = 0; f < 3; f++)
+        for (size_t a = 0; a < 8; a += 3) {
+            size_t bad = sweep(fns[f], b + a, max, 0xC0FFEE00u + (uint32_t)a, pick_levels);
+            if (bad != SIZE_MAX) {
+                snprintf(msg, sizeof msg, "level %d: %s wrong at n=%zu align=%zu", level, names[f],
+                         bad, a);
+                return msg;
+            }
+        }
+    uint8_t zeros[300];
+    memset(zeros, 0, sizeof zeros);
+    for (size_t n = 0; n <= sizeof zeros; n++) {
+        uint32_t raw = 0x9E3779B9u ^ (uint32_t)n;
+        if (ingot__crc32c_shift(raw, n) != ~ingot__crc32c_sw(~raw, zeros, n)) {
+            snprintf(msg, sizeof msg, "level %d: shift over %zu zero bytes", level, n);
+            return msg;
+        }
+    }
+    uint32_t whole = ingot__crc32c_sw(0, b, 70000);
+    for (size_t c = 0; c <= 70000; c += 6997) {
+        uint32_t got = ingot_crc32c_combine(ingot_crc32c(0, b, c), ingot_crc32c(0, b + c, 70000 - c),
+                                            70000 - c);
+        if (got != whole) {
+            snprintf(msg, sizeof msg, "level %d: combine split at %zu", level, c);
+            return msg;
+        }
+    }
+    return NULL;
+}
+
+TEST(test_crc32c_levels)
+{
+    size_t max = 200001;
+    uint8_t *b = pattern(max + 16, 10);
+    int top = ingot__crc32c_limit(3);
+    const char *err = NULL;
+    for (int level = 0; level <= 3 && !err; level++) {
+        int got = ingot__crc32c_limit(level);
+        if (got != (level < top ? level : top)) {
+            err = "ingot__crc32c_limit returned the wrong level";
+            break;
+        }
+        err = check_level(level, b, max);
+    }
+    ingot__crc32c_limit(3);
+    free(b);
+    if (err) FAIL_AT("%s", err);
+    (void)top;
+}
+
+/* The PCLMULQDQ shift against the bit-serial one (level 1) for random registers and lengths of
+ * every magnitude up to 2^64 - 1 bytes. */
+TEST(test_crc32c_shift_fast)
+{
+    enum { N = 400 };
+    static uint32_t raw[N], fast[N];
+    static uint64_t len[N];
+    uint64_t x = 42;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        raw[i] = (uint32_t)(x >> 32);
+        len[i] = i < 64 ? (uint64_t)i : (x ^ (x << 17)) >> (i % 64);
+        if (i == N - 1) len[i] = UINT64_MAX;
+        fast[i] = ingot__crc32c_shift(raw[i], len[i]);
+    }
+    int top = ingot__crc32c_limit(1);
+    int bad = -1;
+    for (int i = 0; i < N && bad < 0; i++)
+        if (ingot__crc32c_shift(raw[i], len[i]) != fast[i]) bad = i;
+    ingot__crc32c_limit(3);
+    if (bad >= 0)
+        FAIL_AT("shift of 0x%08x over %llu bytes: default 0x%08x, bit-serial 0x%08x", raw[bad],
+                (unsigned long long)len[bad], fast[bad], ingot__crc32c_shift(raw[bad], len[bad]));
+    (void)top; /* 0: no crc32 instruction, so one path was compared with itself */
+}
+
 /* crc32c_tables.h is exactly what scripts/gen_crc32c_tables.c prints, and its values are right. */
 TEST(test_crc32c_tables_regenerate)
 {
@@ -272,5 +520,6 @@ TEST(test_crc32c_tables_regenerate)
 
 RUN_TESTS(T(test_crc32c_check_values), T(test_crc32c_portable_matches_bitwise),
           T(test_crc32c_hw_all_lengths_alignments), T(test_crc32c_hw_large_sizes),
-          T(test_crc32c_hw_mid_sizes),
+          T(test_crc32c_hw_mid_sizes), T(test_crc32c_hybrid_edges), T(test_crc32c_large_random),
+          T(test_crc32c_guard_pages), T(test_crc32c_levels), T(test_crc32c_shift_fast),
           T(test_crc32c_continuation), T(test_crc32c_combine), T(test_crc32c_tables_regenerate))

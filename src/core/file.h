@@ -106,7 +106,7 @@ ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const 
                                      ingot_error *err);
 
 /* Number of bytes every probe may see (fewer only if the file is shorter). */
-#define INGOT__PROBE_BYTES 512
+#define INGOT__PROBE_BYTES 4096
 
 /* Chunk size of parallel verification; tests shrink it to hit boundaries. */
 extern size_t ingot__verify_chunk;

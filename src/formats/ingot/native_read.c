@@ -361,19 +361,37 @@ static ingot_status check_index(const ingot_native *r, ingot_error *err)
 typedef uint8_t v16u8 __attribute__((vector_size(16)));
 typedef char v16i8 __attribute__((vector_size(16)));
 
-/* Element bytes of the dtypes that have one byte size per element, by dtype code; 0 for block
- * types and codes not in the table, which take the exact rule (ingot_dtype_nbytes). */
+/* Per dtype code: bytes per block | log2(elements per block) << 12 | (elements per block - 1) << 16;
+ * 0 for codes that are not dtypes. Every block size is a power of two of at most 2^8 elements and
+ * at most 8 bytes per element, so from an element count below 2^60 the size stays below 2^63. */
+#define DT_LOG2(be)                                                                                \
+    ((be) == 1 ? 0 : (be) == 2 ? 1 : (be) == 4 ? 2 : (be) == 8 ? 3 : (be) == 16 ? 4 : (be) == 32 ? 5 \
+     : (be) == 64 ? 6 : (be) == 128 ? 7 : (be) == 256 ? 8 : 15)
 static const uint8_t dt_elem_bytes[] = {
 #define X(name, value, be, bb) [value] = (uint8_t)((be) == 1 ? (bb) : 0),
     INGOT_DTYPE_LIST(X)
 #undef X
 };
-#define DT_TAB_N (sizeof dt_elem_bytes)
+static const uint32_t dt_block[] = {
+#define X(name, value, be, bb) [value] = (uint32_t)(bb) | DT_LOG2(be) << 12 | ((be) - 1u) << 16,
+    INGOT_DTYPE_LIST(X)
+#undef X
+};
+#define DT_TAB_N (sizeof dt_block / sizeof dt_block[0])
+_Static_assert(sizeof dt_elem_bytes == DT_TAB_N, "one size per dtype table");
+#define X(name, value, be, bb)                                                                     \
+    _Static_assert(DT_LOG2(be) <= 8 && (bb) > 0 && (bb) < 4096 && (bb) <= 8 * (be),              \
+                   "dt_block: " #name);
+INGOT_DTYPE_LIST(X)
+#undef X
+
+/* Below 2^(60 / rank) per dimension no product of rank dimensions reaches 2^60. */
+static const uint8_t dim_bits[INGOT_MAX_RANK + 1] = {63, 60, 30, 20, 15, 12, 10, 8, 7};
 
 /* The exact size rule for what the inline one leaves out; false if the size is invalid or not
  * below 2^63 (more than any file holds). */
-__attribute__((noinline)) static bool exact_nbytes(uint32_t dt, uint32_t rank, const uint8_t *d,
-                                                   uint64_t *nb)
+__attribute__((noinline, cold)) static bool exact_nbytes(uint32_t dt, uint32_t rank,
+                                                         const uint8_t *d, uint64_t *nb)
 {
     uint64_t shape[INGOT_MAX_RANK];
     for (uint32_t k = 0; k < rank; k++) shape[k] = ing_ld64(d + 8 * k);
@@ -386,20 +404,23 @@ __attribute__((noinline)) static bool exact_nbytes(uint32_t dt, uint32_t rank, c
  * is bounded before it happens, and branches that are never taken cost less here than
  * accumulating flags. Without the per-entry bound checks of check_tensors the same rules still
  * hold: name offsets rise by 2..65536 from 0 and end at names_size, so each lies inside the names
- * section; data ends rise from 0 and stay within data_size. */
+ * section; data ends rise from 0 and stay within data_size. Sizes come from the tables above for
+ * every dtype, block types included, when the dimensions are small enough that no product can
+ * overflow; anything else (a zero or a large dimension, an unknown dtype, a partial block) takes
+ * the exact rule. */
 __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
 {
-    const uint8_t *e = r->buf + r->tt_off, *wd = words(r);
+    const uint8_t *t = r->buf + r->tt_off, *wd = words(r);
     const uint64_t n = r->n_tensors, nw = r->n_words, am1 = (uint64_t)r->alignment - 1;
-    const uint64_t dsz = r->data_size;
-    if (n == 0) return r->names_size == 0 && nw == 0 && dsz == 0;
+    const uint64_t dsz = r->data_size, nsz = r->names_size;
+    if (n == 0) return nsz == 0 && nw == 0 && dsz == 0;
     /* below 2^62 no sum of an offset and a size (< 2^63) can wrap */
-    if (dsz >> 62 || ing_ld32(e + TEN_NAME_OFF) != 0) return false;
+    if (dsz >> 62 || ing_ld32(t + TEN_NAME_OFF) != 0) return false;
+    const uint8_t *e = t, *end = t + n * ING_TEN_SIZE;
     uint64_t pos = 0, word = 0, next;
-    const uint8_t *end = e + n * ING_TEN_SIZE;
     do {
         /* name i ends where entry i+1's starts, the last one at the end of the names section */
-        next = e + ING_TEN_SIZE < end ? ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF) : r->names_size;
+        next = e + ING_TEN_SIZE < end ? ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF) : nsz;
         if (next - ing_ld32(e + TEN_NAME_OFF) - 2 > ING_NAME_MAX - 1) return false;
         uint32_t v = ing_ld32(e + TEN_DTYPE); /* dtype | rank << 16 | flags << 24 */
         uint32_t dt = v & 0xffff, rank = (v >> 16) & 0xff;
@@ -408,26 +429,37 @@ __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
         const uint8_t *d = wd + 8 * word;
         word += rank + (v >> 24);
         if (word > nw) return false;
-        /* Element counts below 2^60 (so the byte size, at most 8 per element, stays below 2^63)
-         * from dims small enough that no product can overflow; 0 sends zero dimensions, large
-         * ones, block types and unknown dtypes to the exact rule. */
-        uint64_t nel, nb;
+        uint64_t nel, inner;
+        bool big;
         if (rank == 2) {
-            uint64_t a = ing_ld64(d), b = ing_ld64(d + 8);
-            nel = (a | b) >> 30 ? 0 : a * b;
+            uint64_t a = ing_ld64(d);
+            inner = ing_ld64(d + 8);
+            nel = a * inner;
+            big = (a | inner) >> 30;
         } else if (rank == 1) {
-            nel = ing_ld64(d);
-            nel = nel >> 60 ? 0 : nel;
+            nel = inner = ing_ld64(d);
+            big = nel >> 60;
         } else {
-            nel = 1;
+            uint64_t all = 0;
+            nel = inner = 1;
             for (uint32_t k = 0; k < rank; k++) {
-                uint64_t x = ing_ld64(d + 8 * k);
-                if (__builtin_mul_overflow(nel, x, &nel)) nel = UINT64_MAX;
+                inner = ing_ld64(d + 8 * k);
+                nel *= inner;
+                all |= inner;
             }
-            nel = nel >> 60 ? 0 : nel;
+            big = all >> dim_bits[rank];
         }
-        nb = nel * dt_elem_bytes[dt];
-        if (ING_UNLIKELY(nb == 0) && !exact_nbytes(dt, rank, d, &nb)) return false;
+        uint64_t nb = nel * dt_elem_bytes[dt];
+        if (ING_UNLIKELY(nb == 0 || big)) {
+            /* a block type, or a case for the exact rule */
+            uint32_t blk = dt_block[dt];
+            nb = (nel >> (blk >> 12 & 15)) * (blk & 0xfff);
+            if (nb == 0 || big || (inner & (blk >> 16))) {
+                uint64_t x;
+                if (!exact_nbytes(dt, rank, d, &x)) return false;
+                nb = x;
+            }
+        }
         uint64_t at = ing_ld64(e + TEN_OFFSET);
         if (at != ((pos + am1) & ~am1)) return false;
         pos = at + nb;

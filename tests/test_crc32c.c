@@ -294,6 +294,9 @@ TEST(test_crc32c_hybrid_edges)
         uint32_t init = inits[a % 4];
         size_t bad = sweep(ingot_crc32c, b + a, lim, init, pick_edges);
         size_t badf = sweep(ingot__crc32c_fold, b + a, a < 4 ? 70000 : 4000, init, pick_edges);
+        /* the memory-bound variant switches from folding to the joint loop at the prefetch size */
+        size_t bads = a < 2 ? sweep(ingot__crc32c_stream, b + a, lim, init, pick_edges) : SIZE_MAX;
+        if (bads != SIZE_MAX) badf = bads;
         if (bad != SIZE_MAX || badf != SIZE_MAX) {
             free(b);
             FAIL_AT("align %zu, init 0x%08x: ingot_crc32c first wrong at n=%zu, fold at n=%zu "
@@ -394,9 +397,10 @@ static bool pick_levels(size_t n)
 static const char *check_level(int level, const uint8_t *b, size_t max)
 {
     static char msg[160];
-    static const crc_fn fns[] = {ingot_crc32c, ingot__crc32c_sse42, ingot__crc32c_fold};
-    static const char *const names[] = {"ingot_crc32c", "sse42", "fold"};
-    for (size_t f = 0; f < 3; f++)
+    static const crc_fn fns[] = {ingot_crc32c, ingot__crc32c_sse42, ingot__crc32c_fold,
+                                 ingot__crc32c_stream};
+    static const char *const names[] = {"ingot_crc32c", "sse42", "fold", "stream"};
+    for (size_t f = 0; f < 4; f++)
         for (size_t a = 0; a < 8; a += 3) {
             size_t bad = sweep(fns[f], b + a, max, 0xC0FFEE00u + (uint32_t)a, pick_levels);
             if (bad != SIZE_MAX) {

@@ -521,6 +521,15 @@ uint32_t ingot__crc32c_fold(uint32_t crc, const void *buf, size_t n)
     return ingot__crc32c_sse42(crc, buf, n);
 }
 
+uint32_t ingot__crc32c_stream(uint32_t crc, const void *buf, size_t n)
+{
+    /* Below the prefetching size the joint loop's five streams read memory more slowly than one
+     * folding stream (consecutive 64 KiB tensors from RAM: 15.7 against 19.1 GB/s). */
+    if ((caps() & CAP_CLMUL) && n < INGOT__CRC32C_HYBRID_PREFETCH_MIN)
+        return ~fold_update(~crc, (const uint8_t *)buf, n);
+    return ingot_crc32c(crc, buf, n);
+}
+
 #else
 
 uint32_t ingot_crc32c(uint32_t crc, const void *buf, size_t n)
@@ -545,6 +554,11 @@ uint32_t ingot__crc32c_sse42(uint32_t crc, const void *buf, size_t n)
 }
 
 uint32_t ingot__crc32c_fold(uint32_t crc, const void *buf, size_t n)
+{
+    return ingot__crc32c_sw(crc, buf, n);
+}
+
+uint32_t ingot__crc32c_stream(uint32_t crc, const void *buf, size_t n)
 {
     return ingot__crc32c_sw(crc, buf, n);
 }

@@ -26,6 +26,11 @@ uint32_t ingot__crc32c_sse42(uint32_t crc, const void *buf, size_t n);
 /* The VPCLMULQDQ folding path alone, without the crc32 streams beside it (ingot__crc32c_sse42
  * where the CPU lacks it); for tests and benches. */
 uint32_t ingot__crc32c_fold(uint32_t crc, const void *buf, size_t n);
+/* ingot_crc32c for data that most likely comes from memory rather than cache (tensor data of a
+ * mapping, a writer's source buffers): the same value, but inputs below
+ * INGOT__CRC32C_HYBRID_PREFETCH_MIN take the one-stream folding path, which the hardware
+ * prefetcher follows better than the joint loop's five streams. */
+uint32_t ingot__crc32c_stream(uint32_t crc, const void *buf, size_t n);
 /* Tests only, not thread-safe: restricts every entry point above and ingot_crc32c to the paths up
  * to level (0 portable, 1 SSE4.2 crc32 with bit-serial shifts, 2 and PCLMULQDQ shifts, 3 and
  * VPCLMULQDQ folding) that the CPU has; returns the level now in force (0 off x86-64). A level of

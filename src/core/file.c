@@ -357,7 +357,7 @@ typedef struct {
 static ingot_status crc_mapped(void *arg)
 {
     crc_job *j = arg;
-    j->crc = ingot_crc32c(0, j->p, (size_t)j->n);
+    j->crc = ingot__crc32c_stream(0, j->p, (size_t)j->n);
     return INGOT_OK;
 }
 

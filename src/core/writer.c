@@ -406,7 +406,7 @@ typedef struct {
 static ingot_status crc_fn(void *a)
 {
     crc_arg *c = a;
-    c->crc = ingot_crc32c(c->crc, c->p, c->n);
+    c->crc = ingot__crc32c_stream(c->crc, c->p, c->n);
     if (c->w->ops->data_chunk) c->w->ops->data_chunk(c->w, c->w->cur, c->p, c->n);
     return INGOT_OK;
 }

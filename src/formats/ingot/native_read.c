@@ -794,7 +794,7 @@ ingot_status ingot_native_tensor_verify(const ingot_native *r, uint64_t i, ingot
     uint64_t slen;
     tensor_name(r, i, &s, &slen);
     uint64_t off = ing_ld64(e + TEN_OFFSET), n = tensor_nbytes(r, i, 0);
-    uint32_t want = ing_ld32(e + TEN_CRC), got = ingot_crc32c(0, r->buf + r->data_off + off, n);
+    uint32_t want = ing_ld32(e + TEN_CRC), got = ingot__crc32c_stream(0, r->buf + r->data_off + off, n);
     if (got != want)
         return ERR(INGOT_BAD_CHECKSUM, r->data_off + off, (const char *)s, slen,
                    "tensor data checksum 0x%08x, stored 0x%08x", got, want);

@@ -20,6 +20,8 @@
  *
  *   bench_native [--dir DIR] [--size-mb N] [--tensors N] [--reps N] [--open-iters N]
  *                [--cases open,touch,verify,hash,write] [--write-pause S] [--keep] [--json]
+ *                [--quantized]
+ * --quantized stores the matrices as Q4_K, Q6_K and Q8_0 instead of BF16, F32 and F16.
  * With --json, stdout holds one JSON object and the human-readable report goes to stderr.
  */
 #define _GNU_SOURCE
@@ -240,7 +242,7 @@ typedef struct {
 /* Blocks of four tensors as in a transformer layer: three weight matrices of varied size (rows of
  * 4096 bytes in BF16, F32, F16) and one small F16 norm vector of odd length (8190 bytes), so that
  * sizes differ, dtypes mix, and some tensors end off an 8-byte boundary. */
-static void make_model(model *m, uint64_t data_bytes, uint32_t n)
+static void make_model(model *m, uint64_t data_bytes, uint32_t n, bool quant)
 {
     m->n = n;
     m->t = calloc(n, sizeof *m->t);
@@ -262,10 +264,14 @@ static void make_model(model *m, uint64_t data_bytes, uint32_t n)
         } else {
             static const char *const names[3] = {"attn_qkv", "ffn_up", "ffn_down"};
             static const ingot_dtype dts[3] = {INGOT_DTYPE_BF16, INGOT_DTYPE_F32, INGOT_DTYPE_F16};
+            /* --quantized: block types as in a GGUF-style model (rows of 1024 or 2048 elements
+             * are whole blocks of every one of them) */
+            static const ingot_dtype qdts[3] = {INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q6_K,
+                                                INGOT_DTYPE_Q8_0};
             static const uint64_t cols[3] = {2048, 1024, 2048};
             snprintf(t->name, sizeof t->name, "blk.%u.%s.weight", layer, names[kind]);
             uint64_t rows = (uint64_t)((double)avg * factor[kind] / 4096.0);
-            t->dt = dts[kind];
+            t->dt = quant ? qdts[kind] : dts[kind];
             t->rank = 2;
             t->shape[0] = rows ? rows : 1;
             t->shape[1] = cols[kind];
@@ -881,7 +887,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_native [--dir DIR] [--size-mb N] [--tensors N] [--reps N]\n"
             "                    [--open-iters N] [--cases open,touch,verify,hash,write]\n"
-            "                    [--write-pause S] [--keep] [--json]\n"
+            "                    [--write-pause S] [--keep] [--json] [--quantized]\n"
             "  --dir DIR       where the generated file goes (default: the build directory)\n"
             "  --size-mb N     tensor data in MiB (default 2048)\n"
             "  --tensors N     number of tensors (default 1000)\n"
@@ -890,7 +896,8 @@ static void usage(void)
             "  --cases LIST    subset of cases to run (default all)\n"
             "  --write-pause S seconds to wait before each timed write (default 0)\n"
             "  --keep          keep the generated file\n"
-            "  --json          JSON on stdout, report on stderr\n",
+            "  --json          JSON on stdout, report on stderr\n"
+            "  --quantized     matrices as Q4_K, Q6_K, Q8_0 (block types) instead of BF16, F32, F16\n",
             MAX_REPS);
     exit(2);
 }
@@ -920,7 +927,7 @@ int main(int argc, char **argv)
 {
     const char *dir = BENCH_DEFAULT_DIR, *cases = "open,touch,verify,hash,write";
     uint64_t size_mb = 2048, n_tensors = 1000, reps = 10, open_iters = 2000;
-    bool json = false, keep = false;
+    bool json = false, keep = false, quantized = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
@@ -933,6 +940,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--write-pause") && more) write_pause = (double)parse_u64(argv[++i], a);
         else if (!strcmp(a, "--json")) json = true;
         else if (!strcmp(a, "--keep")) keep = true;
+        else if (!strcmp(a, "--quantized")) quantized = true;
         else usage();
     }
     if (reps < 1 || reps > MAX_REPS || n_tensors < 1 || n_tensors > 1000000 || size_mb < 1 ||
@@ -954,7 +962,7 @@ int main(int argc, char **argv)
     fprintf(out, "cpu: %s (%s), %ld online cores, kernel %s; load average %.2f\n", cpu_model,
             cpu_sig, cores, u.release, load_start);
     fprintf(out, "crc32c: %s\n",
-            ingot__crc32c_clmul() ? "hardware (VPCLMULQDQ folding; SSE4.2 crc32 below 512 B)"
+            ingot__crc32c_clmul() ? "hardware (VPCLMULQDQ folding with four crc32 streams beside it)"
             : ingot__crc32c_hw()  ? "hardware (SSE4.2 crc32, 3 streams)"
                                   : "portable slice-by-8");
     fprintf(out, "ingot %s; reps %" PRIu64 ", open: %" PRIu64 " iterations per rep\n",
@@ -963,7 +971,7 @@ int main(int argc, char **argv)
     char path[4200];
     snprintf(path, sizeof path, "%s/bench_native.ingot", dir);
     model m;
-    make_model(&m, size_mb * (uint64_t)MIB, (uint32_t)n_tensors);
+    make_model(&m, size_mb * (uint64_t)MIB, (uint32_t)n_tensors, quantized);
     double t0 = now_s();
     write_ingot(&m, path, true);
     double gen_s = now_s() - t0;

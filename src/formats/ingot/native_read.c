@@ -361,12 +361,14 @@ static ingot_status check_index(const ingot_native *r, ingot_error *err)
 typedef uint8_t v16u8 __attribute__((vector_size(16)));
 typedef char v16i8 __attribute__((vector_size(16)));
 
-/* Per dtype code: bytes per block | log2(elements per block) << 12 | (elements per block - 1) << 16;
- * 0 for codes that are not dtypes. Every block size is a power of two of at most 2^8 elements and
- * at most 8 bytes per element, so from an element count below 2^60 the size stays below 2^63. */
+/* Per dtype code: bytes per block | log2(elements per block) << 12
+ * | (elements per block - 1) << 16; 0 for codes that are not dtypes. Every block size is a power
+ * of two of at most 2^8 elements and at most 8 bytes per element, so from an element count below
+ * 2^60 the size stays below 2^63. dt_elem_bytes holds the byte size of the types of one element
+ * per block (0 for the others), for the common case. */
 #define DT_LOG2(be)                                                                                \
-    ((be) == 1 ? 0 : (be) == 2 ? 1 : (be) == 4 ? 2 : (be) == 8 ? 3 : (be) == 16 ? 4 : (be) == 32 ? 5 \
-     : (be) == 64 ? 6 : (be) == 128 ? 7 : (be) == 256 ? 8 : 15)
+    ((be) == 1 ? 0 : (be) == 2 ? 1 : (be) == 4 ? 2 : (be) == 8 ? 3 : (be) == 16 ? 4                \
+     : (be) == 32 ? 5 : (be) == 64 ? 6 : (be) == 128 ? 7 : (be) == 256 ? 8 : 15)
 static const uint8_t dt_elem_bytes[] = {
 #define X(name, value, be, bb) [value] = (uint8_t)((be) == 1 ? (bb) : 0),
     INGOT_DTYPE_LIST(X)
@@ -794,7 +796,8 @@ ingot_status ingot_native_tensor_verify(const ingot_native *r, uint64_t i, ingot
     uint64_t slen;
     tensor_name(r, i, &s, &slen);
     uint64_t off = ing_ld64(e + TEN_OFFSET), n = tensor_nbytes(r, i, 0);
-    uint32_t want = ing_ld32(e + TEN_CRC), got = ingot__crc32c_stream(0, r->buf + r->data_off + off, n);
+    uint32_t want = ing_ld32(e + TEN_CRC);
+    uint32_t got = ingot__crc32c_stream(0, r->buf + r->data_off + off, n);
     if (got != want)
         return ERR(INGOT_BAD_CHECKSUM, r->data_off + off, (const char *)s, slen,
                    "tensor data checksum 0x%08x, stored 0x%08x", got, want);

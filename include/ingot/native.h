@@ -36,7 +36,7 @@ typedef struct ingot_native ingot_native;
 #define INGOT_NATIVE_WORKSPACE 256
 
 /** Fixed header size of .ingot v1. */
-#define INGOT_NATIVE_HEADER_BYTES 160
+#define INGOT_NATIVE_HEADER_BYTES 192
 
 enum {
     INGOT_NATIVE_SKIP_HEADER_CRC = 1u << 0, /**< skip the header checksum (structure still checked) */

@@ -16,8 +16,8 @@ static void walk(const ingot_native *r, const ingot_native *h, const uint8_t *d,
     uint64_t n = ingot_native_tensor_count(r), data_off = ingot_native_data_offset(r);
     uint32_t align = ingot_native_alignment(r);
     FZ_CHECK(align >= 64 && align <= 65536 && (align & (align - 1)) == 0);
-    FZ_CHECK(data_off >= 160 && data_off <= size && data_off % align == 0);
-    FZ_CHECK(data_off == fz_ld64(d + 128));
+    FZ_CHECK(data_off >= 192 && data_off <= size && data_off % align == 0);
+    FZ_CHECK(data_off == fz_ld64(d + 160));
     FZ_CHECK(ingot_native_version_minor(r) == (uint32_t)(d[10] | d[11] << 8));
     FZ_CHECK(n == ingot_native_tensor_count(h) && n <= size / 30);
     FZ_CHECK(ingot_native_meta_count(r) == ingot_native_meta_count(h));
@@ -164,14 +164,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_err_reset(&e);
     ingot_status sz = ingot_native_header_size(data, size, &need, &e);
     fz_err_check(&e, sz);
-    if (size < 160) FZ_ST(sz, INGOT_TRUNCATED);
+    if (size < 192) FZ_ST(sz, INGOT_TRUNCATED);
     if (sz == INGOT_OK) {
-        FZ_CHECK(need >= 160 && need == fz_ld64(data + 128));
+        FZ_CHECK(need >= 192 && need == fz_ld64(data + 160));
         if (need <= size) {
             ingot_status sh = ingot_native_open(ws_h, sizeof ws_h, data, (size_t)need, size, 0,
                                                 &h, NULL);
             FZ_ST(sh, st);
-            if (need > 160) { /* one byte less than the header region: never accepted */
+            if (need > 192) { /* one byte less than the header region: never accepted */
                 _Alignas(8) unsigned char ws_t[INGOT_NATIVE_WORKSPACE];
                 ingot_native *t = NULL;
                 ingot_status st_t = ingot_native_open(ws_t, sizeof ws_t, data, (size_t)need - 1,

@@ -449,7 +449,7 @@ static void check_file(const desc *d, const uint8_t *buf, size_t size)
     FZ_CHECK(ingot_file_alignment(f) == d->alignment);
     FZ_CHECK(strcmp(ingot_file_version(f), "1.0") == 0);
 
-    uint64_t idx = 0, end = fz_ld64(buf + 128); /* data offset */
+    uint64_t idx = 0, end = fz_ld64(buf + 160); /* data offset (FORMAT.md §4) */
     for (size_t i = 0; i < d->nt; i++) {
         const tdesc *t = &d->t[i];
         if (t->expect != INGOT_OK) continue;

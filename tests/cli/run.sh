@@ -114,8 +114,8 @@ printf '\x55' | dd of=bad.ingot bs=1 seek=$((off + 1)) conv=notrunc 2>/dev/null
 run 1 "$ING" verify bad.ingot
 expect_err "BAD_CHECKSUM"
 expect_err "\[fc.bias\] at byte $off"
-# damage the header (the first stored tensor checksum, byte 176): open already refuses
-cp m.ingot badh.ingot; printf '\x01' | dd of=badh.ingot bs=1 seek=176 conv=notrunc 2>/dev/null
+# damage the header (the first stored tensor checksum, byte 208): open already refuses
+cp m.ingot badh.ingot; printf '\x01' | dd of=badh.ingot bs=1 seek=208 conv=notrunc 2>/dev/null
 run 1 "$ING" info badh.ingot
 expect_err "BAD_CHECKSUM"
 # truncation

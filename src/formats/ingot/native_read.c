@@ -4,7 +4,8 @@
  * Normative spec: docs/FORMAT.md; byte offsets: native_layout.h.
  *
  * Open validates every field before any use (RELIABILITY.md §0-1): fixed header, section layout,
- * tensor entries, names, name index, metadata entries, then the header checksum. After a
+ * shape records, tensor entries, names, param ids, name index, metadata entries, then the header
+ * checksum. After a
  * successful open every accessor is a bounds-free read of validated data.
  *
  * The tensor table, the names and the name index are checked twice over, by two codes that accept
@@ -24,8 +25,9 @@
 struct ingot_native {
     const uint8_t *buf;
     uint64_t avail, file_size;
-    uint64_t header_size, n_tensors, n_meta, n_words;
-    uint64_t tt_off, ni_off, wo_off, mt_off, pool_off, pool_size, names_off, names_size;
+    uint64_t header_size, n_tensors, n_meta, n_shapes, n_dims, n_params;
+    uint64_t tt_off, ni_off, sh_off, dm_off, pa_off, mt_off, pool_off, pool_size, names_off,
+        names_size;
     uint64_t data_off, data_size;
     uint32_t minor, alignment;
 };
@@ -45,7 +47,11 @@ static const uint8_t *mentry(const ingot_native *r, uint64_t i)
 }
 static const uint8_t *pool(const ingot_native *r) { return r->buf + r->pool_off; }
 static const uint8_t *names(const ingot_native *r) { return r->buf + r->names_off; }
-static const uint8_t *words(const ingot_native *r) { return r->buf + r->wo_off; }
+static const uint8_t *shape_rec(const ingot_native *r, uint64_t k)
+{
+    return r->buf + r->sh_off + k * ING_SHP_SIZE;
+}
+static const uint8_t *dims(const ingot_native *r) { return r->buf + r->dm_off; }
 
 /* Where tensor i's name ends (its NUL) relative to the names section: the next name's offset
  * minus one, or the section's end. Only meaningful once the table is validated. */
@@ -143,7 +149,9 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
                     (unsigned long long)r->header_size);
     r->n_tensors = ing_ld64(h + HDR_N_TENSORS);
     r->n_meta = ing_ld64(h + HDR_N_META);
-    r->n_words = ing_ld64(h + HDR_N_WORDS);
+    r->n_shapes = ing_ld64(h + HDR_N_SHAPES);
+    r->n_dims = ing_ld64(h + HDR_N_DIMS);
+    r->n_params = ing_ld64(h + HDR_N_PARAMS);
     uint64_t room = r->file_size - r->header_size;
     if (r->n_tensors > UINT32_MAX || r->n_tensors > room / ING_TEN_MIN_BYTES)
         return HERR(INGOT_BAD_COUNT, HDR_N_TENSORS, "tensor count %llu exceeds what the file holds",
@@ -151,14 +159,22 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
     if (r->n_meta > room / ING_MET_SIZE)
         return HERR(INGOT_BAD_COUNT, HDR_N_META, "metadata count %llu exceeds what the file holds",
                     (unsigned long long)r->n_meta);
-    if (r->n_words > UINT32_MAX || r->n_words > room / 8)
-        return HERR(INGOT_BAD_COUNT, HDR_N_WORDS,
-                    "shape word count %llu exceeds what the file holds",
-                    (unsigned long long)r->n_words);
+    if (r->n_shapes > UINT32_MAX || r->n_shapes > room / ING_SHP_SIZE)
+        return HERR(INGOT_BAD_COUNT, HDR_N_SHAPES,
+                    "shape record count %llu exceeds what the file holds",
+                    (unsigned long long)r->n_shapes);
+    if (r->n_dims > UINT32_MAX || r->n_dims > room / 8)
+        return HERR(INGOT_BAD_COUNT, HDR_N_DIMS, "dimension count %llu exceeds what the file holds",
+                    (unsigned long long)r->n_dims);
+    if (r->n_params != 0 && r->n_params != r->n_tensors)
+        return HERR(INGOT_BAD_COUNT, HDR_N_PARAMS, "%llu param ids for %llu tensors (0 or all)",
+                    (unsigned long long)r->n_params, (unsigned long long)r->n_tensors);
 
     r->tt_off = ing_ld64(h + HDR_TENSOR_TABLE);
     r->ni_off = ing_ld64(h + HDR_NAME_INDEX);
-    r->wo_off = ing_ld64(h + HDR_WORDS);
+    r->sh_off = ing_ld64(h + HDR_SHAPES);
+    r->dm_off = ing_ld64(h + HDR_DIMS);
+    r->pa_off = ing_ld64(h + HDR_PARAMS);
     r->mt_off = ing_ld64(h + HDR_META_TABLE);
     r->pool_off = ing_ld64(h + HDR_POOL);
     r->pool_size = ing_ld64(h + HDR_POOL_SIZE);
@@ -173,16 +189,18 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
         uint64_t off, size;
         uint32_t field, align_mask;
         const char *name;
-    } sec[6] = {
+    } sec[8] = {
         {r->tt_off, r->n_tensors * ING_TEN_SIZE, HDR_TENSOR_TABLE, 7, "tensor table"},
         {r->ni_off, (r->n_tensors * 4 + 7) & ~(uint64_t)7, HDR_NAME_INDEX, 7, "name index"},
-        {r->wo_off, r->n_words * 8, HDR_WORDS, 7, "shape words"},
+        {r->sh_off, r->n_shapes * ING_SHP_SIZE, HDR_SHAPES, 7, "shape records"},
+        {r->dm_off, r->n_dims * 8, HDR_DIMS, 7, "dims"},
+        {r->pa_off, r->n_params * 8, HDR_PARAMS, 7, "param ids"},
         {r->mt_off, r->n_meta * ING_MET_SIZE, HDR_META_TABLE, 7, "metadata table"},
         {r->pool_off, r->pool_size, HDR_POOL, 7, "pool"},
         {r->names_off, r->names_size, HDR_NAMES, 0, "names"},
     };
     uint64_t end = r->header_size;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 8; i++) {
         if ((sec[i].off & sec[i].align_mask) || sec[i].off < end || (known && sec[i].off != end))
             return HERR(INGOT_BAD_LAYOUT, sec[i].field, "%s offset %llu (expected %llu)",
                         sec[i].name, (unsigned long long)sec[i].off, (unsigned long long)end);
@@ -237,7 +255,6 @@ static ingot_status check_name(const ingot_native *r, uint64_t off, uint64_t len
 static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
 {
     uint64_t pos = 0;     /* end of the previous tensor, relative to the data section */
-    uint64_t word = 0;    /* next shape word */
     uint64_t name_at = 0; /* where the next name starts in the names section */
     for (uint64_t i = 0; i < r->n_tensors; i++) {
         const uint8_t *e = tentry(r, i);
@@ -264,38 +281,16 @@ static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
                        "tensor name is not NUL-terminated UTF-8 without NUL");
         name_at = next;
 #define TERR(code, field, ...) ERR(code, at + (field), name, nlen, __VA_ARGS__)
-        ingot_dtype dt = (ingot_dtype)ing_ld16(e + TEN_DTYPE);
-        if (!ingot_dtype_valid(dt))
-            return TERR(INGOT_BAD_TYPE, TEN_DTYPE, "unknown dtype code %u", (unsigned)dt);
-        uint32_t rank = e[TEN_RANK];
-        if (rank > INGOT_MAX_RANK)
-            return TERR(INGOT_BAD_NDIMS, TEN_RANK, "rank %u exceeds %d", rank, INGOT_MAX_RANK);
-        uint8_t fl = e[TEN_FLAGS];
+        uint64_t shape = ing_ld32(e + TEN_SHAPE);
+        if (shape >= r->n_shapes)
+            return TERR(INGOT_BAD_LAYOUT, TEN_SHAPE, "shape record %llu of %llu",
+                        (unsigned long long)shape, (unsigned long long)r->n_shapes);
+        uint32_t fl = ing_ld32(e + TEN_FLAGS);
         if (fl & ~TEN_FLAG_PARAM_ID)
             return TERR(INGOT_BAD_FLAGS, TEN_FLAGS, "unknown tensor flags 0x%x", fl);
-        uint64_t sa = ing_ld32(e + TEN_SHAPE_AT), nw = rank + (fl & TEN_FLAG_PARAM_ID);
-        if (sa != word)
-            return TERR(INGOT_BAD_LAYOUT, TEN_SHAPE_AT,
-                        "shape words at %llu, expected %llu (stored in table order)",
-                        (unsigned long long)sa, (unsigned long long)word);
-        if (nw > r->n_words - word)
-            return TERR(INGOT_BAD_LAYOUT, TEN_SHAPE_AT,
-                        "shape words [%llu, +%llu) past the %llu of the file",
-                        (unsigned long long)word, (unsigned long long)nw,
-                        (unsigned long long)r->n_words);
-        uint64_t shape[INGOT_MAX_RANK];
-        for (uint32_t d = 0; d < rank; d++) shape[d] = ing_ld64(words(r) + 8 * (word + d));
-        uint64_t shape_abs = r->wo_off + 8 * word;
-        word += nw;
-        uint64_t nbytes;
-        ingot_status st = ingot_dtype_nbytes(dt, rank, shape, 0, &nbytes);
-        if (st == INGOT_BAD_SHAPE)
-            return ERR(st, shape_abs, name, nlen, "element count or a dimension exceeds 2^63-1");
-        if (st != INGOT_OK)
-            return ERR(st, shape_abs, name, nlen,
-                       "innermost dimension is not a whole number of %s blocks or the byte size "
-                       "overflows",
-                       ingot_dtype_name(dt));
+        if ((fl & TEN_FLAG_PARAM_ID) && r->n_params == 0)
+            return TERR(INGOT_BAD_FLAGS, TEN_FLAGS, "param id flag set in a file without param ids");
+        uint64_t nbytes = ing_ld64(shape_rec(r, shape) + SHP_NBYTES);
         uint64_t off = ing_ld64(e + TEN_OFFSET), want = 0;
         if (off % r->alignment)
             return TERR(INGOT_BAD_ALIGN, TEN_OFFSET, "data offset %llu not a multiple of %u",
@@ -315,12 +310,32 @@ static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
         return HERR(INGOT_BAD_LAYOUT, HDR_NAMES_SIZE,
                     "names section of %llu bytes, the names fill %llu",
                     (unsigned long long)r->names_size, (unsigned long long)name_at);
-    if (word != r->n_words)
-        return HERR(INGOT_BAD_LAYOUT, HDR_N_WORDS, "%llu shape words, the tensors use %llu",
-                    (unsigned long long)r->n_words, (unsigned long long)word);
     if (pos != r->data_size)
         return ERR(INGOT_BAD_LAYOUT, r->data_off + pos, "data", 4,
                    "%llu bytes after the last tensor", (unsigned long long)(r->data_size - pos));
+    return INGOT_OK;
+}
+
+/* Param ids (§5.3): with n_params = n_tensors, some tensor has one, and the others hold 0. The
+ * flags themselves were checked with the entries. */
+static ingot_status check_params(const ingot_native *r, ingot_error *err)
+{
+    if (r->n_params == 0) return INGOT_OK;
+    uint32_t any = 0;
+    for (uint64_t i = 0; i < r->n_tensors; i++) {
+        uint32_t fl = ing_ld32(tentry(r, i) + TEN_FLAGS) & TEN_FLAG_PARAM_ID;
+        any |= fl;
+        if (!fl && ing_ld64(r->buf + r->pa_off + 8 * i) != 0) {
+            const uint8_t *s;
+            uint64_t len;
+            tensor_name(r, i, &s, &len);
+            return ERR(INGOT_BAD_LAYOUT, r->pa_off + 8 * i, (const char *)s, len,
+                       "param id of a tensor without the param id flag is not 0");
+        }
+    }
+    if (!any)
+        return HERR(INGOT_BAD_LAYOUT, HDR_N_PARAMS,
+                    "param id section present but no tensor has a param id");
     return INGOT_OK;
 }
 
@@ -390,85 +405,161 @@ INGOT_DTYPE_LIST(X)
 /* Below 2^(60 / rank) per dimension no product of rank dimensions reaches 2^60. */
 static const uint8_t dim_bits[INGOT_MAX_RANK + 1] = {63, 60, 30, 20, 15, 12, 10, 8, 7};
 
-/* The exact size rule for what the inline one leaves out; false if the size is invalid or not
- * below 2^63 (more than any file holds). */
-__attribute__((noinline, cold)) static bool exact_nbytes(uint32_t dt, uint32_t rank,
-                                                         const uint8_t *d, uint64_t *nb)
+/* Byte size of dtype dt (a valid code) and the rank dimensions at d, from the tables, when no
+ * product of the dimensions can overflow; false sends the caller to the exact rule (a zero or a
+ * large dimension, a partial block). */
+static inline bool table_nbytes(uint32_t dt, uint32_t rank, const uint8_t *d, uint64_t *out)
 {
-    uint64_t shape[INGOT_MAX_RANK];
-    for (uint32_t k = 0; k < rank; k++) shape[k] = ing_ld64(d + 8 * k);
-    return ingot_dtype_nbytes((ingot_dtype)dt, rank, shape, 0, nb) == INGOT_OK &&
-           (int64_t)*nb >= 0;
+    uint64_t nel, inner;
+    bool big;
+    if (rank == 2) {
+        uint64_t a = ing_ld64(d);
+        inner = ing_ld64(d + 8);
+        nel = a * inner;
+        big = (a | inner) >> 30;
+    } else if (rank == 1) {
+        nel = inner = ing_ld64(d);
+        big = nel >> 60;
+    } else {
+        uint64_t all = 0;
+        nel = inner = 1;
+        for (uint32_t k = 0; k < rank; k++) {
+            inner = ing_ld64(d + 8 * k);
+            nel *= inner;
+            all |= inner;
+        }
+        big = all >> dim_bits[rank];
+    }
+    uint64_t nb = nel * dt_elem_bytes[dt];
+    if (ING_UNLIKELY(nb == 0 || big)) {
+        /* a block type, or a case for the exact rule */
+        uint32_t blk = dt_block[dt];
+        nb = (nel >> (blk >> 12 & 15)) * (blk & 0xfff);
+        if (nb == 0 || big || (inner & (blk >> 16))) return false;
+    }
+    *out = nb;
+    return true;
 }
 
-/* Tensor table: name lengths (the names are contiguous and in table order), dtypes, ranks, flags,
- * shape words, sizes and data offsets; the names' terminators are left to fast_index. Every load
- * is bounded before it happens, and branches that are never taken cost less here than
- * accumulating flags. Without the per-entry bound checks of check_tensors the same rules still
- * hold: name offsets rise by 2..65536 from 0 and end at names_size, so each lies inside the names
- * section; data ends rise from 0 and stay within data_size. Sizes come from the tables above for
- * every dtype, block types included, when the dimensions are small enough that no product can
- * overflow; anything else (a zero or a large dimension, an unknown dtype, a partial block) takes
- * the exact rule. */
+/* Order of two validated records: dtype, rank, then the dimensions as unsigned integers. */
+static int shape_cmp(const ingot_native *r, const uint8_t *a, const uint8_t *b)
+{
+    uint32_t ka = (uint32_t)ing_ld16(a + SHP_DTYPE) << 8 | a[SHP_RANK];
+    uint32_t kb = (uint32_t)ing_ld16(b + SHP_DTYPE) << 8 | b[SHP_RANK];
+    if (ka != kb) return ka < kb ? -1 : 1;
+    const uint8_t *da = dims(r) + 8 * (uint64_t)ing_ld32(a + SHP_DIMS_AT);
+    const uint8_t *db = dims(r) + 8 * (uint64_t)ing_ld32(b + SHP_DIMS_AT);
+    for (uint32_t k = 0; k < a[SHP_RANK]; k++) {
+        uint64_t x = ing_ld64(da + 8 * k), y = ing_ld64(db + 8 * k);
+        if (x != y) return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Shape records (§5.2), in order, each as dtype, rank, reserved, dims_at, shape and size, nbytes,
+ * order; then n_dims. One code for yes/no and for the error: a file has few distinct shapes, and
+ * the common sizes come from the tables. */
+static ingot_status check_shapes(const ingot_native *r, ingot_error *err)
+{
+    uint64_t dim = 0;
+    const uint8_t *prev = 0;
+    for (uint64_t k = 0; k < r->n_shapes; k++) {
+        const uint8_t *s = shape_rec(r, k);
+        uint64_t at = r->sh_off + k * ING_SHP_SIZE;
+#define SERR(code, field, ...) ERR(code, at + (field), "shape record", 12, __VA_ARGS__)
+        uint32_t dt = ing_ld16(s + SHP_DTYPE), rank = s[SHP_RANK];
+        if (dt >= DT_TAB_N || !dt_block[dt])
+            return SERR(INGOT_BAD_TYPE, SHP_DTYPE, "shape record %llu: unknown dtype code %u",
+                        (unsigned long long)k, dt);
+        if (rank > INGOT_MAX_RANK)
+            return SERR(INGOT_BAD_NDIMS, SHP_RANK, "shape record %llu: rank %u exceeds %d",
+                        (unsigned long long)k, rank, INGOT_MAX_RANK);
+        if (s[SHP_RESERVED])
+            return SERR(INGOT_BAD_FLAGS, SHP_RESERVED, "shape record %llu: reserved byte is %u",
+                        (unsigned long long)k, s[SHP_RESERVED]);
+        uint64_t da = ing_ld32(s + SHP_DIMS_AT);
+        if (da != dim)
+            return SERR(INGOT_BAD_LAYOUT, SHP_DIMS_AT,
+                        "shape record %llu: dims at %llu, expected %llu (stored in record order)",
+                        (unsigned long long)k, (unsigned long long)da, (unsigned long long)dim);
+        if (rank > r->n_dims - dim)
+            return SERR(INGOT_BAD_LAYOUT, SHP_DIMS_AT,
+                        "shape record %llu: dims [%llu, +%u) past the %llu of the file",
+                        (unsigned long long)k, (unsigned long long)dim, rank,
+                        (unsigned long long)r->n_dims);
+        const uint8_t *d = dims(r) + 8 * dim;
+        uint64_t nb;
+        if (!table_nbytes(dt, rank, d, &nb)) {
+            uint64_t shape[INGOT_MAX_RANK];
+            for (uint32_t j = 0; j < rank; j++) shape[j] = ing_ld64(d + 8 * j);
+            ingot_status st = ingot_dtype_nbytes((ingot_dtype)dt, rank, shape, 0, &nb);
+            if (st == INGOT_BAD_SHAPE)
+                return ERR(st, r->dm_off + 8 * dim, "shape record", 12,
+                           "shape record %llu: element count or a dimension exceeds 2^63-1",
+                           (unsigned long long)k);
+            if (st != INGOT_OK)
+                return ERR(st, r->dm_off + 8 * dim, "shape record", 12,
+                           "shape record %llu: innermost dimension is not a whole number of %s "
+                           "blocks or the byte size overflows",
+                           (unsigned long long)k, ingot_dtype_name((ingot_dtype)dt));
+        }
+        uint64_t stored = ing_ld64(s + SHP_NBYTES);
+        if (stored != nb)
+            return SERR(INGOT_BAD_SIZE, SHP_NBYTES,
+                        "shape record %llu: stored size %llu, dtype %s and shape give %llu",
+                        (unsigned long long)k, (unsigned long long)stored,
+                        ingot_dtype_name((ingot_dtype)dt), (unsigned long long)nb);
+        if (prev) {
+            int c = shape_cmp(r, prev, s);
+            if (c == 0)
+                return SERR(INGOT_DUPLICATE, SHP_DTYPE,
+                            "shape record %llu repeats the previous one", (unsigned long long)k);
+            if (c > 0)
+                return SERR(INGOT_BAD_LAYOUT, SHP_DTYPE,
+                            "shape record %llu sorts before the previous one "
+                            "(records are in dtype, rank, dims order)",
+                            (unsigned long long)k);
+        }
+#undef SERR
+        prev = s;
+        dim += rank;
+    }
+    if (dim != r->n_dims)
+        return HERR(INGOT_BAD_LAYOUT, HDR_N_DIMS, "%llu dims, the shape records use %llu",
+                    (unsigned long long)r->n_dims, (unsigned long long)dim);
+    return INGOT_OK;
+}
+
+/* Tensor table: name lengths (the names are contiguous and in table order), shape record ids,
+ * flags and data offsets; the names' terminators are left to fast_index. Every load is bounded
+ * before it happens, and branches that are never taken cost less here than accumulating flags.
+ * Without the per-entry bound checks of check_tensors the same rules still hold: name offsets
+ * rise by 2..65536 from 0 and end at names_size, so each lies inside the names section; data ends
+ * rise from 0 and stay within data_size. Sizes are the records' (check_shapes ran first). */
 __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
 {
-    const uint8_t *t = r->buf + r->tt_off, *wd = words(r);
-    const uint64_t n = r->n_tensors, nw = r->n_words, am1 = (uint64_t)r->alignment - 1;
+    const uint8_t *t = r->buf + r->tt_off, *sh = r->buf + r->sh_off + SHP_NBYTES;
+    const uint64_t n = r->n_tensors, ns = r->n_shapes, am1 = (uint64_t)r->alignment - 1;
     const uint64_t dsz = r->data_size, nsz = r->names_size;
-    if (n == 0) return nsz == 0 && nw == 0 && dsz == 0;
-    /* below 2^62 no sum of an offset and a size (< 2^63) can wrap */
+    const uint32_t maxfl = r->n_params ? TEN_FLAG_PARAM_ID : 0;
+    if (n == 0) return nsz == 0 && dsz == 0;
+    /* below 2^62 no sum of an offset and a size (<= data_size) can wrap */
     if (dsz >> 62 || ing_ld32(t + TEN_NAME_OFF) != 0) return false;
     const uint8_t *e = t, *end = t + n * ING_TEN_SIZE;
-    uint64_t pos = 0, word = 0, next;
+    uint64_t pos = 0, next;
     do {
         /* name i ends where entry i+1's starts, the last one at the end of the names section */
         next = e + ING_TEN_SIZE < end ? ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF) : nsz;
         if (next - ing_ld32(e + TEN_NAME_OFF) - 2 > ING_NAME_MAX - 1) return false;
-        uint32_t v = ing_ld32(e + TEN_DTYPE); /* dtype | rank << 16 | flags << 24 */
-        uint32_t dt = v & 0xffff, rank = (v >> 16) & 0xff;
-        if ((v >> 16 & 0xfeff) > INGOT_MAX_RANK || dt >= DT_TAB_N) return false;
-        if (ing_ld32(e + TEN_SHAPE_AT) != word) return false;
-        const uint8_t *d = wd + 8 * word;
-        word += rank + (v >> 24);
-        if (word > nw) return false;
-        uint64_t nel, inner;
-        bool big;
-        if (rank == 2) {
-            uint64_t a = ing_ld64(d);
-            inner = ing_ld64(d + 8);
-            nel = a * inner;
-            big = (a | inner) >> 30;
-        } else if (rank == 1) {
-            nel = inner = ing_ld64(d);
-            big = nel >> 60;
-        } else {
-            uint64_t all = 0;
-            nel = inner = 1;
-            for (uint32_t k = 0; k < rank; k++) {
-                inner = ing_ld64(d + 8 * k);
-                nel *= inner;
-                all |= inner;
-            }
-            big = all >> dim_bits[rank];
-        }
-        uint64_t nb = nel * dt_elem_bytes[dt];
-        if (ING_UNLIKELY(nb == 0 || big)) {
-            /* a block type, or a case for the exact rule */
-            uint32_t blk = dt_block[dt];
-            nb = (nel >> (blk >> 12 & 15)) * (blk & 0xfff);
-            if (nb == 0 || big || (inner & (blk >> 16))) {
-                uint64_t x;
-                if (!exact_nbytes(dt, rank, d, &x)) return false;
-                nb = x;
-            }
-        }
-        uint64_t at = ing_ld64(e + TEN_OFFSET);
-        if (at != ((pos + am1) & ~am1)) return false;
+        uint64_t s = ing_ld32(e + TEN_SHAPE);
+        if (s >= ns || ing_ld32(e + TEN_FLAGS) > maxfl) return false;
+        uint64_t nb = ing_ld64(sh + s * ING_SHP_SIZE), at = ing_ld64(e + TEN_OFFSET);
+        if (at != ((pos + am1) & ~am1) || nb > dsz) return false;
         pos = at + nb;
         if (pos > dsz) return false;
         e += ING_TEN_SIZE;
     } while (e < end);
-    return pos == dsz && word == nw;
+    return pos == dsz;
 }
 
 /* Names section: exactly n NUL bytes (the terminators fast_tensors checked, so none inside a
@@ -681,16 +772,16 @@ ingot_status ingot_native_open(void *ws, size_t ws_size, const void *buf, size_t
     if (!all_zero(r->buf + hdr_end, r->data_off - hdr_end))
         return ERR(INGOT_BAD_LAYOUT, hdr_end, "header", 6,
                    "padding before the data section is not zero");
+    ING_TRY(check_shapes(r, err));
     bool fast = fast_tensors(r) && fast_names(r) && fast_index(r);
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     /* The fast checks must never accept what the exact ones reject. */
     if (fast && (check_tensors(r, 0) != INGOT_OK || check_index(r, 0) != INGOT_OK))
         __builtin_trap();
 #endif
-    if (!fast) {
-        ING_TRY(check_tensors(r, err));
-        ING_TRY(check_index(r, err));
-    }
+    if (!fast) ING_TRY(check_tensors(r, err));
+    ING_TRY(check_params(r, err));
+    if (!fast) ING_TRY(check_index(r, err));
     ING_TRY(check_meta(r, err));
     if (!(flags & INGOT_NATIVE_SKIP_HEADER_CRC)) {
         uint32_t crc = ingot_crc32c(0, r->buf, HDR_CRC);
@@ -711,25 +802,27 @@ uint32_t ingot_native_alignment(const ingot_native *r) { return r ? r->alignment
 uint64_t ingot_native_data_offset(const ingot_native *r) { return r ? r->data_off : 0; }
 uint32_t ingot_native_version_minor(const ingot_native *r) { return r ? r->minor : 0; }
 
-/* Tensor i's byte size (validated at open, so the computation cannot fail). */
+/* Tensor i's byte size (validated at open); with out, also its dtype, shape and param id. */
 static uint64_t tensor_nbytes(const ingot_native *r, uint64_t i, ingot_tensor_info *out)
 {
     const uint8_t *e = tentry(r, i);
-    const uint8_t *w = words(r) + 8 * (uint64_t)ing_ld32(e + TEN_SHAPE_AT);
-    uint32_t rank = e[TEN_RANK];
-    uint64_t shape[INGOT_MAX_RANK] = {0}, nelem = 0, nbytes = 0;
-    for (uint32_t d = 0; d < rank; d++) shape[d] = ing_ld64(w + 8 * d);
-    ingot_dtype dt = (ingot_dtype)ing_ld16(e + TEN_DTYPE);
-    ingot_dtype_nbytes(dt, rank, shape, &nelem, &nbytes);
+    const uint8_t *s = shape_rec(r, ing_ld32(e + TEN_SHAPE));
+    uint64_t nbytes = ing_ld64(s + SHP_NBYTES);
     if (out) {
-        out->dtype = dt;
+        uint32_t rank = s[SHP_RANK];
+        const uint8_t *d = dims(r) + 8 * (uint64_t)ing_ld32(s + SHP_DIMS_AT);
+        uint64_t nelem = 1;
+        for (uint32_t k = 0; k < rank; k++) {
+            out->shape[k] = ing_ld64(d + 8 * k);
+            nelem *= out->shape[k]; /* validated: no overflow, or a 0 somewhere */
+        }
+        out->dtype = (ingot_dtype)ing_ld16(s + SHP_DTYPE);
         out->rank = rank;
-        ING_MEMCPY(out->shape, shape, sizeof shape);
         out->nelem = nelem;
         out->nbytes = nbytes;
-        if (e[TEN_FLAGS] & TEN_FLAG_PARAM_ID) {
+        if (ing_ld32(e + TEN_FLAGS) & TEN_FLAG_PARAM_ID) {
             out->flags |= INGOT_TENSOR_HAS_PARAM_ID;
-            out->param_id = ing_ld64(w + 8 * rank);
+            out->param_id = ing_ld64(r->buf + r->pa_off + 8 * i);
         }
     }
     return nbytes;

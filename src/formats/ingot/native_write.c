@@ -1,6 +1,6 @@
 /*
  * native_write.c - .ingot v1 writer ops: lays out the header region (fixed header, tensor table,
- * name index, shape words, sorted metadata, pool, names) at begin, pads each tensor to the
+ * name index, shape records and their dims, param ids, sorted metadata, pool, names) at begin, pads each tensor to the
  * alignment, and at finish patches the tensor checksums and the header checksum. Deterministic:
  * the same description gives the same bytes. Layout: docs/FORMAT.md, native_layout.h.
  */
@@ -48,6 +48,18 @@ static int cmp_tensor(const void *ctx, uint32_t a, uint32_t b)
     const ingot_writer *w = ctx;
     return bcmp_len(w->tensors[a].name, w->tensors[a].name_len, w->tensors[b].name,
                     w->tensors[b].name_len);
+}
+
+/* Shape record order (docs/FORMAT.md §5.2): dtype, rank, then the dimensions, as unsigned. */
+static int cmp_shape(const void *ctx, uint32_t a, uint32_t b)
+{
+    const ingot_writer *w = ctx;
+    const ingot__wtensor *x = &w->tensors[a], *y = &w->tensors[b];
+    if (x->dtype != y->dtype) return (uint32_t)x->dtype < (uint32_t)y->dtype ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    for (uint32_t d = 0; d < x->rank; d++)
+        if (x->shape[d] != y->shape[d]) return x->shape[d] < y->shape[d] ? -1 : 1;
+    return 0;
 }
 
 static int cmp_meta(const void *ctx, uint32_t a, uint32_t b)
@@ -129,45 +141,80 @@ static void free_state(ingot_writer *w)
     w->fmt_state = NULL;
 }
 
+/* Orders the tensors by name (the name index), the metadata by key (the pool), and the tensors by
+ * shape, where each run of equal shapes shares one record: shape_of[i] is tensor i's record. One
+ * allocation holds the four arrays and the sorts' scratch. */
+typedef struct {
+    uint32_t *buf, *names, *meta, *by_shape, *shape_of;
+    size_t bytes;
+    uint64_t n_shapes, n_dims;
+} orders;
+
+static ingot_status make_orders(ingot_writer *w, orders *o, ingot_error *err)
+{
+    size_t n = w->n_tensors, m = w->n_meta;
+    o->bytes = (3 * n + m + (n > m ? n : m)) * sizeof(uint32_t) + 4;
+    o->buf = ingot__alloc(&w->alloc, o->bytes);
+    if (!o->buf) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the index");
+    o->names = o->buf;
+    o->meta = o->names + n;
+    o->by_shape = o->meta + m;
+    o->shape_of = o->by_shape + n;
+    uint32_t *tmp = o->shape_of + n;
+    for (uint32_t i = 0; i < n; i++) o->names[i] = o->by_shape[i] = i;
+    for (uint32_t i = 0; i < m; i++) o->meta[i] = i;
+    msort(o->names, tmp, n, cmp_tensor, w);
+    msort(o->meta, tmp, m, cmp_meta, w);
+    msort(o->by_shape, tmp, n, cmp_shape, w);
+    o->n_shapes = o->n_dims = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = o->by_shape[k];
+        if (k == 0 || cmp_shape(w, o->by_shape[k - 1], i) != 0) {
+            o->n_shapes++;
+            o->n_dims += w->tensors[i].rank;
+        }
+        o->shape_of[i] = (uint32_t)(o->n_shapes - 1);
+    }
+    return INGOT_OK;
+}
+
 static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
 {
-    uint64_t n = w->n_tensors, m = w->n_meta, n_words = 0, names_size = 0;
+    uint64_t n = w->n_tensors, m = w->n_meta, names_size = 0, n_params = 0;
     if (n > UINT32_MAX)
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "more than 2^32-1 tensors");
     for (size_t i = 0; i < n; i++) {
-        n_words += w->tensors[i].rank + (w->tensors[i].has_param_id ? 1 : 0);
+        if (w->tensors[i].has_param_id) n_params = n;
         names_size += w->tensors[i].name_len + 1;
     }
-    /* Entries address shape words and names with 32-bit fields. */
-    if (n_words > UINT32_MAX || names_size > UINT32_MAX)
+    /* Entries address names, and records their dims, with 32-bit fields. */
+    if (names_size > UINT32_MAX)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "more than 2^32-1 name bytes");
+    orders o = {0};
+    ING_TRY(make_orders(w, &o, err));
+    if (o.n_dims > UINT32_MAX) {
+        ingot__free(&w->alloc, o.buf, o.bytes);
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0,
-                          "more than 2^32-1 shape words or name bytes");
-    uint64_t tt = ING_HDR_SIZE, ni = tt + n * ING_TEN_SIZE, wo = ni + ((n * 4 + 7) & ~7ull);
-    uint64_t mt = wo + n_words * 8, po = mt + m * ING_MET_SIZE;
-    /* Name index and metadata order first: the pool is laid out in key order, and its padding
-     * depends on that order, so measuring and filling must use the same one. */
-    size_t order_bytes = (size_t)(n + m) * 2 * sizeof(uint32_t) + 4;
-    uint32_t *order = ingot__alloc(&w->alloc, order_bytes);
-    if (!order) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the index");
-    uint32_t *tmp = order + n + m;
-    for (uint32_t i = 0; i < n; i++) order[i] = i;
-    msort(order, tmp, (size_t)n, cmp_tensor, w);
-    uint32_t *morder = order + n;
-    for (uint32_t i = 0; i < m; i++) morder[i] = i;
-    msort(morder, tmp, (size_t)m, cmp_meta, w);
+                          "more than 2^32-1 dimensions in distinct shapes");
+    }
+    uint64_t tt = ING_HDR_SIZE, ni = tt + n * ING_TEN_SIZE, sh = ni + ((n * 4 + 7) & ~7ull);
+    uint64_t dm = sh + o.n_shapes * ING_SHP_SIZE, pa = dm + o.n_dims * 8;
+    uint64_t mt = pa + n_params * 8, po = mt + m * ING_MET_SIZE;
+    /* The pool is laid out in key order, and its padding depends on that order, so measuring
+     * and filling use the same one. */
     pool_t measure = {NULL, 0};
-    layout_pool(w, &measure, NULL, morder);
+    layout_pool(w, &measure, NULL, o.meta);
     uint64_t names = po + measure.len;
     uint64_t data_off, pos = 0;
     if (!ing_round_up(names + names_size, w->alignment, &data_off) || data_off > SIZE_MAX / 2) {
-        ingot__free(&w->alloc, order, order_bytes);
+        ingot__free(&w->alloc, o.buf, o.bytes);
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header region too large");
     }
     for (size_t i = 0; i < n; i++) {
         ingot__wtensor *t = &w->tensors[i];
         uint64_t off;
         if (!ing_round_up(pos, w->alignment, &off) || !ing_add(off, t->nbytes, &pos)) {
-            ingot__free(&w->alloc, order, order_bytes);
+            ingot__free(&w->alloc, o.buf, o.bytes);
             return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, t->name, t->name_len,
                               "file size overflows");
         }
@@ -177,14 +224,14 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     wstate *s = NULL;
     uint8_t *hdr = NULL;
     if (!ing_add(data_off, pos, &file_size)) {
-        ingot__free(&w->alloc, order, order_bytes);
+        ingot__free(&w->alloc, o.buf, o.bytes);
         return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, 0, 0, "file size overflows");
     }
     s = ingot__calloc(&w->alloc, sizeof *s);
     hdr = ingot__calloc(&w->alloc, (size_t)data_off);
     if (!s || !hdr) {
         ingot__free(&w->alloc, s, sizeof *s);
-        ingot__free(&w->alloc, order, order_bytes);
+        ingot__free(&w->alloc, o.buf, o.bytes);
         ingot__free(&w->alloc, hdr, (size_t)data_off);
         return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the header");
     }
@@ -202,10 +249,14 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     ing_st64(hdr + HDR_FILE_SIZE, file_size);
     ing_st64(hdr + HDR_N_TENSORS, n);
     ing_st64(hdr + HDR_N_META, m);
-    ing_st64(hdr + HDR_N_WORDS, n_words);
+    ing_st64(hdr + HDR_N_SHAPES, o.n_shapes);
+    ing_st64(hdr + HDR_N_DIMS, o.n_dims);
+    ing_st64(hdr + HDR_N_PARAMS, n_params);
     ing_st64(hdr + HDR_TENSOR_TABLE, tt);
     ing_st64(hdr + HDR_NAME_INDEX, ni);
-    ing_st64(hdr + HDR_WORDS, wo);
+    ing_st64(hdr + HDR_SHAPES, sh);
+    ing_st64(hdr + HDR_DIMS, dm);
+    ing_st64(hdr + HDR_PARAMS, pa);
     ing_st64(hdr + HDR_META_TABLE, mt);
     ing_st64(hdr + HDR_POOL, po);
     ing_st64(hdr + HDR_POOL_SIZE, measure.len);
@@ -214,25 +265,36 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     ing_st64(hdr + HDR_DATA, data_off);
     ing_st64(hdr + HDR_DATA_SIZE, pos);
 
-    uint64_t word = 0, name_at = 0;
+    /* Shape records in sorted order, each with its dims; record k is written by the first tensor
+     * of the sorted run that uses it. */
+    uint64_t dim = 0, next_rec = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = o.by_shape[k];
+        if (o.shape_of[i] != next_rec) continue;
+        const ingot__wtensor *t = &w->tensors[i];
+        uint8_t *r = hdr + sh + next_rec++ * ING_SHP_SIZE;
+        ing_st16(r + SHP_DTYPE, (uint16_t)t->dtype);
+        r[SHP_RANK] = (uint8_t)t->rank;
+        ing_st32(r + SHP_DIMS_AT, (uint32_t)dim);
+        ing_st64(r + SHP_NBYTES, t->nbytes);
+        for (uint32_t d = 0; d < t->rank; d++) ing_st64(hdr + dm + 8 * dim++, t->shape[d]);
+    }
+    uint64_t name_at = 0;
     for (size_t i = 0; i < n; i++) {
         const ingot__wtensor *t = &w->tensors[i];
         uint8_t *e = hdr + tt + i * ING_TEN_SIZE;
         ing_st32(e + TEN_NAME_OFF, (uint32_t)name_at);
-        ing_st32(e + TEN_SHAPE_AT, (uint32_t)word);
+        ing_st32(e + TEN_SHAPE, o.shape_of[i]);
         ing_st64(e + TEN_OFFSET, t->offset - data_off);
-        ing_st16(e + TEN_DTYPE, (uint16_t)t->dtype);
-        e[TEN_RANK] = (uint8_t)t->rank;
-        e[TEN_FLAGS] = t->has_param_id ? TEN_FLAG_PARAM_ID : 0;
-        for (uint32_t d = 0; d < t->rank; d++) ing_st64(hdr + wo + 8 * word++, t->shape[d]);
-        if (t->has_param_id) ing_st64(hdr + wo + 8 * word++, t->param_id);
+        ing_st32(e + TEN_FLAGS, t->has_param_id ? TEN_FLAG_PARAM_ID : 0);
+        if (t->has_param_id) ing_st64(hdr + pa + 8 * i, t->param_id);
         memcpy(hdr + names + name_at, t->name, t->name_len); /* the NUL: calloc'd */
         name_at += t->name_len + 1;
     }
-    for (size_t k = 0; k < n; k++) ing_st32(hdr + ni + 4 * k, order[k]);
+    for (size_t k = 0; k < n; k++) ing_st32(hdr + ni + 4 * k, o.names[k]);
     pool_t fill = {hdr + po, 0};
-    layout_pool(w, &fill, hdr + mt, morder);
-    ingot__free(&w->alloc, order, order_bytes);
+    layout_pool(w, &fill, hdr + mt, o.meta);
+    ingot__free(&w->alloc, o.buf, o.bytes);
     if (fill.len != measure.len)
         return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "pool layout mismatch");
 

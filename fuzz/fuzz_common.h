@@ -132,12 +132,13 @@ static inline int fz_bytes_cmp(const void *a, size_t al, const void *b, size_t b
  * call when the structure was accepted (then 160 <= data_offset <= size). */
 static inline bool fz_header_crc_ok(const uint8_t *d, size_t size)
 {
-    if (size < 160) return false;
-    uint64_t data_off = fz_ld64(d + 128);
-    if (data_off < 160 || data_off > size) return false;
-    uint32_t crc = ingot_crc32c(0, d, 156);
-    crc = ingot_crc32c(crc, d + 160, (size_t)(data_off - 160));
-    return crc == fz_ld32(d + 156);
+    /* docs/FORMAT.md §4: 192-byte fixed header, data_offset at 160, header_crc at 188 */
+    if (size < 192) return false;
+    uint64_t data_off = fz_ld64(d + 160);
+    if (data_off < 192 || data_off > size) return false;
+    uint32_t crc = ingot_crc32c(0, d, 188);
+    crc = ingot_crc32c(crc, d + 192, (size_t)(data_off - 192));
+    return crc == fz_ld32(d + 188);
 }
 
 #endif

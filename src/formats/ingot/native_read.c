@@ -29,6 +29,7 @@ struct ingot_native {
     uint64_t tt_off, ni_off, sh_off, dm_off, pa_off, mt_off, pool_off, pool_size, names_off,
         names_size;
     uint64_t data_off, data_size;
+    uint64_t max_nbytes; /* the largest size of a shape record */
     uint32_t minor, alignment;
 };
 
@@ -459,9 +460,9 @@ static int shape_cmp(const ingot_native *r, const uint8_t *a, const uint8_t *b)
 /* Shape records (§5.2), in order, each as dtype, rank, reserved, dims_at, shape and size, nbytes,
  * order; then n_dims. One code for yes/no and for the error: a file has few distinct shapes, and
  * the common sizes come from the tables. */
-static ingot_status check_shapes(const ingot_native *r, ingot_error *err)
+static ingot_status check_shapes(ingot_native *r, ingot_error *err)
 {
-    uint64_t dim = 0;
+    uint64_t dim = 0, max_nb = 0;
     const uint8_t *prev = 0;
     for (uint64_t k = 0; k < r->n_shapes; k++) {
         const uint8_t *s = shape_rec(r, k);
@@ -521,9 +522,11 @@ static ingot_status check_shapes(const ingot_native *r, ingot_error *err)
                             (unsigned long long)k);
         }
 #undef SERR
+        max_nb = nb > max_nb ? nb : max_nb;
         prev = s;
         dim += rank;
     }
+    r->max_nbytes = max_nb;
     if (dim != r->n_dims)
         return HERR(INGOT_BAD_LAYOUT, HDR_N_DIMS, "%llu dims, the shape records use %llu",
                     (unsigned long long)r->n_dims, (unsigned long long)dim);
@@ -538,24 +541,29 @@ static ingot_status check_shapes(const ingot_native *r, ingot_error *err)
  * rise from 0 and stay within data_size. Sizes are the records' (check_shapes ran first). */
 __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
 {
-    const uint8_t *t = r->buf + r->tt_off, *sh = r->buf + r->sh_off + SHP_NBYTES;
+    const uint8_t *t = r->buf + r->tt_off, *sh = r->buf + r->sh_off + SHP_NBYTES, *nm = names(r);
     const uint64_t n = r->n_tensors, ns = r->n_shapes, am1 = (uint64_t)r->alignment - 1;
     const uint64_t dsz = r->data_size, nsz = r->names_size;
     const uint32_t maxfl = r->n_params ? TEN_FLAG_PARAM_ID : 0;
     if (n == 0) return nsz == 0 && dsz == 0;
-    /* below 2^62 no sum of an offset and a size (<= data_size) can wrap */
-    if (dsz >> 62 || ing_ld32(t + TEN_NAME_OFF) != 0) return false;
+    /* below 2^62 no sum of an offset and a size (check_shapes found every size below 2^62 when
+     * max_nbytes says so) can wrap */
+    if ((dsz | r->max_nbytes) >> 62 || ing_ld32(t + TEN_NAME_OFF) != 0) return false;
     const uint8_t *e = t, *end = t + n * ING_TEN_SIZE;
-    uint64_t pos = 0, next;
+    uint64_t pos = 0, name = 0;
     do {
-        /* name i ends where entry i+1's starts, the last one at the end of the names section */
-        next = e + ING_TEN_SIZE < end ? ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF) : nsz;
-        if (next - ing_ld32(e + TEN_NAME_OFF) - 2 > ING_NAME_MAX - 1) return false;
+        /* name i ends (with its NUL) where entry i+1's starts, the last one at the end of the
+         * names section. For the last entry this reads 4 bytes of the name index, which follows
+         * the table, and does not use them. */
+        uint64_t next = ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF);
+        next = e + ING_TEN_SIZE < end ? next : nsz;
+        if (next - name - 2 > ING_NAME_MAX - 1 || nm[next - 1]) return false;
+        name = next;
         uint64_t s = ing_ld32(e + TEN_SHAPE);
         if (s >= ns || ing_ld32(e + TEN_FLAGS) > maxfl) return false;
-        uint64_t nb = ing_ld64(sh + s * ING_SHP_SIZE), at = ing_ld64(e + TEN_OFFSET);
-        if (at != ((pos + am1) & ~am1) || nb > dsz) return false;
-        pos = at + nb;
+        uint64_t at = ing_ld64(e + TEN_OFFSET);
+        if (at != ((pos + am1) & ~am1)) return false;
+        pos = at + ing_ld64(sh + s * ING_SHP_SIZE);
         if (pos > dsz) return false;
         e += ING_TEN_SIZE;
     } while (e < end);
@@ -591,76 +599,56 @@ __attribute__((noinline)) static bool fast_names(const ingot_native *r)
     return !(hb & 0x80) || ingot__utf8_valid(p, (size_t)n, true);
 }
 
-/* Which of the 16 bytes at a and b differ, as a bit mask (bit k: byte k). */
-static unsigned neq16(const uint8_t *a, const uint8_t *b)
+/* One bit per byte lane of a comparison result (bit k: lane k all ones). */
+static unsigned mask16(v16u8 m)
 {
-    v16u8 x, y;
-    ING_MEMCPY(&x, a, 16);
-    ING_MEMCPY(&y, b, 16);
 #if defined(__SSE2__)
-    return (unsigned)__builtin_ia32_pmovmskb128((v16i8)(x == y)) ^ 0xffffu;
+    return (unsigned)__builtin_ia32_pmovmskb128((v16i8)m);
 #else
-    unsigned m = 0;
-    for (int k = 15; k >= 0; k--) m = m << 1 | (x[k] != y[k]);
-    return m;
+    unsigned b = 0;
+    for (int k = 15; k >= 0; k--) b = b << 1 | (m[k] >> 7);
+    return b;
 #endif
 }
 
-/* Name order of two names a < b (true), each followed by its NUL, compared 16 bytes at a time;
- * the caller guarantees 16 readable bytes past both NULs. Bytes [0, m] decide, m the shorter
- * length: byte m is the shorter one's NUL, below any byte of a name. */
-static bool name_less_fast(const uint8_t *a, uint64_t la, const uint8_t *b, uint64_t lb)
-{
-    uint64_t m = la < lb ? la : lb;
-    for (uint64_t j = 0;; j += 16) {
-        unsigned neq = neq16(a + j, b + j);
-        if (neq) {
-            uint64_t d = j + (uint64_t)__builtin_ctz(neq);
-            return d <= m && a[d] < b[d];
-        }
-        if (j + 16 > m) return false; /* equal */
-    }
-}
-
-/* Name index: a permutation of the tensors in strictly increasing name order; zero padding. Also
- * checks each name's NUL (fast_tensors checked where they lie). */
+/* Name index: a permutation of the tensors in strictly increasing name order; zero padding.
+ * fast_tensors checked that every name ends with its NUL and fast_names that no other NUL lies
+ * in the names section, so two names compare as C strings: the first byte where they differ or
+ * where the first one has its NUL decides, and no read goes past the shorter name's NUL, which
+ * spares loading the names' lengths. Names that start within 16 bytes of the end of the buffer
+ * compare bytewise. */
 __attribute__((noinline)) static bool fast_index(const ingot_native *r)
 {
-    const uint64_t n = r->n_tensors, nsz = r->names_size;
+    const uint64_t n = r->n_tensors;
     if (n == 0) return true;
     const uint8_t *ix = r->buf + r->ni_off, *t = r->buf + r->tt_off, *nm = names(r);
-    /* names ending at least 16 bytes before the end of the buffer take the vector compare */
     const uint64_t safe = r->avail - r->names_off >= 16 ? r->avail - r->names_off - 16 : 0;
     uint64_t cur = ing_ld32(ix);
     if (cur >= n) return false;
-    /* a name ends where the next entry's starts. For the last entry the loop below still reads
-     * the 4 bytes after the table, which lie in the header region (the name index, at least 8
-     * bytes long, comes after the table), and does not use them. */
-    uint64_t po = ing_ld32(t + cur * ING_TEN_SIZE);
-    uint64_t pe = cur + 1 == n ? nsz : ing_ld32(t + (cur + 1) * ING_TEN_SIZE);
-    if (nm[pe - 1]) return false;
+    uint64_t po = ing_ld32(t + cur * ING_TEN_SIZE + TEN_NAME_OFF);
     for (const uint8_t *p = ix + 4, *end = ix + 4 * n; p < end; p += 4) {
         cur = ing_ld32(p);
         if (cur >= n) return false;
-        const uint8_t *e = t + cur * ING_TEN_SIZE;
-        uint64_t co = ing_ld32(e + TEN_NAME_OFF), ce = ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF);
-        ce = cur + 1 == n ? nsz : ce;
-        if (nm[ce - 1]) return false;
-        uint64_t la = pe - po - 1, lb = ce - co - 1;
-        unsigned neq;
-        bool fits = pe <= safe && ce <= safe;
-        if (ING_LIKELY(fits) && (neq = neq16(nm + po, nm + co)) != 0) {
-            /* Without a NUL inside a name (fast_names rules that out) the first difference lies
-             * within both names and their NULs unless the names are equal, when it lies past
-             * both: d > la then means a duplicate. */
-            uint64_t d = (uint64_t)__builtin_ctz(neq);
-            if (d > la || nm[po + d] >= nm[co + d]) return false;
-        } else if (!(fits ? name_less_fast(nm + po, la, nm + co, lb)
-                                       : bytes_cmp(nm + po, la, nm + co, lb) < 0)) {
-            return false;
+        uint64_t co = ing_ld32(t + cur * ING_TEN_SIZE + TEN_NAME_OFF);
+        for (uint64_t j = 0;; j += 16) {
+            if (ING_UNLIKELY(po + j > safe || co + j > safe)) {
+                const uint8_t *a = nm + po + j, *b = nm + co + j;
+                while (*a && *a == *b) a++, b++;
+                if (*a >= *b) return false; /* equal (both NUL) or decreasing */
+                break;
+            }
+            v16u8 x, y;
+            ING_MEMCPY(&x, nm + po + j, 16);
+            ING_MEMCPY(&y, nm + co + j, 16);
+            unsigned stop = mask16((v16u8)(x != y) | (v16u8)(x == 0));
+            if (ING_LIKELY(stop)) {
+                /* x's lane is below y's: a difference in order, or x's NUL before more of y.
+                 * Equal names stop at their NULs with no lane below: a duplicate. */
+                if (!(mask16((v16u8)(x < y)) >> __builtin_ctz(stop) & 1)) return false;
+                break;
+            }
         }
         po = co;
-        pe = ce;
     }
     return !(n & 1) || ing_ld32(ix + 4 * n) == 0;
 }

@@ -441,6 +441,7 @@ CLMUL_TARGET static uint32_t clmul_update(uint32_t crc, const uint8_t *p, size_t
 #define CAP_CLMUL 2
 #define CAPS_KNOWN 4
 #define CAP_PCLMUL 8
+#define CAP_AVX2 16 /* AVX2 usable (not masked by ingot__crc32c_limit: no CRC path uses it alone) */
 static atomic_int hw_caps;
 
 static int probe_caps(void)
@@ -456,9 +457,9 @@ static int probe_caps(void)
             unsigned lo, hi;
             __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
             bool ymm_state = (lo & 6u) == 6u;
-            if (ymm_state && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 5)) &&
-                (c & (1u << 10))) {
-                s |= CAP_CLMUL;
+            if (ymm_state && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 5))) {
+                s |= CAP_AVX2;
+                if (c & (1u << 10)) s |= CAP_CLMUL;
             }
         }
     }
@@ -506,6 +507,7 @@ uint32_t ingot__crc32c_shift(uint32_t raw, uint64_t nbytes)
 
 bool ingot__crc32c_hw(void) { return caps() & CAP_CRC; }
 bool ingot__crc32c_clmul(void) { return caps() & CAP_CLMUL; }
+bool ingot__cpu_avx2(void) { return caps() & CAP_AVX2; }
 
 uint32_t ingot__crc32c_sse42(uint32_t crc, const void *buf, size_t n)
 {
@@ -541,6 +543,7 @@ uint32_t ingot__crc32c_shift(uint32_t raw, uint64_t nbytes) { return shift_sw(ra
 
 bool ingot__crc32c_hw(void) { return false; }
 bool ingot__crc32c_clmul(void) { return false; }
+bool ingot__cpu_avx2(void) { return false; }
 
 int ingot__crc32c_limit(int level)
 {

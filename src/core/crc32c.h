@@ -20,6 +20,8 @@ uint32_t ingot__crc32c_shift(uint32_t raw, uint64_t nbytes);
 bool ingot__crc32c_hw(void);
 /* True when ingot_crc32c folds with VPCLMULQDQ (inputs of INGOT__CRC32C_FOLD_MIN bytes and more). */
 bool ingot__crc32c_clmul(void);
+/* True when the CPU and the OS support AVX2 (probed with the CRC paths; other scans use it). */
+bool ingot__cpu_avx2(void);
 /* The crc32-instruction path alone (three streams; the portable one where the CPU lacks SSE4.2);
  * for tests and benches. */
 uint32_t ingot__crc32c_sse42(uint32_t crc, const void *buf, size_t n);

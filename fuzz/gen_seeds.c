@@ -1,9 +1,10 @@
 /*
  * gen_seeds.c - writes the seed corpus of the .ingot fuzz targets: small valid files made with
  * ingot_writer covering every dtype, every metadata type as scalar and array (string and bytes
- * arrays included), ranks 0..8, zero-size tensors, param ids, every alignment, plus variants of a
- * valid file that exercise the reader's forward-compatibility paths (a newer minor version,
- * optional flags), with the header CRC fixed up. Seeds of fuzz_roundtrip_native are byte strings.
+ * arrays included), ranks 0..8, zero-size tensors, param ids, every alignment, tensors sharing
+ * shape records, plus variants of a valid file that exercise the reader's forward-compatibility
+ * paths (a newer minor version, optional flags), with the header CRC fixed up. Seeds of
+ * fuzz_roundtrip_native are byte strings.
  *
  *   fuzz_gen_seeds OUTDIR_FILES OUTDIR_ROUNDTRIP
  */
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "ingot/ingot.h"
+#include "ingot/native.h"
 
 static const char *out_dir;
 static int n_written;
@@ -76,12 +78,15 @@ static uint64_t ld64(const uint8_t *p)
     return v;
 }
 
+/* The header checksum (docs/FORMAT.md §4): CRC-32C of [0, 188) ++ [192, data_offset), stored at
+ * 188; data_offset is the u64 at 160. */
 static void fix_crc(uint8_t *d)
 {
-    uint64_t data_off = ld64(d + 128);
-    uint32_t crc = ingot_crc32c(0, d, 156);
-    crc = ingot_crc32c(crc, d + 160, (size_t)(data_off - 160));
-    st32(d + 156, crc);
+    uint64_t data_off = ld64(d + 160);
+    uint32_t crc = ingot_crc32c(0, d, 188);
+    crc = ingot_crc32c(crc, d + INGOT_NATIVE_HEADER_BYTES,
+                       (size_t)(data_off - INGOT_NATIVE_HEADER_BYTES));
+    st32(d + 188, crc);
 }
 
 static uint8_t pattern[4096];
@@ -189,6 +194,24 @@ static void gen_files(void)
         uint64_t z1[1] = {0};
         add(w, "zero.q", INGOT_DTYPE_Q4_K, 1, z1, NULL);
         finish(w, "ranks.ingot", NULL, NULL);
+    }
+
+    /* layers of one model: few shape records, each used by several tensors; param ids on some */
+    {
+        ingot_writer *w = new_writer(64);
+        uint64_t sq[2] = {16, 16}, sup[2] = {4, 64}, snorm[1] = {16};
+        for (uint32_t l = 0; l < 3; l++) {
+            ingot_tensor_opts to = {true, 100 + l};
+            snprintf(name, sizeof name, "blk.%u.attn_q", l);
+            add(w, name, INGOT_DTYPE_F16, 2, sq, &to);
+            snprintf(name, sizeof name, "blk.%u.attn_k", l);
+            add(w, name, INGOT_DTYPE_F16, 2, sq, NULL);
+            snprintf(name, sizeof name, "blk.%u.ffn_up", l);
+            add(w, name, INGOT_DTYPE_Q8_0, 2, sup, NULL);
+            snprintf(name, sizeof name, "blk.%u.norm", l);
+            add(w, name, INGOT_DTYPE_F32, 1, snorm, NULL);
+        }
+        finish(w, "shared_shapes.ingot", NULL, NULL);
     }
 
     /* every metadata type, no tensors; and with tensors at each alignment */

@@ -6,12 +6,17 @@
  *     build/tests/test_malformed --regen <source>/tests/corpus
  * tests/test_corrupt.c includes it with GEN_BASE_ONLY defined, for the base file alone.
  *
- * Every bad file starts from one valid base file written by the real writer (7 tensors incl. a
- * quantized one, a scalar, a zero-sized one and a multi-byte UTF-8 name; metadata of every type
- * incl. numeric, bool, string and bytes arrays; alignment 64), gets one field patched, and then
- * (unless the row is about checksums) has its header CRC-32C recomputed so the structural check
- * under test is what fires. Each row also states the byte offset and the `where` the reader must
- * report.
+ * Every bad file starts from one valid base file written by the real writer (9 tensors incl. two
+ * quantized ones sharing one shape record, a scalar, a zero-sized one, a multi-byte UTF-8 name and
+ * three param ids, one of them 0; 8 shape records; metadata of every type incl. numeric, bool,
+ * string and bytes arrays; alignment 64), gets one field patched (or a section resized, with
+ * everything after it moved), and then (unless the row is about checksums) has its header CRC-32C
+ * recomputed so the structural check under test is what fires. Each row also states the byte
+ * offset and the `where` the reader must report (docs/FORMAT.md §5.4 fixes which rule fires
+ * first): "header" and the field for the fixed header, "shape record" and the offending field
+ * (a record field, or the record's first dimension for the shape and size rules) for shape
+ * records, the tensor's name and the field for tensor entries, the tensor's name and its u64 in the
+ * param_ids section for param ids.
  */
 #ifndef INGOT_GEN_BAD_CORPUS_C
 #define INGOT_GEN_BAD_CORPUS_C
@@ -34,11 +39,21 @@ typedef struct {
 
 /* ---- the base file --------------------------------------------------------------------------- */
 
-enum { GT_EMBED, GT_Q, GT_BIAS, GT_UTF8, GT_EMPTY, GT_I64, GT_TAIL, GT_N };
+/* Table order (= data order). blk.1.q shares blk.0.q's shape record; model.embed.T has the same
+ * dtype and rank as model.embed and sorts after it both by name (a prefix) and by shape. */
+enum {
+    GT_EMBED, GT_Q, GT_BIAS, GT_UTF8, GT_EMPTY, GT_I64, GT_Q1, GT_EMBT, GT_TAIL, GT_N
+};
 
 static const char *const gen_tnames[GT_N] = {
-    "model.embed", "blk.0.q", "bias", "h\xc3\xa9llo.w\xc3\xb6rld", "empty", "x.i64", "tail",
+    "model.embed", "blk.0.q", "bias", "h\xc3\xa9llo.w\xc3\xb6rld", "empty", "x.i64", "blk.1.q",
+    "model.embed.T", "tail",
 };
+
+/* The base file's shape records, in their (dtype, rank, dims) order: GS_x is the record of
+ * tensor GT_x. */
+enum { GS_EMBED, GS_EMBT, GS_EMPTY, GS_BIAS, GS_I64, GS_UTF8, GS_TAIL, GS_Q, GS_N };
+#define GEN_N_DIMS 11u /* 2 + 2 + 2 + 0 + 1 + 1 + 1 + 2 */
 
 /* Deterministic tensor bytes (opaque to the format: no host byte order involved). */
 static void gen_fill(uint8_t *p, size_t n, unsigned seed)
@@ -87,8 +102,9 @@ static bool gen_describe_base(ingot_writer *w)
     ok &= ingot_writer_set_bytes(w, "z.tail", "xyz", 3) == INGOT_OK;
 
     static const uint64_t s_embed[2] = {2, 3}, s_q[2] = {1, 32}, s_utf8[1] = {3},
-                          s_empty[2] = {4, 0}, s_i64[1] = {2}, s_tail[1] = {5};
-    ingot_tensor_opts pid7 = {true, 7}, pidmax = {true, UINT64_MAX};
+                          s_empty[2] = {4, 0}, s_i64[1] = {2}, s_embt[2] = {3, 2},
+                          s_tail[1] = {5};
+    ingot_tensor_opts pid7 = {true, 7}, pidmax = {true, UINT64_MAX}, pid0 = {true, 0};
     ok &= ingot_writer_add_tensor(w, gen_tnames[GT_EMBED], INGOT_DTYPE_F32, 2, s_embed, &pid7,
                                   data[GT_EMBED], &e) == INGOT_OK;
     ok &= ingot_writer_add_tensor(w, gen_tnames[GT_Q], INGOT_DTYPE_Q4_0, 2, s_q, NULL, data[GT_Q],
@@ -101,6 +117,10 @@ static bool gen_describe_base(ingot_writer *w)
                                   data[GT_EMPTY], &e) == INGOT_OK;
     ok &= ingot_writer_add_tensor(w, gen_tnames[GT_I64], INGOT_DTYPE_I64, 1, s_i64, &pidmax,
                                   data[GT_I64], &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_Q1], INGOT_DTYPE_Q4_0, 2, s_q, NULL,
+                                  data[GT_Q1], &e) == INGOT_OK;
+    ok &= ingot_writer_add_tensor(w, gen_tnames[GT_EMBT], INGOT_DTYPE_F32, 2, s_embt, &pid0,
+                                  data[GT_EMBT], &e) == INGOT_OK;
     ok &= ingot_writer_add_tensor(w, gen_tnames[GT_TAIL], INGOT_DTYPE_U8, 1, s_tail, NULL,
                                   data[GT_TAIL], &e) == INGOT_OK;
     return ok;
@@ -161,7 +181,6 @@ static void gst(gbuf *g, uint64_t at, unsigned w, uint64_t v)
 
 static uint64_t gen_round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-
 /* ---- field access on a file image ------------------------------------------------------------ */
 
 static uint64_t g_hdr(const gbuf *g, uint32_t field) { return gld(g, field, 8); }
@@ -187,20 +206,25 @@ static uint64_t g_tdata(const gbuf *g, unsigned i)
 {
     return g_data(g) + gld(g, g_ten(g, i) + TEN_OFFSET, 8);
 }
-/* Absolute offset of tensor i's first shape word, and its byte size. */
-static uint64_t g_tshape(const gbuf *g, unsigned i)
+/* Absolute offset of shape record k, of its first dimension, of tensor i's record. */
+static uint64_t g_shp(const gbuf *g, uint64_t k)
 {
-    return g_hdr(g, HDR_WORDS) + 8 * gld(g, g_ten(g, i) + TEN_SHAPE_AT, 4);
+    return g_hdr(g, HDR_SHAPES) + k * ING_SHP_SIZE;
 }
+static uint64_t g_sdims(const gbuf *g, uint64_t k)
+{
+    return g_hdr(g, HDR_DIMS) + 8 * gld(g, g_shp(g, k) + SHP_DIMS_AT, 4);
+}
+static uint64_t g_tshp(const gbuf *g, unsigned i)
+{
+    return g_shp(g, gld(g, g_ten(g, i) + TEN_SHAPE, 4));
+}
+/* Tensor i's byte size (its record's), and the absolute offset of its param id. */
 static uint64_t g_tnbytes(const gbuf *g, unsigned i)
 {
-    uint64_t e = g_ten(g, i), shape[INGOT_MAX_RANK], nb = 0;
-    uint32_t rank = g->b[e + TEN_RANK];
-    for (uint32_t d = 0; d < rank; d++) shape[d] = gld(g, g_tshape(g, i) + 8 * d, 8);
-    if (ingot_dtype_nbytes((ingot_dtype)gld(g, e + TEN_DTYPE, 2), rank, shape, NULL, &nb) != INGOT_OK)
-        gen_die("base tensor size");
-    return nb;
+    return gld(g, g_tshp(g, i) + SHP_NBYTES, 8);
 }
+static uint64_t g_tpid(const gbuf *g, unsigned i) { return g_hdr(g, HDR_PARAMS) + 8 * (uint64_t)i; }
 /* Offset of the metadata entry with this key. */
 static uint64_t g_met(const gbuf *g, const char *key)
 {
@@ -218,7 +242,7 @@ static uint64_t g_met(const gbuf *g, const char *key)
 /* Absolute offset of the value of the metadata entry at e (pool offset + pool). */
 static uint64_t g_mval(const gbuf *g, uint64_t e) { return g_pool(g) + gld(g, e + MET_VALUE, 8); }
 
-/* Recomputes the header CRC-32C over [0,156) ++ [160, data_off) (data_off clamped to the image). */
+/* Recomputes the header CRC-32C over [0,188) ++ [192, data_off) (data_off clamped to the image). */
 static void g_fix_crc(gbuf *g)
 {
     uint64_t d = g_data(g);
@@ -229,42 +253,126 @@ static void g_fix_crc(gbuf *g)
     gst(g, HDR_CRC, 4, crc);
 }
 
-/* Rebuilds g in a relaxed layout a future minor version may use: header_size 160 + ext, `gap`
+/* The sections of an image in file order (docs/FORMAT.md §3): header field of the offset, and
+ * size from the counts. */
+#define GEN_N_SECS 8
+typedef struct {
+    uint32_t field;
+    uint64_t size;
+} gsec;
+
+static void g_sections(const gbuf *g, gsec s[GEN_N_SECS])
+{
+    uint64_t nt = g_hdr(g, HDR_N_TENSORS);
+    s[0] = (gsec){HDR_TENSOR_TABLE, nt * ING_TEN_SIZE};
+    s[1] = (gsec){HDR_NAME_INDEX, (nt * 4 + 7) & ~7ull};
+    s[2] = (gsec){HDR_SHAPES, g_hdr(g, HDR_N_SHAPES) * ING_SHP_SIZE};
+    s[3] = (gsec){HDR_DIMS, g_hdr(g, HDR_N_DIMS) * 8};
+    s[4] = (gsec){HDR_PARAMS, g_hdr(g, HDR_N_PARAMS) * 8};
+    s[5] = (gsec){HDR_META_TABLE, g_hdr(g, HDR_N_META) * ING_MET_SIZE};
+    s[6] = (gsec){HDR_POOL, g_hdr(g, HDR_POOL_SIZE)};
+    s[7] = (gsec){HDR_NAMES, g_hdr(g, HDR_NAMES_SIZE)};
+}
+
+/* Header field of the section before the one at `field`. */
+static uint32_t g_sec_before(uint32_t field)
+{
+    static const uint32_t order[GEN_N_SECS] = {HDR_TENSOR_TABLE, HDR_NAME_INDEX, HDR_SHAPES,
+                                               HDR_DIMS, HDR_PARAMS, HDR_META_TABLE, HDR_POOL,
+                                               HDR_NAMES};
+    for (int i = 1; i < GEN_N_SECS; i++)
+        if (order[i] == field) return order[i - 1];
+    gen_die("no section before this one");
+    return 0;
+}
+
+/* Copies the data section of src to `data` in g and sets the data offset and the sizes. */
+static void g_place_data(gbuf *g, const gbuf *src, uint64_t data)
+{
+    uint64_t dsize = src->n - g_data(src);
+    if (data + dsize > GEN_CAP) gen_die("file too large");
+    memcpy(g->b + data, src->b + g_data(src), (size_t)dsize);
+    gst(g, HDR_DATA, 8, data);
+    g->n = (size_t)(data + dsize);
+    gst(g, HDR_FILE_SIZE, 8, g->n);
+}
+
+/* Rebuilds g in a relaxed layout a future minor version may use: header_size 192 + ext, `gap`
  * zero bytes before every section, and the data `extra` alignment units later than needed. */
 static void g_relax(gbuf *g, uint16_t minor, uint32_t ext, uint32_t gap, uint32_t extra)
 {
     static gbuf src;
     src = *g;
     uint64_t align = gld(&src, HDR_ALIGNMENT, 4);
-    uint64_t nt = g_hdr(&src, HDR_N_TENSORS), nm = g_hdr(&src, HDR_N_META);
-    struct {
-        uint32_t field;
-        uint64_t size;
-    } sec[6] = {{HDR_TENSOR_TABLE, nt * ING_TEN_SIZE},
-                {HDR_NAME_INDEX, (nt * 4 + 7) & ~7ull},
-                {HDR_WORDS, g_hdr(&src, HDR_N_WORDS) * 8},
-                {HDR_META_TABLE, nm * ING_MET_SIZE},
-                {HDR_POOL, g_hdr(&src, HDR_POOL_SIZE)},
-                {HDR_NAMES, g_hdr(&src, HDR_NAMES_SIZE)}};
+    gsec sec[GEN_N_SECS];
+    g_sections(&src, sec);
     memset(g->b, 0, sizeof g->b);
     memcpy(g->b, src.b, ING_HDR_SIZE);
     uint64_t pos = ING_HDR_SIZE + ext;
     gst(g, HDR_HEADER_SIZE, 4, pos);
     gst(g, HDR_MINOR, 2, minor);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < GEN_N_SECS; i++) {
         pos += gap;
+        if (pos + sec[i].size > GEN_CAP) gen_die("relaxed file too large");
         memcpy(g->b + pos, src.b + g_hdr(&src, sec[i].field), (size_t)sec[i].size);
         gst(g, sec[i].field, 8, pos);
         pos += sec[i].size;
     }
-    uint64_t data = gen_round_up(pos, align) + extra * align;
-    uint64_t dsize = src.n - g_data(&src);
-    if (data + dsize > GEN_CAP) gen_die("relaxed file too large");
-    memcpy(g->b + data, src.b + g_data(&src), (size_t)dsize);
-    gst(g, HDR_DATA, 8, data);
-    g->n = (size_t)(data + dsize);
-    gst(g, HDR_FILE_SIZE, 8, g->n);
+    g_place_data(g, &src, gen_round_up(pos, align) + extra * align);
     g_fix_crc(g);
+}
+
+/* Rebuilds g in the v1.0 layout with section `field` grown by `delta` zero bytes (delta > 0) or
+ * shrunk by -delta bytes (delta < 0) at `at`, relative to the section's start; every later section
+ * and the data move. The caller adjusts the count the section's size comes from. */
+static void g_resize(gbuf *g, uint32_t field, uint64_t at, int64_t delta)
+{
+    static gbuf src;
+    src = *g;
+    uint64_t align = gld(&src, HDR_ALIGNMENT, 4);
+    gsec sec[GEN_N_SECS];
+    g_sections(&src, sec);
+    memset(g->b, 0, sizeof g->b);
+    memcpy(g->b, src.b, ING_HDR_SIZE);
+    uint64_t pos = ING_HDR_SIZE;
+    for (int i = 0; i < GEN_N_SECS; i++) {
+        uint64_t from = g_hdr(&src, sec[i].field), size = sec[i].size;
+        if (pos + size + (delta > 0 ? (uint64_t)delta : 0) > GEN_CAP)
+            gen_die("resized file too large");
+        gst(g, sec[i].field, 8, pos);
+        if (sec[i].field != field) {
+            memcpy(g->b + pos, src.b + from, (size_t)size);
+        } else if (delta >= 0) {
+            if (at > size) gen_die("resize position outside the section");
+            memcpy(g->b + pos, src.b + from, (size_t)at);
+            memcpy(g->b + pos + at + (uint64_t)delta, src.b + from + at, (size_t)(size - at));
+            size += (uint64_t)delta;
+        } else {
+            uint64_t cut = (uint64_t)-delta;
+            if (at + cut > size) gen_die("resize cut outside the section");
+            memcpy(g->b + pos, src.b + from, (size_t)at);
+            memcpy(g->b + pos + at, src.b + from + at + cut, (size_t)(size - at - cut));
+            size -= cut;
+        }
+        pos += size;
+    }
+    g_place_data(g, &src, gen_round_up(pos, align));
+    gst(g, HDR_DATA_SIZE, 8, g->n - g_data(g));
+}
+
+/* Sanity checks of what the rows rely on: the base file's records and where each tensor's is. */
+static bool gen_base_ok(const gbuf *g)
+{
+    static const uint8_t rec_of[GT_N] = {GS_EMBED, GS_Q,   GS_BIAS, GS_UTF8, GS_EMPTY,
+                                         GS_I64,   GS_Q,   GS_EMBT, GS_TAIL};
+    if (g_hdr(g, HDR_N_TENSORS) != GT_N || g_hdr(g, HDR_N_SHAPES) != GS_N ||
+        g_hdr(g, HDR_N_DIMS) != GEN_N_DIMS || g_hdr(g, HDR_N_PARAMS) != GT_N)
+        return false;
+    for (unsigned i = 0; i < GT_N; i++)
+        if (g_tshp(g, i) != g_shp(g, rec_of[i])) return false;
+    /* padding before the data, and after the last record's dims nothing but the param ids */
+    return g_names(g) + g_hdr(g, HDR_NAMES_SIZE) < g_data(g) &&
+           g_sdims(g, GS_N - 1) + 16 == g_hdr(g, HDR_PARAMS);
 }
 
 /* ---- the bad rows -------------------------------------------------------------------------- */
@@ -535,9 +643,13 @@ static void mk_empty(gx *x, const gcase *c)
     x_at(x, 0, NULL);
 }
 
+/* The file cut at c->value bytes (0: at the data offset; width 1: c->value bytes into the shape
+ * records). */
 static void mk_cut(gx *x, const gcase *c)
 {
-    x->g->n = c->value ? (size_t)c->value : (size_t)g_data(x->g);
+    x->g->n = c->width ? (size_t)(g_hdr(x->g, HDR_SHAPES) + c->value)
+              : c->value ? (size_t)c->value
+                         : (size_t)g_data(x->g);
     x->no_crc = true;
     if (x->g->n < ING_HDR_SIZE) {
         x_at(x, x->g->n, "header");
@@ -572,14 +684,31 @@ static void mk_trailing(gx *x, const gcase *c)
     x_at(x, g_data(x->g) + end, "data");
 }
 
+/* Bytes a header count stands for at the least: the count bound of docs/FORMAT.md §4 is
+ * (file_size - header_size) / this. */
+static uint64_t count_unit(uint32_t field)
+{
+    return field == HDR_N_TENSORS ? ING_TEN_MIN_BYTES
+           : field == HDR_N_META  ? ING_MET_SIZE
+           : field == HDR_N_SHAPES ? ING_SHP_SIZE
+                                   : 8;
+}
+
+/* Header count := as many as the file's bytes allow + c->value; reported at rep(c). */
 static void mk_count_room(gx *x, const gcase *c)
 {
     uint64_t room = x->g->n - ING_HDR_SIZE;
-    uint64_t v = c->field == HDR_N_TENSORS ? room / ING_TEN_MIN_BYTES
-                 : c->field == HDR_N_WORDS ? room / 8
-                                           : room / ING_MET_SIZE;
-    gst(x->g, c->field, 8, v + c->value);
-    x_at(x, c->field, "header");
+    gst(x->g, c->field, 8, room / count_unit(c->field) + c->value);
+    x_at(x, rep(c), "header");
+}
+
+/* n_tensors and n_params both one larger: the counts agree, the sections do not. */
+static void mk_ntp_plus1(gx *x, const gcase *c)
+{
+    (void)c;
+    gst(x->g, HDR_N_TENSORS, 8, g_hdr(x->g, HDR_N_TENSORS) + 1);
+    gst(x->g, HDR_N_PARAMS, 8, g_hdr(x->g, HDR_N_PARAMS) + 1);
+    x_at(x, HDR_NAME_INDEX, "header");
 }
 
 /* Alignment 128 in a file laid out for 64: data offset or a tensor offset is misaligned. */
@@ -599,51 +728,199 @@ static void mk_pad_before_data(gx *x, const gcase *c)
     x_at(x, end, "header");
 }
 
-/* Tensor c->idx gets the dims of shape number c->value of the list below (same rank as it has, so
- * the shape words stay in place) and, if the row says so, another dtype; c->width 1: reported at
- * the entry's data offset instead of its shape words. */
-static void mk_shape(gx *x, const gcase *c)
+/* ---- shape records ---- */
+
+/* The shape record of tensor c->idx: field := value; reported at that field (or c->rep_field),
+ * where "shape record". */
+static void mk_shp(gx *x, const gcase *c)
 {
-    static const struct {
-        ingot_dtype dt; /* INVALID: keep */
-        uint64_t d[2];
-    } shapes[] = {
-        {INGOT_DTYPE_INVALID, {(uint64_t)INT64_MAX, 2}}, /* 0: nelem 2^64-2 fits u64; its bytes do not */
-        {INGOT_DTYPE_U8, {(uint64_t)INT64_MAX, 2}},      /* 1: ... and with 1-byte elements they do */
-        {INGOT_DTYPE_INVALID, {(uint64_t)INT64_MAX, 3}}, /* 2: nelem overflows */
-        {INGOT_DTYPE_INVALID, {1ull << 32, 1ull << 32}}, /* 3: 2^64 overflows */
-        {INGOT_DTYPE_INVALID, {1ull << 63, 0}},          /* 4: one dim > 2^63-1 */
-        {INGOT_DTYPE_INVALID, {UINT64_MAX, 0}},          /* 5: dim -1 */
-        {INGOT_DTYPE_INVALID, {0, 1ull << 63}},          /* 6: a zero does not excuse a dim > 2^63-1 */
-        {INGOT_DTYPE_INVALID, {1ull << 61, 0}},          /* 7: I64: nelem fits, bytes are 2^64 */
-        {INGOT_DTYPE_INVALID, {1, 33}},                  /* 8: Q4_0 inner dim not a multiple of 32 */
-        {INGOT_DTYPE_INVALID, {1, 16}},                  /* 9: Q4_0 inner dim below one block */
-        {INGOT_DTYPE_Q4_0, {0, 0}},                      /* 10: Q4_0 scalar: 1 element, not a block */
-        {INGOT_DTYPE_INVALID, {500, 0}},                 /* 11: U8 tail grown past the data section */
-    };
+    uint64_t s = g_tshp(x->g, (unsigned)c->idx);
+    gst(x->g, s + c->field, c->width, c->value);
+    x_at(x, s + rep(c), "shape record");
+}
+
+/* The shape record of tensor c->idx: field += value (mod 2^(8 width)). */
+static void mk_shp_add(gx *x, const gcase *c)
+{
+    uint64_t s = g_tshp(x->g, (unsigned)c->idx);
+    gst(x->g, s + c->field, c->width, gld(x->g, s + c->field, c->width) + c->value);
+    x_at(x, s + rep(c), "shape record");
+}
+
+/* Shapes for mk_sdims: same rank as the record they go to, so the dims stay in place. */
+static const struct {
+    ingot_dtype dt; /* INVALID: keep the record's */
+    uint64_t d[2];
+} gen_shapes[] = {
+    {INGOT_DTYPE_INVALID, {(uint64_t)INT64_MAX, 2}}, /* 0: nelem 2^64-2 fits u64, not int64 */
+    {INGOT_DTYPE_U8, {(uint64_t)INT64_MAX, 2}},      /* 1: ... whatever the element size */
+    {INGOT_DTYPE_INVALID, {(uint64_t)INT64_MAX, 3}}, /* 2: nelem overflows */
+    {INGOT_DTYPE_INVALID, {1ull << 32, 1ull << 32}}, /* 3: 2^64 overflows */
+    {INGOT_DTYPE_INVALID, {1ull << 63, 0}},          /* 4: one dim > 2^63-1 */
+    {INGOT_DTYPE_INVALID, {UINT64_MAX, 0}},          /* 5: dim -1 */
+    {INGOT_DTYPE_INVALID, {0, 1ull << 63}},          /* 6: a zero does not excuse a dim > 2^63-1 */
+    {INGOT_DTYPE_INVALID, {1ull << 61, 0}},          /* 7: I64: nelem fits, bytes are 2^64 */
+    {INGOT_DTYPE_INVALID, {1, 33}},                  /* 8: Q4_0 inner dim not a multiple of 32 */
+    {INGOT_DTYPE_INVALID, {1, 16}},                  /* 9: Q4_0 inner dim below one block */
+    {INGOT_DTYPE_Q4_0, {0, 0}},                      /* 10: Q4_0 scalar: 1 element, not a block */
+    {INGOT_DTYPE_INVALID, {500, 0}},                 /* 11: U8 tail grown past the data section */
+    {INGOT_DTYPE_F4, {3, 0}},                        /* 12: F4: 3 elements are not whole bytes */
+    {INGOT_DTYPE_INVALID, {0, 16}},                  /* 13: Q4_0 [0, 16]: empty, inner dim bad */
+    {INGOT_DTYPE_INVALID, {2, 3}},                   /* 14: F32 [3,2] -> [2,3]: previous record */
+    {INGOT_DTYPE_INVALID, {2, 2}},                   /* 15: F32 [3,2] -> [2,2]: below [2,3] */
+    {INGOT_DTYPE_F32, {0, 0}},                       /* 16: F16 scalar -> F32 scalar: (F32, 0) */
+};
+
+enum { SD_RULE, SD_ORDER, SD_DATA };
+
+/* The record of tensor c->idx gets shape c->value of gen_shapes. c->width SD_RULE: the shape or
+ * size rule fires, at the record's first dimension (the stored size is left as it was: the rule
+ * comes first); SD_ORDER: the stored size is made right and the record's order fires, at the
+ * record; SD_DATA: the stored size is made right and the tensor's data no longer fits, at its
+ * data offset. */
+static void mk_sdims(gx *x, const gcase *c)
+{
     unsigned i = (unsigned)c->idx;
-    uint64_t e = g_ten(x->g, i), w = g_tshape(x->g, i);
-    uint32_t rank = x->g->b[e + TEN_RANK];
-    for (uint32_t d = 0; d < rank; d++) gst(x->g, w + 8 * d, 8, shapes[c->value].d[d]);
-    if (shapes[c->value].dt != INGOT_DTYPE_INVALID)
-        gst(x->g, e + TEN_DTYPE, 2, (uint64_t)shapes[c->value].dt);
-    x_at(x, c->width ? e + TEN_OFFSET : w, gen_tnames[i]);
+    uint64_t s = g_tshp(x->g, i);
+    uint64_t d = g_hdr(x->g, HDR_DIMS) + 8 * gld(x->g, s + SHP_DIMS_AT, 4);
+    uint32_t rank = x->g->b[s + SHP_RANK];
+    for (uint32_t k = 0; k < rank; k++) gst(x->g, d + 8 * k, 8, gen_shapes[c->value].d[k]);
+    if (gen_shapes[c->value].dt != INGOT_DTYPE_INVALID)
+        gst(x->g, s + SHP_DTYPE, 2, (uint64_t)gen_shapes[c->value].dt);
+    if (c->width == SD_RULE) {
+        x_at(x, d, "shape record");
+        return;
+    }
+    uint64_t nb;
+    if (ingot_dtype_nbytes((ingot_dtype)gld(x->g, s + SHP_DTYPE, 2), rank, gen_shapes[c->value].d,
+                           NULL, &nb) != INGOT_OK)
+        gen_die("mk_sdims: not a valid shape");
+    gst(x->g, s + SHP_NBYTES, 8, nb);
+    if (c->width == SD_ORDER) x_at(x, s, "shape record");
+    else x_at(x, g_ten(x->g, i) + TEN_OFFSET, gen_tnames[i]);
 }
 
-/* Tensor entry field := value; reported at header field c->rep_field. */
-static void mk_ten_hdr(gx *x, const gcase *c)
+static void g_swap(gbuf *g, uint64_t a, uint64_t b, uint64_t n)
 {
-    gst(x->g, g_ten(x->g, (unsigned)c->idx) + c->field, c->width, c->value);
-    x_at(x, (uint64_t)c->rep_field, "header");
+    for (uint64_t k = 0; k < n; k++) {
+        uint8_t t = g->b[a + k];
+        g->b[a + k] = g->b[b + k];
+        g->b[b + k] = t;
+    }
 }
 
-/* A param id flag on the scalar "bias": it takes the next shape word, so the shape words of the
- * tensor after it no longer start where its entry says. */
-static void mk_flag_pid(gx *x, const gcase *c)
+/* Records k = c->value and k+1 (same rank) trade places with their dims, each keeping its dims_at,
+ * and the tensors follow them: record k+1 then sorts before record k. */
+static void mk_shp_swap(gx *x, const gcase *c)
+{
+    gbuf *g = x->g;
+    uint64_t k = c->value, a = g_shp(g, k), b = g_shp(g, k + 1);
+    uint32_t rank = g->b[a + SHP_RANK];
+    if (g->b[b + SHP_RANK] != rank) gen_die("mk_shp_swap: ranks differ");
+    g_swap(g, a, b, SHP_DIMS_AT);
+    g_swap(g, a + SHP_NBYTES, b + SHP_NBYTES, 8);
+    g_swap(g, g_sdims(g, k), g_sdims(g, k + 1), 8 * (uint64_t)rank);
+    for (unsigned i = 0; i < GT_N; i++) {
+        uint64_t e = g_ten(g, i) + TEN_SHAPE, s = gld(g, e, 4);
+        if (s == k || s == k + 1) gst(g, e, 4, s == k ? k + 1 : k);
+    }
+    x_at(x, b, "shape record");
+}
+
+/* One zero dimension more at the end of the dims section than the records use. */
+static void mk_dims_extra(gx *x, const gcase *c)
 {
     (void)c;
-    x->g->b[g_ten(x->g, GT_BIAS) + TEN_FLAGS] = TEN_FLAG_PARAM_ID;
-    x_at(x, g_ten(x->g, GT_UTF8) + TEN_SHAPE_AT, gen_tnames[GT_UTF8]);
+    uint64_t nd = g_hdr(x->g, HDR_N_DIMS);
+    g_resize(x->g, HDR_DIMS, 8 * nd, 8);
+    gst(x->g, HDR_N_DIMS, 8, nd + 1);
+    x_at(x, HDR_N_DIMS, "header");
+}
+
+/* The last dimension removed: the last record's dims run past n_dims. */
+static void mk_dims_short(gx *x, const gcase *c)
+{
+    (void)c;
+    uint64_t nd = g_hdr(x->g, HDR_N_DIMS);
+    g_resize(x->g, HDR_DIMS, 8 * nd - 8, -8);
+    gst(x->g, HDR_N_DIMS, 8, nd - 1);
+    x_at(x, g_shp(x->g, GS_N - 1) + SHP_DIMS_AT, "shape record");
+}
+
+/* The last record (Q4_0 [1, 32]) and its dims removed: the records are fine, the first tensor
+ * that used it names a record past n_shapes. */
+static void mk_shapes_short(gx *x, const gcase *c)
+{
+    (void)c;
+    uint64_t ns = g_hdr(x->g, HDR_N_SHAPES), nd = g_hdr(x->g, HDR_N_DIMS);
+    uint64_t rank = x->g->b[g_shp(x->g, ns - 1) + SHP_RANK];
+    g_resize(x->g, HDR_SHAPES, ING_SHP_SIZE * (ns - 1), -(int64_t)ING_SHP_SIZE);
+    gst(x->g, HDR_N_SHAPES, 8, ns - 1);
+    g_resize(x->g, HDR_DIMS, 8 * (nd - rank), -(int64_t)(8 * rank));
+    gst(x->g, HDR_N_DIMS, 8, nd - rank);
+    x_at(x, g_ten(x->g, GT_Q) + TEN_SHAPE, gen_tnames[GT_Q]);
+}
+
+/* ---- tensor shape index, flags and param ids ---- */
+
+/* Tensor c->idx names shape record n_shapes + c->value. */
+static void mk_ten_shape_n(gx *x, const gcase *c)
+{
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    gst(x->g, e + TEN_SHAPE, 4, g_hdr(x->g, HDR_N_SHAPES) + c->value);
+    x_at(x, e + TEN_SHAPE, gen_tnames[c->idx]);
+}
+
+/* The last tensor takes the (smaller) record of tensor c->value: its data then ends before the
+ * data section does. */
+static void mk_ten_shape_of(gx *x, const gcase *c)
+{
+    unsigned i = (unsigned)c->idx;
+    uint64_t rec = gld(x->g, g_ten(x->g, (unsigned)c->value) + TEN_SHAPE, 4);
+    gst(x->g, g_ten(x->g, i) + TEN_SHAPE, 4, rec);
+    x_at(x, g_tdata(x->g, i) + g_tnbytes(x->g, i), "data");
+}
+
+/* The param ids section removed (n_params 0) and every flag cleared: still a valid file. */
+static void g_drop_params(gbuf *g)
+{
+    uint64_t np = g_hdr(g, HDR_N_PARAMS);
+    g_resize(g, HDR_PARAMS, 0, -(int64_t)(8 * np));
+    gst(g, HDR_N_PARAMS, 8, 0);
+    for (unsigned i = 0; i < GT_N; i++) gst(g, g_ten(g, i) + TEN_FLAGS, 4, 0);
+}
+/* ... then the param id flag set on tensor c->idx. */
+static void mk_no_params(gx *x, const gcase *c)
+{
+    g_drop_params(x->g);
+    uint64_t e = g_ten(x->g, (unsigned)c->idx);
+    gst(x->g, e + TEN_FLAGS, 4, TEN_FLAG_PARAM_ID);
+    x_at(x, e + TEN_FLAGS, gen_tnames[c->idx]);
+}
+
+/* Param id of tensor c->idx := value; reported at it, where = the tensor's name. */
+static void mk_pid(gx *x, const gcase *c)
+{
+    gst(x->g, g_tpid(x->g, (unsigned)c->idx), 8, c->value);
+    x_at(x, g_tpid(x->g, (unsigned)c->idx), gen_tnames[c->idx]);
+}
+
+/* The param id flag of tensor c->idx cleared, its (non-zero) param id left. */
+static void mk_unflag(gx *x, const gcase *c)
+{
+    gst(x->g, g_ten(x->g, (unsigned)c->idx) + TEN_FLAGS, 4, 0);
+    x_at(x, g_tpid(x->g, (unsigned)c->idx), gen_tnames[c->idx]);
+}
+
+/* Every flag cleared and every param id 0: a param ids section no tensor uses. */
+static void mk_no_flags(gx *x, const gcase *c)
+{
+    (void)c;
+    for (unsigned i = 0; i < GT_N; i++) {
+        gst(x->g, g_ten(x->g, i) + TEN_FLAGS, 4, 0);
+        gst(x->g, g_tpid(x->g, i), 8, 0);
+    }
+    x_at(x, HDR_N_PARAMS, "header");
 }
 
 /* Name index entry k := v (c->field = k, c->value = v). */
@@ -679,7 +956,8 @@ static void mk_dup_tensor(gx *x, const gcase *c)
 {
     (void)c;
     memcpy(x->g->b + g_tname(x->g, GT_TAIL), "bias", 4);
-    static const uint32_t order[GT_N] = {GT_BIAS, GT_TAIL, GT_Q, GT_EMPTY, GT_UTF8, GT_EMBED, GT_I64};
+    static const uint32_t order[GT_N] = {GT_BIAS,  GT_TAIL,  GT_Q,    GT_Q1, GT_EMPTY,
+                                         GT_UTF8, GT_EMBED, GT_EMBT, GT_I64};
     uint64_t ni = g_hdr(x->g, HDR_NAME_INDEX);
     for (unsigned k = 0; k < GT_N; k++) gst(x->g, ni + 4 * k, 4, order[k]);
     x_at(x, ni + 4, "bias");
@@ -708,22 +986,27 @@ static void mk_swap_meta(gx *x, const gcase *c)
     x_at(x, e + ING_MET_SIZE + MET_KEY_OFF, c->key);
 }
 
-/* Future minor with a relaxed layout, then one header field := value (width 0: derived values:
- * the tensor table 8 bytes before the end, the name index over the tensor table, the data offset
- * past the end of the file). */
+/* Future minor with a relaxed layout (header_size 200, 8 bytes before every section), then one
+ * header field changed. c->idx: REL_SET: := value; REL_PAST_END: the section 8 bytes before the
+ * end of the file (for the data offset: past the end); REL_OVERLAP: the section at the start of
+ * the one before it; REL_ADD: += value. */
+enum { REL_SET = -1, REL_PAST_END, REL_OVERLAP, REL_ADD };
+
 static void mk_relaxed(gx *x, const gcase *c)
 {
     g_relax(x->g, 1, 8, 8, 0);
+    unsigned w = c->width ? c->width : 8;
     uint64_t v = c->value;
-    if (c->width == 0 && c->field == HDR_TENSOR_TABLE) v = (x->g->n - 8) & ~7ull;
-    if (c->width == 0 && c->field == HDR_NAME_INDEX) v = g_hdr(x->g, HDR_TENSOR_TABLE);
-    if (c->width == 0 && c->field == HDR_DATA) {
+    if (c->idx == REL_PAST_END && c->field == HDR_DATA) {
         v = gen_round_up(x->g->n + 1, gld(x->g, HDR_ALIGNMENT, 4));
         gst(x->g, c->field, 8, v);
         x_at(x, HDR_DATA_SIZE, "header"); /* the data section cannot end at the file end */
         return;
     }
-    gst(x->g, c->field, c->width ? c->width : 8, v);
+    if (c->idx == REL_PAST_END) v = (x->g->n - 8) & ~7ull;
+    if (c->idx == REL_OVERLAP) v = g_hdr(x->g, g_sec_before(c->field));
+    if (c->idx == REL_ADD) v = gld(x->g, c->field, w) + c->value;
+    gst(x->g, c->field, w, v);
     x_at(x, rep(c), "header");
 }
 
@@ -768,6 +1051,14 @@ static void mk_ten_crc_nofix(gx *x, const gcase *c)
     x->no_crc = true;
     x_at(x, HDR_CRC, "header");
 }
+/* A param id can take any value: only the checksum sees a change. */
+static void mk_pid_nofix(gx *x, const gcase *c)
+{
+    (void)c;
+    x->g->b[g_tpid(x->g, GT_EMBED)] ^= 0x01;
+    x->no_crc = true;
+    x_at(x, HDR_CRC, "header");
+}
 /* verify rows */
 static void mk_data_flip(gx *x, const gcase *c)
 {
@@ -795,10 +1086,11 @@ static void mk_data_pad(gx *x, const gcase *c)
 
 /* Row 18: a file of a few hundred bytes declaring something huge. c->value: 0 = 2^40 tensors,
  * 1 = 2^40 metadata entries (both in the 192-byte empty file), 2 = a 1 GiB string, 3 = a 1 GiB
- * u8 array (one-entry files of 256 bytes); 4 = the empty file with 8 bytes of names. */
+ * u8 array (one-entry files of 256 bytes); 4 = the empty file with 8 bytes of names (alignment
+ * 128, so that the names fit in the padding before the data). */
 static void mk_tiny(gx *x, const gcase *c)
 {
-    ingot_writer_opts o = {.alignment = 64};
+    ingot_writer_opts o = {.alignment = c->value == 4 ? 128 : 64};
     ingot_writer *w;
     if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) gen_die("writer");
     static const uint8_t one[1] = {1};
@@ -828,14 +1120,16 @@ static void mk_tiny(gx *x, const gcase *c)
 #define HDRADD(file, st, f, v) {file, INGOT_##st, false, mk_hdr_add, -1, NULL, f, 8, v, NO_REP}
 #define HDRADD_R(file, st, f, v, r) {file, INGOT_##st, false, mk_hdr_add, -1, NULL, f, 8, v, r}
 #define TEN(file, st, i, f, w, v) {file, INGOT_##st, false, mk_ten, i, NULL, f, w, v, NO_REP}
-#define TEN_R(file, st, i, f, w, v, r) {file, INGOT_##st, false, mk_ten, i, NULL, f, w, v, r}
-#define TENHDR(file, st, i, f, w, v, r) {file, INGOT_##st, false, mk_ten_hdr, i, NULL, f, w, v, r}
 #define TENADD(file, st, i, f, v) {file, INGOT_##st, false, mk_ten_add, i, NULL, f, 8, v, NO_REP}
-#define SHAPE(file, st, i, n, w) {file, INGOT_##st, false, mk_shape, i, NULL, 0, w, n, NO_REP}
+#define SHP(file, st, i, f, w, v) {file, INGOT_##st, false, mk_shp, i, NULL, f, w, v, NO_REP}
+#define SHPADD(file, st, i, f, w, v) {file, INGOT_##st, false, mk_shp_add, i, NULL, f, w, v, NO_REP}
+#define SDIMS(file, st, i, n, m) {file, INGOT_##st, false, mk_sdims, i, NULL, 0, m, n, NO_REP}
 #define MET(file, st, k, f, w, v) {file, INGOT_##st, false, mk_met, -1, k, f, w, v, NO_REP}
 #define MET_R(file, st, k, f, w, v, r) {file, INGOT_##st, false, mk_met, -1, k, f, w, v, r}
 #define FN(file, st, fn, i, k, f, w, v) {file, INGOT_##st, false, fn, i, k, f, w, v, NO_REP}
 #define FN_R(file, st, fn, i, k, f, w, v, r) {file, INGOT_##st, false, fn, i, k, f, w, v, r}
+#define REL(file, st, mode, f, w, v)                                                              \
+    {file, INGOT_##st, false, mk_relaxed, mode, NULL, f, w, v, NO_REP}
 #define VERIFY(file, st, fn, i, v) {file, INGOT_##st, true, fn, i, NULL, 0, 0, v, NO_REP}
 
 /* The rows. File names say what is wrong; RELIABILITY.md §1 rows in the comments. */
@@ -843,7 +1137,9 @@ static const gcase gen_cases[] = {
     /* row 1, 16: truncation */
     FN("trunc_empty.ingot", TRUNCATED, mk_empty, -1, NULL, 0, 0, 0),
     FN("trunc_in_fixed_header.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 0, 100),
+    FN("trunc_before_header_crc.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 0, HDR_CRC),
     FN("trunc_in_tensor_table.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 0, 300),
+    FN("trunc_in_shape_records.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 1, 20),
     FN("trunc_no_data.ingot", TRUNCATED, mk_cut, -1, NULL, 0, 0, 0),
     FN("trunc_data_one_byte_short.ingot", TRUNCATED, mk_cut_last, -1, NULL, 0, 0, 0),
     /* row 2: magic and version */
@@ -857,12 +1153,14 @@ static const gcase gen_cases[] = {
     HDR("hdr_size_0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 0),
     HDR("hdr_size_120.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 120),
     HDR("hdr_size_129.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 129),
-    HDR("hdr_size_168_minor0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 168),
+    HDR("hdr_size_160_before_v1_0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 160),
+    HDR("hdr_size_193.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 193),
+    HDR("hdr_size_200_minor0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 200),
     HDR("hdr_size_u32max.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, UINT32_MAX),
-    FN("minor1_hdr_size_164.ingot", BAD_HEADER_SIZE, mk_relaxed, -1, NULL, HDR_HEADER_SIZE, 4,
-       164),
-    FN("minor1_hdr_size_past_end.ingot", BAD_HEADER_SIZE, mk_relaxed, -1, NULL, HDR_HEADER_SIZE, 4,
-       0xfffffff8u),
+    REL("minor1_hdr_size_196.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4, 196),
+    REL("minor1_hdr_size_184.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4, 184),
+    REL("minor1_hdr_size_past_end.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4,
+        0xfffffff8u),
     /* feature flags and reserved fields */
     HDR("hdr_flags_required_1.ingot", BAD_FLAGS, HDR_FLAGS_REQUIRED, 4, 1),
     HDR("hdr_flags_required_high.ingot", BAD_FLAGS, HDR_FLAGS_REQUIRED, 4, 0x80000000u),
@@ -884,7 +1182,7 @@ static const gcase gen_cases[] = {
     HDR("hdr_file_size_u64max.ingot", TRUNCATED, HDR_FILE_SIZE, 8, UINT64_MAX),
     HDR("hdr_file_size_0.ingot", BAD_LAYOUT, HDR_FILE_SIZE, 8, 0),
     FN("trailing_undeclared_bytes.ingot", BAD_LAYOUT, mk_append, -1, NULL, 0, 0, 100),
-    /* rows 4, 18: counts */
+    /* rows 4, 18: counts, bounded by the file size before anything is multiplied */
     HDR("hdr_n_tensors_2p63.ingot", BAD_COUNT, HDR_N_TENSORS, 8, 1ull << 63),
     HDR("hdr_n_tensors_u64max.ingot", BAD_COUNT, HDR_N_TENSORS, 8, UINT64_MAX),
     HDR("hdr_n_tensors_2p40.ingot", BAD_COUNT, HDR_N_TENSORS, 8, 1ull << 40),
@@ -895,21 +1193,43 @@ static const gcase gen_cases[] = {
     HDR("hdr_n_meta_u64max.ingot", BAD_COUNT, HDR_N_META, 8, UINT64_MAX),
     HDR("hdr_n_meta_2p40.ingot", BAD_COUNT, HDR_N_META, 8, 1ull << 40),
     FN("hdr_n_meta_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_META, 8, 1),
-    HDR("hdr_n_words_2p32.ingot", BAD_COUNT, HDR_N_WORDS, 8, 1ull << 32),
-    HDR("hdr_n_words_u64max.ingot", BAD_COUNT, HDR_N_WORDS, 8, UINT64_MAX),
-    FN("hdr_n_words_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_WORDS, 8, 1),
+    HDR("hdr_n_shapes_2p32.ingot", BAD_COUNT, HDR_N_SHAPES, 8, 1ull << 32),
+    HDR("hdr_n_shapes_u64max.ingot", BAD_COUNT, HDR_N_SHAPES, 8, UINT64_MAX),
+    FN("hdr_n_shapes_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_SHAPES, 8, 1),
+    FN_R("hdr_n_shapes_at_room.ingot", TRUNCATED, mk_count_room, -1, NULL, HDR_N_SHAPES, 8, 0,
+         HDR_SHAPES),
+    HDR("hdr_n_dims_2p32.ingot", BAD_COUNT, HDR_N_DIMS, 8, 1ull << 32),
+    HDR("hdr_n_dims_u64max.ingot", BAD_COUNT, HDR_N_DIMS, 8, UINT64_MAX),
+    FN("hdr_n_dims_room_plus1.ingot", BAD_COUNT, mk_count_room, -1, NULL, HDR_N_DIMS, 8, 1),
+    FN_R("hdr_n_dims_at_room.ingot", TRUNCATED, mk_count_room, -1, NULL, HDR_N_DIMS, 8, 0,
+         HDR_DIMS),
+    HDR("hdr_n_params_1.ingot", BAD_COUNT, HDR_N_PARAMS, 8, 1),
+    HDRADD("hdr_n_params_plus1.ingot", BAD_COUNT, HDR_N_PARAMS, 1),
+    HDRADD("hdr_n_params_minus1.ingot", BAD_COUNT, HDR_N_PARAMS, UINT64_MAX),
+    HDR("hdr_n_params_u64max.ingot", BAD_COUNT, HDR_N_PARAMS, 8, UINT64_MAX),
     FN("tiny_2p40_tensors.ingot", BAD_COUNT, mk_tiny, -1, NULL, 0, 0, 0),
     FN("tiny_2p40_meta.ingot", BAD_COUNT, mk_tiny, -1, NULL, 0, 0, 1),
     FN("tiny_1gib_string.ingot", BAD_STRING, mk_tiny, -1, NULL, 0, 0, 2),
     FN("tiny_1gib_array.ingot", BAD_ARRAY, mk_tiny, -1, NULL, 0, 0, 3),
-    HDRADD_R("hdr_n_tensors_plus1.ingot", BAD_LAYOUT, HDR_N_TENSORS, 1, HDR_NAME_INDEX),
+    /* counts that pass their bounds but do not match the sections */
+    HDRADD_R("hdr_n_tensors_plus1.ingot", BAD_COUNT, HDR_N_TENSORS, 1, HDR_N_PARAMS),
+    FN("hdr_n_tensors_and_params_plus1.ingot", BAD_LAYOUT, mk_ntp_plus1, -1, NULL, 0, 0, 0),
     HDRADD_R("hdr_n_meta_plus1.ingot", BAD_LAYOUT, HDR_N_META, 1, HDR_POOL),
-    HDRADD_R("hdr_n_words_plus1.ingot", BAD_LAYOUT, HDR_N_WORDS, 1, HDR_META_TABLE),
+    HDRADD_R("hdr_n_shapes_plus1.ingot", BAD_LAYOUT, HDR_N_SHAPES, 1, HDR_DIMS),
+    HDRADD_R("hdr_n_dims_plus1.ingot", BAD_LAYOUT, HDR_N_DIMS, 1, HDR_PARAMS),
+    HDR_R("hdr_n_params_0_section_kept.ingot", BAD_LAYOUT, HDR_N_PARAMS, 8, 0, HDR_META_TABLE),
     /* section offsets */
     HDRADD("sec_tensor_table_plus8.ingot", BAD_LAYOUT, HDR_TENSOR_TABLE, 8),
     HDRADD("sec_tensor_table_unaligned.ingot", BAD_LAYOUT, HDR_TENSOR_TABLE, 1),
     HDRADD("sec_name_index_minus8.ingot", BAD_LAYOUT, HDR_NAME_INDEX, (uint64_t)-8),
-    HDRADD("sec_words_plus8.ingot", BAD_LAYOUT, HDR_WORDS, 8),
+    HDRADD("sec_shapes_plus8.ingot", BAD_LAYOUT, HDR_SHAPES, 8),
+    HDRADD("sec_shapes_minus16.ingot", BAD_LAYOUT, HDR_SHAPES, (uint64_t)-16),
+    HDRADD("sec_dims_plus8.ingot", BAD_LAYOUT, HDR_DIMS, 8),
+    HDRADD("sec_dims_minus8.ingot", BAD_LAYOUT, HDR_DIMS, (uint64_t)-8),
+    HDRADD("sec_params_plus8.ingot", BAD_LAYOUT, HDR_PARAMS, 8),
+    HDRADD("sec_params_minus8.ingot", BAD_LAYOUT, HDR_PARAMS, (uint64_t)-8),
+    HDRADD("sec_params_unaligned.ingot", BAD_LAYOUT, HDR_PARAMS, 1),
+    HDR("sec_params_2p40.ingot", BAD_LAYOUT, HDR_PARAMS, 8, 1ull << 40),
     HDRADD("sec_meta_table_plus4.ingot", BAD_LAYOUT, HDR_META_TABLE, 4),
     HDRADD("sec_pool_plus8.ingot", BAD_LAYOUT, HDR_POOL, 8),
     HDR_R("sec_pool_size_u64max.ingot", TRUNCATED, HDR_POOL_SIZE, 8, UINT64_MAX, HDR_POOL),
@@ -917,9 +1237,13 @@ static const gcase gen_cases[] = {
     HDRADD_R("sec_pool_size_plus64.ingot", BAD_LAYOUT, HDR_POOL_SIZE, 64, HDR_NAMES),
     HDRADD("sec_names_plus1.ingot", BAD_LAYOUT, HDR_NAMES, 1),
     HDR_R("sec_names_size_huge.ingot", TRUNCATED, HDR_NAMES_SIZE, 8, 1ull << 40, HDR_NAMES),
-    FN("minor1_tensor_table_past_end.ingot", TRUNCATED, mk_relaxed, -1, NULL, HDR_TENSOR_TABLE, 0,
-       0),
-    FN("minor1_sections_overlap.ingot", BAD_LAYOUT, mk_relaxed, -1, NULL, HDR_NAME_INDEX, 0, 0),
+    REL("minor1_tensor_table_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_TENSOR_TABLE, 0, 0),
+    REL("minor1_sections_overlap.ingot", BAD_LAYOUT, REL_OVERLAP, HDR_NAME_INDEX, 0, 0),
+    REL("minor1_shapes_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_SHAPES, 0, 0),
+    REL("minor1_dims_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_DIMS, 0, 0),
+    REL("minor1_dims_over_shapes.ingot", BAD_LAYOUT, REL_OVERLAP, HDR_DIMS, 0, 0),
+    REL("minor1_params_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_PARAMS, 0, 0),
+    REL("minor1_params_unaligned.ingot", BAD_LAYOUT, REL_ADD, HDR_PARAMS, 0, 4),
     /* data offset and size */
     HDRADD("data_off_plus8_misaligned.ingot", BAD_ALIGN, HDR_DATA, 8),
     HDRADD("data_off_plus64.ingot", BAD_LAYOUT, HDR_DATA, 64),
@@ -928,10 +1252,61 @@ static const gcase gen_cases[] = {
     FN("data_off_2p40.ingot", BAD_LAYOUT, mk_data_off_huge, -1, NULL, 0, 0, 0),
     HDRADD("data_size_plus1.ingot", BAD_LAYOUT, HDR_DATA_SIZE, 1),
     HDRADD("data_size_minus1.ingot", BAD_LAYOUT, HDR_DATA_SIZE, UINT64_MAX),
-    FN("minor1_data_past_end.ingot", TRUNCATED, mk_relaxed, -1, NULL, HDR_DATA, 0, 0),
+    REL("minor1_data_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_DATA, 0, 0),
     FN("minor1_data_inside_pool.ingot", BAD_LAYOUT, mk_relaxed_data_low, -1, NULL, 0, 0, 0),
     FN("pad_before_data_first.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 0),
     FN("pad_before_data_last.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 1),
+    /* row 7: shape record dtypes (codes 1..22 and 258..298 with gaps) */
+    SHP("dtype_0.ingot", BAD_TYPE, GT_EMBED, SHP_DTYPE, 2, 0),
+    SHP("dtype_ffff.ingot", BAD_TYPE, GT_Q, SHP_DTYPE, 2, 0xffff),
+    SHP("dtype_7fff.ingot", BAD_TYPE, GT_BIAS, SHP_DTYPE, 2, 0x7fff),
+    SHP("dtype_23_gap.ingot", BAD_TYPE, GT_UTF8, SHP_DTYPE, 2, 23),
+    SHP("dtype_257_gap.ingot", BAD_TYPE, GT_I64, SHP_DTYPE, 2, 257),
+    SHP("dtype_280_gap.ingot", BAD_TYPE, GT_TAIL, SHP_DTYPE, 2, 280),
+    SHP("dtype_299_after_last.ingot", BAD_TYPE, GT_EMBT, SHP_DTYPE, 2, 299),
+    /* row 10: rank; the reserved byte */
+    SHP("rank_9.ingot", BAD_NDIMS, GT_EMBED, SHP_RANK, 1, 9),
+    SHP("rank_255.ingot", BAD_NDIMS, GT_Q, SHP_RANK, 1, 255),
+    SHP("shape_reserved_1.ingot", BAD_FLAGS, GT_BIAS, SHP_RESERVED, 1, 1),
+    SHP("shape_reserved_80.ingot", BAD_FLAGS, GT_TAIL, SHP_RESERVED, 1, 0x80),
+    /* rows 11, 12: dims_at and n_dims */
+    SHP("dims_at_first_not_0.ingot", BAD_LAYOUT, GT_EMBED, SHP_DIMS_AT, 4, 1),
+    SHPADD("dims_at_plus1.ingot", BAD_LAYOUT, GT_I64, SHP_DIMS_AT, 4, 1),
+    SHPADD("dims_at_minus1.ingot", BAD_LAYOUT, GT_EMBT, SHP_DIMS_AT, 4, UINT32_MAX),
+    SHPADD("dims_at_scalar_plus1.ingot", BAD_LAYOUT, GT_BIAS, SHP_DIMS_AT, 4, 1),
+    SHP("dims_at_u32max.ingot", BAD_LAYOUT, GT_Q, SHP_DIMS_AT, 4, UINT32_MAX),
+    FN_R("dims_past_n_dims.ingot", BAD_LAYOUT, mk_shp_add, GT_Q, NULL, SHP_RANK, 1, 1,
+         SHP_DIMS_AT),
+    FN("dims_one_short.ingot", BAD_LAYOUT, mk_dims_short, -1, NULL, 0, 0, 0),
+    FN("dims_one_unused.ingot", BAD_LAYOUT, mk_dims_extra, -1, NULL, 0, 0, 0),
+    /* rows 12, 15: shape and size rules, at the record's first dimension */
+    SDIMS("shape_i64max_x2_f32.ingot", BAD_SHAPE, GT_EMBED, 0, SD_RULE),
+    SDIMS("shape_i64max_x2_u8.ingot", BAD_SHAPE, GT_EMPTY, 1, SD_RULE),
+    SDIMS("shape_i64max_x3.ingot", BAD_SHAPE, GT_EMBED, 2, SD_RULE),
+    SDIMS("shape_2p32_x_2p32.ingot", BAD_SHAPE, GT_EMBT, 3, SD_RULE),
+    SDIMS("shape_dim_2p63.ingot", BAD_SHAPE, GT_TAIL, 4, SD_RULE),
+    SDIMS("shape_dim_minus1.ingot", BAD_SHAPE, GT_TAIL, 5, SD_RULE),
+    SDIMS("shape_zero_then_2p63.ingot", BAD_SHAPE, GT_EMPTY, 6, SD_RULE),
+    SDIMS("size_i64_bytes_overflow.ingot", BAD_SIZE, GT_I64, 7, SD_RULE),
+    SDIMS("size_q4_0_inner_33.ingot", BAD_SIZE, GT_Q, 8, SD_RULE),
+    SDIMS("size_q4_0_inner_16.ingot", BAD_SIZE, GT_Q1, 9, SD_RULE),
+    SDIMS("size_q4_0_scalar.ingot", BAD_SIZE, GT_BIAS, 10, SD_RULE),
+    SDIMS("size_q4_0_empty_inner_16.ingot", BAD_SIZE, GT_Q, 13, SD_RULE),
+    SDIMS("size_f4_odd_count.ingot", BAD_SIZE, GT_UTF8, 12, SD_RULE),
+    /* row 15: the stored size */
+    SHPADD("nbytes_plus1.ingot", BAD_SIZE, GT_EMBED, SHP_NBYTES, 8, 1),
+    SHPADD("nbytes_minus1.ingot", BAD_SIZE, GT_Q, SHP_NBYTES, 8, UINT64_MAX),
+    SHP("nbytes_0.ingot", BAD_SIZE, GT_I64, SHP_NBYTES, 8, 0),
+    SHP("nbytes_1_for_empty.ingot", BAD_SIZE, GT_EMPTY, SHP_NBYTES, 8, 1),
+    SHP("nbytes_2p63.ingot", BAD_SIZE, GT_TAIL, SHP_NBYTES, 8, 1ull << 63),
+    SHP("nbytes_u64max.ingot", BAD_SIZE, GT_BIAS, SHP_NBYTES, 8, UINT64_MAX),
+    /* record order: dtype, rank, dims */
+    FN("shapes_swapped_dims_order.ingot", BAD_LAYOUT, mk_shp_swap, -1, NULL, 0, 0, GS_EMBED),
+    FN("shapes_swapped_dtype_order.ingot", BAD_LAYOUT, mk_shp_swap, -1, NULL, 0, 0, GS_UTF8),
+    SDIMS("shapes_rank_order.ingot", BAD_LAYOUT, GT_BIAS, 16, SD_ORDER),
+    SDIMS("shapes_last_dim_order.ingot", BAD_LAYOUT, GT_EMBT, 15, SD_ORDER),
+    SDIMS("shapes_equal_neighbour.ingot", DUPLICATE, GT_EMBT, 14, SD_ORDER),
+    FN("shapes_last_record_missing.ingot", BAD_LAYOUT, mk_shapes_short, -1, NULL, 0, 0, 0),
     /* rows 5, 17: tensor names (a name ends where the next one starts; the last one at the end
      * of the names section) */
     FN("name_len_0.ingot", BAD_NAME, mk_name_next, GT_EMBED, NULL, 0, 0, 1),
@@ -953,36 +1328,17 @@ static const gcase gen_cases[] = {
     FN("name_utf8_bad_lead_f8.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 0, 1, 0xf8),
     FN("name_utf8_cut_sequence.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 10, 1, 0xe2),
     FN("name_embedded_nul.ingot", BAD_STRING, mk_name_bytes, GT_EMBED, NULL, 5, 1, 0),
-    /* row 7: dtype */
-    TEN("dtype_0.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0),
-    TEN("dtype_ffff.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0xffff),
-    TEN("dtype_7fff.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 0x7fff),
-    TEN("dtype_23_gap.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 23),
-    TEN("dtype_257_gap.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 257),
-    TEN("dtype_299_after_last.ingot", BAD_TYPE, GT_EMBED, TEN_DTYPE, 2, 299),
-    /* row 10: rank */
-    TEN("rank_9.ingot", BAD_NDIMS, GT_EMBED, TEN_RANK, 1, 9),
-    TEN("rank_255.ingot", BAD_NDIMS, GT_EMBED, TEN_RANK, 1, 255),
-    /* tensor flags, param id, reserved */
-    TEN("tensor_flags_unknown_02.ingot", BAD_FLAGS, GT_BIAS, TEN_FLAGS, 1, 0x02),
-    TEN("tensor_flags_unknown_80.ingot", BAD_FLAGS, GT_EMBED, TEN_FLAGS, 1, 0x81),
-    FN("tensor_param_flag_takes_a_word.ingot", BAD_LAYOUT, mk_flag_pid, -1, NULL, 0, 0, 0),
-    /* rows 11, 12, 15: shapes and sizes */
-    TEN("shape_at_wrong.ingot", BAD_LAYOUT, GT_Q, TEN_SHAPE_AT, 4, 4),
-    TEN("shape_at_u32max.ingot", BAD_LAYOUT, GT_EMBED, TEN_SHAPE_AT, 4, UINT32_MAX),
-    TEN_R("shape_words_past_end.ingot", BAD_LAYOUT, GT_TAIL, TEN_RANK, 1, 2, TEN_SHAPE_AT),
-    TENHDR("shape_words_unused.ingot", BAD_LAYOUT, GT_TAIL, TEN_RANK, 1, 0, HDR_N_WORDS),
-    SHAPE("shape_i64max_x2_f32.ingot", BAD_SHAPE, GT_EMBED, 0, 0),
-    SHAPE("shape_i64max_x2_u8.ingot", BAD_SHAPE, GT_EMPTY, 1, 0),
-    SHAPE("shape_i64max_x3.ingot", BAD_SHAPE, GT_EMBED, 2, 0),
-    SHAPE("shape_2p32_x_2p32.ingot", BAD_SHAPE, GT_EMBED, 3, 0),
-    SHAPE("shape_dim_2p63.ingot", BAD_SHAPE, GT_TAIL, 4, 0),
-    SHAPE("shape_dim_minus1.ingot", BAD_SHAPE, GT_TAIL, 5, 0),
-    SHAPE("shape_zero_then_2p63.ingot", BAD_SHAPE, GT_EMPTY, 6, 0),
-    SHAPE("size_i64_bytes_overflow.ingot", BAD_SIZE, GT_I64, 7, 0),
-    SHAPE("size_q4_0_inner_33.ingot", BAD_SIZE, GT_Q, 8, 0),
-    SHAPE("size_q4_0_inner_16.ingot", BAD_SIZE, GT_Q, 9, 0),
-    SHAPE("size_q4_0_scalar.ingot", BAD_SIZE, GT_BIAS, 10, 0),
+    /* tensor entries: shape record index, flags */
+    FN("tensor_shape_n_shapes.ingot", BAD_LAYOUT, mk_ten_shape_n, GT_Q1, NULL, 0, 0, 0),
+    TEN("tensor_shape_u32max.ingot", BAD_LAYOUT, GT_EMBED, TEN_SHAPE, 4, UINT32_MAX),
+    FN("tensor_shape_smaller_record.ingot", BAD_LAYOUT, mk_ten_shape_of, GT_TAIL, NULL, 0, 0,
+       GT_EMPTY),
+    TEN("tensor_flags_unknown_02.ingot", BAD_FLAGS, GT_BIAS, TEN_FLAGS, 4, 0x02),
+    TEN("tensor_flags_unknown_81.ingot", BAD_FLAGS, GT_EMBED, TEN_FLAGS, 4, 0x81),
+    TEN("tensor_flags_unknown_100.ingot", BAD_FLAGS, GT_UTF8, TEN_FLAGS, 4, 0x100),
+    TEN("tensor_flags_unknown_high.ingot", BAD_FLAGS, GT_TAIL, TEN_FLAGS, 4, 0x80000000u),
+    TEN("tensor_flags_param_and_02.ingot", BAD_FLAGS, GT_I64, TEN_FLAGS, 4, 0x03),
+    FN("tensor_param_flag_without_params.ingot", BAD_FLAGS, mk_no_params, GT_I64, NULL, 0, 0, 0),
     /* row 13: tensor data layout */
     TENADD("layout_offset_misaligned.ingot", BAD_ALIGN, GT_Q, TEN_OFFSET, 1),
     TEN("layout_offset_u64max.ingot", BAD_ALIGN, GT_TAIL, TEN_OFFSET, 8, UINT64_MAX),
@@ -991,8 +1347,13 @@ static const gcase gen_cases[] = {
     TEN("layout_first_not_at_0.ingot", BAD_LAYOUT, GT_EMBED, TEN_OFFSET, 8, 64),
     TENADD("layout_overlap.ingot", BAD_LAYOUT, GT_Q, TEN_OFFSET, (uint64_t)-64),
     TENADD("layout_gap_after_empty.ingot", BAD_LAYOUT, GT_I64, TEN_OFFSET, 64),
-    SHAPE("layout_past_data_end.ingot", BAD_LAYOUT, GT_TAIL, 11, 1),
+    SDIMS("layout_past_data_end.ingot", BAD_LAYOUT, GT_TAIL, 11, SD_DATA),
     FN("layout_trailing_data.ingot", BAD_LAYOUT, mk_trailing, -1, NULL, 0, 0, 64),
+    /* param ids */
+    FN("param_id_flag_cleared.ingot", BAD_LAYOUT, mk_unflag, GT_EMBED, NULL, 0, 0, 0),
+    FN("param_id_unflagged_1.ingot", BAD_LAYOUT, mk_pid, GT_BIAS, NULL, 0, 0, 1),
+    FN("param_id_unflagged_last.ingot", BAD_LAYOUT, mk_pid, GT_TAIL, NULL, 0, 0, UINT64_MAX),
+    FN("param_ids_none_flagged.ingot", BAD_LAYOUT, mk_no_flags, -1, NULL, 0, 0, 0),
     /* row 9 and the name index */
     FN("index_out_of_range.ingot", BAD_LAYOUT, mk_index, -1, NULL, 0, 0, GT_N),
     FN("index_u32max.ingot", BAD_LAYOUT, mk_index, -1, NULL, 3, 0, UINT32_MAX),
@@ -1063,13 +1424,15 @@ static const gcase gen_cases[] = {
     FN("crc_header_field_flipped.ingot", BAD_CHECKSUM, mk_hdr_crc, -1, NULL, 0, 0, 0),
     FN("crc_header_content_changed.ingot", BAD_CHECKSUM, mk_hdr_content, -1, NULL, 0, 0, 0),
     FN("crc_tensor_field_unfixed.ingot", BAD_CHECKSUM, mk_ten_crc_nofix, -1, NULL, 0, 0, 0),
+    FN("crc_param_id_unfixed.ingot", BAD_CHECKSUM, mk_pid_nofix, -1, NULL, 0, 0, 0),
     VERIFY("verify_data_first_byte.ingot", BAD_CHECKSUM, mk_data_flip, GT_Q, 0),
     VERIFY("verify_data_last_byte.ingot", BAD_CHECKSUM, mk_data_flip, GT_TAIL, 4),
+    VERIFY("verify_data_shared_shape.ingot", BAD_CHECKSUM, mk_data_flip, GT_Q1, 17),
     VERIFY("verify_tensor_crc_field.ingot", BAD_CHECKSUM, mk_ten_crc_fixed, GT_EMBED, 0),
     VERIFY("verify_empty_tensor_crc.ingot", BAD_CHECKSUM, mk_ten_crc_fixed, GT_EMPTY, 0),
     VERIFY("verify_pad_after_first.ingot", BAD_LAYOUT, mk_data_pad, GT_EMBED, 0),
     VERIFY("verify_pad_utf8_name.ingot", BAD_LAYOUT, mk_data_pad, GT_UTF8, 0),
-    VERIFY("verify_pad_before_last.ingot", BAD_LAYOUT, mk_data_pad, GT_I64, 1),
+    VERIFY("verify_pad_before_last.ingot", BAD_LAYOUT, mk_data_pad, GT_EMBT, 1),
 };
 
 #define GEN_N_CASES (sizeof gen_cases / sizeof gen_cases[0])
@@ -1081,6 +1444,7 @@ static bool gen_case(const gcase *c, gbuf *g, gx *x)
     static bool have_base;
     if (!have_base) {
         if (!gen_base(&base)) return false;
+        if (!gen_base_ok(&base)) gen_die("the base file is not what the rows expect");
         have_base = true;
     }
     *g = base;

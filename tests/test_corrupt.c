@@ -1,7 +1,8 @@
 /* test_corrupt.c - corruption sweeps and randomized round trips of the native .ingot format.
  *
- *  (a) every truncation point of a valid file (7 tensors, metadata of every type, alignment 64)
- *      fails cleanly, from a buffer, by path (mmap, pread) and through ingot_native_open();
+ *  (a) every truncation point of a valid file (9 tensors on 8 shape records, param ids, metadata
+ *      of every type, alignment 64) fails cleanly, from a buffer, by path (mmap, pread) and
+ *      through ingot_native_open();
  *  (b) every single-byte corruption (xor 0x01, xor 0xff) at every offset is detected by open or
  *      by ingot_file_verify(), with the status the region implies;
  *  (c) 200 seeded random tensor sets (every dtype, ranks 0..8, zero dims, UTF-8 names, metadata of

@@ -576,14 +576,20 @@ static void accept_patched(const char *what, patch_fn p, ingot_status want)
           ingot_status_name(want), e.msg);
 }
 
-static void p_count_room_t(gbuf *g) /* exactly as many tensors as the bytes allow */
+static void p_count_room_t(gbuf *g) /* exactly as many tensors (and param ids) as bytes allow */
 {
     gst(g, HDR_N_TENSORS, 8, (g->n - ING_HDR_SIZE) / ING_TEN_MIN_BYTES);
+    gst(g, HDR_N_PARAMS, 8, (g->n - ING_HDR_SIZE) / ING_TEN_MIN_BYTES);
 }
 static void p_count_room_m(gbuf *g)
 {
     gst(g, HDR_N_META, 8, (g->n - ING_HDR_SIZE) / ING_MET_SIZE);
 }
+static void p_count_room_s(gbuf *g)
+{
+    gst(g, HDR_N_SHAPES, 8, (g->n - ING_HDR_SIZE) / ING_SHP_SIZE);
+}
+static void p_count_room_d(gbuf *g) { gst(g, HDR_N_DIMS, 8, (g->n - ING_HDR_SIZE) / 8); }
 static void p_u8_ff(gbuf *g) { gst(g, g_met(g, "a.u8") + MET_VALUE, 8, 0xff); }
 static void p_i8_min(gbuf *g) { gst(g, g_met(g, "b.i8") + MET_VALUE, 8, 0x80); }
 static void p_u32_max(gbuf *g) { gst(g, g_met(g, "a.u32") + MET_VALUE, 8, UINT32_MAX); }
@@ -620,11 +626,47 @@ static void p_blob_elem_at_pool_end(gbuf *g)
 static void p_flags_optional(gbuf *g) { gst(g, HDR_FLAGS_OPTIONAL, 4, 0xffffffffu); }
 static void p_dim_i64max(gbuf *g) /* U8 [INT64_MAX]: the shape is fine, its bytes are not there */
 {
-    gst(g, g_tshape(g, GT_TAIL), 8, (uint64_t)INT64_MAX);
+    uint64_t s = g_tshp(g, GT_TAIL);
+    gst(g, g_sdims(g, GS_TAIL), 8, (uint64_t)INT64_MAX);
+    gst(g, s + SHP_NBYTES, 8, (uint64_t)INT64_MAX);
 }
-static void p_param_id_0(gbuf *g) /* param id 0 (after the two dims of "model.embed"): valid */
+static void p_param_id_0(gbuf *g) { gst(g, g_tpid(g, GT_EMBED), 8, 0); } /* a flagged 0: valid */
+/* the param id flag on a tensor whose id is 0 (twin of param_id_unflagged_1) */
+static void p_flag_pid_0(gbuf *g) { gst(g, g_ten(g, GT_BIAS) + TEN_FLAGS, 4, TEN_FLAG_PARAM_ID); }
+/* every flag cleared, and the param ids section with them (twin of
+ * tensor_param_flag_without_params and param_ids_none_flagged) */
+static void p_no_params(gbuf *g) { g_drop_params(g); }
+/* a record no tensor uses is harmless (docs/FORMAT.md §5.2): model.embed.T takes model.embed's
+ * record, of the same size, so its bytes and checksum stay right */
+static void p_unused_record(gbuf *g)
 {
-    gst(g, g_tshape(g, GT_EMBED) + 16, 8, 0);
+    gst(g, g_ten(g, GT_EMBT) + TEN_SHAPE, 4, GS_EMBED);
+}
+/* ... and so is one more record at the end: Q8_0 [32], with its dim */
+static void p_extra_record(gbuf *g)
+{
+    uint64_t ns = g_hdr(g, HDR_N_SHAPES), nd = g_hdr(g, HDR_N_DIMS);
+    g_resize(g, HDR_SHAPES, ns * ING_SHP_SIZE, ING_SHP_SIZE);
+    gst(g, HDR_N_SHAPES, 8, ns + 1);
+    g_resize(g, HDR_DIMS, nd * 8, 8);
+    gst(g, HDR_N_DIMS, 8, nd + 1);
+    uint64_t s = g_shp(g, ns);
+    gst(g, s + SHP_DTYPE, 2, INGOT_DTYPE_Q8_0);
+    gst(g, s + SHP_RANK, 1, 1);
+    gst(g, s + SHP_DIMS_AT, 4, nd);
+    gst(g, s + SHP_NBYTES, 8, 34);
+    gst(g, g_sdims(g, ns), 8, 32);
+}
+/* records that differ only in the last dim (twin of shapes_last_dim_order): model.embed.T's
+ * F32 [3,2] becomes [2,4], after model.embed's [2,3]; its 24 bytes and 8 bytes of the zero padding
+ * after them (still below 64: the data layout holds) make the 32, with their checksum */
+static void p_record_last_dim(gbuf *g)
+{
+    uint64_t s = g_tshp(g, GT_EMBT), d = g_sdims(g, GS_EMBT);
+    gst(g, d, 8, 2);
+    gst(g, d + 8, 8, 4);
+    gst(g, s + SHP_NBYTES, 8, 32);
+    gst(g, g_ten(g, GT_EMBT) + TEN_CRC, 4, ingot_crc32c(0, g->b + g_tdata(g, GT_EMBT), 32));
 }
 static void p_minor_ffff(gbuf *g) { g_relax(g, 0xffff, 0, 0, 0); }
 static void p_minor1_big(gbuf *g) { g_relax(g, 1, 64, 16, 3); }
@@ -634,6 +676,8 @@ TEST(test_accept_boundaries)
     /* counts exactly at the bound pass the count check and fail on the layout instead */
     accept_patched("n_tensors at the bound", p_count_room_t, INGOT_BAD_LAYOUT);
     accept_patched("n_meta at the bound", p_count_room_m, INGOT_TRUNCATED);
+    accept_patched("n_shapes at the bound", p_count_room_s, INGOT_TRUNCATED);
+    accept_patched("n_dims at the bound", p_count_room_d, INGOT_TRUNCATED);
     /* dim 2^63-1 is a valid shape (fails later, on the data layout) while 2^63 is BAD_SHAPE */
     accept_patched("dim INT64_MAX", p_dim_i64max, INGOT_BAD_LAYOUT);
     accept_patched("u8 = 255", p_u8_ff, INGOT_OK);
@@ -647,6 +691,11 @@ TEST(test_accept_boundaries)
     accept_patched("bytes element to pool end", p_blob_elem_to_pool_end, INGOT_OK);
     accept_patched("optional flags", p_flags_optional, INGOT_OK);
     accept_patched("param id 0", p_param_id_0, INGOT_OK);
+    accept_patched("flag on a param id of 0", p_flag_pid_0, INGOT_OK);
+    accept_patched("no param ids", p_no_params, INGOT_OK);
+    accept_patched("unused shape record", p_unused_record, INGOT_OK);
+    accept_patched("extra shape record", p_extra_record, INGOT_OK);
+    accept_patched("records differing in the last dim", p_record_last_dim, INGOT_OK);
     accept_patched("minor 0xffff", p_minor_ffff, INGOT_OK);
     accept_patched("minor 1, wide gaps", p_minor1_big, INGOT_OK);
 

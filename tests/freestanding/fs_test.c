@@ -41,7 +41,8 @@ int main(void)
     if (ingot_native_meta_find(r, "layers", 6, &m) != INGOT_OK || m.v.u != 1) return 18;
     if (ingot_native_tensor_find(r, "missing", 7, &t) != INGOT_NOT_FOUND) return 19;
     /* A corrupted copy is rejected by the header checksum: flip a bit of the first tensor's CRC
-     * field (tensor table at 160, CRC at +16), which no structural check looks at. */
+     * field (tensor table right after the fixed header, CRC at +16), which no structural check
+     * looks at. */
     static unsigned char copy[sizeof tiny_ingot];
     for (size_t i = 0; i < tiny_ingot_len; i++) copy[i] = tiny_ingot[i];
     copy[INGOT_NATIVE_HEADER_BYTES + 16] ^= 1;

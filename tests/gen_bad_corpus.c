@@ -788,7 +788,7 @@ static void mk_sdims(gx *x, const gcase *c)
     if (gen_shapes[c->value].dt != INGOT_DTYPE_INVALID)
         gst(x->g, s + SHP_DTYPE, 2, (uint64_t)gen_shapes[c->value].dt);
     if (c->width == SD_RULE) {
-        x_at(x, d, "shape record");
+        x_at(x, rank ? d : s + SHP_DTYPE, "shape record"); /* a scalar: the record itself */
         return;
     }
     uint64_t nb;
@@ -1165,8 +1165,8 @@ static const gcase gen_cases[] = {
     HDR("hdr_flags_required_1.ingot", BAD_FLAGS, HDR_FLAGS_REQUIRED, 4, 1),
     HDR("hdr_flags_required_high.ingot", BAD_FLAGS, HDR_FLAGS_REQUIRED, 4, 0x80000000u),
     HDR("hdr_reserved0.ingot", BAD_FLAGS, HDR_RESERVED0, 4, 1),
-    HDR_R("hdr_reserved1.ingot", BAD_FLAGS, HDR_RESERVED1, 8, 1ull << 63, HDR_RESERVED0),
-    HDR_R("hdr_reserved2.ingot", BAD_FLAGS, HDR_RESERVED2, 4, 0x100, HDR_RESERVED0),
+    HDR("hdr_reserved1.ingot", BAD_FLAGS, HDR_RESERVED1, 8, 1ull << 63),
+    HDR("hdr_reserved2.ingot", BAD_FLAGS, HDR_RESERVED2, 4, 0x100),
     /* row 14: alignment */
     HDR("hdr_align_0.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 0),
     HDR("hdr_align_13.ingot", BAD_ALIGN, HDR_ALIGNMENT, 4, 13),

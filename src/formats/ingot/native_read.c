@@ -92,7 +92,8 @@ ingot_status ingot_native_header_size(const void *head, size_t n, uint64_t *need
     if (!needed || (!head && n)) return INGOT_MISUSE;
     *needed = 0;
     if (n < ING_HDR_SIZE)
-        return HERR(INGOT_TRUNCATED, n, "file of %zu bytes is shorter than the 160-byte header", n);
+        return HERR(INGOT_TRUNCATED, n, "file of %zu bytes is shorter than the %d-byte header", n,
+                    ING_HDR_SIZE);
     if (ING_MEMCMP(h, ING_MAGIC, ING_MAGIC_LEN) != 0)
         return HERR(INGOT_BAD_MAGIC, 0, "magic is not \\x89INGOT\\r\\n");
     if (ing_ld16(h + HDR_MAJOR) != ING_VERSION_MAJOR)
@@ -120,16 +121,21 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
     r->header_size = ing_ld32(h + HDR_HEADER_SIZE);
     if (r->header_size < ING_HDR_SIZE || (r->header_size & 7) ||
         (known && r->header_size != ING_HDR_SIZE))
-        return HERR(INGOT_BAD_HEADER_SIZE, HDR_HEADER_SIZE, "header size %llu (expected 160)",
-                    (unsigned long long)r->header_size);
+        return HERR(INGOT_BAD_HEADER_SIZE, HDR_HEADER_SIZE, "header size %llu (expected %d)",
+                    (unsigned long long)r->header_size, ING_HDR_SIZE);
     uint32_t freq = ing_ld32(h + HDR_FLAGS_REQUIRED);
     if (freq != 0)
         return HERR(INGOT_BAD_FLAGS, HDR_FLAGS_REQUIRED,
                     "required feature flags 0x%x unknown to this reader", freq);
     /* flags_optional: unknown bits are ignored by design. */
-    if (known && (ing_ld32(h + HDR_RESERVED0) || ing_ld64(h + HDR_RESERVED1) ||
-                  ing_ld32(h + HDR_RESERVED2)))
-        return HERR(INGOT_BAD_FLAGS, HDR_RESERVED0, "reserved header fields are not zero");
+    if (known) {
+        static const struct { uint8_t at, size; } resv[3] = {
+            {HDR_RESERVED0, 4}, {HDR_RESERVED1, 8}, {HDR_RESERVED2, 4}};
+        for (int i = 0; i < 3; i++)
+            if (resv[i].size == 8 ? ing_ld64(h + resv[i].at) : ing_ld32(h + resv[i].at))
+                return HERR(INGOT_BAD_FLAGS, resv[i].at, "reserved header field at byte %u is not zero",
+                            resv[i].at);
+    }
 
     r->alignment = ing_ld32(h + HDR_ALIGNMENT);
     if (!ing_is_pow2(r->alignment) || r->alignment < ING_ALIGN_MIN || r->alignment > ING_ALIGN_MAX)
@@ -489,19 +495,22 @@ static ingot_status check_shapes(ingot_native *r, ingot_error *err)
                         (unsigned long long)k, (unsigned long long)dim, rank,
                         (unsigned long long)r->n_dims);
         const uint8_t *d = dims(r) + 8 * dim;
+        /* a shape error points at the first dimension, or at the record of a scalar */
+        uint64_t shape_at = rank ? r->dm_off + 8 * dim : at + SHP_DTYPE;
         uint64_t nb;
         if (!table_nbytes(dt, rank, d, &nb)) {
             uint64_t shape[INGOT_MAX_RANK];
             for (uint32_t j = 0; j < rank; j++) shape[j] = ing_ld64(d + 8 * j);
             ingot_status st = ingot_dtype_nbytes((ingot_dtype)dt, rank, shape, 0, &nb);
             if (st == INGOT_BAD_SHAPE)
-                return ERR(st, r->dm_off + 8 * dim, "shape record", 12,
+                return ERR(st, shape_at, "shape record", 12,
                            "shape record %llu: element count or a dimension exceeds 2^63-1",
                            (unsigned long long)k);
             if (st != INGOT_OK)
-                return ERR(st, r->dm_off + 8 * dim, "shape record", 12,
-                           "shape record %llu: innermost dimension is not a whole number of %s "
-                           "blocks or the byte size overflows",
+                return ERR(st, shape_at, "shape record", 12,
+                           "shape record %llu: not a whole number of %s blocks (innermost "
+                           "dimension, or element count for sub-byte types), or the byte size "
+                           "overflows",
                            (unsigned long long)k, ingot_dtype_name((ingot_dtype)dt));
         }
         uint64_t stored = ing_ld64(s + SHP_NBYTES);
@@ -793,8 +802,8 @@ ingot_status ingot_native_open(void *ws, size_t ws_size, const void *buf, size_t
         avail > file_size)
         return ERR(INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "bad workspace or buffer arguments");
     if (avail < ING_HDR_SIZE)
-        return HERR(INGOT_TRUNCATED, avail, "file of %llu bytes is shorter than the 160-byte header",
-                    (unsigned long long)avail);
+        return HERR(INGOT_TRUNCATED, avail, "file of %llu bytes is shorter than the %d-byte header",
+                    (unsigned long long)avail, ING_HDR_SIZE);
     ingot_native *r = (ingot_native *)ws;
     ING_MEMSET(r, 0, sizeof *r);
     r->buf = (const uint8_t *)buf;

@@ -1313,6 +1313,8 @@ static const gcase gen_cases[] = {
     FN("name_len_65536.ingot", BAD_NAME, mk_name_next, GT_EMBED, NULL, 0, 0, 65537),
     FN("name_next_before.ingot", BAD_NAME, mk_name_next, GT_Q, NULL, 0, 0, 0xffffffffu),
     FN("name_end_past_names.ingot", BAD_STRING, mk_name_next, GT_I64, NULL, 0, 1, 1),
+    /* a middle name ending far past the names section and the file: nothing may read there */
+    FN("name_end_far_past_names.ingot", BAD_STRING, mk_name_next, GT_Q, NULL, 0, 1, 60000),
     FN("name_first_not_at_0.ingot", BAD_LAYOUT, mk_ten_name_field, GT_EMBED, NULL, TEN_NAME_OFF, 4,
        1),
     FN("name_gap.ingot", BAD_STRING, mk_name_gap, GT_BIAS, NULL, 0, 0, 0),

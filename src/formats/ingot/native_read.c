@@ -542,12 +542,11 @@ static ingot_status check_shapes(ingot_native *r, ingot_error *err)
     return INGOT_OK;
 }
 
-/* Tensor table: name lengths (the names are contiguous and in table order), shape record ids,
- * flags and data offsets; the names' terminators are left to fast_index. Every load is bounded
- * before it happens, and branches that are never taken cost less here than accumulating flags.
- * Without the per-entry bound checks of check_tensors the same rules still hold: name offsets
- * rise by 2..65536 from 0 and end at names_size, so each lies inside the names section; data ends
- * rise from 0 and stay within data_size. Sizes are the records' (check_shapes ran first). */
+/* Tensor table: name lengths and terminators (the names are contiguous and in table order),
+ * shape record ids, flags and data offsets. Every load is bounded before it happens (a name end
+ * past the names section stops the loop before its byte is read), and branches that are never
+ * taken cost less here than accumulating flags. Data ends rise from 0 and stay within data_size.
+ * Sizes are the records' (check_shapes ran first). */
 __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
 {
     const uint8_t *t = r->buf + r->tt_off, *sh = r->buf + r->sh_off + SHP_NBYTES, *nm = names(r);
@@ -566,7 +565,7 @@ __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
          * the table, and does not use them. */
         uint64_t next = ing_ld32(e + ING_TEN_SIZE + TEN_NAME_OFF);
         next = e + ING_TEN_SIZE < end ? next : nsz;
-        if (next - name - 2 > ING_NAME_MAX - 1 || nm[next - 1]) return false;
+        if (next - name - 2 > ING_NAME_MAX - 1 || next > nsz || nm[next - 1]) return false;
         name = next;
         uint64_t s = ing_ld32(e + TEN_SHAPE);
         if (s >= ns || ing_ld32(e + TEN_FLAGS) > maxfl) return false;

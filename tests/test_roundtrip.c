@@ -2,6 +2,7 @@
  * type, param ids, alignments, chunked pushes, determinism, randomized tensor sets. */
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "harness.h"
 
 static char tmpdir[256];
@@ -97,4 +98,87 @@ TEST(test_roundtrip_basic)
     ingot_file_close(f);
 }
 
-RUN_TESTS(T(test_roundtrip_basic))
+/* Opens buf with VERIFY_NONE (structure only) and returns the status. */
+static ingot_status open_status(const void *buf, size_t n)
+{
+    ingot_open_opts o = {0};
+    o.verify = INGOT_VERIFY_NONE;
+    ingot_file *f;
+    ingot_status st = ingot_file_open_buffer(buf, n, &o, &f, NULL);
+    if (st == INGOT_OK) ingot_file_close(f);
+    return st;
+}
+
+/* 3000 tensors with long, shared-prefix names (a 130 KB names section: the name-index check's
+ * second 16-byte window, the names scan's blocks of 255 vectors), eight shapes, param ids on
+ * every third tensor. Opened and damaged under both names scans: AVX2 and SSE2 (the CRC level
+ * limit masks AVX2). */
+TEST(test_many_tensors)
+{
+    enum { N = 3000 };
+    static float data[64];
+    for (int i = 0; i < 64; i++) data[i] = (float)i;
+    ingot_writer *wr;
+    ingot_error e;
+    ASSERT_OK(ingot_writer_new(NULL, &wr, &e));
+    char name[96];
+    for (int i = 0; i < N; i++) {
+        static const char *const part[3] = {"self_attn.q_proj", "self_attn.v_proj", "mlp.up"};
+        snprintf(name, sizeof name, "model.layers.%04d.%s.weight", i / 3, part[i % 3]);
+        uint64_t shape[2] = {(uint64_t)(1 + i % 8), 8};
+        ingot_tensor_opts to = {i % 3 == 0, (uint64_t)i * 7};
+        ASSERT_OK(ingot_writer_add_tensor(wr, name, INGOT_DTYPE_F32, 2, shape, &to, data, &e));
+    }
+    void *buf = NULL;
+    size_t n = 0;
+    ASSERT_OK(ingot_writer_begin_mem(wr, &e));
+    ASSERT_OK(ingot_writer_commit_mem(wr, &buf, &n, &e));
+    ingot_writer_free(wr);
+
+    uint8_t *img = malloc(n);
+    ASSERT_TRUE(img != NULL);
+    for (int level = 3; level >= 0; level -= 3) {
+        ingot__crc32c_limit(level);
+        memcpy(img, buf, n);
+        ingot_file *f;
+        ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &f, &e));
+        ASSERT_U64(ingot_file_tensor_count(f), N);
+        for (int i = 0; i < N; i += 7) {
+            ingot_tensor_info t;
+            ASSERT_OK(ingot_file_tensor_at(f, (uint64_t)i, &t));
+            ingot_tensor_info u;
+            ASSERT_OK(ingot_file_tensor_find(f, t.name, &u));
+            ASSERT_EQ(u.index, i);
+            ASSERT_U64(t.shape[0], 1 + i % 8);
+            ASSERT_U64(t.nbytes, (1 + i % 8) * 32);
+            ASSERT_EQ(!!(t.flags & INGOT_TENSOR_HAS_PARAM_ID), i % 3 == 0);
+            if (i % 3 == 0) ASSERT_U64(t.param_id, (uint64_t)i * 7);
+            ASSERT_MEM(t.data, data, t.nbytes);
+        }
+        /* where names lie in the image: a NUL, a byte with the high bit or an order change in
+         * any name must be refused */
+        size_t at[3];
+        for (int k = 0; k < 3; k++) {
+            ingot_tensor_info t;
+            ASSERT_OK(ingot_file_tensor_at(f, (uint64_t)(k * (N - 1) / 2), &t));
+            at[k] = (size_t)((const uint8_t *)t.name - img);
+        }
+        ingot_file_close(f);
+        for (int k = 0; k < 3; k++) {
+            memcpy(img, buf, n);
+            img[at[k] + 20] = 0; /* "model.layers.NNNN.s" + NUL inside the name */
+            ASSERT_ST(open_status(img, n), INGOT_BAD_STRING);
+            memcpy(img, buf, n);
+            img[at[k] + 3] = 0xff; /* not UTF-8 */
+            ASSERT_ST(open_status(img, n), INGOT_BAD_STRING);
+            memcpy(img, buf, n);
+            img[at[k] + 13] = '9'; /* "model.layers.0NNN" -> "9NNN": sorts after its neighbours */
+            ASSERT_ST(open_status(img, n), INGOT_BAD_LAYOUT);
+        }
+    }
+    ingot__crc32c_limit(3);
+    free(img);
+    ingot_writer_free_mem(NULL, buf, n);
+}
+
+RUN_TESTS(T(test_roundtrip_basic), T(test_many_tensors))

@@ -441,7 +441,7 @@ CLMUL_TARGET static uint32_t clmul_update(uint32_t crc, const uint8_t *p, size_t
 #define CAP_CLMUL 2
 #define CAPS_KNOWN 4
 #define CAP_PCLMUL 8
-#define CAP_AVX2 16 /* AVX2 usable (not masked by ingot__crc32c_limit: no CRC path uses it alone) */
+#define CAP_AVX2 16 /* AVX2 usable; ingot__crc32c_limit below 3 masks it too */
 static atomic_int hw_caps;
 
 static int probe_caps(void)
@@ -483,7 +483,7 @@ static int caps_level(int s)
 int ingot__crc32c_limit(int level)
 {
     int s = probe_caps();
-    if (level < 3) s &= ~CAP_CLMUL;
+    if (level < 3) s &= ~(CAP_CLMUL | CAP_AVX2);
     if (level < 2) s &= ~CAP_PCLMUL;
     if (level < 1) s &= ~CAP_CRC;
     atomic_store_explicit(&hw_caps, s, memory_order_relaxed);

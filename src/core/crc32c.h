@@ -35,7 +35,8 @@ uint32_t ingot__crc32c_fold(uint32_t crc, const void *buf, size_t n);
 uint32_t ingot__crc32c_stream(uint32_t crc, const void *buf, size_t n);
 /* Tests only, not thread-safe: restricts every entry point above and ingot_crc32c to the paths up
  * to level (0 portable, 1 SSE4.2 crc32 with bit-serial shifts, 2 and PCLMULQDQ shifts, 3 and
- * VPCLMULQDQ folding) that the CPU has; returns the level now in force (0 off x86-64). A level of
+ * VPCLMULQDQ folding) that the CPU has; returns the level now in force (0 off x86-64). Below 3,
+ * ingot__cpu_avx2 also says no, so the native reader's names scan takes its SSE2 path. A level of
  * 3 or more restores the default. */
 int ingot__crc32c_limit(int level);
 

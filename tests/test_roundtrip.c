@@ -4,6 +4,7 @@
 
 #include "crc32c.h"
 #include "harness.h"
+#include "ingot/native.h"
 
 static char tmpdir[256];
 
@@ -181,4 +182,51 @@ TEST(test_many_tensors)
     ingot_writer_free_mem(NULL, buf, n);
 }
 
-RUN_TESTS(T(test_roundtrip_basic), T(test_many_tensors))
+/* The last two names start within 16 bytes of the end of the header region: opened over the
+ * header bytes only, the name-index check compares them bytewise (a 16-byte load would run past
+ * the buffer), and must still see a wrong order and a duplicate. */
+TEST(test_index_names_at_buffer_end)
+{
+    static const char *const names[3] = {"aaaaaa", "b", "c"};
+    static const uint8_t byte = 7;
+    ingot_writer *wr;
+    ingot_error e;
+    ingot_writer_opts wo = {0};
+    wo.alignment = 64;
+    ASSERT_OK(ingot_writer_new(&wo, &wr, &e));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(ingot_writer_add_tensor(wr, names[i], INGOT_DTYPE_U8, 0, NULL, NULL, &byte, &e));
+    void *buf = NULL;
+    size_t n = 0;
+    ASSERT_OK(ingot_writer_begin_mem(wr, &e));
+    ASSERT_OK(ingot_writer_commit_mem(wr, &buf, &n, &e));
+    ingot_writer_free(wr);
+    uint8_t *img = malloc(n);
+    ASSERT_TRUE(img != NULL);
+    memcpy(img, buf, n);
+    uint64_t need = 0;
+    ASSERT_OK(ingot_native_header_size(img, n, &need, &e));
+    static unsigned char ws[INGOT_NATIVE_WORKSPACE] __attribute__((aligned(8)));
+    ingot_native *r;
+    ingot_tensor_info t;
+    ASSERT_OK(ingot_native_open(ws, sizeof ws, img, (size_t)need, n, 0, &r, &e));
+    ASSERT_OK(ingot_native_tensor_at(r, 2, &t));
+    size_t at_c = (size_t)((const uint8_t *)t.name - img);
+    ASSERT_TRUE(need - at_c < 16); /* the case under test: "c" starts near the buffer's end */
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(ingot_native_tensor_find(r, names[i], strlen(names[i]), &t));
+        ASSERT_EQ(t.index, i);
+    }
+    img[at_c - 2] = 'd'; /* "b" -> "d": a, d, c is not sorted */
+    ASSERT_ST(ingot_native_open(ws, sizeof ws, img, (size_t)need, n, INGOT_NATIVE_SKIP_HEADER_CRC,
+                                &r, &e),
+              INGOT_BAD_LAYOUT);
+    img[at_c - 2] = 'c'; /* a, c, c: a duplicate */
+    ASSERT_ST(ingot_native_open(ws, sizeof ws, img, (size_t)need, n, INGOT_NATIVE_SKIP_HEADER_CRC,
+                                &r, &e),
+              INGOT_DUPLICATE);
+    free(img);
+    ingot_writer_free_mem(NULL, buf, n);
+}
+
+RUN_TESTS(T(test_roundtrip_basic), T(test_many_tensors), T(test_index_names_at_buffer_end))

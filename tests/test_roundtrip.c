@@ -99,6 +99,23 @@ TEST(test_roundtrip_basic)
     ingot_file_close(f);
 }
 
+/* Writes a described writer to memory and frees it; returns a malloc'd copy of the file (NULL on
+ * failure) and its size in *n. */
+static uint8_t *write_to_heap(ingot_writer *wr, size_t *n)
+{
+    ingot_error e;
+    void *buf = NULL;
+    uint8_t *img = NULL;
+    if (ingot_writer_begin_mem(wr, &e) == INGOT_OK &&
+        ingot_writer_commit_mem(wr, &buf, n, &e) == INGOT_OK) {
+        img = malloc(*n);
+        if (img) memcpy(img, buf, *n);
+        ingot_writer_free_mem(NULL, buf, *n);
+    }
+    ingot_writer_free(wr);
+    return img;
+}
+
 /* Opens buf with VERIFY_NONE (structure only) and returns the status. */
 static ingot_status open_status(const void *buf, size_t n)
 {
@@ -130,14 +147,9 @@ TEST(test_many_tensors)
         ingot_tensor_opts to = {i % 3 == 0, (uint64_t)i * 7};
         ASSERT_OK(ingot_writer_add_tensor(wr, name, INGOT_DTYPE_F32, 2, shape, &to, data, &e));
     }
-    void *buf = NULL;
     size_t n = 0;
-    ASSERT_OK(ingot_writer_begin_mem(wr, &e));
-    ASSERT_OK(ingot_writer_commit_mem(wr, &buf, &n, &e));
-    ingot_writer_free(wr);
-
-    uint8_t *img = malloc(n);
-    ASSERT_TRUE(img != NULL);
+    uint8_t *buf = write_to_heap(wr, &n), *img = malloc(n);
+    ASSERT_TRUE(buf != NULL && img != NULL);
     for (int level = 3; level >= 0; level -= 3) {
         ingot__crc32c_limit(level);
         memcpy(img, buf, n);
@@ -179,7 +191,7 @@ TEST(test_many_tensors)
     }
     ingot__crc32c_limit(3);
     free(img);
-    ingot_writer_free_mem(NULL, buf, n);
+    free(buf);
 }
 
 /* The last two names start within 16 bytes of the end of the header region: opened over the
@@ -196,14 +208,9 @@ TEST(test_index_names_at_buffer_end)
     ASSERT_OK(ingot_writer_new(&wo, &wr, &e));
     for (int i = 0; i < 3; i++)
         ASSERT_OK(ingot_writer_add_tensor(wr, names[i], INGOT_DTYPE_U8, 0, NULL, NULL, &byte, &e));
-    void *buf = NULL;
     size_t n = 0;
-    ASSERT_OK(ingot_writer_begin_mem(wr, &e));
-    ASSERT_OK(ingot_writer_commit_mem(wr, &buf, &n, &e));
-    ingot_writer_free(wr);
-    uint8_t *img = malloc(n);
+    uint8_t *img = write_to_heap(wr, &n);
     ASSERT_TRUE(img != NULL);
-    memcpy(img, buf, n);
     uint64_t need = 0;
     ASSERT_OK(ingot_native_header_size(img, n, &need, &e));
     static unsigned char ws[INGOT_NATIVE_WORKSPACE] __attribute__((aligned(8)));
@@ -226,7 +233,6 @@ TEST(test_index_names_at_buffer_end)
                                 &r, &e),
               INGOT_DUPLICATE);
     free(img);
-    ingot_writer_free_mem(NULL, buf, n);
 }
 
 RUN_TESTS(T(test_roundtrip_basic), T(test_many_tensors), T(test_index_names_at_buffer_end))

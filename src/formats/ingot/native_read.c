@@ -133,8 +133,8 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
             {HDR_RESERVED0, 4}, {HDR_RESERVED1, 8}, {HDR_RESERVED2, 4}};
         for (int i = 0; i < 3; i++)
             if (resv[i].size == 8 ? ing_ld64(h + resv[i].at) : ing_ld32(h + resv[i].at))
-                return HERR(INGOT_BAD_FLAGS, resv[i].at, "reserved header field at byte %u is not zero",
-                            resv[i].at);
+                return HERR(INGOT_BAD_FLAGS, resv[i].at,
+                            "reserved header field at byte %u is not zero", resv[i].at);
     }
 
     r->alignment = ing_ld32(h + HDR_ALIGNMENT);
@@ -296,7 +296,8 @@ static ingot_status check_tensors(const ingot_native *r, ingot_error *err)
         if (fl & ~TEN_FLAG_PARAM_ID)
             return TERR(INGOT_BAD_FLAGS, TEN_FLAGS, "unknown tensor flags 0x%x", fl);
         if ((fl & TEN_FLAG_PARAM_ID) && r->n_params == 0)
-            return TERR(INGOT_BAD_FLAGS, TEN_FLAGS, "param id flag set in a file without param ids");
+            return TERR(INGOT_BAD_FLAGS, TEN_FLAGS,
+                        "param id flag set in a file without param ids");
         uint64_t nbytes = ing_ld64(shape_rec(r, shape) + SHP_NBYTES);
         uint64_t off = ing_ld64(e + TEN_OFFSET), want = 0;
         if (off % r->alignment)

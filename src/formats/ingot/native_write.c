@@ -1,8 +1,9 @@
 /*
  * native_write.c - .ingot v1 writer ops: lays out the header region (fixed header, tensor table,
- * name index, shape records and their dims, param ids, sorted metadata, pool, names) at begin, pads each tensor to the
- * alignment, and at finish patches the tensor checksums and the header checksum. Deterministic:
- * the same description gives the same bytes. Layout: docs/FORMAT.md, native_layout.h.
+ * name index, shape records and their dims, param ids, sorted metadata, pool, names) at begin,
+ * pads each tensor to the alignment, and at finish patches the tensor checksums and the header
+ * checksum. Deterministic: the same description gives the same bytes. Layout: docs/FORMAT.md,
+ * native_layout.h.
  */
 #include <string.h>
 

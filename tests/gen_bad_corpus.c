@@ -297,28 +297,37 @@ static void g_place_data(gbuf *g, const gbuf *src, uint64_t data)
     gst(g, HDR_FILE_SIZE, 8, g->n);
 }
 
+/* The first step of rebuilding g section by section: returns a copy of g as it was (one static
+ * buffer, reused by the next call), fills sec with its sections, and leaves g holding only the
+ * fixed header. */
+static const gbuf *g_rebuild_start(gbuf *g, gsec sec[GEN_N_SECS])
+{
+    static gbuf src;
+    src = *g;
+    g_sections(&src, sec);
+    memset(g->b, 0, sizeof g->b);
+    memcpy(g->b, src.b, ING_HDR_SIZE);
+    return &src;
+}
+
 /* Rebuilds g in a relaxed layout a future minor version may use: header_size 192 + ext, `gap`
  * zero bytes before every section, and the data `extra` alignment units later than needed. */
 static void g_relax(gbuf *g, uint16_t minor, uint32_t ext, uint32_t gap, uint32_t extra)
 {
-    static gbuf src;
-    src = *g;
-    uint64_t align = gld(&src, HDR_ALIGNMENT, 4);
     gsec sec[GEN_N_SECS];
-    g_sections(&src, sec);
-    memset(g->b, 0, sizeof g->b);
-    memcpy(g->b, src.b, ING_HDR_SIZE);
+    const gbuf *src = g_rebuild_start(g, sec);
+    uint64_t align = gld(src, HDR_ALIGNMENT, 4);
     uint64_t pos = ING_HDR_SIZE + ext;
     gst(g, HDR_HEADER_SIZE, 4, pos);
     gst(g, HDR_MINOR, 2, minor);
     for (int i = 0; i < GEN_N_SECS; i++) {
         pos += gap;
         if (pos + sec[i].size > GEN_CAP) gen_die("relaxed file too large");
-        memcpy(g->b + pos, src.b + g_hdr(&src, sec[i].field), (size_t)sec[i].size);
+        memcpy(g->b + pos, src->b + g_hdr(src, sec[i].field), (size_t)sec[i].size);
         gst(g, sec[i].field, 8, pos);
         pos += sec[i].size;
     }
-    g_place_data(g, &src, gen_round_up(pos, align) + extra * align);
+    g_place_data(g, src, gen_round_up(pos, align) + extra * align);
     g_fix_crc(g);
 }
 
@@ -327,36 +336,32 @@ static void g_relax(gbuf *g, uint16_t minor, uint32_t ext, uint32_t gap, uint32_
  * and the data move. The caller adjusts the count the section's size comes from. */
 static void g_resize(gbuf *g, uint32_t field, uint64_t at, int64_t delta)
 {
-    static gbuf src;
-    src = *g;
-    uint64_t align = gld(&src, HDR_ALIGNMENT, 4);
     gsec sec[GEN_N_SECS];
-    g_sections(&src, sec);
-    memset(g->b, 0, sizeof g->b);
-    memcpy(g->b, src.b, ING_HDR_SIZE);
+    const gbuf *src = g_rebuild_start(g, sec);
+    uint64_t align = gld(src, HDR_ALIGNMENT, 4);
     uint64_t pos = ING_HDR_SIZE;
     for (int i = 0; i < GEN_N_SECS; i++) {
-        uint64_t from = g_hdr(&src, sec[i].field), size = sec[i].size;
+        uint64_t from = g_hdr(src, sec[i].field), size = sec[i].size;
         if (pos + size + (delta > 0 ? (uint64_t)delta : 0) > GEN_CAP)
             gen_die("resized file too large");
         gst(g, sec[i].field, 8, pos);
         if (sec[i].field != field) {
-            memcpy(g->b + pos, src.b + from, (size_t)size);
+            memcpy(g->b + pos, src->b + from, (size_t)size);
         } else if (delta >= 0) {
             if (at > size) gen_die("resize position outside the section");
-            memcpy(g->b + pos, src.b + from, (size_t)at);
-            memcpy(g->b + pos + at + (uint64_t)delta, src.b + from + at, (size_t)(size - at));
+            memcpy(g->b + pos, src->b + from, (size_t)at);
+            memcpy(g->b + pos + at + (uint64_t)delta, src->b + from + at, (size_t)(size - at));
             size += (uint64_t)delta;
         } else {
             uint64_t cut = (uint64_t)-delta;
             if (at + cut > size) gen_die("resize cut outside the section");
-            memcpy(g->b + pos, src.b + from, (size_t)at);
-            memcpy(g->b + pos + at, src.b + from + at + cut, (size_t)(size - at - cut));
+            memcpy(g->b + pos, src->b + from, (size_t)at);
+            memcpy(g->b + pos + at, src->b + from + at + cut, (size_t)(size - at - cut));
             size -= cut;
         }
         pos += size;
     }
-    g_place_data(g, &src, gen_round_up(pos, align));
+    g_place_data(g, src, gen_round_up(pos, align));
     gst(g, HDR_DATA_SIZE, 8, g->n - g_data(g));
 }
 

@@ -41,20 +41,20 @@ static void check_success(tp_machine *m, tp_flat *fl)
         FZ_CHECK(e->tensor < m->n_tensors);
         FZ_CHECK(e->name_len >= 1 && strlen(name) == e->name_len);
         FZ_CHECK(fz_utf8((const uint8_t *)name, e->name_len, false));
-        FZ_CHECK(tp_flat_find(fl, name, e->name_len) == (int64_t)i);
-        FZ_CHECK(tp_flat_meta_find(fl, name, e->name_len) < 0);
+        FZ_CHECK(ingot__tp_flat_find(fl, name, e->name_len) == (int64_t)i);
+        FZ_CHECK(ingot__tp_flat_meta_find(fl, name, e->name_len) < 0);
     }
     for (size_t i = 0; i < fl->n_metas; i++) {
         const tp_meta *mt = &fl->metas[i];
         FZ_CHECK(mt->key_len >= 1);
-        FZ_CHECK(tp_flat_meta_find(fl, fl->names + mt->key_off, mt->key_len) == (int64_t)i);
+        FZ_CHECK(ingot__tp_flat_meta_find(fl, fl->names + mt->key_off, mt->key_len) == (int64_t)i);
         if (mt->is_array) {
             FZ_CHECK(mt->count >= 1);
             if (mt->type == INGOT_META_STRING) {
                 FZ_CHECK(mt->value + mt->count <= fl->n_refs);
                 for (uint64_t k = 0; k < mt->count; k++) {
                     uint64_t len;
-                    const uint8_t *s = tp_bytes(m, fl->refs[mt->value + k], &len);
+                    const uint8_t *s = ingot__tp_bytes(m, fl->refs[mt->value + k], &len);
                     FZ_CHECK(fz_utf8(s, len, true));
                 }
             } else {
@@ -63,7 +63,7 @@ static void check_success(tp_machine *m, tp_flat *fl)
         } else if (mt->type == INGOT_META_STRING || mt->type == INGOT_META_BYTES) {
             uint64_t len = mt->count;
             const uint8_t *s = mt->src == TPM_NAMES ? (const uint8_t *)fl->names + mt->value
-                                                    : tp_bytes(m, (uint32_t)mt->value, &len);
+                                                    : ingot__tp_bytes(m, (uint32_t)mt->value, &len);
             FZ_CHECK(len == mt->count);
             if (len) FZ_CHECK(s[0] == s[0] && s[len - 1] == s[len - 1]);
             if (mt->type == INGOT_META_STRING) FZ_CHECK(fz_utf8(s, len, true));
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tp_flat fl;
     memset(&fl, 0, sizeof fl);
     ingot_allocator a = {0};
-    tp_init(&m, &a, buf, size, 1000, (mode & 1) ? 6 : 5);
+    ingot__tp_init(&m, &a, buf, size, 1000, (mode & 1) ? 6 : 5);
     ingot_error e;
     fz_err_reset(&e);
     uint64_t p = 0, end = 0;
@@ -90,24 +90,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ingot_status st = INGOT_OK;
     int runs = (mode & 2) ? 5 : 1;
     for (int k = 0; k < runs && st == INGOT_OK; k++) {
-        st = tp_run(&m, p, size, &root, &end, &e);
+        st = ingot__tp_run(&m, p, size, &root, &end, &e);
         if (st == INGOT_OK) {
             FZ_CHECK(end > p && end <= size);
             FZ_CHECK(buf[end - 1] == '.');
             p = end;
         }
     }
-    if (st == INGOT_OK) st = tp_flatten(&m, root, 1000, &fl, &e);
+    if (st == INGOT_OK) st = ingot__tp_flatten(&m, root, 1000, &fl, &e);
     fz_err_check(&e, st);
     if (st != INGOT_OK) FZ_CHECK(e.offset == INGOT_NO_OFFSET || e.offset >= 1000);
     if (st == INGOT_OK) check_success(&m, &fl);
     /* The opcode-length scanner agrees with the machine on where the first pickle ends. */
     uint64_t scan_end;
     ingot_error e2;
-    if (runs == 1 && tp_scan_end(buf, size, 0, 0, &scan_end, NULL, &e2) == INGOT_OK && st == INGOT_OK)
+    if (runs == 1 && ingot__tp_scan_end(buf, size, 0, 0, &scan_end, NULL, &e2) == INGOT_OK &&
+        st == INGOT_OK)
         FZ_CHECK(scan_end == end);
-    tp_flat_free(&fl, &a);
-    tp_free(&m);
+    ingot__tp_flat_free(&fl, &a);
+    ingot__tp_free(&m);
     free(buf);
     return 0;
 }

@@ -117,17 +117,17 @@ static void run_pk(const pk *p, res *r, bool flatten)
 {
     memset(&r->e, 0, sizeof r->e);
     memset(&r->fl, 0, sizeof r->fl);
-    tp_init(&r->m, &libc_alloc, p->b, p->n, 0, 5);
+    ingot__tp_init(&r->m, &libc_alloc, p->b, p->n, 0, 5);
     uint64_t end;
-    r->st = tp_run(&r->m, 0, p->n, &r->root, &end, &r->e);
+    r->st = ingot__tp_run(&r->m, 0, p->n, &r->root, &end, &r->e);
     if (r->st == INGOT_OK && end != p->n) r->st = INGOT_BAD_LAYOUT;
-    if (r->st == INGOT_OK && flatten) r->st = tp_flatten(&r->m, r->root, 0, &r->fl, &r->e);
+    if (r->st == INGOT_OK && flatten) r->st = ingot__tp_flatten(&r->m, r->root, 0, &r->fl, &r->e);
 }
 
 static void done(res *r)
 {
-    tp_flat_free(&r->fl, &libc_alloc);
-    tp_free(&r->m);
+    ingot__tp_flat_free(&r->fl, &libc_alloc);
+    ingot__tp_free(&r->m);
 }
 
 /* Runs p; expects `want`, the error at byte `off` (UINT64_MAX: any) and `needle` in the message
@@ -197,7 +197,7 @@ TEST(scalars_become_typed_metadata)
         {"strs", INGOT_META_STRING, true, 2, 0},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        int64_t k = tp_flat_meta_find(&r.fl, want[i].key, strlen(want[i].key));
+        int64_t k = ingot__tp_flat_meta_find(&r.fl, want[i].key, strlen(want[i].key));
         CHECK(k >= 0, "missing %s", want[i].key);
         if (k < 0) continue;
         const tp_meta *mt = &r.fl.metas[k];
@@ -208,15 +208,15 @@ TEST(scalars_become_typed_metadata)
             CHECK((int64_t)mt->value == want[i].v, "%s value %" PRId64, want[i].key,
                   (int64_t)mt->value);
     }
-    int64_t k = tp_flat_meta_find(&r.fl, "big", 3);
+    int64_t k = ingot__tp_flat_meta_find(&r.fl, "big", 3);
     ASSERT_TRUE(k >= 0 && r.fl.metas[k].src == TPM_NAMES);
     ASSERT_MEM(r.fl.names + r.fl.metas[k].value, "-2361183241434822606848", 23);
-    k = tp_flat_meta_find(&r.fl, "f", 1);
+    k = ingot__tp_flat_meta_find(&r.fl, "f", 1);
     double d;
     memcpy(&d, &r.fl.metas[k].value, 8);
     ASSERT_TRUE(d == 1.5);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "none", 4) < 0);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "empty", 5) < 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "none", 4) < 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "empty", 5) < 0);
     done(&r);
 }
 
@@ -249,7 +249,7 @@ TEST(memo_references_share_nodes)
     ASSERT_EQ(l->kind, TPV_LIST);
     ASSERT_EQ(l->count, 1); /* appended through the memo reference */
     /* The cycle is cut by the nesting cap when flattening. */
-    ASSERT_ST(tp_flatten(&r.m, r.root, 0, &r.fl, &r.e), INGOT_LIMIT);
+    ASSERT_ST(ingot__tp_flatten(&r.m, r.root, 0, &r.fl, &r.e), INGOT_LIMIT);
     done(&r);
 }
 
@@ -275,9 +275,9 @@ TEST(protocol4_opcodes)
     run_pk(&p, &r, true);
     ASSERT_OK(r.st);
     ASSERT_U64(r.m.protocol, 4);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "b", 1) >= 0);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "s", 1) >= 0);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "u", 1) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "b", 1) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "s", 1) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "u", 1) >= 0);
     done(&r);
 }
 
@@ -305,8 +305,8 @@ TEST(state_dict_with_views_and_tied_names)
     ASSERT_U64(r.m.n_tensors, 2);
     ASSERT_U64(r.fl.n_entries, 3);
     ASSERT_U64(r.fl.n_metas, 0);
-    int64_t w = tp_flat_find(&r.fl, "w", 1), t = tp_flat_find(&r.fl, "tied", 4),
-            wt = tp_flat_find(&r.fl, "wt", 2);
+    int64_t w = ingot__tp_flat_find(&r.fl, "w", 1), t = ingot__tp_flat_find(&r.fl, "tied", 4),
+            wt = ingot__tp_flat_find(&r.fl, "wt", 2);
     ASSERT_TRUE(w >= 0 && t >= 0 && wt >= 0);
     ASSERT_EQ(r.fl.entries[w].tensor, r.fl.entries[t].tensor);
     ASSERT_TRUE(r.m.tensors[r.fl.entries[w].tensor].contiguous);
@@ -338,10 +338,10 @@ TEST(root_tensor_and_placeholders)
     stop(&p);
     run_pk(&p, &r, true);
     ASSERT_OK(r.st);
-    ASSERT_TRUE(tp_flat_find(&r.fl, "3", 1) >= 0);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "-4", 2) >= 0);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "True", 4) >= 0);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "None", 4) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_find(&r.fl, "3", 1) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "-4", 2) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "True", 4) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "None", 4) >= 0);
     ASSERT_U64(r.fl.n_metas, 3);
     done(&r);
 }
@@ -368,24 +368,24 @@ TEST(allowed_reduces)
     res r;
     run_pk(&p, &r, true);
     ASSERT_OK(r.st);
-    int64_t k = tp_flat_meta_find(&r.fl, "dev", 3);
+    int64_t k = ingot__tp_flat_meta_find(&r.fl, "dev", 3);
     ASSERT_TRUE(k >= 0);
     uint64_t len;
-    const uint8_t *s = tp_bytes(&r.m, (uint32_t)r.fl.metas[k].value, &len);
+    const uint8_t *s = ingot__tp_bytes(&r.m, (uint32_t)r.fl.metas[k].value, &len);
     ASSERT_U64(len, 6);
     ASSERT_MEM(s, "cuda:2", 6);
-    k = tp_flat_meta_find(&r.fl, "bytes", 5);
+    k = ingot__tp_flat_meta_find(&r.fl, "bytes", 5);
     ASSERT_TRUE(k >= 0 && r.fl.metas[k].type == INGOT_META_BYTES);
-    s = tp_bytes(&r.m, (uint32_t)r.fl.metas[k].value, &len);
+    s = ingot__tp_bytes(&r.m, (uint32_t)r.fl.metas[k].value, &len);
     ASSERT_U64(len, 2);
     ASSERT_MEM(s, "\xff" "a", 2);
-    k = tp_flat_meta_find(&r.fl, "size", 4);
+    k = ingot__tp_flat_meta_find(&r.fl, "size", 4);
     ASSERT_TRUE(k >= 0 && r.fl.metas[k].is_array && r.fl.metas[k].count == 2);
-    ASSERT_TRUE(tp_flat_meta_find(&r.fl, "set", 3) >= 0);
-    k = tp_flat_meta_find(&r.fl, "dt", 2);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "set", 3) >= 0);
+    k = ingot__tp_flat_meta_find(&r.fl, "dt", 2);
     ASSERT_TRUE(k >= 0 && r.fl.metas[k].src == TPM_NAMES);
     ASSERT_STR(r.fl.names + r.fl.metas[k].value, "torch.bfloat16");
-    k = tp_flat_find(&r.fl, "param", 5);
+    k = ingot__tp_flat_find(&r.fl, "param", 5);
     ASSERT_TRUE(k >= 0);
     ASSERT_TRUE(r.m.tensors[r.fl.entries[k].tensor].flags & TPT_PARAMETER);
     ASSERT_TRUE(r.m.tensors[r.fl.entries[k].tensor].flags & TPT_REQUIRES_GRAD);
@@ -421,12 +421,12 @@ TEST(rebuild_v3_and_from_type)
     res r;
     run_pk(&p, &r, true);
     ASSERT_OK(r.st);
-    int64_t k = tp_flat_find(&r.fl, "f8", 2);
+    int64_t k = ingot__tp_flat_find(&r.fl, "f8", 2);
     ASSERT_TRUE(k >= 0);
     const tp_tensor *t = &r.m.tensors[r.fl.entries[k].tensor];
     ASSERT_EQ(t->dtype, INGOT_DTYPE_F8_E4M3);
     ASSERT_EQ(t->esize, 1);
-    k = tp_flat_find(&r.fl, "sub", 3);
+    k = ingot__tp_flat_find(&r.fl, "sub", 3);
     ASSERT_TRUE(k >= 0);
     t = &r.m.tensors[r.fl.entries[k].tensor];
     ASSERT_EQ(t->dtype, INGOT_DTYPE_F32);
@@ -943,11 +943,11 @@ TEST(scan_end_finds_stops)
     raw(&q, "\x80\x02N.", 4);
     uint64_t end;
     ingot_error e;
-    ASSERT_OK(tp_scan_end(q.b, q.n, 0, 0, &end, NULL, &e));
+    ASSERT_OK(ingot__tp_scan_end(q.b, q.n, 0, 0, &end, NULL, &e));
     ASSERT_U64(end, one);
-    ASSERT_OK(tp_scan_end(q.b, q.n, one, 0, &end, NULL, &e));
+    ASSERT_OK(ingot__tp_scan_end(q.b, q.n, one, 0, &end, NULL, &e));
     ASSERT_U64(end, q.n);
-    ASSERT_ST(tp_scan_end(q.b, q.n - 1, one, 0, &end, NULL, &e), INGOT_TRUNCATED);
+    ASSERT_ST(ingot__tp_scan_end(q.b, q.n - 1, one, 0, &end, NULL, &e), INGOT_TRUNCATED);
 }
 
 RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(protocol4_opcodes),

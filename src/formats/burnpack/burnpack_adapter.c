@@ -75,7 +75,7 @@ static void free_state(const ingot_allocator *a, bp_state *s)
     ingot__free(a, s->m, s->cap_m * sizeof *s->m);
     ingot__free(a, s->by_name, s->nt * sizeof(uint32_t));
     ingot__free(a, s->m_by_key, s->nm * sizeof(uint32_t));
-    bp_buf_free(&s->pool);
+    ingot__bp_buf_free(&s->pool);
     ingot__free(a, s, sizeof *s);
 }
 
@@ -118,13 +118,13 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
     bp_iter it;
     bool more, seen_dtype = false, seen_shape = false, seen_off = false, seen_pid = false;
     t->desc_at = c->base + c->at;
-    ING_TRY(bp_value(c, err));
+    ING_TRY(ingot__bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, who, wl,
                           "tensor descriptor is not a map");
-    ING_TRY(bp_iter_begin(c, &it, true, who, err));
+    ING_TRY(ingot__bp_iter_begin(c, &it, true, who, err));
     for (;;) {
-        ING_TRY(bp_iter_next(c, &it, &more, err));
+        ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
         if (!more) break;
         uint64_t key_at = c->base + c->at;
         bool *seen = NULL;
@@ -141,28 +141,28 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
         if (field == 0) {
             bp_dtype d;
             bp_buf json = {.a = &p->f->alloc};
-            ING_TRY(bp_value(c, err));
-            ingot_status st = bp_parse_dtype(c, who, wl, &d, &json, err);
+            ING_TRY(ingot__bp_value(c, err));
+            ingot_status st = ingot__bp_parse_dtype(c, who, wl, &d, &json, err);
             if (st == INGOT_OK && d.kind == BP_QFLOAT) {
                 t->json_off = p->s->pool.len;
                 t->json_len = json.len;
-                if (!bp_buf_put(&p->s->pool, json.p, json.len)) st = nomem(err, "the pool");
+                if (!ingot__bp_buf_put(&p->s->pool, json.p, json.len)) st = nomem(err, "the pool");
                 who = (const char *)p->s->pool.p + t->name_off; /* the pool may have moved */
             }
-            bp_buf_free(&json);
+            ingot__bp_buf_free(&json);
             ING_TRY(st);
             t->kind = d.kind, t->dtype = d.dtype, t->esize = d.esize, t->versions = d.versions;
         } else if (field == 1) {
             bp_iter a;
-            ING_TRY(bp_value(c, err));
-            ING_TRY(bp_iter_begin(c, &a, false, who, err));
+            ING_TRY(ingot__bp_value(c, err));
+            ING_TRY(ingot__bp_iter_begin(c, &a, false, who, err));
             if (!a.indef && c->u > INGOT_MAX_RANK)
                 return ingot__err(err, INGOT_BAD_NDIMS, c->base + c->at, who, wl,
                                   "rank %llu exceeds %d", (unsigned long long)c->u,
                                   INGOT_MAX_RANK);
             t->brank = 0;
             for (;;) {
-                ING_TRY(bp_iter_next(c, &a, &more, err));
+                ING_TRY(ingot__bp_iter_next(c, &a, &more, err));
                 if (!more) break;
                 if (t->brank == INGOT_MAX_RANK)
                     return ingot__err(err, INGOT_BAD_NDIMS, c->base + c->at, who, wl,
@@ -174,13 +174,13 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
             }
         } else if (field == 2) {
             bp_iter a;
-            ING_TRY(bp_value(c, err));
+            ING_TRY(ingot__bp_value(c, err));
             uint64_t arr_at = c->base + c->at;
-            ING_TRY(bp_iter_begin(c, &a, false, who, err));
+            ING_TRY(ingot__bp_iter_begin(c, &a, false, who, err));
             uint64_t v[2];
             unsigned k = 0;
             for (;;) {
-                ING_TRY(bp_iter_next(c, &a, &more, err));
+                ING_TRY(ingot__bp_iter_next(c, &a, &more, err));
                 if (!more) break;
                 if (k == 2) break;
                 if (c->kind != EV_UINT)
@@ -193,7 +193,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
                                   "data_offsets does not hold exactly 2 entries");
             t->start = v[0], t->end = v[1];
         } else if (field == 3) {
-            ING_TRY(bp_value(c, err));
+            ING_TRY(ingot__bp_value(c, err));
             if (c->kind == EV_NULL) { /* serde reads null as absent */
                 t->has_pid = false;
             } else if (c->kind == EV_UINT) {
@@ -204,9 +204,9 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
                                   "param_id is not an unsigned integer");
             }
         } else { /* unknown fields are ignored, as serde does */
-            ING_TRY(bp_skip(c, 4, err));
-            ING_TRY(bp_value(c, err));
-            ING_TRY(bp_skip(c, 4, err));
+            ING_TRY(ingot__bp_skip(c, 4, err));
+            ING_TRY(ingot__bp_value(c, err));
+            ING_TRY(ingot__bp_skip(c, 4, err));
         }
     }
     if (!seen_dtype || !seen_shape || !seen_off)
@@ -240,17 +240,17 @@ static ingot_status parse_tensors(parse_ctx *p, ingot_error *err)
     bp_state *s = p->s;
     bp_iter it;
     bool more;
-    ING_TRY(bp_value(c, err));
+    ING_TRY(ingot__bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, "tensors", 7,
                           "\"tensors\" is not a map");
-    ING_TRY(bp_iter_begin(c, &it, true, "tensors", err));
+    ING_TRY(ingot__bp_iter_begin(c, &it, true, "tensors", err));
     if (!it.indef && c->u > BP_MAX_TENSORS)
         return ingot__err(err, INGOT_LIMIT, c->base + c->at, "tensors", 7,
                           "%llu tensors (Burn allows %u)", (unsigned long long)c->u,
                           BP_MAX_TENSORS);
     for (;;) {
-        ING_TRY(bp_iter_next(c, &it, &more, err));
+        ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
         if (!more) break;
         if (s->nt == BP_MAX_TENSORS)
             return ingot__err(err, INGOT_LIMIT, c->base + c->at, "tensors", 7,
@@ -263,8 +263,8 @@ static ingot_status parse_tensors(parse_ctx *p, ingot_error *err)
         memset(t, 0, sizeof *t);
         t->name_off = (uint32_t)s->pool.len;
         t->name_len = (uint32_t)c->n;
-        if (s->pool.len > UINT32_MAX - 65536 || !bp_buf_put(&s->pool, c->s, c->n) ||
-            !bp_buf_put(&s->pool, "", 1))
+        if (s->pool.len > UINT32_MAX - 65536 || !ingot__bp_buf_put(&s->pool, c->s, c->n) ||
+            !ingot__bp_buf_put(&s->pool, "", 1))
             return nomem(err, "tensor names");
         s->nt++;
         ING_TRY(parse_descriptor(p, t, err));
@@ -278,13 +278,13 @@ static ingot_status parse_user(parse_ctx *p, ingot_error *err)
     bp_state *s = p->s;
     bp_iter it;
     bool more;
-    ING_TRY(bp_value(c, err));
+    ING_TRY(ingot__bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, "metadata", 8,
                           "\"metadata\" is not a map");
-    ING_TRY(bp_iter_begin(c, &it, true, "metadata", err));
+    ING_TRY(ingot__bp_iter_begin(c, &it, true, "metadata", err));
     for (;;) {
-        ING_TRY(bp_iter_next(c, &it, &more, err));
+        ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
         if (!more) break;
         ING_TRY(read_name(p, "metadata key", err));
         const char *key = (const char *)c->s;
@@ -300,7 +300,7 @@ static ingot_status parse_user(parse_ctx *p, ingot_error *err)
         m->kind = M_USER;
         m->key_off = (size_t)(c->s - s->hdr);
         m->key_len = kl;
-        ING_TRY(bp_value(c, err));
+        ING_TRY(ingot__bp_value(c, err));
         if (c->kind != EV_TEXT)
             return ingot__err(err, c->kind == EV_TEXT_START ? INGOT_UNSUPPORTED : INGOT_WRONG_TYPE,
                               c->base + c->at, key, kl,
@@ -319,13 +319,13 @@ static ingot_status parse_top(parse_ctx *p, ingot_error *err)
     bp_cur *c = &p->c;
     bp_iter it;
     bool more, seen_t = false, seen_m = false;
-    ING_TRY(bp_value(c, err));
+    ING_TRY(ingot__bp_value(c, err));
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, "metadata", 8,
                           "the CBOR metadata is not a map");
-    ING_TRY(bp_iter_begin(c, &it, true, "metadata", err));
+    ING_TRY(ingot__bp_iter_begin(c, &it, true, "metadata", err));
     for (;;) {
-        ING_TRY(bp_iter_next(c, &it, &more, err));
+        ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
         if (!more) break;
         uint64_t at = c->base + c->at;
         if (bp_is(c, "tensors") || bp_is(c, "metadata")) {
@@ -339,9 +339,9 @@ static ingot_status parse_top(parse_ctx *p, ingot_error *err)
             return ingot__err(err, INGOT_UNSUPPORTED, at, "scalars", 7,
                               "Burn 0.22 \"scalars\" are not supported");
         } else { /* unknown top-level keys are ignored, as Burn does */
-            ING_TRY(bp_skip(c, 2, err));
-            ING_TRY(bp_value(c, err));
-            ING_TRY(bp_skip(c, 2, err));
+            ING_TRY(ingot__bp_skip(c, 2, err));
+            ING_TRY(ingot__bp_value(c, err));
+            ING_TRY(ingot__bp_skip(c, 2, err));
         }
     }
     if (!seen_t)
@@ -508,13 +508,13 @@ static bool add_synth(ingot_file *f, bp_state *s, uint32_t kind, uint32_t tensor
     m->kind = kind;
     m->tensor = tensor;
     m->key_off = s->pool.len;
-    bp_buf_put(&s->pool, prefix, strlen(prefix));
+    ingot__bp_buf_put(&s->pool, prefix, strlen(prefix));
     if (kind == M_DTYPE || kind == M_SHAPE)
-        bp_buf_put(&s->pool, s->pool.p + s->t[tensor].name_off, s->t[tensor].name_len);
+        ingot__bp_buf_put(&s->pool, s->pool.p + s->t[tensor].name_off, s->t[tensor].name_len);
     m->key_len = s->pool.len - m->key_off;
     m->val_off = s->pool.len;
     m->val_len = vl;
-    if (vl) bp_buf_put(&s->pool, val, vl);
+    if (vl) ingot__bp_buf_put(&s->pool, val, vl);
     if (s->pool.oom) return false;
     s->nm++;
     return true;

@@ -17,7 +17,7 @@
  * Buffer
  * ------------------------------------------------------------------------------------------- */
 
-bool bp_buf_put(bp_buf *b, const void *s, size_t n)
+bool ingot__bp_buf_put(bp_buf *b, const void *s, size_t n)
 {
     if (b->oom) return false;
     /* s may point into the buffer itself (a name copied into a key): keep its offset */
@@ -47,14 +47,14 @@ bool bp_buf_put(bp_buf *b, const void *s, size_t n)
     return true;
 }
 
-void bp_buf_free(bp_buf *b)
+void ingot__bp_buf_free(bp_buf *b)
 {
     ingot__free(b->a, b->p, b->cap);
     b->p = NULL;
     b->len = b->cap = 0;
 }
 
-bool bp_put_head(bp_buf *b, unsigned major, uint64_t v)
+bool ingot__bp_put_head(bp_buf *b, unsigned major, uint64_t v)
 {
     unsigned char tmp[9];
     size_t k;
@@ -64,12 +64,12 @@ bool bp_put_head(bp_buf *b, unsigned major, uint64_t v)
     case 4: k = cbor_encode_array_start((size_t)v, tmp, sizeof tmp); break;
     default: k = cbor_encode_map_start((size_t)v, tmp, sizeof tmp); break;
     }
-    return k && bp_buf_put(b, tmp, k);
+    return k && ingot__bp_buf_put(b, tmp, k);
 }
 
-bool bp_put_text(bp_buf *b, const char *s, size_t n)
+bool ingot__bp_put_text(bp_buf *b, const char *s, size_t n)
 {
-    return bp_put_head(b, 3, n) && bp_buf_put(b, s, n);
+    return ingot__bp_put_head(b, 3, n) && ingot__bp_buf_put(b, s, n);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -146,16 +146,16 @@ static ingot_status next_raw(bp_cur *c, ingot_error *err)
                       "malformed CBOR (head byte 0x%02x)", head);
 }
 
-ingot_status bp_next(bp_cur *c, ingot_error *err)
+ingot_status ingot__bp_next(bp_cur *c, ingot_error *err)
 {
     do ING_TRY(next_raw(c, err));
     while (c->kind == EV_TAG);
     return INGOT_OK;
 }
 
-ingot_status bp_value(bp_cur *c, ingot_error *err)
+ingot_status ingot__bp_value(bp_cur *c, ingot_error *err)
 {
-    ING_TRY(bp_next(c, err));
+    ING_TRY(ingot__bp_next(c, err));
     if (c->kind == EV_BREAK)
         return ingot__err(err, INGOT_BAD_METADATA, c->base + c->at, "metadata", 8,
                           "CBOR break where a value belongs");
@@ -173,7 +173,8 @@ static ingot_status count_check(bp_cur *c, bool map, const char *what, ingot_err
     return INGOT_OK;
 }
 
-ingot_status bp_iter_begin(bp_cur *c, bp_iter *it, bool map, const char *what, ingot_error *err)
+ingot_status ingot__bp_iter_begin(bp_cur *c, bp_iter *it, bool map, const char *what,
+                                  ingot_error *err)
 {
     if (c->kind == (map ? EV_MAP : EV_ARRAY)) {
         ING_TRY(count_check(c, map, what, err));
@@ -192,7 +193,7 @@ ingot_status bp_iter_begin(bp_cur *c, bp_iter *it, bool map, const char *what, i
                       "expected a CBOR %s", map ? "map" : "array");
 }
 
-ingot_status bp_iter_next(bp_cur *c, bp_iter *it, bool *more, ingot_error *err)
+ingot_status ingot__bp_iter_next(bp_cur *c, bp_iter *it, bool *more, ingot_error *err)
 {
     if (!it->indef) {
         if (it->left == 0) {
@@ -200,19 +201,19 @@ ingot_status bp_iter_next(bp_cur *c, bp_iter *it, bool *more, ingot_error *err)
             return INGOT_OK;
         }
         it->left--;
-        ING_TRY(bp_next(c, err));
+        ING_TRY(ingot__bp_next(c, err));
         if (c->kind == EV_BREAK)
             return ingot__err(err, INGOT_BAD_METADATA, c->base + c->at, "metadata", 8,
                               "break inside a definite-length container");
         *more = true;
         return INGOT_OK;
     }
-    ING_TRY(bp_next(c, err));
+    ING_TRY(ingot__bp_next(c, err));
     *more = c->kind != EV_BREAK;
     return INGOT_OK;
 }
 
-ingot_status bp_skip(bp_cur *c, unsigned depth, ingot_error *err)
+ingot_status ingot__bp_skip(bp_cur *c, unsigned depth, ingot_error *err)
 {
     if (depth > BP_MAX_DEPTH)
         return ingot__err(err, INGOT_BAD_ARRAY, c->base + c->at, "metadata", 8,
@@ -224,14 +225,14 @@ ingot_status bp_skip(bp_cur *c, unsigned depth, ingot_error *err)
     case EV_MAP_INDEF: {
         bp_iter it;
         bool more, map = c->kind == EV_MAP || c->kind == EV_MAP_INDEF;
-        ING_TRY(bp_iter_begin(c, &it, map, "metadata", err));
+        ING_TRY(ingot__bp_iter_begin(c, &it, map, "metadata", err));
         for (;;) {
-            ING_TRY(bp_iter_next(c, &it, &more, err));
+            ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
             if (!more) return INGOT_OK;
-            ING_TRY(bp_skip(c, depth + 1, err));
+            ING_TRY(ingot__bp_skip(c, depth + 1, err));
             if (!map) continue;
-            ING_TRY(bp_value(c, err));
-            ING_TRY(bp_skip(c, depth + 1, err));
+            ING_TRY(ingot__bp_value(c, err));
+            ING_TRY(ingot__bp_skip(c, depth + 1, err));
         }
     }
     case EV_TEXT_START:
@@ -271,7 +272,7 @@ static const struct {
     {"U8", BP_U8, INGOT_DTYPE_U8, 1},
 };
 
-const char *bp_kind_text(bp_kind k)
+const char *ingot__bp_kind_text(bp_kind k)
 {
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
         if (plain[i].kind == k) return plain[i].name;
@@ -281,20 +282,20 @@ const char *bp_kind_text(bp_kind k)
 static bool put_json_string(bp_buf *b, const uint8_t *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    bp_buf_put(b, "\"", 1);
+    ingot__bp_buf_put(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         uint8_t ch = s[i];
         if (ch == '"' || ch == '\\') {
             char e[2] = {'\\', (char)ch};
-            bp_buf_put(b, e, 2);
+            ingot__bp_buf_put(b, e, 2);
         } else if (ch < 0x20) {
             char e[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-            bp_buf_put(b, e, 6);
+            ingot__bp_buf_put(b, e, 6);
         } else {
-            bp_buf_put(b, &ch, 1);
+            ingot__bp_buf_put(b, &ch, 1);
         }
     }
-    return bp_buf_put(b, "\"", 1);
+    return ingot__bp_buf_put(b, "\"", 1);
 }
 
 /* Renders the current item as JSON; only text, uints, arrays and maps with text keys.
@@ -309,7 +310,7 @@ static ingot_status render(bp_cur *c, unsigned depth, bp_buf *out, const char *w
     switch (c->kind) {
     case EV_UINT: {
         size_t k = ingot__fmt(num, sizeof num, "%llu", (unsigned long long)c->u);
-        bp_buf_put(out, num, k);
+        ingot__bp_buf_put(out, num, k);
         return INGOT_OK;
     }
     case EV_TEXT:
@@ -326,12 +327,12 @@ static ingot_status render(bp_cur *c, unsigned depth, bp_buf *out, const char *w
         bool map = c->kind == EV_MAP || c->kind == EV_MAP_INDEF;
         bp_iter it;
         bool more;
-        ING_TRY(bp_iter_begin(c, &it, map, who, err));
-        bp_buf_put(out, map ? "{" : "[", 1);
+        ING_TRY(ingot__bp_iter_begin(c, &it, map, who, err));
+        ingot__bp_buf_put(out, map ? "{" : "[", 1);
         for (unsigned k = 0;; k++) {
-            ING_TRY(bp_iter_next(c, &it, &more, err));
+            ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
             if (!more) break;
-            if (k) bp_buf_put(out, ",", 1);
+            if (k) ingot__bp_buf_put(out, ",", 1);
             if (map) {
                 if (c->kind != EV_TEXT)
                     return ingot__err(err, INGOT_UNSUPPORTED, c->base + c->at, who, wl,
@@ -341,12 +342,12 @@ static ingot_status render(bp_cur *c, unsigned depth, bp_buf *out, const char *w
                                       "QFloat scheme key is not UTF-8");
                 if (first && k == 0) *first = c->s, *first_n = c->n;
                 put_json_string(out, c->s, c->n);
-                bp_buf_put(out, ":", 1);
-                ING_TRY(bp_value(c, err));
+                ingot__bp_buf_put(out, ":", 1);
+                ING_TRY(ingot__bp_value(c, err));
             }
             ING_TRY(render(c, depth + 1, out, who, wl, NULL, NULL, err));
         }
-        bp_buf_put(out, map ? "}" : "]", 1);
+        ingot__bp_buf_put(out, map ? "}" : "]", 1);
         return INGOT_OK;
     }
     default:
@@ -365,19 +366,19 @@ static ingot_status parse_scheme(bp_cur *c, const char *who, size_t wl, bp_buf *
     if (c->kind != EV_MAP && c->kind != EV_MAP_INDEF)
         return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, who, wl,
                           "QFloat scheme is not a map");
-    ING_TRY(bp_iter_begin(c, &it, true, who, err));
-    bp_buf_put(out, "{", 1);
+    ING_TRY(ingot__bp_iter_begin(c, &it, true, who, err));
+    ingot__bp_buf_put(out, "{", 1);
     for (unsigned k = 0;; k++) {
-        ING_TRY(bp_iter_next(c, &it, &more, err));
+        ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
         if (!more) break;
         if (c->kind != EV_TEXT || !ingot__utf8_valid(c->s, c->n, true))
             return ingot__err(err, INGOT_UNSUPPORTED, c->base + c->at, who, wl,
                               "QFloat scheme key is not definite UTF-8 text");
         bool store = bp_is(c, "store");
-        if (k) bp_buf_put(out, ",", 1);
+        if (k) ingot__bp_buf_put(out, ",", 1);
         put_json_string(out, c->s, c->n);
-        bp_buf_put(out, ":", 1);
-        ING_TRY(bp_value(c, err));
+        ingot__bp_buf_put(out, ":", 1);
+        ING_TRY(ingot__bp_value(c, err));
         const uint8_t *f = NULL;
         size_t fn = 0;
         bool is_text = c->kind == EV_TEXT;
@@ -388,11 +389,11 @@ static ingot_status parse_scheme(bp_cur *c, const char *who, size_t wl, bp_buf *
                                    (fn == 9 && memcmp(f, "PackedU32", 9) == 0)))
             *versions &= BP_V20 | BP_V21;
     }
-    bp_buf_put(out, "}", 1);
+    ingot__bp_buf_put(out, "}", 1);
     return INGOT_OK;
 }
 
-ingot_status bp_parse_dtype(bp_cur *c, const char *who, size_t wl, bp_dtype *out,
+ingot_status ingot__bp_parse_dtype(bp_cur *c, const char *who, size_t wl, bp_dtype *out,
                             bp_buf *json, ingot_error *err)
 {
     uint64_t at = c->base + c->at;
@@ -416,14 +417,14 @@ ingot_status bp_parse_dtype(bp_cur *c, const char *who, size_t wl, bp_dtype *out
                           (unsigned long long)c->u);
     bp_iter it;
     bool more;
-    ING_TRY(bp_iter_begin(c, &it, true, who, err));
-    ING_TRY(bp_iter_next(c, &it, &more, err));
+    ING_TRY(ingot__bp_iter_begin(c, &it, true, who, err));
+    ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
     if (!more) return ingot__err(err, INGOT_BAD_TYPE, at, who, wl, "empty dtype map");
     bool is_bool = bp_is(c, "Bool"), is_q = bp_is(c, "QFloat");
     if (!is_bool && !is_q)
         return ingot__err(err, c->kind == EV_TEXT ? INGOT_BAD_TYPE : INGOT_WRONG_TYPE,
                           c->base + c->at, who, wl, "unknown dtype variant");
-    ING_TRY(bp_value(c, err));
+    ING_TRY(ingot__bp_value(c, err));
     if (is_bool) {
         if (bp_is(c, "Native")) *out = (bp_dtype){BP_BOOL_NATIVE, BP_V21, INGOT_DTYPE_BOOL, 1};
         else if (bp_is(c, "U8")) *out = (bp_dtype){BP_BOOL_U8, BP_V21, INGOT_DTYPE_BOOL, 1};
@@ -436,17 +437,17 @@ ingot_status bp_parse_dtype(bp_cur *c, const char *who, size_t wl, bp_dtype *out
         *out = (bp_dtype){BP_QFLOAT, BP_VALL, INGOT_DTYPE_U8, 0};
         bp_buf scratch = {.a = json ? json->a : NULL};
         bp_buf *o = json ? json : &scratch;
-        bp_buf_put(o, "{\"QFloat\":", 10);
+        ingot__bp_buf_put(o, "{\"QFloat\":", 10);
         ingot_status st = parse_scheme(c, who, wl, o, &out->versions, err);
-        bp_buf_put(o, "}", 1);
-        if (!json) bp_buf_free(&scratch);
+        ingot__bp_buf_put(o, "}", 1);
+        if (!json) ingot__bp_buf_free(&scratch);
         ING_TRY(st);
         if (json && json->oom)
             return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, who, wl, "allocating the scheme");
         if (out->versions == 0)
             return ingot__err(err, INGOT_BAD_VERSION, at, who, wl, "QFloat store variant");
     }
-    ING_TRY(bp_iter_next(c, &it, &more, err));
+    ING_TRY(ingot__bp_iter_next(c, &it, &more, err));
     if (more) return ingot__err(err, INGOT_BAD_TYPE, c->base + c->at, who, wl,
                                 "dtype map has more than one entry");
     return INGOT_OK;
@@ -498,7 +499,7 @@ static bool jstring(jp *p, bp_buf *tmp)
         if (ch == '"') return !tmp->oom;
         if ((unsigned char)ch < 0x20) return false;
         if (ch != '\\') {
-            bp_buf_put(tmp, &ch, 1);
+            ingot__bp_buf_put(tmp, &ch, 1);
             continue;
         }
         if (p->i >= p->n) return false;
@@ -506,7 +507,7 @@ static bool jstring(jp *p, bp_buf *tmp)
         const char *simple = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
         const char *hit = e ? strchr(simple, e) : NULL;
         if (hit) {
-            bp_buf_put(tmp, to + (hit - simple), 1);
+            ingot__bp_buf_put(tmp, to + (hit - simple), 1);
             continue;
         }
         if (e != 'u') return false;
@@ -529,7 +530,7 @@ static bool jstring(jp *p, bp_buf *tmp)
         else
             u[0] = (uint8_t)(0xF0 | cp >> 18), u[1] = (uint8_t)(0x80 | ((cp >> 12) & 63)),
             u[2] = (uint8_t)(0x80 | ((cp >> 6) & 63)), u[3] = (uint8_t)(0x80 | (cp & 63)), k = 4;
-        bp_buf_put(tmp, u, k);
+        ingot__bp_buf_put(tmp, u, k);
     }
     return false;
 }
@@ -545,8 +546,8 @@ static bool jvalue(jp *p, bp_buf *out, unsigned depth)
     if (ch == '"') {
         bp_buf tmp = {.a = out->a};
         bool ok = jstring(p, &tmp) && ingot__utf8_valid(tmp.p, tmp.len, true) &&
-                  bp_put_text(out, (const char *)tmp.p, tmp.len);
-        bp_buf_free(&tmp);
+                  ingot__bp_put_text(out, (const char *)tmp.p, tmp.len);
+        ingot__bp_buf_free(&tmp);
         return ok;
     }
     if (ch >= '0' && ch <= '9') {
@@ -558,12 +559,12 @@ static bool jvalue(jp *p, bp_buf *out, unsigned depth)
             if (v > (UINT64_MAX - d) / 10) return false;
             v = v * 10 + d;
         }
-        return bp_put_head(out, 0, v);
+        return ingot__bp_put_head(out, 0, v);
     }
     if (ch != '[' && ch != '{') return false;
     bool map = ch == '{';
     uint64_t count;
-    if (!jcount(p, &count) || !bp_put_head(out, map ? 5 : 4, count)) return false;
+    if (!jcount(p, &count) || !ingot__bp_put_head(out, map ? 5 : 4, count)) return false;
     p->i++;
     ws(p);
     if (p->i < p->n && p->s[p->i] == (map ? '}' : ']')) {
@@ -620,7 +621,7 @@ static bool jcount(const jp *p0, uint64_t *count)
     return false;
 }
 
-ingot_status bp_json_to_cbor(const char *json, size_t n, bp_buf *out, const char *who,
+ingot_status ingot__bp_json_to_cbor(const char *json, size_t n, bp_buf *out, const char *who,
                              size_t wl, ingot_error *err)
 {
     jp p = {json, n, 0};

@@ -37,8 +37,8 @@ typedef struct {
     bool oom;
 } bp_buf;
 
-bool bp_buf_put(bp_buf *b, const void *s, size_t n);
-void bp_buf_free(bp_buf *b);
+bool ingot__bp_buf_put(bp_buf *b, const void *s, size_t n);
+void ingot__bp_buf_free(bp_buf *b);
 
 /* ---- pull parser: one libcbor stream event at a time ---- */
 typedef enum {
@@ -58,21 +58,22 @@ typedef struct {
 } bp_cur;
 
 /* Loads the next event, skipping tags (ciborium ignores them). */
-ingot_status bp_next(bp_cur *c, ingot_error *err);
-/* bp_next for a position that must hold a value: a break there is BAD_METADATA. */
-ingot_status bp_value(bp_cur *c, ingot_error *err);
+ingot_status ingot__bp_next(bp_cur *c, ingot_error *err);
+/* ingot__bp_next for a position that must hold a value: a break there is BAD_METADATA. */
+ingot_status ingot__bp_value(bp_cur *c, ingot_error *err);
 /* Skips the item whose head is the current event (depth = its nesting level). */
-ingot_status bp_skip(bp_cur *c, unsigned depth, ingot_error *err);
+ingot_status ingot__bp_skip(bp_cur *c, unsigned depth, ingot_error *err);
 
 /* Map/array iteration over definite or indefinite containers (current event is the head). */
 typedef struct {
     bool indef, map;
     uint64_t left; /* definite: entries left (map: keys; the caller loads values) */
 } bp_iter;
-ingot_status bp_iter_begin(bp_cur *c, bp_iter *it, bool map, const char *what, ingot_error *err);
-/* Loads the next key (map; the caller then loads and consumes the value with bp_next) or
+ingot_status ingot__bp_iter_begin(bp_cur *c, bp_iter *it, bool map, const char *what,
+                                  ingot_error *err);
+/* Loads the next key (map; the caller then loads and consumes the value with ingot__bp_next) or
  * element (array) as the current event; *more false at the end. */
-ingot_status bp_iter_next(bp_cur *c, bp_iter *it, bool *more, ingot_error *err);
+ingot_status ingot__bp_iter_next(bp_cur *c, bp_iter *it, bool *more, ingot_error *err);
 
 static inline bool bp_is(const bp_cur *c, const char *lit)
 {
@@ -95,19 +96,19 @@ typedef struct {
 
 /* Parses the dtype item at the current event. For QFLOAT the whole dtype item is rendered as
  * compact JSON into json (if not NULL). `who` names the tensor for errors. */
-ingot_status bp_parse_dtype(bp_cur *c, const char *who, size_t who_len, bp_dtype *out,
+ingot_status ingot__bp_parse_dtype(bp_cur *c, const char *who, size_t who_len, bp_dtype *out,
                             bp_buf *json, ingot_error *err);
 /* The plain text spelling of a non-Bool, non-QFloat kind ("F32"). */
-const char *bp_kind_text(bp_kind k);
+const char *ingot__bp_kind_text(bp_kind k);
 
 /* Compact JSON of a CBOR value tree made of text, uints, arrays and maps with text keys
  * (docs/formats/burnpack.md) back to canonical CBOR. BAD_METADATA on anything else. */
-ingot_status bp_json_to_cbor(const char *json, size_t n, bp_buf *out, const char *who,
+ingot_status ingot__bp_json_to_cbor(const char *json, size_t n, bp_buf *out, const char *who,
                              size_t who_len, ingot_error *err);
 
 
 /* Shortest-form CBOR heads. */
-bool bp_put_head(bp_buf *b, unsigned major, uint64_t v);
-bool bp_put_text(bp_buf *b, const char *s, size_t n);
+bool ingot__bp_put_head(bp_buf *b, unsigned major, uint64_t v);
+bool ingot__bp_put_text(bp_buf *b, const char *s, size_t n);
 
 #endif

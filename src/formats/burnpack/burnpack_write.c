@@ -176,29 +176,29 @@ static void put_num(bp_buf *b, const ingot__wmeta *m, uint64_t bits)
     case INGOT_META_BOOL: k = snprintf(tmp, sizeof tmp, "%s", bits ? "true" : "false"); break;
     default: break;
     }
-    if (k > 0) bp_buf_put(b, tmp, (size_t)k);
+    if (k > 0) ingot__bp_buf_put(b, tmp, (size_t)k);
 }
 
 static void put_quoted(bp_buf *b, const uint8_t *s, size_t n, bool hex)
 {
     static const char hx[] = "0123456789abcdef";
-    bp_buf_put(b, "\"", 1);
+    ingot__bp_buf_put(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         uint8_t c = s[i];
         if (hex) {
             char e[2] = {hx[c >> 4], hx[c & 15]};
-            bp_buf_put(b, e, 2);
+            ingot__bp_buf_put(b, e, 2);
         } else if (c == '"' || c == '\\') {
             char e[2] = {'\\', (char)c};
-            bp_buf_put(b, e, 2);
+            ingot__bp_buf_put(b, e, 2);
         } else if (c < 0x20) {
             char e[6] = {'\\', 'u', '0', '0', hx[c >> 4], hx[c & 15]};
-            bp_buf_put(b, e, 6);
+            ingot__bp_buf_put(b, e, 6);
         } else {
-            bp_buf_put(b, &c, 1);
+            ingot__bp_buf_put(b, &c, 1);
         }
     }
-    bp_buf_put(b, "\"", 1);
+    ingot__bp_buf_put(b, "\"", 1);
 }
 
 /* Scalars: decimal, shortest %g that reads back exactly (NaN/inf as printf spells them), true/false, bytes as lowercase hex. Arrays:
@@ -210,18 +210,18 @@ static void stringify(bp_buf *b, const ingot__wmeta *m)
         if (m->type == INGOT_META_BYTES) {
             for (size_t i = 0; i < m->blob_len; i++) {
                 char e[2] = {hx[m->blob[i] >> 4], hx[m->blob[i] & 15]};
-                bp_buf_put(b, e, 2);
+                ingot__bp_buf_put(b, e, 2);
             }
         } else {
             put_num(b, m, m->scalar);
         }
         return;
     }
-    bp_buf_put(b, "[", 1);
+    ingot__bp_buf_put(b, "[", 1);
     uint32_t esz = ingot_meta_type_size(m->type);
     size_t at = 0;
     for (uint64_t k = 0; k < m->count; k++) {
-        if (k) bp_buf_put(b, ",", 1);
+        if (k) ingot__bp_buf_put(b, ",", 1);
         if (m->lens) {
             put_quoted(b, m->blob + at, (size_t)m->lens[k], m->type == INGOT_META_BYTES);
             at += (size_t)m->lens[k];
@@ -231,7 +231,7 @@ static void stringify(bp_buf *b, const ingot__wmeta *m)
             put_num(b, m, v);
         }
     }
-    bp_buf_put(b, "]", 1);
+    ingot__bp_buf_put(b, "]", 1);
 }
 
 /* ---- begin: resolve dtypes, lay out, encode ---- */
@@ -258,13 +258,13 @@ static ingot_status apply_dtype_key(plan *p, const ingot__wmeta *m, long ti, ing
         return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, m->key, m->key_len,
                           "expected the dtype as a JSON string");
     bp_buf cb = {.a = &w->alloc};
-    ingot_status st = bp_json_to_cbor((const char *)m->blob, m->blob_len, &cb, m->key,
+    ingot_status st = ingot__bp_json_to_cbor((const char *)m->blob, m->blob_len, &cb, m->key,
                                       m->key_len, err);
     bp_dtype d;
     if (st == INGOT_OK) {
         bp_cur c = {.buf = cb.p, .len = cb.len, .base = 0};
-        st = bp_next(&c, err);
-        if (st == INGOT_OK) st = bp_parse_dtype(&c, t->name, t->name_len, &d, NULL, err);
+        st = ingot__bp_next(&c, err);
+        if (st == INGOT_OK) st = ingot__bp_parse_dtype(&c, t->name, t->name_len, &d, NULL, err);
         if (st == INGOT_OK && c.pos != c.len)
             st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, m->key, m->key_len,
                             "trailing data after the dtype");
@@ -288,11 +288,11 @@ static ingot_status apply_dtype_key(plan *p, const ingot__wmeta *m, long ti, ing
                                 "its QFloat store variant does not exist in this layout");
             x->q_off = p->qbuf.len;
             x->q_len = cb.len;
-            if (!bp_buf_put(&p->qbuf, cb.p, cb.len))
+            if (!ingot__bp_buf_put(&p->qbuf, cb.p, cb.len))
                 st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating");
         }
     }
-    bp_buf_free(&cb);
+    ingot__bp_buf_free(&cb);
     return st;
 }
 
@@ -410,16 +410,19 @@ static bool put_dtype(bp_buf *b, const plan *p, const wtensor *x)
     switch (x->kind) {
     case BP_BOOL_NATIVE:
     case BP_BOOL_TEXT:
-        if (p->layout != BP_V21) return bp_put_text(b, "Bool", 4);
-        return bp_put_head(b, 5, 1) && bp_put_text(b, "Bool", 4) && bp_put_text(b, "Native", 6);
+        if (p->layout != BP_V21) return ingot__bp_put_text(b, "Bool", 4);
+        return ingot__bp_put_head(b, 5, 1) && ingot__bp_put_text(b, "Bool", 4) &&
+               ingot__bp_put_text(b, "Native", 6);
     case BP_BOOL_U8:
-        return bp_put_head(b, 5, 1) && bp_put_text(b, "Bool", 4) && bp_put_text(b, "U8", 2);
+        return ingot__bp_put_head(b, 5, 1) && ingot__bp_put_text(b, "Bool", 4) &&
+               ingot__bp_put_text(b, "U8", 2);
     case BP_BOOL_U32:
-        return bp_put_head(b, 5, 1) && bp_put_text(b, "Bool", 4) && bp_put_text(b, "U32", 3);
-    case BP_QFLOAT: return bp_buf_put(b, p->qbuf.p + x->q_off, x->q_len);
+        return ingot__bp_put_head(b, 5, 1) && ingot__bp_put_text(b, "Bool", 4) &&
+               ingot__bp_put_text(b, "U32", 3);
+    case BP_QFLOAT: return ingot__bp_buf_put(b, p->qbuf.p + x->q_off, x->q_len);
     default: {
-        const char *t = bp_kind_text(x->kind);
-        return bp_put_text(b, t, strlen(t));
+        const char *t = ingot__bp_kind_text(x->kind);
+        return ingot__bp_put_text(b, t, strlen(t));
     }
     }
 }
@@ -427,38 +430,38 @@ static bool put_dtype(bp_buf *b, const plan *p, const wtensor *x)
 static ingot_status encode(plan *p, bp_buf *b, ingot_error *err)
 {
     ingot_writer *w = p->w;
-    bp_buf_put(b, "NRUB\x01\x00\0\0\0\0", BP_HEADER_SIZE); /* size patched below */
-    bp_put_head(b, 5, p->n_user ? 2 : 1);
-    bp_put_text(b, "tensors", 7);
-    bp_put_head(b, 5, w->n_tensors);
+    ingot__bp_buf_put(b, "NRUB\x01\x00\0\0\0\0", BP_HEADER_SIZE); /* size patched below */
+    ingot__bp_put_head(b, 5, p->n_user ? 2 : 1);
+    ingot__bp_put_text(b, "tensors", 7);
+    ingot__bp_put_head(b, 5, w->n_tensors);
     for (size_t k = 0; k < w->n_tensors; k++) {
         const ingot__wtensor *t = &w->tensors[p->by_name[k]];
         const wtensor *x = &p->wt[p->by_name[k]];
-        bp_put_text(b, t->name, t->name_len);
-        bp_put_head(b, 5, t->has_param_id ? 4 : 3);
-        bp_put_text(b, "dtype", 5);
+        ingot__bp_put_text(b, t->name, t->name_len);
+        ingot__bp_put_head(b, 5, t->has_param_id ? 4 : 3);
+        ingot__bp_put_text(b, "dtype", 5);
         put_dtype(b, p, x);
-        bp_put_text(b, "shape", 5);
-        bp_put_head(b, 4, x->brank);
-        for (uint32_t d = 0; d < x->brank; d++) bp_put_head(b, 0, x->bshape[d]);
-        bp_put_text(b, "data_offsets", 12);
-        bp_put_head(b, 4, 2);
-        bp_put_head(b, 0, x->start);
-        bp_put_head(b, 0, x->end);
+        ingot__bp_put_text(b, "shape", 5);
+        ingot__bp_put_head(b, 4, x->brank);
+        for (uint32_t d = 0; d < x->brank; d++) ingot__bp_put_head(b, 0, x->bshape[d]);
+        ingot__bp_put_text(b, "data_offsets", 12);
+        ingot__bp_put_head(b, 4, 2);
+        ingot__bp_put_head(b, 0, x->start);
+        ingot__bp_put_head(b, 0, x->end);
         if (t->has_param_id) {
-            bp_put_text(b, "param_id", 8);
-            bp_put_head(b, 0, t->param_id);
+            ingot__bp_put_text(b, "param_id", 8);
+            ingot__bp_put_head(b, 0, t->param_id);
         }
     }
     if (p->n_user) {
-        bp_put_text(b, "metadata", 8);
-        bp_put_head(b, 5, p->n_user);
+        ingot__bp_put_text(b, "metadata", 8);
+        ingot__bp_put_head(b, 5, p->n_user);
         for (size_t k = 0; k < p->n_user; k++) {
             const ingot__wmeta *m = &w->meta[p->user[k]];
-            bp_put_text(b, m->key, m->key_len);
+            ingot__bp_put_text(b, m->key, m->key_len);
             size_t vo = p->val_off[p->user[k]];
-            if (vo == SIZE_MAX) bp_put_text(b, (const char *)m->blob, m->blob_len);
-            else bp_put_text(b, (const char *)p->vals.p + vo, p->val_len[p->user[k]]);
+            if (vo == SIZE_MAX) ingot__bp_put_text(b, (const char *)m->blob, m->blob_len);
+            else ingot__bp_put_text(b, (const char *)p->vals.p + vo, p->val_len[p->user[k]]);
         }
     }
     if (b->oom) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating");
@@ -474,8 +477,8 @@ static void plan_free(plan *p)
     ingot__free(&w->alloc, p->user, 2 * m * sizeof(uint32_t));
     ingot__free(&w->alloc, p->val_off, m * sizeof(size_t));
     ingot__free(&w->alloc, p->val_len, m * sizeof(size_t));
-    bp_buf_free(&p->qbuf);
-    bp_buf_free(&p->vals);
+    ingot__bp_buf_free(&p->qbuf);
+    ingot__bp_buf_free(&p->vals);
 }
 
 static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
@@ -525,7 +528,7 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     ing_st32(b.p + 6, (uint32_t)msz);
     ing_round_up(b.len, align, &data_start);
     static const uint8_t zeros[BP_ALIGN];
-    bp_buf_put(&b, zeros, (size_t)(data_start - b.len));
+    ingot__bp_buf_put(&b, zeros, (size_t)(data_start - b.len));
     if (b.oom || !ing_add(data_start, cur, total)) {
         st = ingot__err(err, b.oom ? INGOT_NOMEM : INGOT_BAD_SIZE, INGOT_NO_OFFSET, 0, 0,
                         b.oom ? "allocating the header" : "file size overflows");
@@ -540,7 +543,7 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     if ((st = ingot__wsink_reserve(w, *total, err)) != INGOT_OK) goto done;
     st = ingot__wsink_write(w, s->hdr, (size_t)data_start, err);
 done:
-    bp_buf_free(&b);
+    ingot__bp_buf_free(&b);
     plan_free(&p);
     return st;
 }

@@ -58,9 +58,9 @@ static void close_torch(ingot_file *f)
 {
     tstate *s = f->state;
     if (!s) return;
-    tp_flat_free(&s->fl, &f->alloc);
+    ingot__tp_flat_free(&s->fl, &f->alloc);
     if (s->st_entry) ingot__free(&f->alloc, s->st_entry, s->m.n_storages * sizeof *s->st_entry);
-    tp_free(&s->m);
+    ingot__tp_free(&s->m);
     if (s->has_zip) ingot__zip_close(&s->zip);
     if (s->owned) ingot__free(&f->alloc, s->owned, s->owned_len);
     ingot__free(&f->alloc, s, sizeof *s);
@@ -94,7 +94,7 @@ static ingot_status open_torch(ingot_file *f, ingot_error *err)
 ingot_status ingot__torch_finish(ingot_file *f, tstate *s, uint32_t root, uint64_t root_off,
                                  ingot_error *err)
 {
-    ING_TRY(tp_flatten(&s->m, root, root_off, &s->fl, err));
+    ING_TRY(ingot__tp_flatten(&s->m, root, root_off, &s->fl, err));
     uint64_t align = 64;
     for (size_t i = 0; i < s->m.n_tensors; i++) {
         const tp_tensor *t = &s->m.tensors[i];
@@ -146,7 +146,7 @@ static ingot_status tensor_at(const ingot_file *f, uint64_t i, ingot_tensor_info
 static ingot_status tensor_find(const ingot_file *f, const char *name, size_t len,
                                 ingot_tensor_info *out)
 {
-    int64_t i = tp_flat_find(&S(f)->fl, name, len);
+    int64_t i = ingot__tp_flat_find(&S(f)->fl, name, len);
     if (i < 0) {
         ING_MEMSET(out, 0, sizeof *out);
         return INGOT_NOT_FOUND;
@@ -208,8 +208,9 @@ static ingot_status meta_at(const ingot_file *f, uint64_t i, ingot_meta_info *ou
     case INGOT_META_BOOL: out->v.b = mt->value != 0; break;
     default: {
         uint64_t len;
-        out->data = mt->src == TPM_NAMES ? (const void *)(s->fl.names + mt->value)
-                                         : (const void *)tp_bytes(&s->m, (uint32_t)mt->value, &len);
+        out->data = mt->src == TPM_NAMES
+                        ? (const void *)(s->fl.names + mt->value)
+                        : (const void *)ingot__tp_bytes(&s->m, (uint32_t)mt->value, &len);
         break;
     }
     }
@@ -219,7 +220,7 @@ static ingot_status meta_at(const ingot_file *f, uint64_t i, ingot_meta_info *ou
 static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
                               ingot_meta_info *out)
 {
-    int64_t i = tp_flat_meta_find(&S(f)->fl, key, len);
+    int64_t i = ingot__tp_flat_meta_find(&S(f)->fl, key, len);
     if (i < 0) return INGOT_NOT_FOUND;
     return meta_at(f, (uint64_t)i, out);
 }
@@ -250,7 +251,7 @@ static ingot_status meta_array_string(const ingot_file *f, uint64_t index, uint6
     if (!mt->is_array || mt->type != INGOT_META_STRING) return INGOT_WRONG_TYPE;
     if (elem >= mt->count) return INGOT_RANGE;
     uint64_t l;
-    *str = (const char *)tp_bytes(&s->m, s->fl.refs[mt->value + elem], &l);
+    *str = (const char *)ingot__tp_bytes(&s->m, s->fl.refs[mt->value + elem], &l);
     *len = (size_t)l;
     return INGOT_OK;
 }

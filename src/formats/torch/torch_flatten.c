@@ -35,7 +35,7 @@ static ingot_status names_add(walker *w, const void *s, size_t n, uint64_t *off)
     tp_flat *fl = w->fl;
     if (fl->n_names + n + 1 > w->max_names)
         return ferr(w, INGOT_LIMIT, "flattened names exceed 4 MiB + 16 x the pickle size");
-    if (!tp_reserve(w->a, (void **)&fl->names, &fl->cap_names, fl->n_names + n + 1, 1))
+    if (!ingot__tp_reserve(w->a, (void **)&fl->names, &fl->cap_names, fl->n_names + n + 1, 1))
         return oom(w);
     *off = fl->n_names;
     if (n) ING_MEMCPY(fl->names + fl->n_names, s, n);
@@ -50,7 +50,7 @@ static ingot_status path_push(walker *w, const void *s, size_t n, size_t *saved)
     size_t need = w->path_len + (w->path_len ? 1 : 0) + n;
     if (need > TP_MAX_NAME)
         return ferr(w, INGOT_BAD_NAME, "flattened name longer than 65535 bytes");
-    if (!tp_reserve(w->a, (void **)&w->path, &w->path_cap, need + 1, 1)) return oom(w);
+    if (!ingot__tp_reserve(w->a, (void **)&w->path, &w->path_cap, need + 1, 1)) return oom(w);
     if (w->path_len) w->path[w->path_len++] = '/';
     if (n) ING_MEMCPY(w->path + w->path_len, s, n);
     w->path_len += n;
@@ -106,7 +106,7 @@ static bool key_text(walker *w, uint32_t key, const char **s, size_t *n, char *t
     uint64_t len;
     switch (k->kind) {
     case TPV_STR:
-        *s = (const char *)tp_bytes(w->m, key, &len);
+        *s = (const char *)ingot__tp_bytes(w->m, key, &len);
         *n = (size_t)len;
         return true;
     case TPV_INT:
@@ -114,7 +114,7 @@ static bool key_text(walker *w, uint32_t key, const char **s, size_t *n, char *t
         *s = tmp;
         return true;
     case TPV_BIGINT: {
-        const uint8_t *b = tp_bytes(w->m, key, &len);
+        const uint8_t *b = ingot__tp_bytes(w->m, key, &len);
         *n = bigint_decimal(b, (size_t)len, tmp);
         *s = tmp;
         return true;
@@ -141,7 +141,7 @@ static ingot_status add_entry(walker *w, uint32_t tensor, bool root)
     for (size_t i = 0; i < len; i++)
         if (name[i] == '\0') return ferr(w, INGOT_BAD_NAME, "tensor name contains a NUL byte");
     if (fl->n_entries >= UINT32_MAX / 2) return ferr(w, INGOT_LIMIT, "too many tensors");
-    if (!tp_reserve(w->a, (void **)&fl->entries, &fl->cap_entries, fl->n_entries + 1,
+    if (!ingot__tp_reserve(w->a, (void **)&fl->entries, &fl->cap_entries, fl->n_entries + 1,
                     sizeof(tp_entry)))
         return oom(w);
     uint64_t off;
@@ -157,7 +157,8 @@ static ingot_status add_meta(walker *w, const tp_meta *mt, bool root)
     size_t len = w->path_len ? w->path_len : 5;
     if (!w->path_len && !root) return ferr(w, INGOT_BAD_NAME, "metadata with an empty key");
     if (fl->n_metas >= UINT32_MAX / 2) return ferr(w, INGOT_LIMIT, "too many metadata entries");
-    if (!tp_reserve(w->a, (void **)&fl->metas, &fl->cap_metas, fl->n_metas + 1, sizeof(tp_meta)))
+    if (!ingot__tp_reserve(w->a, (void **)&fl->metas, &fl->cap_metas, fl->n_metas + 1,
+                           sizeof(tp_meta)))
         return oom(w);
     uint64_t off;
     ING_TRY(names_add(w, key, len, &off));
@@ -193,7 +194,7 @@ static ingot_status scalar_meta(walker *w, uint32_t node, bool root)
     case TPV_BIGINT: {
         char tmp[640];
         uint64_t len, off;
-        const uint8_t *b = tp_bytes(w->m, node, &len);
+        const uint8_t *b = ingot__tp_bytes(w->m, node, &len);
         size_t k = bigint_decimal(b, (size_t)len, tmp);
         ING_TRY(names_add(w, tmp, k, &off));
         mt.type = INGOT_META_STRING;
@@ -204,7 +205,7 @@ static ingot_status scalar_meta(walker *w, uint32_t node, bool root)
     }
     case TPV_DTYPE: {
         char tmp[64];
-        size_t k = ingot__fmt(tmp, sizeof tmp, "torch.%s", tp_dtype_torch_name(n->aux));
+        size_t k = ingot__fmt(tmp, sizeof tmp, "torch.%s", ingot__tp_dtype_torch_name(n->aux));
         uint64_t off;
         ING_TRY(names_add(w, tmp, k, &off));
         mt.type = INGOT_META_STRING;
@@ -239,7 +240,7 @@ static ingot_status array_meta(walker *w, const tp_node *n, bool *done)
     if (k0 == TPV_STR) {
         mt.type = INGOT_META_STRING;
         mt.value = fl->n_refs;
-        if (!tp_reserve(w->a, (void **)&fl->refs, &fl->cap_refs, fl->n_refs + n->count,
+        if (!ingot__tp_reserve(w->a, (void **)&fl->refs, &fl->cap_refs, fl->n_refs + n->count,
                         sizeof(uint32_t)))
             return oom(w);
         for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next)
@@ -247,7 +248,7 @@ static ingot_status array_meta(walker *w, const tp_node *n, bool *done)
     } else {
         mt.type = k0 == TPV_INT ? INGOT_META_I64 : k0 == TPV_FLOAT ? INGOT_META_F64 : INGOT_META_BOOL;
         mt.value = fl->n_vals;
-        if (!tp_reserve(w->a, (void **)&fl->vals, &fl->cap_vals, fl->n_vals + n->count,
+        if (!ingot__tp_reserve(w->a, (void **)&fl->vals, &fl->cap_vals, fl->n_vals + n->count,
                         sizeof(uint64_t)))
             return oom(w);
         for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next)
@@ -272,7 +273,8 @@ static ingot_status walk(walker *w, uint32_t node, uint32_t depth, bool unnamed)
             return ferr(w, INGOT_UNSUPPORTED,
                         "a tensor below a dict key that cannot be named (float, bytes, tuple)");
         uint32_t t = (uint32_t)n->a;
-        if (n->kind == TPV_STORAGE) ING_TRY(tp_storage_tensor(m, (uint32_t)n->a, &t, w->err));
+        if (n->kind == TPV_STORAGE)
+            ING_TRY(ingot__tp_storage_tensor(m, (uint32_t)n->a, &t, w->err));
         return add_entry(w, t, depth == 0);
     }
     case TPV_DICT: {
@@ -375,7 +377,7 @@ static ingot_status dup_err(walker *w, const char *name, size_t len, const char 
                       "two %s flatten to the same name", what);
 }
 
-ingot_status tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
+ingot_status ingot__tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
                         ingot_error *err)
 {
     walker w = {.m = m, .fl = fl, .a = m->alloc, .root_off = root_off, .err = err};
@@ -402,13 +404,13 @@ ingot_status tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat
     }
     for (size_t i = 0; i < fl->n_metas; i++) {
         const tp_meta *a = &fl->metas[i];
-        if (tp_flat_find(fl, fl->names + a->key_off, a->key_len) >= 0)
+        if (ingot__tp_flat_find(fl, fl->names + a->key_off, a->key_len) >= 0)
             return dup_err(&w, fl->names + a->key_off, a->key_len, "a tensor and a metadata entry");
     }
     return INGOT_OK;
 }
 
-void tp_flat_free(tp_flat *fl, const ingot_allocator *a)
+void ingot__tp_flat_free(tp_flat *fl, const ingot_allocator *a)
 {
     ingot__free(a, fl->names, fl->cap_names);
     ingot__free(a, fl->entries, fl->cap_entries * sizeof *fl->entries);
@@ -428,7 +430,7 @@ static int cmp_name(const char *a, size_t al, const char *b, size_t bl)
     return al < bl ? -1 : al > bl ? 1 : 0;
 }
 
-int64_t tp_flat_find(const tp_flat *fl, const char *name, size_t len)
+int64_t ingot__tp_flat_find(const tp_flat *fl, const char *name, size_t len)
 {
     if (!fl->sorted) return -1;
     size_t lo = 0, hi = fl->n_entries;
@@ -443,7 +445,7 @@ int64_t tp_flat_find(const tp_flat *fl, const char *name, size_t len)
     return -1;
 }
 
-int64_t tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len)
+int64_t ingot__tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len)
 {
     if (!fl->msorted) return -1;
     size_t lo = 0, hi = fl->n_metas;

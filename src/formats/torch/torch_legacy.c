@@ -27,7 +27,7 @@ static ingot_status header_bytes(ingot_file *f, const uint8_t **buf, uint64_t *l
         for (int k = 0; k < 5 && st == INGOT_OK; k++) {
             uint64_t e;
             bool stopped;
-            st = tp_scan_end(h, n, p, 0, &e, &stopped, err);
+            st = ingot__tp_scan_end(h, n, p, 0, &e, &stopped, err);
             if (st == INGOT_OK) {
                 p = e;
                 if (!stopped) break; /* a refused opcode: the machine reports it */
@@ -66,7 +66,7 @@ static bool dict_get(const tp_machine *m, uint32_t dict, const char *key, uint32
         uint32_t k = m->cells[c].key;
         uint64_t len;
         if (m->nodes[k].kind != TPV_STR) continue;
-        const uint8_t *p = tp_bytes(m, k, &len);
+        const uint8_t *p = ingot__tp_bytes(m, k, &len);
         if (len == kl && ING_MEMCMP(p, key, kl) == 0) {
             *val = m->cells[c].val;
             return true;
@@ -81,11 +81,11 @@ static ingot_status run_one(tp_machine *m, uint64_t p, uint64_t len, uint32_t *r
                             ingot_error *err)
 {
     uint64_t stop;
-    ING_TRY(tp_scan_end(m->buf, len, p, m->base_off, &stop, NULL, err));
+    ING_TRY(ingot__tp_scan_end(m->buf, len, p, m->base_off, &stop, NULL, err));
     if (stop - p > TP_MAX_PICKLE)
         return ingot__err(err, INGOT_LIMIT, p, "pickle", 6, "legacy pickle larger than %llu bytes",
                           (unsigned long long)TP_MAX_PICKLE);
-    return tp_run(m, p, stop, root, end, err);
+    return ingot__tp_run(m, p, stop, root, end, err);
 }
 
 ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err)
@@ -95,7 +95,7 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
     ING_TRY(header_bytes(f, &buf, &len, err));
     s->legacy = true;
     tp_machine *m = &s->m;
-    tp_init(m, &f->alloc, buf, len, 0, 6);
+    ingot__tp_init(m, &f->alloc, buf, len, 0, 6);
 
     /* 1. magic */
     uint32_t root;
@@ -104,7 +104,7 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
     const tp_node *r = &m->nodes[root];
     uint64_t bl;
     if (r->kind != TPV_BIGINT || r->b != 10 ||
-        ING_MEMCMP(tp_bytes(m, root, &bl), ingot__torch_legacy_magic, 10) != 0)
+        ING_MEMCMP(ingot__tp_bytes(m, root, &bl), ingot__torch_legacy_magic, 10) != 0)
         return ingot__err(err, INGOT_BAD_MAGIC, 0, "magic", 5,
                           "first pickle is not torch's legacy magic number");
     /* 2. protocol version */
@@ -144,8 +144,8 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
             return ingot__err(err, INGOT_BAD_LAYOUT, p, "storage keys", 12,
                               "storage key list holds a non-str");
         uint64_t kl;
-        const uint8_t *key = tp_bytes(m, k, &kl);
-        int64_t si = tp_storage_find(m, key, kl);
+        const uint8_t *key = ingot__tp_bytes(m, k, &kl);
+        int64_t si = ingot__tp_storage_find(m, key, kl);
         size_t wl = kl > 63 ? 63 : (size_t)kl;
         if (si < 0)
             return ingot__err(err, INGOT_BAD_LAYOUT, p, (const char *)key, wl,
@@ -167,8 +167,8 @@ ingot_status ingot__torch_open_legacy(ingot_file *f, tstate *s, ingot_error *err
     uint64_t pos = e;
     for (uint32_t c = m->nodes[keys].head; c != TP_NONE_IDX; c = m->cells[c].next) {
         uint64_t kl;
-        const uint8_t *key = tp_bytes(m, m->cells[c].val, &kl);
-        tp_storage *st = &m->storages[tp_storage_find(m, key, kl)];
+        const uint8_t *key = ingot__tp_bytes(m, m->cells[c].val, &kl);
+        tp_storage *st = &m->storages[ingot__tp_storage_find(m, key, kl)];
         size_t wl = kl > 63 ? 63 : (size_t)kl;
         uint64_t count = 0;
         ING_TRY(read_u64(f, pos, &count, err));

@@ -35,7 +35,7 @@ enum {
     OP_FRAME = 0x95, OP_BYTEARRAY8 = 0x96, OP_NEXT_BUFFER = 0x97, OP_READONLY_BUFFER = 0x98,
 };
 
-const char *tp_opcode_name(uint8_t op)
+const char *ingot__tp_opcode_name(uint8_t op)
 {
     switch (op) {
     case OP_MARK: return "MARK";
@@ -151,7 +151,10 @@ static const dtype_def dtypes[] = {
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
-const char *tp_dtype_torch_name(uint16_t id) { return id < N_DTYPES ? dtypes[id].name : "?"; }
+const char *ingot__tp_dtype_torch_name(uint16_t id)
+{
+    return id < N_DTYPES ? dtypes[id].name : "?";
+}
 
 typedef struct {
     const char *name;
@@ -266,7 +269,7 @@ static bool has_prefix(const uint8_t *a, size_t al, const char *z)
  * Machine plumbing
  * ------------------------------------------------------------------------------------------- */
 
-bool tp_reserve(const ingot_allocator *a, void **p, size_t *cap, size_t need, size_t elem)
+bool ingot__tp_reserve(const ingot_allocator *a, void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return true;
     size_t n = *cap ? *cap : 16;
@@ -280,8 +283,8 @@ bool tp_reserve(const ingot_allocator *a, void **p, size_t *cap, size_t need, si
     return true;
 }
 
-void tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *buf, uint64_t buf_len,
-             uint64_t base_off, uint32_t pid_len)
+void ingot__tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *buf,
+                    uint64_t buf_len, uint64_t base_off, uint32_t pid_len)
 {
     ING_MEMSET(m, 0, sizeof *m);
     m->alloc = alloc;
@@ -291,7 +294,7 @@ void tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *buf, ui
     m->pid_len = pid_len;
 }
 
-void tp_free(tp_machine *m)
+void ingot__tp_free(tp_machine *m)
 {
     const ingot_allocator *a = m->alloc;
     ingot__free(a, m->nodes, m->cap_nodes * sizeof *m->nodes);
@@ -328,7 +331,7 @@ static ingot_status nomem(const tp_machine *m, ingot_error *err, uint64_t at)
     return perr(m, err, INGOT_NOMEM, at, "out of memory in the pickle machine");
 }
 
-const uint8_t *tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len)
+const uint8_t *ingot__tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len)
 {
     const tp_node *n = &m->nodes[node];
     *len = n->b;
@@ -339,7 +342,8 @@ static ingot_status new_node(tp_machine *m, uint8_t kind, uint64_t at, uint32_t 
                              ingot_error *err)
 {
     if (m->n_nodes >= UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many values");
-    if (!tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes, m->n_nodes + 1, sizeof(tp_node)))
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes, m->n_nodes + 1,
+                           sizeof(tp_node)))
         return nomem(m, err, at);
     tp_node *n = &m->nodes[m->n_nodes];
     ING_MEMSET(n, 0, sizeof *n);
@@ -353,7 +357,8 @@ static ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_
                              ingot_error *err)
 {
     if (m->n_cells >= UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many items");
-    if (!tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells, m->n_cells + 1, sizeof(tp_cell)))
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells, m->n_cells + 1,
+                           sizeof(tp_cell)))
         return nomem(m, err, at);
     uint32_t c = (uint32_t)m->n_cells++;
     m->cells[c] = (tp_cell){key, val, TP_NONE_IDX};
@@ -367,7 +372,8 @@ static ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_
 
 static ingot_status push(tp_machine *m, uint32_t v, uint64_t at, ingot_error *err)
 {
-    if (!tp_reserve(m->alloc, (void **)&m->stack, &m->cap_stack, m->n_stack + 1, sizeof(uint32_t)))
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->stack, &m->cap_stack, m->n_stack + 1,
+                           sizeof(uint32_t)))
         return nomem(m, err, at);
     m->stack[m->n_stack++] = v;
     return INGOT_OK;
@@ -377,7 +383,7 @@ static size_t seg_base(const tp_machine *m) { return m->n_marks ? m->marks[m->n_
 
 static ingot_status underflow(const tp_machine *m, ingot_error *err, uint64_t at, uint8_t op)
 {
-    return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: stack underflow%s", tp_opcode_name(op),
+    return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: stack underflow%s", ingot__tp_opcode_name(op),
                 m->n_marks ? " (below the mark)" : "");
 }
 
@@ -435,7 +441,7 @@ static bool str_is(const tp_machine *m, uint32_t node, const char *z)
 {
     if (!is_kind(m, node, TPV_STR)) return false;
     uint64_t len;
-    const uint8_t *p = tp_bytes(m, node, &len);
+    const uint8_t *p = ingot__tp_bytes(m, node, &len);
     return bytes_eq(p, (size_t)len, z);
 }
 
@@ -443,7 +449,7 @@ static bool str_is(const tp_machine *m, uint32_t node, const char *z)
 static ingot_status pool_add(tp_machine *m, const void *src, size_t n, uint64_t at, uint64_t *off,
                              ingot_error *err)
 {
-    if (!tp_reserve(m->alloc, (void **)&m->pool, &m->cap_pool, m->n_pool + n + 1, 1))
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->pool, &m->cap_pool, m->n_pool + n + 1, 1))
         return nomem(m, err, at);
     *off = m->n_pool;
     if (n) ING_MEMCPY(m->pool + m->n_pool, src, n);
@@ -482,7 +488,7 @@ static ingot_status st_rehash(tp_machine *m, uint64_t at, ingot_error *err)
     return INGOT_OK;
 }
 
-int64_t tp_storage_find(const tp_machine *m, const uint8_t *key, uint64_t len)
+int64_t ingot__tp_storage_find(const tp_machine *m, const uint8_t *key, uint64_t len)
 {
     if (!m->st_hash_cap) return -1;
     size_t i = (size_t)(hash_bytes(key, len) & (m->st_hash_cap - 1));
@@ -529,13 +535,13 @@ static ingot_status persid(tp_machine *m, uint32_t pid, uint64_t at, uint32_t *o
         return perr(m, err, INGOT_BAD_SIZE, at, "BINPERSID: storage of %llu elements overflows",
                     (unsigned long long)numel);
     uint64_t klen;
-    const uint8_t *key = tp_bytes(m, it[2], &klen);
+    const uint8_t *key = ingot__tp_bytes(m, it[2], &klen);
     if (m->st_hash_cap) {
         size_t i = (size_t)(hash_bytes(key, klen) & (m->st_hash_cap - 1));
         for (; m->st_hash[i] != TP_NONE_IDX; i = (i + 1) & (m->st_hash_cap - 1)) {
             tp_storage *s = &m->storages[m->st_hash[i]];
             uint64_t l2;
-            const uint8_t *k2 = tp_bytes(m, s->key_node, &l2);
+            const uint8_t *k2 = ingot__tp_bytes(m, s->key_node, &l2);
             if (l2 != klen || ING_MEMCMP(k2, key, klen) != 0) continue;
             if (s->stype != stype || s->numel != numel)
                 return perr(m, err, INGOT_BAD_LAYOUT, at,
@@ -548,7 +554,7 @@ static ingot_status persid(tp_machine *m, uint32_t pid, uint64_t at, uint32_t *o
     }
     if (m->n_storages >= UINT32_MAX / 2) return perr(m, err, INGOT_LIMIT, at, "too many storages");
     if ((m->n_storages + 1) * 2 > m->st_hash_cap) ING_TRY(st_rehash(m, at, err));
-    if (!tp_reserve(m->alloc, (void **)&m->storages, &m->cap_storages, m->n_storages + 1,
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->storages, &m->cap_storages, m->n_storages + 1,
                     sizeof(tp_storage)))
         return nomem(m, err, at);
     size_t s = m->n_storages++;
@@ -576,7 +582,7 @@ static ingot_status add_tensor(tp_machine *m, const tp_tensor *t, uint64_t at, u
                                ingot_error *err)
 {
     if (m->n_tensors >= UINT32_MAX / 2) return perr(m, err, INGOT_LIMIT, at, "too many tensors");
-    if (!tp_reserve(m->alloc, (void **)&m->tensors, &m->cap_tensors, m->n_tensors + 1,
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->tensors, &m->cap_tensors, m->n_tensors + 1,
                     sizeof(tp_tensor)))
         return nomem(m, err, at);
     m->tensors[m->n_tensors] = *t;
@@ -688,7 +694,8 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
     return add_tensor(m, &t, at, out, err);
 }
 
-ingot_status tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out, ingot_error *err)
+ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out,
+                                      ingot_error *err)
 {
     const tp_storage *st = &m->storages[storage];
     if (st->stype == TPS_UNTYPED || !stypes[st->stype].dtype)
@@ -820,7 +827,7 @@ static ingot_status reduce(tp_machine *m, uint32_t fn, uint32_t args, uint64_t a
             (n == 2 && !is_kind(m, it[1], TPV_INT) && !is_kind(m, it[1], TPV_NONE)))
             return perr(m, err, INGOT_BAD_LAYOUT, at, "REDUCE: torch.device wants (str[, int])");
         uint64_t len, off = 0;
-        const uint8_t *s = tp_bytes(m, it[0], &len);
+        const uint8_t *s = ingot__tp_bytes(m, it[0], &len);
         char idx[24];
         size_t il = 0;
         if (n == 2 && is_kind(m, it[1], TPV_INT))
@@ -842,11 +849,11 @@ static ingot_status reduce(tp_machine *m, uint32_t fn, uint32_t args, uint64_t a
             return perr(m, err, INGOT_UNSUPPORTED, at,
                         "REDUCE: _codecs.encode wants (str, 'latin1')");
         uint64_t len, off = 0;
-        const uint8_t *s = tp_bytes(m, it[0], &len);
+        const uint8_t *s = ingot__tp_bytes(m, it[0], &len);
         ING_TRY(pool_add(m, NULL, 0, at, &off, err));
-        if (!tp_reserve(m->alloc, (void **)&m->pool, &m->cap_pool, m->n_pool + len + 1, 1))
+        if (!ingot__tp_reserve(m->alloc, (void **)&m->pool, &m->cap_pool, m->n_pool + len + 1, 1))
             return nomem(m, err, at);
-        s = tp_bytes(m, it[0], &len); /* the pool may have moved */
+        s = ingot__tp_bytes(m, it[0], &len); /* the pool may have moved */
         size_t o = 0;
         for (uint64_t i = 0; i < len;) { /* valid UTF-8: decode code points <= 0xFF */
             uint8_t c = s[i];
@@ -919,7 +926,7 @@ static ingot_status global(tp_machine *m, const uint8_t *mod, size_t ml, const u
     size_t wl = ingot__fmt(where, sizeof where, "%.*s.%.*s", (int)(ml > 30 ? 30 : ml),
                            (const char *)mod, (int)(nl > 30 ? 30 : nl), (const char *)name);
     char msg[192];
-    ingot__fmt(msg, sizeof msg, "%s of '%.*s.%.*s' refused: %s", tp_opcode_name(op),
+    ingot__fmt(msg, sizeof msg, "%s of '%.*s.%.*s' refused: %s", ingot__tp_opcode_name(op),
                (int)(ml > 48 ? 48 : ml), (const char *)mod, (int)(nl > 48 ? 48 : nl),
                (const char *)name, why);
     return ingot__err(err, INGOT_UNSUPPORTED, m->base_off + at, where, wl, "%s", msg);
@@ -989,7 +996,7 @@ static bool tier_ab(uint8_t op)
     }
 }
 
-ingot_status tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint64_t base_off,
+ingot_status ingot__tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint64_t base_off,
                          uint64_t *end, bool *stopped, ingot_error *err)
 {
     uint64_t p = start, at = start;
@@ -1036,15 +1043,15 @@ refused:
 #define NEED(k)                                                                                    \
     do {                                                                                           \
         if (end - p < (uint64_t)(k))                                                               \
-            return perr(m, err, INGOT_TRUNCATED, at, "%s: operand runs past the end of the pickle", \
-                        tp_opcode_name(op));                                                       \
+            return perr(m, err, INGOT_TRUNCATED, at,                                               \
+                        "%s: operand runs past the end of the pickle", ingot__tp_opcode_name(op)); \
     } while (0)
 
 static ingot_status push_str(tp_machine *m, uint8_t kind, uint64_t off, uint64_t len, uint64_t at,
                              uint8_t op, ingot_error *err)
 {
     if (kind == TPV_STR && !ingot__utf8_valid(m->buf + off, (size_t)len, true))
-        return perr(m, err, INGOT_BAD_STRING, at, "%s: invalid UTF-8", tp_opcode_name(op));
+        return perr(m, err, INGOT_BAD_STRING, at, "%s: invalid UTF-8", ingot__tp_opcode_name(op));
     uint32_t n = 0;
     ING_TRY(new_node(m, kind, at, &n, err));
     m->nodes[n].a = off;
@@ -1059,9 +1066,10 @@ static ingot_status memo_put(tp_machine *m, uint64_t idx, uint64_t at, uint8_t o
     ING_TRY(top(m, &v, at, op, err));
     if (idx > limit)
         return perr(m, err, INGOT_LIMIT, at, "%s: memo index %llu beyond the cap (%llu)",
-                    tp_opcode_name(op), (unsigned long long)idx, (unsigned long long)limit);
+                    ingot__tp_opcode_name(op), (unsigned long long)idx, (unsigned long long)limit);
     size_t old = m->cap_memo;
-    if (!tp_reserve(m->alloc, (void **)&m->memo, &m->cap_memo, (size_t)idx + 1, sizeof(uint32_t)))
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->memo, &m->cap_memo, (size_t)idx + 1,
+                           sizeof(uint32_t)))
         return nomem(m, err, at);
     for (size_t i = old; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
     if (m->memo[idx] == TP_NONE_IDX) m->memo_count++;
@@ -1074,7 +1082,7 @@ static ingot_status memo_get(tp_machine *m, uint64_t idx, uint64_t at, uint8_t o
 {
     if (idx >= m->cap_memo || m->memo[idx] == TP_NONE_IDX)
         return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: memo entry %llu was never stored",
-                    tp_opcode_name(op), (unsigned long long)idx);
+                    ingot__tp_opcode_name(op), (unsigned long long)idx);
     return push(m, m->memo[idx], at, err);
 }
 
@@ -1086,14 +1094,14 @@ static ingot_status segment_into(tp_machine *m, uint32_t node, bool pairs, uint6
     tp_node *t = &m->nodes[node];
     if (pairs && (k & 1))
         return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: odd number of items (%zu)",
-                    tp_opcode_name(op), k);
+                    ingot__tp_opcode_name(op), k);
     for (size_t i = base; i < m->n_stack; i += pairs ? 2 : 1) {
         if (pairs) {
             uint8_t kk = m->nodes[m->stack[i]].kind;
             if (kk == TPV_LIST || kk == TPV_DICT || kk == TPV_SET || kk == TPV_TENSOR ||
                 kk == TPV_STORAGE)
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: a %s used as a dict key",
-                            tp_opcode_name(op), kind_name(kk));
+                            ingot__tp_opcode_name(op), kind_name(kk));
         }
         ING_TRY(add_cell(m, node, pairs ? m->stack[i] : TP_NONE_IDX, m->stack[i + (pairs ? 1 : 0)],
                          at, err));
@@ -1104,7 +1112,7 @@ static ingot_status segment_into(tp_machine *m, uint32_t node, bool pairs, uint6
     return INGOT_OK;
 }
 
-ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
+ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
                     uint64_t *stop_end, ingot_error *err)
 {
     const uint8_t *buf = m->buf;
@@ -1192,7 +1200,8 @@ ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
             if (!is_kind(m, v[0], TPV_STR) || !is_kind(m, v[1], TPV_STR))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "STACK_GLOBAL: module/name not strs");
             uint64_t ml, nl;
-            const uint8_t *mod = tp_bytes(m, v[0], &ml), *name = tp_bytes(m, v[1], &nl);
+            const uint8_t *mod = ingot__tp_bytes(m, v[0], &ml),
+                          *name = ingot__tp_bytes(m, v[1], &nl);
             if (ml > TP_MAX_GLOBAL_LINE || nl > TP_MAX_GLOBAL_LINE)
                 return perr(m, err, INGOT_LIMIT, at, "STACK_GLOBAL: name longer than %u bytes",
                             TP_MAX_GLOBAL_LINE);
@@ -1285,17 +1294,19 @@ ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
         case OP_APPENDS:
         case OP_ADDITEMS: {
             if (!m->n_marks)
-                return perr(m, err, INGOT_BAD_LAYOUT, at, "%s without a MARK", tp_opcode_name(op));
+                return perr(m, err, INGOT_BAD_LAYOUT, at, "%s without a MARK",
+                            ingot__tp_opcode_name(op));
             size_t below = m->n_marks >= 2 ? m->marks[m->n_marks - 2] : 0;
             size_t base = seg_base(m);
             if (base <= below)
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: no target below the MARK",
-                            tp_opcode_name(op));
+                            ingot__tp_opcode_name(op));
             node = m->stack[base - 1];
             uint8_t want = op == OP_SETITEMS ? TPV_DICT : op == OP_APPENDS ? TPV_LIST : TPV_SET;
             if (!is_kind(m, node, want))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "%s on a %s, not a %s",
-                            tp_opcode_name(op), kind_name(m->nodes[node].kind), kind_name(want));
+                            ingot__tp_opcode_name(op), kind_name(m->nodes[node].kind),
+                            kind_name(want));
             ING_TRY(segment_into(m, node, op == OP_SETITEMS, at, op, err));
             m->n_marks--;
             break;
@@ -1367,8 +1378,8 @@ ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
             p += (uint64_t)lp;
             if (n > end - p)
                 return perr(m, err, INGOT_TRUNCATED, at,
-                            "%s of %llu bytes runs past the end of the pickle", tp_opcode_name(op),
-                            (unsigned long long)n);
+                            "%s of %llu bytes runs past the end of the pickle",
+                            ingot__tp_opcode_name(op), (unsigned long long)n);
             bool bytes = op == OP_SHORT_BINBYTES || op == OP_BINBYTES || op == OP_BINBYTES8;
             ING_TRY(push_str(m, bytes ? TPV_BYTES : TPV_STR, p, n, at, op, err));
             p += n;
@@ -1404,7 +1415,7 @@ ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
             break;
         }
         default: {
-            const char *name = tp_opcode_name(op);
+            const char *name = ingot__tp_opcode_name(op);
             if (name)
                 return perr(m, err, INGOT_UNSUPPORTED, at, "opcode %s (0x%02x) refused", name, op);
             return perr(m, err, INGOT_UNSUPPORTED, at, "undefined pickle opcode 0x%02x", op);

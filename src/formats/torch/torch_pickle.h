@@ -138,45 +138,47 @@ typedef struct tp_machine {
     uint32_t protocol; /* of the last run */
 } tp_machine;
 
-/* Initialises an empty machine over buf (kept borrowed until tp_free). */
-void tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *buf, uint64_t buf_len,
-             uint64_t base_off, uint32_t pid_len);
-void tp_free(tp_machine *m);
+/* Initialises an empty machine over buf (kept borrowed until ingot__tp_free). */
+void ingot__tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *buf,
+                    uint64_t buf_len, uint64_t base_off, uint32_t pid_len);
+void ingot__tp_free(tp_machine *m);
 
 /* Runs one pickle starting at buf[start]; it must end (STOP) at or before buf[end]. On success
  * *root is the result node and *stop_end the offset just past STOP. */
-ingot_status tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
+ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t *root,
                     uint64_t *stop_end, ingot_error *err);
 
 /* Finds the end of a pickle (just past its STOP; *stopped true) by decoding opcode lengths only;
  * TRUNCATED if buf ends first (the caller may retry with more bytes). At an opcode or operand the
- * scan cannot pass, *stopped is false and *end leaves tp_run enough bytes to name the problem. */
-ingot_status tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint64_t base_off,
+ * scan cannot pass, *stopped is false and *end leaves ingot__tp_run enough bytes to name the
+ * problem. */
+ingot_status ingot__tp_scan_end(const uint8_t *buf, uint64_t len, uint64_t start, uint64_t base_off,
                          uint64_t *end, bool *stopped, ingot_error *err);
 
 /* Bytes of a STR/BYTES/DEVICE/BIGINT node. */
-const uint8_t *tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len);
+const uint8_t *ingot__tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len);
 
 /* Index of the storage with this key, or -1. */
-int64_t tp_storage_find(const tp_machine *m, const uint8_t *key, uint64_t len);
+int64_t ingot__tp_storage_find(const tp_machine *m, const uint8_t *key, uint64_t len);
 
 /* Appends the tensor exposing a bare storage (1-D, all elements); *out its index. */
-ingot_status tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out, ingot_error *err);
+ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out,
+                                      ingot_error *err);
 
 /* torch's name of a DTYPE node's dtype ("float16"). */
-const char *tp_dtype_torch_name(uint16_t id);
+const char *ingot__tp_dtype_torch_name(uint16_t id);
 
 /* Name of a pickle opcode ("INST"), or NULL for an undefined byte. */
-const char *tp_opcode_name(uint8_t op);
+const char *ingot__tp_opcode_name(uint8_t op);
 
 /* The storage key bytes. */
 static inline const uint8_t *tp_storage_key(const tp_machine *m, size_t s, uint64_t *len)
 {
-    return tp_bytes(m, m->storages[s].key_node, len);
+    return ingot__tp_bytes(m, m->storages[s].key_node, len);
 }
 
 /* Growth helper: makes room for `need` elements of `elem` bytes in *p (capacity *cap). */
-bool tp_reserve(const ingot_allocator *a, void **p, size_t *cap, size_t need, size_t elem);
+bool ingot__tp_reserve(const ingot_allocator *a, void **p, size_t *cap, size_t need, size_t elem);
 
 /* ------------------------------------------------------------------------------------------
  * Flattening (torch_flatten.c): names and typed metadata of spec §6.
@@ -217,11 +219,11 @@ typedef struct {
 
 /* Walks the root and fills fl. Tensor names that end up equal, or equal to a metadata key, are
  * DUPLICATE. */
-ingot_status tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
+ingot_status ingot__tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
                         ingot_error *err);
-void tp_flat_free(tp_flat *fl, const ingot_allocator *a);
+void ingot__tp_flat_free(tp_flat *fl, const ingot_allocator *a);
 /* Index of entry / metadata named [name, +len) in sorted order, or -1. */
-int64_t tp_flat_find(const tp_flat *fl, const char *name, size_t len);
-int64_t tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len);
+int64_t ingot__tp_flat_find(const tp_flat *fl, const char *name, size_t len);
+int64_t ingot__tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len);
 
 #endif

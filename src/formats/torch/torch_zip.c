@@ -18,7 +18,7 @@ typedef struct {
 static ingot_status name_set(ingot_file *f, namebuf *nb, const char *rec, size_t rl,
                              ingot_error *err)
 {
-    if (!tp_reserve(&f->alloc, (void **)&nb->buf, &nb->cap, nb->prefix_len + rl + 1, 1))
+    if (!ingot__tp_reserve(&f->alloc, (void **)&nb->buf, &nb->cap, nb->prefix_len + rl + 1, 1))
         return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating a record name");
     ING_MEMCPY(nb->buf + nb->prefix_len, rec, rl);
     nb->len = nb->prefix_len + rl;
@@ -91,7 +91,7 @@ static ingot_status open_records(ingot_file *f, tstate *s, namebuf *nb, ingot_er
                               e->name_len > 63 ? 63 : e->name_len,
                               "torch.package archive (contains Python code): not a torch.save file");
     }
-    if (!tp_reserve(&f->alloc, (void **)&nb->buf, &nb->cap, pl + 64, 1))
+    if (!ingot__tp_reserve(&f->alloc, (void **)&nb->buf, &nb->cap, pl + 64, 1))
         return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating a record name");
     ING_MEMCPY(nb->buf, e0->name, pl + 1);
     nb->prefix_len = pl + 1;
@@ -188,10 +188,10 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
         pkl = s->owned;
     }
     tp_machine *m = &s->m;
-    tp_init(m, &f->alloc, pkl, pe->size, pe->data_offset, 5);
+    ingot__tp_init(m, &f->alloc, pkl, pe->size, pe->data_offset, 5);
     uint32_t root;
     uint64_t end;
-    if ((st = tp_run(m, 0, pe->size, &root, &end, err)) != INGOT_OK) goto done;
+    if ((st = ingot__tp_run(m, 0, pe->size, &root, &end, err)) != INGOT_OK) goto done;
     if (end != pe->size) {
         st = ingot__err(err, INGOT_BAD_LAYOUT, pe->data_offset + end, "data.pkl", 8,
                         "%llu bytes after the pickle's STOP",
@@ -213,7 +213,7 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
         const uint8_t *key = tp_storage_key(m, i, &kl);
         size_t wl = kl > 63 ? 63 : (size_t)kl;
         if ((st = name_set(f, &nb, "data/", 5, err)) != INGOT_OK) goto done;
-        if (!tp_reserve(&f->alloc, (void **)&nb.buf, &nb.cap, nb.len + kl + 1, 1)) {
+        if (!ingot__tp_reserve(&f->alloc, (void **)&nb.buf, &nb.cap, nb.len + kl + 1, 1)) {
             st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating a record name");
             goto done;
         }

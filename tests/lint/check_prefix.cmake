@@ -1,0 +1,33 @@
+# Fails if a library defines a global symbol outside the ingot namespace (STYLE.md: every global
+# symbol starts with `ingot`; internal ones with `ingot__`). A program linking libingot.a must be
+# free to define its own tp_init or crc32c. Checks every library named in LIBS (;-separated):
+# static archives by their symbol tables, shared objects by their dynamic exports.
+set(bad "")
+foreach(lib ${LIBS})
+  if(lib MATCHES "\\.a$")
+    execute_process(COMMAND ${NM} -g --defined-only ${lib} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  else()
+    execute_process(COMMAND ${NM} -D --defined-only ${lib} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm failed on ${lib}")
+  endif()
+  set(n 0)
+  string(REGEX MATCHALL "[0-9a-f]+ [A-Za-z] [A-Za-z_0-9.@$]+" syms "${out}")
+  foreach(line ${syms})
+    string(REGEX REPLACE "^[0-9a-f]+ [A-Za-z] " "" s "${line}")
+    math(EXPR n "${n} + 1")
+    # Allowed besides ingot*: sanitizer instrumentation in ASan/UBSan builds.
+    if(NOT s MATCHES "^ingot" AND NOT s MATCHES "^__(asan|ubsan|odr_asan|sanitizer)")
+      list(APPEND bad "${lib}: ${s}")
+    endif()
+  endforeach()
+  if(n EQUAL 0)
+    message(FATAL_ERROR "no defined global symbol found in ${lib}: the check would prove nothing")
+  endif()
+  message(STATUS "${lib}: ${n} global symbols, all prefixed")
+endforeach()
+if(bad)
+  string(REPLACE ";" "\n" bad "${bad}")
+  message(FATAL_ERROR "global symbols without the ingot prefix:\n${bad}")
+endif()

@@ -1,5 +1,6 @@
 /* Generates src/core/crc32c_tables.h: slice-by-8 tables for CRC-32C (reflected 0x82F63B78) and
- * x^(2^k) mod P for k = 0..31, used to shift a CRC over n zero bytes when combining streams.
+ * x^(8 * 2^k) mod P for k = 0..63, used to shift a CRC over n zero bytes (any uint64 n) when
+ * combining streams.
  * Build and run: cc scripts/gen_crc32c_tables.c -o /tmp/g && /tmp/g > src/core/crc32c_tables.h
  * tests/test_crc32c.c recomputes both tables and compares. */
 #include <stdint.h>
@@ -40,11 +41,18 @@ int main(void)
         printf("},\n");
     }
     printf("};\n");
-    uint32_t x2n[32];
-    x2n[0] = 1u << 30; /* x^1 in the reflected representation */
-    for (int k = 1; k < 32; k++) x2n[k] = mulmodp(x2n[k - 1], x2n[k - 1]);
-    printf("static const uint32_t crc32c_x2n[32] = {");
-    for (int k = 0; k < 32; k++) printf("%s0x%08xu%s", k % 6 == 0 ? "\n    " : " ", x2n[k], k == 31 ? "" : ",");
+    /* One entry per bit of a uint64 byte count. The powers x^(2^j) do repeat, but with period 31
+     * (x has order 2^31 - 1 modulo P, so x^(2^31) = x), not 32: no shorter table indexed modulo
+     * 32 can stand in for this one. */
+    uint32_t zeros[64];
+    zeros[0] = 1u << 30; /* x^1 in the reflected representation */
+    for (int j = 0; j < 3; j++) zeros[0] = mulmodp(zeros[0], zeros[0]); /* x^8: one byte */
+    for (int k = 1; k < 64; k++) zeros[k] = mulmodp(zeros[k - 1], zeros[k - 1]);
+    printf("/* crc32c_zeros[k] = x^(8 * 2^k) mod P: multiplied into a raw CRC register, it "
+           "appends 2^k zero\n * bytes. */\n");
+    printf("static const uint32_t crc32c_zeros[64] = {");
+    for (int k = 0; k < 64; k++)
+        printf("%s0x%08xu%s", k % 6 == 0 ? "\n    " : " ", zeros[k], k == 63 ? "" : ",");
     printf("};\n");
     return 0;
 }

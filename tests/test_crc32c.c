@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "crc32c_ref.h" /* crc_bitwise, ref_shift: independent of crc32c.c */
 #include "harness.h"
 
 #include "crc32c_tables.h"
@@ -21,16 +22,6 @@ int gen_crc32c_tables_main(void);
 #include "../scripts/gen_crc32c_tables.c"
 #undef main
 
-/* Bit-at-a-time reference, independent of every table. */
-static uint32_t crc_bitwise(uint32_t crc, const uint8_t *p, size_t n)
-{
-    crc = ~crc;
-    while (n--) {
-        crc ^= *p++;
-        for (int k = 0; k < 8; k++) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
-    }
-    return ~crc;
-}
 
 static uint8_t *pattern(size_t n, uint64_t seed)
 {
@@ -476,6 +467,127 @@ TEST(test_crc32c_shift_fast)
     (void)top; /* 0: no crc32 instruction, so one path was compared with itself */
 }
 
+/* The matrix reference itself, against the bitwise CRC over real zero bytes (so the huge-length
+ * checks below rest on nothing but the definition). */
+TEST(test_crc32c_ref_self_check)
+{
+    static uint8_t zeros[70001];
+    for (size_t n = 0; n <= 600; n++) {
+        uint32_t raw = 0x9E3779B9u * (uint32_t)(n + 1);
+        ASSERT_EQ(ref_shift(raw, n), ~crc_bitwise(~raw, zeros, n));
+        ASSERT_EQ(ref_zero_run(0x1234567u, n), crc_bitwise(0x1234567u, zeros, n));
+    }
+    ASSERT_EQ(ref_shift(0xA5A5A5A5u, 70001), ~crc_bitwise(~0xA5A5A5A5u, zeros, 70001));
+    uint8_t *b = pattern(5000, 11);
+    ASSERT_EQ(ref_combine(crc_bitwise(0, b, 1234), crc_bitwise(0, b + 1234, 3766), 3766),
+              crc_bitwise(0, b, 5000));
+    free(b);
+}
+
+/* Lengths of every magnitude: 2^k - 1, 2^k and 2^k + 1 for k = 0..63, more around 2^29 (where
+ * a 32-entry x^(2^k) table indexed with k + 3 wrapped), 2^31, 2^32, 2^33 and 2^40, sums of
+ * several high bits, and 2^64 - 1. Returns the count. */
+static size_t huge_lengths(uint64_t *out)
+{
+    size_t m = 0;
+    for (int k = 0; k < 64; k++) {
+        uint64_t p = (uint64_t)1 << k;
+        out[m++] = p - 1;
+        out[m++] = p;
+        out[m++] = p + 1;
+    }
+    static const int ks[] = {28, 29, 30, 31, 32, 33, 34, 40};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        uint64_t p = (uint64_t)1 << ks[i];
+        out[m++] = p - 8;
+        out[m++] = p + 8;
+        out[m++] = p - 4095;
+        out[m++] = p + 4097;
+        out[m++] = p + p / 2 + 12345;
+        out[m++] = 3 * p - 1;
+    }
+    out[m++] = 4600000000u;       /* the 4.6 GB buffer */
+    out[m++] = (uint64_t)5 << 30; /* its 5 GiB file */
+    out[m++] = ((uint64_t)1 << 40) + ((uint64_t)1 << 33) + ((uint64_t)1 << 32) +
+               ((uint64_t)1 << 31) + ((uint64_t)1 << 29) + 7;
+    out[m++] = UINT64_MAX;
+    return m;
+}
+
+/* At one dispatch level: the shift, ingot_crc32c_combine, and the CRC of a message H || 0^n || T
+ * built from small real buffers with combine alone (the CRC of 2^k zero bytes as two of 2^(k-1)
+ * combined, those summed over the bits of n), all against the matrix reference. Associativity of
+ * combine with lengths whose sum carries across 2^29..2^34. NULL when all agree. */
+static const char *check_huge(int level)
+{
+    static char msg[200];
+    static uint64_t lens[300];
+    size_t nl = huge_lengths(lens);
+    uint8_t *h = pattern(333, 12), *t = pattern(777, 13);
+    uint8_t zero = 0;
+    uint32_t crc_h = ingot_crc32c(0, h, 333), crc_t = ingot_crc32c(0, t, 777);
+    uint32_t z[64]; /* z[k]: CRC of 2^k zero bytes, by the library */
+    z[0] = ingot_crc32c(0, &zero, 1);
+    for (int k = 1; k < 64; k++)
+        z[k] = ingot_crc32c_combine(z[k - 1], z[k - 1], (uint64_t)1 << (k - 1));
+    const char *err = NULL;
+    for (size_t i = 0; i < nl && !err; i++) {
+        uint64_t n = lens[i];
+        uint32_t raw = 0xC3A5C85Cu ^ (uint32_t)(n * 0x9E3779B97F4A7C15ull >> 32);
+        uint32_t got = ingot__crc32c_shift(raw, n), want = ref_shift(raw, n);
+        if (got != want) {
+            snprintf(msg, sizeof msg,
+                     "level %d: shift of 0x%08x over %llu bytes: 0x%08x, want 0x%08x", level, raw,
+                     (unsigned long long)n, got, want);
+            err = msg;
+            break;
+        }
+        got = ingot_crc32c_combine(raw, ~raw, n);
+        want = ref_combine(raw, ~raw, n);
+        if (got != want) {
+            snprintf(msg, sizeof msg, "level %d: combine over %llu bytes: 0x%08x, want 0x%08x",
+                     level, (unsigned long long)n, got, want);
+            err = msg;
+            break;
+        }
+        if (n == UINT64_MAX) continue; /* |H| + n + |T| would not fit a byte count */
+        uint32_t zn = 0;
+        for (int k = 0; k < 64; k++)
+            if (n >> k & 1) zn = ingot_crc32c_combine(zn, z[k], (uint64_t)1 << k);
+        got = ingot_crc32c_combine(ingot_crc32c_combine(crc_h, zn, n), crc_t, 777);
+        want = crc_bitwise(ref_zero_run(crc_bitwise(0, h, 333), n), t, 777);
+        if (got != want) {
+            snprintf(msg, sizeof msg, "level %d: H || %llu zero bytes || T: 0x%08x, want 0x%08x",
+                     level, (unsigned long long)n, got, want);
+            err = msg;
+        }
+    }
+    for (size_t i = 0; i < nl && !err; i++)
+        for (size_t j = 0; j < nl && !err; j += 7) {
+            uint64_t la = lens[i], lb = lens[j];
+            if (la > UINT64_MAX - lb) continue;
+            uint32_t x = 0x11111111u * (uint32_t)(i % 15 + 1), y = ~x, w = x ^ 0x5A5A5A5Au;
+            uint32_t left = ingot_crc32c_combine(ingot_crc32c_combine(x, y, la), w, lb);
+            uint32_t right = ingot_crc32c_combine(x, ingot_crc32c_combine(y, w, lb), la + lb);
+            if (left != right) {
+                snprintf(msg, sizeof msg, "level %d: combine not associative for %llu + %llu bytes",
+                         level, (unsigned long long)la, (unsigned long long)lb);
+                err = msg;
+            }
+        }
+    free(h);
+    free(t);
+    return err;
+}
+
+TEST(test_crc32c_huge_lengths)
+{
+    const char *err = NULL;
+    for (int level = 0; level <= 3 && !err; level++) err = check_huge(ingot__crc32c_limit(level));
+    ingot__crc32c_limit(3);
+    if (err) FAIL_AT("%s", err);
+}
+
 /* crc32c_tables.h is exactly what scripts/gen_crc32c_tables.c prints, and its values are right. */
 TEST(test_crc32c_tables_regenerate)
 {
@@ -517,13 +629,22 @@ TEST(test_crc32c_tables_regenerate)
             ASSERT_EQ(crc32c_table[s][i], c);
         }
     }
-    ASSERT_EQ(crc32c_x2n[0], 1u << 30); /* x^1 */
-    ASSERT_EQ(crc32c_x2n[3], ingot__crc32c_shift(1u << 31, 1)); /* x^8 = one zero byte */
-    ASSERT_EQ(crc32c_x2n[13], ingot__crc32c_shift(1u << 31, 1024)); /* x^8192 */
+    /* crc32c_zeros[k] = x^(8 * 2^k) mod P is the register 1 (x^0: bit 31) after 2^k zero bytes,
+     * by the matrix reference; every one of the 64. */
+    for (int k = 0; k < 64; k++) {
+        uint32_t want = ref_shift(1u << 31, (uint64_t)1 << k);
+        if (crc32c_zeros[k] != want)
+            FAIL_AT("crc32c_zeros[%d] = 0x%08x, want 0x%08x", k, crc32c_zeros[k], want);
+    }
+    ASSERT_EQ(crc32c_zeros[0], 0x00800000u); /* x^8: bit 31 - 8 */
+    /* Why the table cannot wrap at 32 entries: x^(2^31) = x (2^28 bytes), x^(2^32) = x^2. */
+    ASSERT_EQ(ref_shift(1u << 31, (uint64_t)1 << 28), 1u << 30);
+    ASSERT_EQ(ref_shift(1u << 31, (uint64_t)1 << 29), 1u << 29);
 }
 
 RUN_TESTS(T(test_crc32c_check_values), T(test_crc32c_portable_matches_bitwise),
           T(test_crc32c_hw_all_lengths_alignments), T(test_crc32c_hw_large_sizes),
           T(test_crc32c_hw_mid_sizes), T(test_crc32c_hybrid_edges), T(test_crc32c_large_random),
           T(test_crc32c_guard_pages), T(test_crc32c_levels), T(test_crc32c_shift_fast),
-          T(test_crc32c_continuation), T(test_crc32c_combine), T(test_crc32c_tables_regenerate))
+          T(test_crc32c_continuation), T(test_crc32c_combine), T(test_crc32c_ref_self_check),
+          T(test_crc32c_huge_lengths), T(test_crc32c_tables_regenerate))

@@ -61,17 +61,15 @@ static uint32_t mulmodp(uint32_t a, uint32_t b)
     return p;
 }
 
-/* x^(8n) mod P: the operator that appends n zero bytes to a raw CRC register. crc32c_x2n[k] is
- * x^(2^k) mod P, and x^(2^32) = x since the multiplicative order of x divides 2^32 - 1. */
+/* x^(8n) mod P: the operator that appends n zero bytes to a raw CRC register, one multiplication
+ * per set bit k of n by crc32c_zeros[k] = x^(8 * 2^k) mod P. Every bit of a uint64 has its entry:
+ * x has order 2^31 - 1 modulo P, so x^(2^j) repeats every 31 steps of j, and a 32-entry table
+ * indexed modulo 32 (as this code once had) is wrong from 2^29 bytes on. */
 static uint32_t x8nmodp(uint64_t n)
 {
     uint32_t p = 1u << 31;
-    unsigned k = 3;
-    while (n) {
-        if (n & 1) p = mulmodp(crc32c_x2n[k & 31], p);
-        n >>= 1;
-        k++;
-    }
+    for (unsigned k = 0; n; k++, n >>= 1)
+        if (n & 1) p = mulmodp(crc32c_zeros[k], p);
     return p;
 }
 
@@ -180,7 +178,7 @@ PCLMUL_TARGET static uint32_t x8nmodp_clmul(uint64_t n)
     uint32_t p = 1u << 31;
     while (n) {
         unsigned k = (unsigned)__builtin_ctzll(n);
-        p = mulmodp_clmul(crc32c_x2n[(k + 3) & 31], p);
+        p = mulmodp_clmul(crc32c_zeros[k], p);
         n &= n - 1;
     }
     return p;

@@ -74,7 +74,8 @@ print([t for t in json.load(sys.stdin)["tensors"] if t["name"] == "big"][0]["off
 if [ -z "$boff" ]; then
     fail "no offset for tensor big in info --json"
 else
-    printf '\x77' | dd of=big.ingot bs=1 seek=$((boff + 3000000000)) count=1 conv=notrunc status=none
+    printf '\x77' |
+        dd of=big.ingot bs=1 seek=$((boff + 3000000000)) count=1 conv=notrunc status=none
     n=$((n + 1))
     off_tty "$ING" verify big.ingot; rc=$?
     [ $rc = 1 ] || fail "verify of a corrupted tensor (stderr not a terminal) exit $rc, want 1"

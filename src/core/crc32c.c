@@ -15,7 +15,8 @@
  *     prefetcher than one (why an earlier fused loop was dropped, docs/PERFORMANCE.md); inputs of
  *     128 KiB and more prefetch in software, which brings them back to the single-stream speed
  *     (~20 GB/s here); smaller ones can be slower than one stream from RAM (hybrid_update).
- * All give bit-identical results (tests/test_crc32c.c compares each with the portable code).
+ * All give bit-identical results (tests/test_crc32c.c compares each with the portable code, and
+ * the shifts with a GF(2) matrix reference; tests/test_crc32c_large.c runs them over 2-8.6 GB).
  * Freestanding: no libc.
  */
 #include "crc32c.h"

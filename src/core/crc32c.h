@@ -14,7 +14,7 @@
 
 /* Portable path only (tests compare it with the accelerated one). */
 uint32_t ingot__crc32c_sw(uint32_t crc, const void *buf, size_t n);
-/* Appends nbytes zero bytes to a raw (non-inverted) CRC register. */
+/* Appends nbytes zero bytes to a raw (non-inverted) CRC register; any uint64 nbytes. */
 uint32_t ingot__crc32c_shift(uint32_t raw, uint64_t nbytes);
 /* True when the hardware crc32 instruction (SSE4.2) is used. */
 bool ingot__crc32c_hw(void);

@@ -8,7 +8,9 @@
  *   small old target, and gets the signal after a random delay (seeded, spanning one write), with
  *   unnamed temporaries (O_TMPFILE) and with named ones (INGOT_NO_TMPFILE=1).
  *   In process: ingot_writer_remove_temporaries() removes the named temporaries of open writers,
- *   which then fail at commit and leave their targets alone.
+ *   which then fail at commit and leave their targets alone. A SIGTERM sent during the renames of
+ *   a sharded commit (from inside the second rename) ends the process only once every shard and
+ *   the index are in place.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -17,6 +19,7 @@
 
 #include "test_faults_common.h"
 #include "afile.h"
+#include "io.h"
 
 #define N_TENSORS 8
 #define TENSOR_BYTES (20u << 20) /* 160 MiB in all; two tensors per 40 MiB shard */
@@ -233,7 +236,7 @@ static int restore_old(const scenario *sc)
 /* Builds the inputs, the reference outputs (timed) and the old file sets. */
 static bool setup_ok;
 
-static void setup(void)
+static void setup_root(void)
 {
     if (root[0]) return;
     make_scratch(root, sizeof root, "signals");
@@ -244,6 +247,14 @@ static void setup(void)
     ASSERT_EQ(mkdir(in_dir, 0755), 0);
     ASSERT_EQ(mkdir(out_dir, 0755), 0);
     ASSERT_EQ(mkdir(ref_dir, 0755), 0);
+}
+
+static void setup(void)
+{
+    static bool tried;
+    setup_root();
+    if (tried || !root[0]) return;
+    tried = true;
     snprintf(big_in, sizeof big_in, "%s/big.ingot", in_dir);
     snprintf(small_in, sizeof small_in, "%s/small.ingot", in_dir);
     snprintf(raw_in, sizeof raw_in, "%s/big.raw", in_dir);
@@ -399,8 +410,7 @@ TEST(test_signal_ignored_stays_ignored)
 
 static void remove_temporaries_case(int tmpfile_mode)
 {
-    setup();
-    ASSERT_TRUE(setup_ok);
+    setup_root();
     int saved = ingot__afile_tmpfile;
     ingot__afile_tmpfile = tmpfile_mode;
     char dir[600], t1[800], t2[800];
@@ -456,6 +466,80 @@ static void remove_temporaries_case(int tmpfile_mode)
 TEST(test_remove_temporaries_named) { remove_temporaries_case(0); }
 TEST(test_remove_temporaries_unnamed) { remove_temporaries_case(1); }
 
+/* The old and the new sharded checkpoint: the same shard names, different data. */
+static ingot_status save_sharded(const char *path, uint8_t fill)
+{
+    ingot_writer_opts so = {.format = "safetensors", .no_fsync = true};
+    ingot_writer *w;
+    ingot_error e;
+    ingot_status st = ingot_writer_new(&so, &w, &e);
+    if (st != INGOT_OK) return st;
+    st = ingot_writer_set_option(w, "max_shard_size", "1000", &e);
+    static uint8_t data[4][1000];
+    memset(data, fill, sizeof data);
+    uint64_t shape = 1000;
+    for (int i = 0; i < 4 && st == INGOT_OK; i++) {
+        char name[8] = {'t', (char)('0' + i), 0};
+        st = ingot_writer_add_tensor(w, name, INGOT_DTYPE_U8, 1, &shape, NULL, data[i], &e);
+    }
+    if (st == INGOT_OK) st = ingot_writer_save(w, path, &e);
+    ingot_writer_free(w);
+    return st;
+}
+
+static long renames;
+static int r_rename(const char *a, const char *b)
+{
+    if (++renames == 2) kill(getpid(), SIGTERM); /* delivered at once unless blocked */
+    return ingot__io_libc.rename(a, b);
+}
+
+static void signal_between_renames(int tmpfile_mode)
+{
+    setup_root();
+    char d[600], ref[600], idx[700], ridx[700];
+    snprintf(d, sizeof d, "%s/renames", root);
+    snprintf(ref, sizeof ref, "%s/renames-ref", root);
+    remove_scratch(d); /* left by an earlier failure */
+    remove_scratch(ref);
+    ASSERT_EQ(mkdir(d, 0755), 0);
+    ASSERT_EQ(mkdir(ref, 0755), 0);
+    snprintf(idx, sizeof idx, "%s/m.safetensors.index.json", d);
+    snprintf(ridx, sizeof ridx, "%s/m.safetensors.index.json", ref);
+    ASSERT_OK(save_sharded(idx, 0x11));  /* the old checkpoint */
+    ASSERT_OK(save_sharded(ridx, 0x22)); /* what the new one must be */
+    ASSERT_EQ(count_entries(d), 5);
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        ingot__afile_tmpfile = tmpfile_mode;
+        ingot__io_ops ops = ingot__io_libc;
+        ops.rename = r_rename;
+        ingot__io_set(&ops);
+        save_sharded(idx, 0x22);
+        _exit(0); /* not reached: the signal is taken when the renames are done */
+    }
+    int ws = 0;
+    ASSERT_EQ(waitpid(pid, &ws, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGTERM);
+    ASSERT_EQ(count_entries(d), 5);
+    const char *names[] = {"m.safetensors.index.json", "m-00001-of-00004.safetensors",
+                           "m-00002-of-00004.safetensors", "m-00003-of-00004.safetensors",
+                           "m-00004-of-00004.safetensors"};
+    for (int i = 0; i < 5; i++) {
+        char a[800], b[800];
+        snprintf(a, sizeof a, "%s/%s", d, names[i]);
+        snprintf(b, sizeof b, "%s/%s", ref, names[i]);
+        if (!same_files(a, b)) FAIL_AT("%s is not the new file", names[i]);
+    }
+    remove_scratch(d);
+    remove_scratch(ref);
+}
+
+TEST(test_signal_between_renames_named) { signal_between_renames(0); }
+TEST(test_signal_between_renames_unnamed) { signal_between_renames(1); }
+
 TEST(test_zz_summary)
 {
     fprintf(stderr, "  figures: %d signals sent, %d failures\n", total_runs, total_failures);
@@ -467,5 +551,6 @@ TEST(test_zz_summary)
 }
 
 RUN_TESTS(T(test_remove_temporaries_named), T(test_remove_temporaries_unnamed),
+          T(test_signal_between_renames_named), T(test_signal_between_renames_unnamed),
           T(test_signal_convert_single), T(test_signal_convert_sharded), T(test_signal_pack),
           T(test_signal_ignored_stays_ignored), T(test_zz_summary))

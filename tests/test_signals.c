@@ -381,8 +381,8 @@ static void scenario_test(scenario *sc, int trials)
     }
 }
 
-TEST(test_signal_convert_single) { scenario_test(&sc_single, 3); }
-TEST(test_signal_convert_sharded) { scenario_test(&sc_sharded, 3); }
+TEST(test_signal_convert_single) { scenario_test(&sc_single, 2); }
+TEST(test_signal_convert_sharded) { scenario_test(&sc_sharded, 2); }
 TEST(test_signal_pack) { scenario_test(&sc_pack, 2); }
 
 /* A CLI started with SIGINT ignored (nohup, `cmd &` in a script) keeps ignoring it. */

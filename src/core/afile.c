@@ -1,7 +1,7 @@
 /*
  * afile.c - crash-safe file replacement and the registry of temporary names; see afile.h. All
- * file system calls go through ingot__io, except the stat() that checks /proc/self/fd before an
- * unnamed temporary is used (its failure only selects a named one).
+ * file system calls go through ingot__io, except the stat() that checks /proc/self/fd once before
+ * the first unnamed temporary (its failure only selects named ones).
  */
 #define _GNU_SOURCE
 #include "afile.h"
@@ -127,9 +127,12 @@ static void name_tmp(ingot__afile *af)
                INGOT_TMP_INFIX, tag);
 }
 
+/* Whether /proc/self/fd/N links work here: 0 not known yet, 1 yes, -1 no. */
+static atomic_int proc_fd_ok;
+
 static bool want_unnamed(void)
 {
-    if (!HAVE_TMPFILE || ingot__afile_tmpfile == 0) return false;
+    if (!HAVE_TMPFILE || ingot__afile_tmpfile == 0 || atomic_load(&proc_fd_ok) < 0) return false;
     if (ingot__afile_tmpfile > 0) return true;
     const char *e = getenv("INGOT_NO_TMPFILE");
     return !e || !e[0] || (e[0] == '0' && !e[1]);
@@ -150,12 +153,16 @@ static ingot_status open_unnamed(ingot__afile *af, const char *dir, ingot_error 
         if (e == EOPNOTSUPP || e == EISDIR || e == EINVAL) return INGOT_OK;
         return sys_err(af, err, "creating the temporary file", e);
     }
-    /* Publishing links the file in through /proc/self/fd/N: check now that this works (a
-     * chroot or container without /proc gets a named temporary instead). */
-    char proc[48];
-    struct stat sb;
-    ingot__fmt(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    if (stat(proc, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 0) {
+    /* Publishing links the file in through /proc/self/fd/N: check once per process that this
+     * works (a chroot or container without /proc gets named temporaries instead). */
+    if (atomic_load(&proc_fd_ok) == 0) {
+        char proc[48];
+        struct stat sb;
+        ingot__fmt(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        bool ok = stat(proc, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink == 0;
+        atomic_store(&proc_fd_ok, ok ? 1 : -1);
+    }
+    if (atomic_load(&proc_fd_ok) < 0) {
         ingot__io->close(fd);
         return INGOT_OK;
     }

@@ -108,6 +108,7 @@ static void count_left(int *complete, int *partial)
 static void kill9_random(bool unnamed)
 {
     setup();
+    unnamed = unnamed && unnamed_tmp_works(dir);
     int saved_mode = ingot__afile_tmpfile;
     ingot__afile_tmpfile = unnamed;
     ASSERT_OK(model_save(&A, target, NULL, NULL));
@@ -250,6 +251,7 @@ static void kill_every_call(const model *from, const model *to, char want_old, c
                             bool do_fsync, bool unnamed)
 {
     ingot_writer_opts wo = {.no_fsync = !do_fsync};
+    unnamed = unnamed && unnamed_tmp_works(dir);
     int saved_mode = ingot__afile_tmpfile;
     ingot__afile_tmpfile = unnamed;
     /* count the calls of one save and where the temporary gets its name and the target */

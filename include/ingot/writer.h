@@ -21,11 +21,11 @@
  * has no name while it is written; commit links it in through /proc/self/fd: straight to the
  * target's name when there is no target yet, else to "<target>.ingot-tmp-<hex>", which is then
  * renamed over the target. Nothing is left behind by any kill, kill -9 included, except a kill -9
- * between that link and that rename (two system calls apart), which leaves the name holding the
+ * after that link and before that rename (a close() apart), which leaves the name holding the
  * complete new file. Elsewhere (no O_TMPFILE, no /proc, or INGOT_NO_TMPFILE=1 in the
  * environment) the temporary is "<target>.ingot-tmp-<hex>" from begin to commit, created with
- * O_EXCL: kill -9 leaves it behind, and so does a signal whose handler does not call
- * ingot_writer_remove_temporaries() (the ingot CLI's handlers do, for SIGINT, SIGTERM and SIGHUP).
+ * O_EXCL: kill -9 leaves it behind, and so does any signal that ends the process, unless a handler
+ * calls ingot_writer_remove_temporaries() first (the ingot CLI's do, for SIGINT, SIGTERM, SIGHUP).
  * The renames of a commit run with SIGHUP, SIGINT, SIGQUIT and SIGTERM blocked in the calling
  * thread, so a sharded safetensors save is either all in place (shards, then index) or not
  * renamed at all when such a signal ends the process; kill -9 between two renames still can

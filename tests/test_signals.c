@@ -31,8 +31,13 @@ static char big_in[600], small_in[600], raw_in[600], raw_small[600];
 static void cleanup(void)
 {
     if (!root[0]) return;
-    const char *dirs[] = {in_dir, out_dir, ref_dir};
-    for (int i = 0; i < 3; i++) remove_scratch(dirs[i]);
+    /* also what an in-process test that failed halfway left */
+    const char *subs[] = {"in", "out", "ref", "api", "renames", "renames-ref"};
+    for (int i = 0; i < 6; i++) {
+        char d[600];
+        snprintf(d, sizeof d, "%s/%s", root, subs[i]);
+        remove_scratch(d);
+    }
     rmdir(root);
     root[0] = '\0';
 }

@@ -7,7 +7,8 @@
  *               target is byte-identical to the old file. The one exception, by design: a failure
  *               of the directory fsync (or of opening the directory for it) happens after the
  *               rename, so the new file is in place and INGOT_IO is still returned. Always: no
- *               temporary left, no descriptor leaked.
+ *               temporary left, no descriptor leaked. The writer loops run twice: with an
+ *               unnamed temporary (O_TMPFILE, linkat at commit) and with a named one.
  *               Opening (mmap and pread mode): a clean INGOT_IO or success, no descriptor or
  *               mapping leaked.
  *               unlink and munmap (cleanup paths) are counted but never failed.
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 
 #include "test_faults_common.h"
+#include "afile.h"
 #include "file.h"
 #include "io.h"
 #include "writer_impl.h"
@@ -39,11 +41,11 @@ static const char *const kind_names[] = {"EIO", "ENOSPC", "EINTR", "short", "non
 
 enum {
     OP_OPEN, OP_WRITE, OP_PWRITE, OP_PREAD, OP_FSYNC, OP_CLOSE, OP_RENAME, OP_UNLINK, OP_FSTAT,
-    OP_FALLOCATE, OP_MMAP, OP_MUNMAP, N_OPS
+    OP_FALLOCATE, OP_MMAP, OP_MUNMAP, OP_LINKAT, N_OPS
 };
 static const char *const op_names[] = {"open",  "write",  "pwrite", "pread",     "fsync",
                                        "close", "rename", "unlink", "fstat",     "fallocate",
-                                       "mmap",  "munmap"};
+                                       "mmap",  "munmap", "linkat"};
 
 static struct {
     int kind;
@@ -172,6 +174,15 @@ static int w_rename(const char *a, const char *b)
     return r;
 }
 
+static int w_linkat(int fd, const char *a, int nfd, const char *b, int flags)
+{
+    if (fi_hit(OP_LINKAT, 0)) {
+        errno = fi_errno();
+        return -1;
+    }
+    return ingot__io_libc.linkat(fd, a, nfd, b, flags);
+}
+
 static int w_unlink(const char *p)
 {
     fi_hit(OP_UNLINK, 0);
@@ -210,8 +221,8 @@ static int w_munmap(void *a, size_t n)
 
 static const ingot__io_ops fault_ops = {
     .open = w_open, .write = w_write, .pwrite = w_pwrite, .pread = w_pread, .fsync = w_fsync,
-    .close = w_close, .rename = w_rename, .unlink = w_unlink, .fstat = w_fstat,
-    .fallocate = w_fallocate, .mmap = w_mmap, .munmap = w_munmap,
+    .close = w_close, .rename = w_rename, .linkat = w_linkat, .unlink = w_unlink,
+    .fstat = w_fstat, .fallocate = w_fallocate, .mmap = w_mmap, .munmap = w_munmap,
 };
 
 /* Failure detail for the loops. */
@@ -286,10 +297,16 @@ static long io_loop_writer_iters[N_KINDS];
 static long op_fail[N_KINDS][N_OPS], op_pass[N_KINDS][N_OPS]; /* faulted runs by outcome */
 static long io_loop_after_rename;
 
-static void writer_io_loop(int kind)
+/* unnamed: an O_TMPFILE temporary (linked in at commit) or a named one (the fallback). */
+static void writer_io_loop(int kind, bool unnamed)
 {
     models_init();
     scratch_init();
+    unnamed = unnamed && unnamed_tmp_works(dir);
+    int saved_mode = ingot__afile_tmpfile;
+    ingot__afile_tmpfile = unnamed;
+    memset(op_fail[kind], 0, sizeof op_fail[kind]);
+    memset(op_pass[kind], 0, sizeof op_pass[kind]);
     size_t saved_chunk = ingot__write_chunk;
     ingot__write_chunk = 4096;
     ASSERT_EQ(restore_old(), 0);
@@ -343,21 +360,31 @@ static void writer_io_loop(int kind)
         CHECK(restore_old() == 0);
     }
     ingot__write_chunk = saved_chunk;
-    io_loop_writer_iters[kind] = n;
+    ingot__afile_tmpfile = saved_mode;
+    io_loop_writer_iters[kind] += n;
     char table[512];
     size_t at = 0;
     for (int op = 0; op < N_OPS; op++)
         if (op_pass[kind][op] + op_fail[kind][op])
             at += (size_t)snprintf(table + at, sizeof table - at, " %s %ld/%ld", op_names[op],
                                    op_fail[kind][op], op_pass[kind][op] + op_fail[kind][op]);
-    fprintf(stderr, "  I/O loop writer %-6s: %ld runs (%ld faulted; errors/faults by call:%s)\n",
-            kind_names[kind], n, n - 1, table);
+    fprintf(stderr, "  I/O loop writer %-6s, %s temporary: %ld runs (%ld faulted; errors/faults "
+                    "by call:%s)\n",
+            kind_names[kind], unnamed ? "unnamed" : "named", n, n - 1, table);
+    /* the commit of an unnamed temporary links it (short counts hit reads and writes only) */
+    long linkat_faults = op_pass[kind][OP_LINKAT] + op_fail[kind][OP_LINKAT];
+    if (unnamed && kind != K_SHORT) CHECK(linkat_faults == 2); /* to the target, to a name */
+    else CHECK(linkat_faults == 0);
 }
 
-TEST(test_io_loop_writer_eio) { writer_io_loop(K_EIO); }
-TEST(test_io_loop_writer_enospc) { writer_io_loop(K_ENOSPC); }
-TEST(test_io_loop_writer_eintr) { writer_io_loop(K_EINTR); }
-TEST(test_io_loop_writer_short) { writer_io_loop(K_SHORT); }
+TEST(test_io_loop_writer_eio) { writer_io_loop(K_EIO, false); writer_io_loop(K_EIO, true); }
+TEST(test_io_loop_writer_enospc)
+{
+    writer_io_loop(K_ENOSPC, false);
+    writer_io_loop(K_ENOSPC, true);
+}
+TEST(test_io_loop_writer_eintr) { writer_io_loop(K_EINTR, false); writer_io_loop(K_EINTR, true); }
+TEST(test_io_loop_writer_short) { writer_io_loop(K_SHORT, false); writer_io_loop(K_SHORT, true); }
 
 /* Every write and pwrite is cut to a third of what was asked: the writer must loop to success. */
 TEST(test_io_writer_all_writes_short)
@@ -381,22 +408,26 @@ TEST(test_io_writer_all_writes_short)
 }
 
 /* A writer freed before commit (at every point of the stream) removes its temporary and leaves the
- * target alone. */
+ * target alone; an unnamed temporary is never seen in the directory. */
 TEST(test_abandoned_writer)
 {
     models_init();
     scratch_init();
     ASSERT_EQ(restore_old(), 0);
     int fds0 = count_fds();
-    for (int stop = 0; stop < 4; stop++) {
+    int saved_mode = ingot__afile_tmpfile;
+    bool have_unnamed = unnamed_tmp_works(dir);
+    for (int stop = 0; stop < 8; stop++) {
+        bool unnamed = stop >= 4 && have_unnamed;
+        ingot__afile_tmpfile = unnamed;
         ingot_writer *w;
         ingot_error e;
         ASSERT_OK(ingot_writer_new(NULL, &w, &e));
         ASSERT_OK(model_describe(&new_m, w, &e));
-        if (stop >= 1) ASSERT_OK(ingot_writer_begin(w, target, &e));
-        if (stop >= 1) ASSERT_EQ(count_tmps(dir, false), 1);
-        if (stop >= 2) ASSERT_OK(ingot_writer_write(w, new_m.data[1], 5000, &e));
-        if (stop >= 3) {
+        if (stop % 4 >= 1) ASSERT_OK(ingot_writer_begin(w, target, &e));
+        if (stop % 4 >= 1) ASSERT_EQ(count_tmps(dir, false), unnamed ? 0 : 1);
+        if (stop % 4 >= 2) ASSERT_OK(ingot_writer_write(w, new_m.data[1], 5000, &e));
+        if (stop % 4 >= 3) {
             /* commit before every byte was pushed: MISUSE, and the writer is finished */
             ASSERT_ST(ingot_writer_commit(w, &e), INGOT_MISUSE);
             ASSERT_EQ(count_tmps(dir, false), 0);
@@ -405,6 +436,7 @@ TEST(test_abandoned_writer)
         ASSERT_EQ(count_tmps(dir, false), 0);
         ASSERT_TRUE(file_equals(target, old_m.image, old_m.image_len));
     }
+    ingot__afile_tmpfile = saved_mode;
     ASSERT_EQ(count_fds(), fds0);
 }
 

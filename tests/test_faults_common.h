@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "afile.h"
 #include "harness.h"
 #include "ingot/writer.h"
 
@@ -142,6 +143,23 @@ static inline int count_tmps(const char *dir, bool clean)
     }
     closedir(d);
     return n;
+}
+
+/* Whether the writer gets an unnamed (O_TMPFILE) temporary in dir when ingot__afile_tmpfile is 1:
+ * not on file systems without O_TMPFILE or without /proc. Tests expect what this says, and say
+ * when the unnamed cases ran with named temporaries. */
+static inline bool unnamed_tmp_works(const char *dir)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/probe.ingot", dir);
+    int saved = ingot__afile_tmpfile;
+    ingot__afile_tmpfile = 1;
+    ingot__afile af;
+    bool ok = ingot__afile_create(&af, NULL, p, false, NULL) == INGOT_OK && af.unnamed;
+    ingot__afile_abort(&af);
+    ingot__afile_tmpfile = saved;
+    if (!ok) fprintf(stderr, "  note: no O_TMPFILE in %s: the unnamed cases get named ones\n", dir);
+    return ok;
 }
 
 /* Lines of /proc/self/maps that mention `needle` (a path): live mappings of that file. */

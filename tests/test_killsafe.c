@@ -1,14 +1,18 @@
 /*
- * test_killsafe.c - kill -9 during saves (RELIABILITY.md §3).
+ * test_killsafe.c - kill -9 during saves (RELIABILITY.md §3), with unnamed temporaries (O_TMPFILE,
+ * the default where the file system has it) and with named ones (the fallback).
  *
  *   Random kills: a child saves A, B, A, B, ... (each about 3 MiB, verifiable) over one target;
  *   the parent kills it with SIGKILL after a random delay (seeded, spanning about four saves), then
  *   opens the target: it must pass ingot_file_verify and be byte-identical to A or to B.
  *   Syscall kills: the child saves B over A through a syscall table that raises SIGKILL before
  *   call N, for N = 1 .. (calls of one save); the target must be exactly A while the rename has
- *   not run and exactly B afterwards.
- * Temporaries left by a kill are expected: they are counted (and checked against the kill point
- * where it is known) and removed.
+ *   not run and exactly B afterwards. A save to a new target (no old file) is killed the same way.
+ * Temporaries left by a kill: named ones are expected (counted, checked against the kill point
+ * where it is known, and removed). Unnamed ones leave nothing, except a kill between the link to
+ * a temporary name and the rename over an existing target, which leaves that name holding the
+ * complete new file: the syscall kills pin exactly that, the random kills check that every name
+ * left holds a complete save.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -16,6 +20,7 @@
 #include <time.h>
 
 #include "test_faults_common.h"
+#include "afile.h"
 #include "io.h"
 #include "writer_impl.h"
 
@@ -82,9 +87,30 @@ static int classify_target(void)
 
 static int kill_runs, kill_failures;
 
-TEST(test_kill9_random)
+/* Temporaries in dir that hold a complete save (A or B) and those that do not; removes them. */
+static void count_left(int *complete, int *partial)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char p[1024];
+    while (d && (de = readdir(d)) != NULL) {
+        if (!strstr(de->d_name, TMP_INFIX)) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (file_equals(p, A.image, A.image_len) || file_equals(p, B.image, B.image_len))
+            (*complete)++;
+        else
+            (*partial)++;
+        unlink(p);
+    }
+    if (d) closedir(d);
+}
+
+static void kill9_random(bool unnamed)
 {
     setup();
+    unnamed = unnamed && unnamed_tmp_works(dir);
+    int saved_mode = ingot__afile_tmpfile;
+    ingot__afile_tmpfile = unnamed;
     ASSERT_OK(model_save(&A, target, NULL, NULL));
     /* calibrate: how long one save takes here */
     double t0 = now_s();
@@ -96,9 +122,9 @@ TEST(test_kill9_random)
     if (env) seed = strtoull(env, NULL, 0);
     uint64_t rng = seed;
     long max_delay_us = (long)(per_save * 4.2e6) + 200;
-    int runs = 0, failures = 0, got_a = 0, got_b = 0, tmps_left = 0;
+    int runs = 0, failures = 0, got_a = 0, got_b = 0, tmps_left = 0, partial = 0;
     const int want_runs = 150;
-    const double budget_s = 8.0;
+    const double budget_s = 5.0;
     double start = now_s();
     /* On a loaded machine each kill cycle is slower: keep going past the budget (up to 5x)
      * until the minimum number of runs is reached. */
@@ -124,33 +150,44 @@ TEST(test_kill9_random)
             failures++;
             fprintf(stderr, "  run %d (delay %ld us): target is neither A nor B\n", runs, delay);
         }
-        tmps_left += count_tmps(dir, true);
+        count_left(&tmps_left, &partial);
         /* the calibration may have run on a faster disk than now: widen the window until kills
          * land on both sides of the first rename */
         if (runs % 25 == 0 && (got_a == 0 || got_b == 0)) max_delay_us *= 2;
     }
+    ingot__afile_tmpfile = saved_mode;
     kill_runs += runs;
     kill_failures += failures;
     fprintf(stderr,
-            "  kill -9 random: seed 0x%llx, one save %.1f ms, %d kills in %.1f s, %d failures "
-            "(target A %d, B %d; temporaries left and removed %d)\n",
-            (unsigned long long)seed, per_save * 1e3, runs, now_s() - start, failures, got_a,
-            got_b, tmps_left);
+            "  kill -9 random, %s temporaries: seed 0x%llx, one save %.1f ms, %d kills in %.1f s, "
+            "%d failures (target A %d, B %d; temporaries left and removed: %d partial, %d "
+            "complete)\n",
+            unnamed ? "unnamed" : "named", (unsigned long long)seed, per_save * 1e3, runs,
+            now_s() - start, failures, got_a, got_b, partial, tmps_left);
     ASSERT_EQ(failures, 0);
     ASSERT_TRUE(runs >= 50);
-    ASSERT_TRUE(got_a > 0 && got_b > 0);      /* kills landed on both sides of renames */
-    ASSERT_TRUE(tmps_left > 0);               /* and in the middle of saves */
+    ASSERT_TRUE(got_a > 0 && got_b > 0); /* kills landed on both sides of renames */
+    if (unnamed) {
+        /* only the link-then-rename window (two system calls) can leave a name */
+        ASSERT_EQ(partial, 0);
+        ASSERT_TRUE(tmps_left <= runs / 10);
+    } else {
+        ASSERT_TRUE(partial > 0); /* kills landed in the middle of saves */
+    }
 }
+
+TEST(test_kill9_random_named) { kill9_random(false); }
+TEST(test_kill9_random_unnamed) { kill9_random(true); }
 
 /* ---------------------------------------------------------------------------------------------
  * Kill at every Nth system call
  * ------------------------------------------------------------------------------------------- */
 
 enum { C_OPEN, C_WRITE, C_PWRITE, C_PREAD, C_FSYNC, C_CLOSE, C_RENAME, C_UNLINK, C_FSTAT,
-       C_FALLOCATE, C_MMAP, C_MUNMAP };
+       C_FALLOCATE, C_MMAP, C_MUNMAP, C_LINKAT, C_LINKAT_FAILED };
 static const char *const call_names[] = {"open", "write", "pwrite", "pread", "fsync", "close",
                                          "rename", "unlink", "fstat", "fallocate", "mmap",
-                                         "munmap"};
+                                         "munmap", "linkat", "linkat (failed)"};
 
 static long calls, kill_at;
 static int seq[4096];
@@ -180,6 +217,14 @@ static ssize_t k_pread(int fd, void *b, size_t n, off_t o)
 static int k_fsync(int fd) { tick(C_FSYNC); return ingot__io_libc.fsync(fd); }
 static int k_close(int fd) { tick(C_CLOSE); return ingot__io_libc.close(fd); }
 static int k_rename(const char *a, const char *b) { tick(C_RENAME); return ingot__io_libc.rename(a, b); }
+static int k_linkat(int fd, const char *a, int nfd, const char *b, int fl)
+{
+    long at = calls;
+    tick(C_LINKAT);
+    int r = ingot__io_libc.linkat(fd, a, nfd, b, fl);
+    if (r != 0 && at < (long)(sizeof seq / sizeof seq[0])) seq[at] = C_LINKAT_FAILED;
+    return r;
+}
 static int k_unlink(const char *p) { tick(C_UNLINK); return ingot__io_libc.unlink(p); }
 static int k_fstat(int fd, struct stat *s) { tick(C_FSTAT); return ingot__io_libc.fstat(fd, s); }
 static int k_fallocate(int fd, off_t o, off_t l)
@@ -196,34 +241,49 @@ static int k_munmap(void *a, size_t n) { tick(C_MUNMAP); return ingot__io_libc.m
 
 static const ingot__io_ops kill_ops = {
     .open = k_open, .write = k_write, .pwrite = k_pwrite, .pread = k_pread, .fsync = k_fsync,
-    .close = k_close, .rename = k_rename, .unlink = k_unlink, .fstat = k_fstat,
-    .fallocate = k_fallocate, .mmap = k_mmap, .munmap = k_munmap,
+    .close = k_close, .rename = k_rename, .linkat = k_linkat, .unlink = k_unlink,
+    .fstat = k_fstat, .fallocate = k_fallocate, .mmap = k_mmap, .munmap = k_munmap,
 };
 
+/* Kills a save of `to` over `from` (NULL: no target yet, want_old '-') before each of its system
+ * calls in turn, with named or unnamed temporaries. */
 static void kill_every_call(const model *from, const model *to, char want_old, char want_new,
-                            bool do_fsync)
+                            bool do_fsync, bool unnamed)
 {
     ingot_writer_opts wo = {.no_fsync = !do_fsync};
-    /* count the calls of one save and where the temporary's open and the rename fall */
-    ASSERT_OK(model_save(from, target, NULL, NULL));
+    unnamed = unnamed && unnamed_tmp_works(dir);
+    int saved_mode = ingot__afile_tmpfile;
+    ingot__afile_tmpfile = unnamed;
+    /* count the calls of one save and where the temporary gets its name and the target */
+    if (from) ASSERT_OK(model_save(from, target, NULL, NULL));
+    else unlink(target);
     calls = 0;
     kill_at = 0;
     ingot__io_set(&kill_ops);
     ingot_status st = model_save(to, target, &wo, NULL);
     ingot__io_set(NULL);
     ASSERT_OK(st);
-    long total = calls, open_at = 0, rename_at = 0;
+    long total = calls, named_at = 0, placed_at = 0;
     ASSERT_TRUE(total < (long)(sizeof seq / sizeof seq[0]));
+    /* the call that puts the file in place: the rename, or (unnamed, no target yet) the link */
     for (long i = 0; i < total; i++)
-        if (seq[i] == C_RENAME) rename_at = i + 1;
-    /* the temporary is created by the last open before the rename (with fsync on, the target's
-     * directory is opened first, for the fsync after the rename) */
-    for (long i = 0; i < rename_at; i++)
-        if (seq[i] == C_OPEN) open_at = i + 1;
-    ASSERT_TRUE(open_at >= 1 && rename_at > open_at);
+        if (seq[i] == C_RENAME || (seq[i] == C_LINKAT && !from)) placed_at = i + 1;
+    /* the call that gives the temporary a name: named, the last open before the rename (with
+     * fsync on, the target's directory is opened first, for the fsync after the rename);
+     * unnamed, the link to the temporary name after the link to the target failed (EEXIST) */
+    for (long i = 0; i < placed_at - 1; i++)
+        if (seq[i] == (unnamed ? C_LINKAT : C_OPEN)) named_at = i + 1;
+    bool tried_target = false;
+    for (long i = 0; i < total; i++) tried_target |= seq[i] == C_LINKAT_FAILED;
+    ASSERT_TRUE(placed_at > 0);
+    ASSERT_EQ(seq[placed_at - 1], from ? C_RENAME : unnamed ? C_LINKAT : C_RENAME);
+    if (unnamed && from) ASSERT_TRUE(tried_target && named_at > 0);
+    if (unnamed && !from) ASSERT_TRUE(!tried_target && named_at == 0);
+    if (!unnamed) ASSERT_TRUE(named_at >= 1 && !tried_target);
     int failures = 0, tmps = 0;
     for (long n = 1; n <= total; n++) {
-        if (!file_equals(target, from->image, from->image_len))
+        if (!from) unlink(target);
+        else if (!file_equals(target, from->image, from->image_len))
             ASSERT_EQ(put_file(target, from->image, from->image_len), 0);
         pid_t pid = fork();
         ASSERT_TRUE(pid >= 0);
@@ -237,12 +297,12 @@ static void kill_every_call(const model *from, const model *to, char want_old, c
         int ws = 0;
         ASSERT_EQ(waitpid(pid, &ws, 0), pid);
         ASSERT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
-        int c = classify_target();
-        /* killed before call n ran: the rename took effect only if n > rename_at */
-        char want = n > rename_at ? want_new : want_old;
+        int c = access(target, F_OK) != 0 ? '-' : classify_target();
+        /* killed before call n ran: the file is in place only if n > placed_at */
+        char want = n > placed_at ? want_new : want_old;
         int left = count_tmps(dir, true);
         tmps += left;
-        int want_left = n > open_at && n <= rename_at ? 1 : 0;
+        int want_left = named_at && n > named_at && n <= placed_at ? 1 : 0;
         if (c != want || left != want_left) {
             failures++;
             fprintf(stderr, "  kill before call %ld (%s): target %c (want %c), %d temporaries "
@@ -250,11 +310,13 @@ static void kill_every_call(const model *from, const model *to, char want_old, c
                     n, call_names[seq[n - 1]], c ? c : '?', want, left, want_left);
         }
     }
+    ingot__afile_tmpfile = saved_mode;
     kill_runs += (int)total;
     kill_failures += failures;
-    fprintf(stderr, "  kill -9 at every syscall (%c over %c, fsync %s): %ld calls per save, %ld "
-                    "kills, %d failures, %d temporaries left and removed\n",
-            want_new, want_old, do_fsync ? "on" : "off", total, total, failures, tmps);
+    fprintf(stderr, "  kill -9 at every syscall (%c over %c, fsync %s, %s temporary): %ld calls "
+                    "per save, %ld kills, %d failures, %d temporaries left and removed\n",
+            want_new, want_old, do_fsync ? "on" : "off", unnamed ? "unnamed" : "named", total,
+            total, failures, tmps);
     ASSERT_EQ(failures, 0);
 }
 
@@ -263,8 +325,23 @@ TEST(test_kill9_every_syscall)
     setup();
     size_t saved = ingot__write_chunk;
     ingot__write_chunk = 256 * 1024; /* more write calls, more kill points */
-    kill_every_call(&A, &B, 'A', 'B', true);
-    kill_every_call(&B, &A, 'B', 'A', false);
+    for (int unnamed = 0; unnamed < 2; unnamed++) {
+        kill_every_call(&A, &B, 'A', 'B', true, unnamed);
+        kill_every_call(&B, &A, 'B', 'A', false, unnamed);
+    }
+    ingot__write_chunk = saved;
+}
+
+/* A new target (no old file): with an unnamed temporary no kill leaves any file but the complete
+ * target; with a named one the temporary is left between its creation and the rename. */
+TEST(test_kill9_new_target)
+{
+    setup();
+    size_t saved = ingot__write_chunk;
+    ingot__write_chunk = 256 * 1024;
+    kill_every_call(NULL, &B, '-', 'B', true, true);
+    kill_every_call(NULL, &A, '-', 'A', false, true);
+    kill_every_call(NULL, &B, '-', 'B', true, false);
     ingot__write_chunk = saved;
 }
 
@@ -276,4 +353,5 @@ TEST(test_zz_summary)
     model_free(&B);
 }
 
-RUN_TESTS(T(test_kill9_random), T(test_kill9_every_syscall), T(test_zz_summary))
+RUN_TESTS(T(test_kill9_random_named), T(test_kill9_random_unnamed), T(test_kill9_every_syscall),
+          T(test_kill9_new_target), T(test_zz_summary))

@@ -10,13 +10,26 @@
  *      ingot_writer_commit() completes the file and atomically replaces the target.
  * All tensor data is never required in memory at once.
  *
- * Crash safety: the target is never opened for writing. The data goes to a temporary file created
- * with O_EXCL in the same directory, is fsync()ed, renamed over the target, and the directory is
- * fsync()ed. Any failure, ingot_writer_free() before commit, or a kill at any point leaves the old
- * target untouched (complete old file or complete new file, never a mix) and the temporary removed
- * (except after kill -9, which may leave a "<target>.ingot-tmp-*" file behind). Saving over a file
- * that is open and mapped leaves that mapping's contents intact. The same input always produces
+ * Crash safety: the target is never opened for writing. The data goes to a temporary file in the
+ * same directory, is fsync()ed, renamed over the target, and the directory is fsync()ed. Any
+ * failure, ingot_writer_free() before commit, or a kill at any point leaves the old target
+ * untouched (complete old file or complete new file, never a mix). Saving over a file that is
+ * open and mapped leaves that mapping's contents intact. The same input always produces
  * byte-identical output.
+ *
+ * Temporaries: on Linux file systems with O_TMPFILE (ext4, XFS, Btrfs, tmpfs, ...) the temporary
+ * has no name while it is written; commit links it in through /proc/self/fd: straight to the
+ * target's name when there is no target yet, else to "<target>.ingot-tmp-<hex>", which is then
+ * renamed over the target. Nothing is left behind by any kill, kill -9 included, except a kill -9
+ * after that link and before that rename (a close() apart), which leaves the name holding the
+ * complete new file. Elsewhere (no O_TMPFILE, no /proc, or INGOT_NO_TMPFILE=1 in the
+ * environment) the temporary is "<target>.ingot-tmp-<hex>" from begin to commit, created with
+ * O_EXCL: kill -9 leaves it behind, and so does any signal that ends the process, unless a handler
+ * calls ingot_writer_remove_temporaries() first (the ingot CLI's do, for SIGINT, SIGTERM, SIGHUP).
+ * The renames of a commit run with SIGHUP, SIGINT, SIGQUIT and SIGTERM blocked in the calling
+ * thread, so a sharded safetensors save is either all in place (shards, then index) or not
+ * renamed at all when such a signal ends the process; kill -9 between two renames still can
+ * replace some shards of an older checkpoint with the same shard names before its index.
  *
  * Example, streaming one tensor in chunks:
  *     ingot_writer *w;  ingot_error e;
@@ -64,6 +77,20 @@ INGOT_API ingot_status ingot_writer_new(const ingot_writer_opts *opts, ingot_wri
 /** Frees the writer. If it was begun and not committed, the temporary file is removed and the
  *  target left as it was. NULL is a no-op. */
 INGOT_API void ingot_writer_free(ingot_writer *w);
+
+/** For a handler of a signal that ends the process (SIGINT, SIGTERM, SIGHUP): removes the name
+ *  of every temporary file held by the writers of this process between ingot_writer_begin() and
+ *  the end of commit or free, so that no temporary survives the signal; unnamed temporaries need
+ *  nothing (see above). Async-signal-safe and lock-free; callable from any thread. A writer whose
+ *  temporary was removed fails at commit with IO and leaves its target as it was. Writers running
+ *  on other threads meanwhile may create new ones: let the handler's thread be the writing thread,
+ *  or block the signals in the others. Returns how many names were removed. Typical handler:
+ *      static void on_signal(int sig) {
+ *          ingot_writer_remove_temporaries();
+ *          signal(sig, SIG_DFL);
+ *          raise(sig);   // delivered when the handler returns: exit status 128 + sig
+ *      } */
+INGOT_API size_t ingot_writer_remove_temporaries(void);
 
 /* Metadata setters: key is UTF-8, 1..65535 bytes, unique (DUPLICATE otherwise). Keys and values are
  * copied. Only before ingot_writer_begin() (MISUSE after). */

@@ -18,6 +18,7 @@ const ingot__io_ops ingot__io_libc = {
     .fsync = fsync,
     .close = close,
     .rename = rename,
+    .linkat = linkat,
     .unlink = unlink,
     .fstat = fstat,
     .fallocate = sys_fallocate,

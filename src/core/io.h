@@ -17,6 +17,7 @@ typedef struct ingot__io_ops {
     int (*fsync)(int fd);
     int (*close)(int fd);
     int (*rename)(const char *from, const char *to);
+    int (*linkat)(int from_dir, const char *from, int to_dir, const char *to, int flags);
     int (*unlink)(const char *path);
     int (*fstat)(int fd, struct stat *st);
     int (*fallocate)(int fd, off_t off, off_t len); /* returns an errno value, like posix_fallocate */

@@ -72,6 +72,8 @@ void ingot_writer_free(ingot_writer *w)
     ingot__free(&w->alloc, w, sizeof *w);
 }
 
+size_t ingot_writer_remove_temporaries(void) { return ingot__afile_unlink_all(); }
+
 void ingot_writer_set_progress(ingot_writer *w, ingot_progress_fn fn, void *ctx)
 {
     if (!w) return;
@@ -547,7 +549,7 @@ ingot_status ingot_writer_commit(ingot_writer *w, ingot_error *err)
     if (w->to_mem)
         return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "use ingot_writer_commit_mem");
     ING_TRY(finish(w, err));
-    ingot_status st = ingot__afile_commit(&w->af, err);
+    ingot_status st = w->ops->commit ? w->ops->commit(w, err) : ingot__afile_commit(&w->af, err);
     w->state = st == INGOT_OK ? WS_DONE : WS_FAILED;
     return st;
 }

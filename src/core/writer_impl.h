@@ -64,6 +64,10 @@ struct ingot__writer_ops {
      * writer then fails). For checksums a format stores itself (the npz writer's zip CRC-32): it
      * must not write to the sink, allocate or fail. NULL: nothing. */
     void (*data_chunk)(ingot_writer *w, uint64_t i, const void *p, size_t n);
+    /* Puts the finished output in place (NULL: ingot__afile_commit of the sink). A format
+     * that writes several files (safetensors shards) commits them together with the sink through
+     * ingot__afile_commit_all, the sink last. Every afile it holds is finished on return. */
+    ingot_status (*commit)(ingot_writer *w, ingot_error *err);
 };
 
 enum { WS_DESCRIBE, WS_STREAM, WS_DONE, WS_FAILED };

@@ -1,13 +1,16 @@
 /*
  * ingot.c - the `ingot` command-line tool: info, verify, pack, unpack, dump, convert.
  * Uses only the public API (include/ingot). Contract (other tools and tests rely on it):
- * exit 0 ok, 1 input rejected (stderr names the error code and the place), 2 usage.
+ * exit 0 ok, 1 input rejected (stderr names the error code and the place), 2 usage; ended by
+ * SIGINT, SIGTERM or SIGHUP it leaves no temporary file and dies of that signal (a shell reports
+ * 130, 143, 129), the target of an interrupted write left as it was or complete.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1503,8 +1506,44 @@ static int cmd_convert(int argc, char **argv)
     return rc;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Termination signals: remove the temporaries of the open writers, then die of the signal.
+ * ------------------------------------------------------------------------------------------- */
+
+static void on_terminate(int sig)
+{
+    ingot_writer_remove_temporaries(); /* async-signal-safe */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig); /* pending until unblocked: the handler blocks it */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+static void install_signal_cleanup(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_terminate;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&sa.sa_mask, sigs[i]);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* A signal ignored at start (nohup, a background job) stays ignored. */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    install_signal_cleanup();
     if (argc < 2) return usage(NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {

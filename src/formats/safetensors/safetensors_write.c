@@ -12,8 +12,9 @@
  * of its own), written as "<stem>-0000k-of-0000N.safetensors" beside the index, each a complete
  * safetensors file with the full __metadata__. The core's sink (w->af) is the index file: while
  * tensor data streams, this file swaps each shard's own ingot__afile into w->af and keeps the
- * index's aside; at finish every shard is committed (renamed into place), then the index is
- * written through the sink and committed by the core last (RELIABILITY.md §3: shards, then
+ * index's aside; at finish the index is written through the sink, and the commit puts every
+ * shard and then the index in place as one step (ingot__afile_commit_all: all fsynced first,
+ * then renamed in order with termination signals held off; RELIABILITY.md §3: shards, then
  * manifest).
  */
 #include <stdio.h>
@@ -49,6 +50,7 @@ typedef struct {
     shard *shards;
     size_t n_shards;
     size_t cur_shard;        /* shard currently in w->af (sharded) */
+    ingot__afile **group;    /* n_shards + 1 slots: the shards and the index, for the commit */
     ingot__afile primary;    /* the index target, parked here while shards stream */
     bool primary_parked;
     sbuf index;              /* index JSON (sharded) */
@@ -408,6 +410,7 @@ static void free_state(ingot_writer *w)
         sb_free(&w->alloc, &s->shards[k].hdr);
     }
     ingot__free(&w->alloc, s->shards, s->n_shards * sizeof *s->shards);
+    if (s->group) ingot__free(&w->alloc, s->group, (s->n_shards + 1) * sizeof *s->group);
     if (s->primary_parked) ingot__afile_abort(&s->primary);
     sb_free(&w->alloc, &s->index);
     sb_free(&w->alloc, &s->single);
@@ -446,6 +449,8 @@ static ingot_status begin_sharded(ingot_writer *w, uint64_t *total, ingot_error 
     s->shards = ingot__calloc(a, n * sizeof *s->shards);
     if (!s->shards) return wnomem(err, "the shard plan");
     s->n_shards = n;
+    s->group = ingot__alloc(a, (n + 1) * sizeof *s->group); /* commit allocates nothing */
+    if (!s->group) return wnomem(err, "the shard plan");
     size_t k = 0;
     cur = 0;
     for (size_t i = 0; i < w->n_tensors; i++) {
@@ -583,22 +588,30 @@ static ingot_status finish(ingot_writer *w, ingot_error *err)
         return INGOT_OK;
     }
     if (s->cur_shard == SIZE_MAX) ING_TRY(open_shard(w, 0, err)); /* only empty tensors */
-    /* Park the last shard, then commit every shard in order. */
+    /* Park the last shard; the shards are put in place by commit(), with the index. */
     s->shards[s->cur_shard].af = w->af;
     s->shards[s->cur_shard].created = true;
     memset(&w->af, 0, sizeof w->af);
     w->af.fd = w->af.dir_fd = -1;
-    for (size_t k = 0; k < s->n_shards; k++) {
+    for (size_t k = 0; k < s->n_shards; k++)
         if (!s->shards[k].created)
             return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "shard %zu not written", k);
-        ingot_status st = ingot__afile_commit(&s->shards[k].af, err);
-        s->shards[k].created = false;
-        if (st != INGOT_OK) return st;
-    }
-    /* The index goes last, through the core's sink, which commits it. */
+    /* The index is written through the core's sink. */
     w->af = s->primary;
     s->primary_parked = false;
     return ingot__wsink_write(w, s->index.p, s->index.len, err);
+}
+
+static ingot_status commit(ingot_writer *w, ingot_error *err)
+{
+    wstate *s = w->fmt_state;
+    if (!s->sharded) return ingot__afile_commit(&w->af, err);
+    for (size_t k = 0; k < s->n_shards; k++) {
+        s->group[k] = &s->shards[k].af;
+        s->shards[k].created = false; /* finished by the call below, whatever it returns */
+    }
+    s->group[s->n_shards] = &w->af;
+    return ingot__afile_commit_all(s->group, s->n_shards + 1, err);
 }
 
 const ingot__writer_ops ingot__writer_safetensors = {
@@ -609,4 +622,5 @@ const ingot__writer_ops ingot__writer_safetensors = {
     .finish = finish,
     .free_state = free_state,
     .set_option = set_option,
+    .commit = commit,
 };

@@ -148,12 +148,13 @@ static uint64_t view_elem_offset(const gather_job *g, uint64_t src_off, uint64_t
     return src_off + (uint64_t)pos * g->esize;
 }
 
+/* Element `elem` (C order) of a BOOL view, at file offset `offset`, is v. */
 static ingot_status bad_bool(ingot_error *err, const ingot_tensor_info *t, uint64_t offset,
                              uint64_t elem, uint8_t v)
 {
     return ingot__err(err, INGOT_BAD_VALUE, offset, t->name, t->name_len,
-                      "BOOL element %llu is 0x%02x, not 0 or 1", (unsigned long long)elem,
-                      (unsigned)v);
+                      "BOOL element %llu (C order) is 0x%02x, not 0 or 1",
+                      (unsigned long long)elem, (unsigned)v);
 }
 
 /* Element strides of a tensor with layout flags (in elements; see ingot_tensor_info). */
@@ -259,7 +260,10 @@ ingot_status ingot__tensor_check_values(const ingot_file *f, uint64_t i, ingot_e
         if (st != INGOT_OK)
             return ingot__err(err, st, t.offset, t.name, t.name_len,
                               "SIGBUS reading the mapping: the file was truncated or changed");
-        if (j.bad < j.n) return bad_bool(err, &t, t.offset + j.bad, j.bad, j.p[j.bad]);
+        if (j.bad < j.n)
+            return ingot__err(err, INGOT_BAD_VALUE, t.offset + j.bad, t.name, t.name_len,
+                              "BOOL byte %llu of the data is 0x%02x, not 0 or 1",
+                              (unsigned long long)j.bad, (unsigned)j.p[j.bad]);
         return INGOT_OK;
     }
     if (!(t.flags & INGOT_TENSOR_STRIDED)) { /* stored bytes, read in pieces (checked by read) */

@@ -394,7 +394,10 @@ INGOT_API ingot_status ingot_file_tensor_findn(const ingot_file *f, const char *
  *  file was truncated under us). RANGE if offset+n exceeds the tensor. Stored bytes are the
  *  format's element bytes in its order (big-endian or column-major if the flags say so; a
  *  deflated member is inflated). UNSUPPORTED for a strided view (it has no contiguous stored
- *  bytes): use ingot_file_tensor_copy(). */
+ *  bytes): use ingot_file_tensor_copy(). BAD_VALUE if the tensor is BOOL and a byte read is
+ *  neither 0 nor 1 (`offset` of the error is that byte's file offset, INGOT_NO_OFFSET for an
+ *  inflated member; dst then holds the bytes as stored). Open does not look at tensor data, and a
+ *  data pointer (ingot_tensor_info.data) gives the bytes unchecked. */
 INGOT_API ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t offset,
                                               void *dst, size_t n, ingot_error *err);
 
@@ -404,7 +407,9 @@ INGOT_API ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, u
  *  that: INGOT_TENSOR_BIG_ENDIAN (bytes swapped), _FORTRAN (transposed), _STRIDED (gathered
  *  through strides[]; nbytes is then the dense size) and _NOT_MAPPED (read, inflated). For a
  *  plain tensor it equals ingot_file_tensor_read() of all its bytes. Block-quantized dtypes can
- *  only be copied as stored (BAD_TYPE with a layout flag). Runs under the SIGBUS guard. */
+ *  only be copied as stored (BAD_TYPE with a layout flag). BAD_VALUE, as for
+ *  ingot_file_tensor_read(), for a BOOL element that is neither 0 nor 1 (the first in C order;
+ *  the error's offset is its byte in the file). Runs under the SIGBUS guard. */
 INGOT_API ingot_status ingot_file_tensor_copy(const ingot_file *f, uint64_t i, void *dst,
                                               size_t cap, ingot_error *err);
 

@@ -332,6 +332,46 @@ TEST(test_bool_bad_bytes_npy)
     unlink(path);
 }
 
+/* The scan works in 512-byte blocks: a bad byte at every kind of position (first, last of a
+ * block, first of the next, the tail) is found exactly, and the first of two wins. */
+TEST(test_bool_bad_byte_positions)
+{
+    enum { N = 1500 };
+    static uint8_t data[N], img[N + 256];
+    static const size_t pos[] = {0, 7, 8, 511, 512, 1023, 1024, 1400, N - 1};
+    static const uint8_t vals[] = {2, 0x80, 0xff};
+    char dict[128];
+    snprintf(dict, sizeof dict, "{'descr': '|b1', 'fortran_order': False, 'shape': (%d,), }", N);
+    for (size_t i = 0; i < N; i++) data[i] = (uint8_t)(i * 7 % 3 == 0);
+    size_t n = npy_image(img, dict, data, N);
+    ingot_file *f;
+    ingot_error e;
+    ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &f, &e));
+    ASSERT_OK(ingot_file_verify(f, 1, &e));
+    ingot_file_close(f);
+    for (size_t p = 0; p < sizeof pos / sizeof pos[0]; p++) {
+        for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
+            n = npy_image(img, dict, data, N);
+            img[128 + pos[p]] = vals[v];
+            if (pos[p] + 600 < N) img[128 + pos[p] + 600] = 0x40; /* a later one, not reported */
+            ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &f, &e));
+            e.offset = 0;
+            CHECK(ingot_file_verify(f, 1, &e) == INGOT_BAD_VALUE && e.offset == 128 + pos[p],
+                  "byte %zu = 0x%02x: verify at %" PRIu64, pos[p], vals[v], e.offset);
+            static uint8_t back[N];
+            e.offset = 0;
+            CHECK(ingot_file_tensor_read(f, 0, 0, back, N, &e) == INGOT_BAD_VALUE &&
+                      e.offset == 128 + pos[p],
+                  "byte %zu = 0x%02x: read at %" PRIu64, pos[p], vals[v], e.offset);
+            e.offset = 0;
+            CHECK(ingot_file_tensor_copy(f, 0, back, N, &e) == INGOT_BAD_VALUE &&
+                      e.offset == 128 + pos[p],
+                  "byte %zu = 0x%02x: copy at %" PRIu64, pos[p], vals[v], e.offset);
+            ingot_file_close(f);
+        }
+    }
+}
+
 /* Fortran order: copy transposes, and still names the file byte (not the C-order position). */
 TEST(test_bool_bad_bytes_fortran)
 {
@@ -508,6 +548,7 @@ TEST(test_bool_bad_bytes_torch_views)
 
 RUN_TESTS(T(test_bad_value_status), T(test_check_names), T(test_plan_per_format),
           T(test_plan_shared_storage), T(test_no_checksum_formats_accept_overwritten_data),
-          T(test_bool_bad_bytes_npy), T(test_bool_bad_bytes_fortran),
+          T(test_bool_bad_bytes_npy), T(test_bool_bad_byte_positions),
+          T(test_bool_bad_bytes_fortran),
           T(test_bool_bad_bytes_npz_stored), T(test_bool_bad_bytes_npz_deflated),
           T(test_bool_bad_bytes_torch_views))

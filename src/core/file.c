@@ -324,17 +324,14 @@ ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t of
             ingot__err(err, st, err->offset, t.name, t.name_len, "%s", err->msg);
         if (st != INGOT_OK) return st;
     }
-    if (t.dtype == INGOT_DTYPE_BOOL) { /* the only dtype with invalid byte values */
-        const uint8_t *p = dst;
-        for (size_t k = 0; k < n; k++) {
-            if (p[k] <= 1) continue;
-            /* The file offset is known unless an adapter produced the bytes (a deflated member) */
-            bool extent = !f->fmt->tensor_read || (t.data && !(t.flags & INGOT_TENSOR_NOT_MAPPED));
-            uint64_t at = extent ? t.offset + offset + k : INGOT_NO_OFFSET;
-            return ingot__err(err, INGOT_BAD_VALUE, at, t.name, t.name_len,
-                              "BOOL byte %llu of the data is 0x%02x, not 0 or 1",
-                              (unsigned long long)(offset + k), (unsigned)p[k]);
-        }
+    size_t k; /* BOOL is the only dtype with invalid byte values */
+    if (t.dtype == INGOT_DTYPE_BOOL && (k = ingot__first_non_bool(dst, n)) < n) {
+        /* The file offset is known unless an adapter produced the bytes (a deflated member) */
+        bool extent = !f->fmt->tensor_read || (t.data && !(t.flags & INGOT_TENSOR_NOT_MAPPED));
+        uint64_t at = extent ? t.offset + offset + k : INGOT_NO_OFFSET;
+        return ingot__err(err, INGOT_BAD_VALUE, at, t.name, t.name_len,
+                          "BOOL byte %llu of the data is 0x%02x, not 0 or 1",
+                          (unsigned long long)(offset + k), (unsigned)((const uint8_t *)dst)[k]);
     }
     return INGOT_OK;
 }

@@ -113,6 +113,9 @@ ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const 
                                      size_t size, const ingot_open_opts *opts, ingot_file **out,
                                      ingot_error *err);
 
+/* Index of the first byte of p[0..n) that is neither 0 nor 1 (an invalid BOOL), or n. */
+size_t ingot__first_non_bool(const uint8_t *p, size_t n);
+
 /* For verification: BAD_VALUE (naming the tensor and the byte offset) if tensor i is BOOL and an
  * element it reaches is neither 0 nor 1; OK for every other dtype. Reads through the SIGBUS guard
  * or pread (src/core/copy.c). */

@@ -296,7 +296,8 @@ typedef enum ingot_io_mode {
 typedef enum ingot_verify_mode {
     INGOT_VERIFY_HEADER = 0, /**< default: header checksum (every structural check always runs) */
     INGOT_VERIFY_NONE = 1,   /**< skip checksums at open; structure is still fully validated */
-    INGOT_VERIFY_ALL = 2,    /**< also verify every tensor's checksum before returning */
+    INGOT_VERIFY_ALL = 2,    /**< also run ingot_file_verify() (tensor checksums, padding, BOOL
+                                  values) before returning */
 } ingot_verify_mode;
 
 /** Open options. Zero-initialise ({0}) for the defaults. */

@@ -57,6 +57,16 @@ static inline bool fz_known_status(ingot_status s)
     return false;
 }
 
+/* What reading stored bytes p[0..n) of a tensor of dtype dt must give: BAD_VALUE if it is BOOL
+ * and a byte is neither 0 nor 1 (the library's one value check), else OK. */
+static inline ingot_status fz_values_status(ingot_dtype dt, const void *p, uint64_t n)
+{
+    if (dt != INGOT_DTYPE_BOOL) return INGOT_OK;
+    for (uint64_t k = 0; k < n; k++)
+        if (((const uint8_t *)p)[k] > 1) return INGOT_BAD_VALUE;
+    return INGOT_OK;
+}
+
 #define FZ_ERR_SENTINEL ((ingot_status)0x5a5a5a5a)
 
 static inline void fz_err_reset(ingot_error *e)

@@ -259,6 +259,8 @@ static void gen_tensor(desc *d, src *s)
         t->data = malloc(t->nbytes ? t->nbytes : 1);
         FZ_CHECK(t->data);
         fill(t->data, t->nbytes, d->seed ^ (d->nt * 0x9E3779B97F4A7C15ull));
+        if (t->dt == INGOT_DTYPE_BOOL) /* valid values only: VERIFY_ALL checks them */
+            for (uint64_t k = 0; k < t->nbytes; k++) t->data[k] &= 1;
     }
     d->nt++;
 }

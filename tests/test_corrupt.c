@@ -61,8 +61,16 @@ static void exercise(const ingot_file *f)
         if (t.data && t.nbytes) sink ^= ((const uint8_t *)t.data)[0] ^
                                         ((const uint8_t *)t.data)[t.nbytes - 1];
         uint8_t b;
-        if (t.nbytes) CHECK(ingot_file_tensor_read(f, i, t.nbytes - 1, &b, 1, NULL) == INGOT_OK,
-                            "tensor_read");
+        if (t.nbytes) {
+            /* A flip in a BOOL tensor accepted with checksums off can leave a byte other than 0
+             * or 1: reads refuse it. Without a data pointer (pread mode) the byte is unknown. */
+            ingot_status st = ingot_file_tensor_read(f, i, t.nbytes - 1, &b, 1, NULL);
+            bool is_bool = t.dtype == INGOT_DTYPE_BOOL;
+            bool bad = is_bool && t.data && ((const uint8_t *)t.data)[t.nbytes - 1] > 1;
+            CHECK(st == (bad ? INGOT_BAD_VALUE : INGOT_OK) ||
+                      (is_bool && !t.data && st == INGOT_BAD_VALUE),
+                  "tensor_read: %s", ingot_status_name(st));
+        }
     }
     for (uint64_t i = 0; i < ingot_file_meta_count(f); i++) {
         ingot_meta_info m, m2;
@@ -406,6 +414,8 @@ static void rnd_set(rset *s, unsigned dtype_cursor)
         if (st != INGOT_OK) abort();
         t->data = malloc(t->nbytes ? t->nbytes : 1);
         for (uint64_t k = 0; k < t->nbytes; k++) t->data[k] = (uint8_t)rnd();
+        if (t->dtype == INGOT_DTYPE_BOOL) /* valid BOOL values only: the set must verify */
+            for (uint64_t k = 0; k < t->nbytes; k++) t->data[k] &= 1;
         t->has_pid = rnd_below(3) == 0;
         t->pid = t->has_pid ? rnd() : 0;
         s->nt = i + 1;

@@ -181,8 +181,20 @@ typedef struct {
     uint64_t off, len;
 } range;
 
+/* Whether byte p (now v) of the file lies in a BOOL tensor of f and is neither 0 nor 1. */
+static bool bad_bool_at(const ingot_file *f, uint64_t p, uint8_t v)
+{
+    for (uint64_t i = 0; f && i < ingot_file_tensor_count(f); i++) {
+        ingot_tensor_info t;
+        if (ingot_file_tensor_at(f, i, &t) == INGOT_OK && t.dtype == INGOT_DTYPE_BOOL &&
+            p >= t.offset && p - t.offset < t.nbytes)
+            return v > 1;
+    }
+    return false;
+}
+
 /* Every single-byte flip outside the tensor data is caught, at open or by verify; flips inside
- * the data are not (neither format checksums its data). */
+ * the data are not (neither format checksums its data), except a BOOL byte flipped above 1. */
 static void flips(const char *path, const range *data, size_t nd, uint64_t skip_lo,
                   uint64_t skip_hi, bool has_padding)
 {
@@ -204,8 +216,12 @@ static void flips(const char *path, const range *data, size_t nd, uint64_t skip_
             ingot_status vst = INGOT_OK;
             if (st == INGOT_OK) vst = ingot_file_verify(f, 1, NULL);
             if (st != INGOT_OK) caught_open++;
-            else if (vst != INGOT_OK) caught_verify++;
-            if (in_data) CHECK(st == INGOT_OK && vst == INGOT_OK, "%s: data flip at %zu", path, p);
+            else if (vst != INGOT_OK && vst != INGOT_BAD_VALUE) caught_verify++;
+            /* a flip inside a BOOL tensor that leaves a byte above 1 is a BAD_VALUE */
+            if (in_data)
+                CHECK(st == INGOT_OK &&
+                          vst == (bad_bool_at(f, p, b[p]) ? INGOT_BAD_VALUE : INGOT_OK),
+                      "%s: data flip at %zu: %s", path, p, ingot_status_name(vst));
             else CHECK(st != INGOT_OK || vst != INGOT_OK, "%s: flip 0x%02x at %zu not caught", path,
                        xs[x], p);
             ingot_file_close(f);

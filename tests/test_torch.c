@@ -604,6 +604,11 @@ TEST(zip_rules)
         size_t len = zbuild(r, 8, img);
         ASSERT_OK(open_buf(img, len, &f, &e));
         ASSERT_OK(ingot_file_verify(f, 1, &e));
+        ingot_verify_plan p;
+        ASSERT_OK(ingot_file_verify_plan(f, &p));
+        ASSERT_U64(p.tensors_with_checksum, 2);
+        ASSERT_U64(p.checksums, 2);
+        ASSERT_TRUE(p.checks & INGOT_CHECK_ZIP_CRC32);
         ingot_file_close(f);
         /* zero the CRC of data/0 in the central directory (entry 5): verify still passes */
         uint8_t *cd = memmem(img, len, "PK\1\2", 4);
@@ -612,6 +617,11 @@ TEST(zip_rules)
         memset(cd + 16, 0, 4);
         ASSERT_OK(open_buf(img, len, &f, &e));
         ASSERT_OK(ingot_file_tensor_verify(f, 0, &e));
+        /* ... and the plan does not count fc.weight as checksummed: nothing was checked */
+        ASSERT_OK(ingot_file_verify_plan(f, &p));
+        ASSERT_U64(p.tensors_with_checksum, 1);
+        ASSERT_U64(p.tensors_without, 1);
+        ASSERT_U64(p.checksums, 1);
         ingot_file_close(f);
         /* a wrong non-zero CRC is a mismatch */
         cd[16] = 1;

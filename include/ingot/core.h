@@ -108,7 +108,8 @@ INGOT_API const char *ingot_version_string(void);
     X(RANGE, 26, "index or range out of bounds")                                                 \
     X(MISUSE, 27, "API misuse (invalid argument or call order)")                                 \
     X(UNKNOWN_FORMAT, 28, "file format not recognised")                                          \
-    X(BAD_FLAGS, 29, "unknown required feature flag set")
+    X(BAD_FLAGS, 29, "unknown required feature flag set")                                        \
+    X(BAD_VALUE, 30, "element value invalid for its dtype (a BOOL byte other than 0 or 1)")
 
 typedef enum ingot_status {
 #define INGOT_X_(name, value, msg) INGOT_##name = value,
@@ -146,6 +147,7 @@ typedef enum ingot_status {
 #define INGOT_E_MISUSE INGOT_MISUSE
 #define INGOT_E_UNKNOWN_FORMAT INGOT_UNKNOWN_FORMAT
 #define INGOT_E_BAD_FLAGS INGOT_BAD_FLAGS
+#define INGOT_E_BAD_VALUE INGOT_BAD_VALUE
 
 /** Static English text for a status ("checksum mismatch: data is corrupt"). Never NULL. */
 INGOT_API const char *ingot_status_str(ingot_status s);
@@ -294,7 +296,8 @@ typedef enum ingot_io_mode {
 typedef enum ingot_verify_mode {
     INGOT_VERIFY_HEADER = 0, /**< default: header checksum (every structural check always runs) */
     INGOT_VERIFY_NONE = 1,   /**< skip checksums at open; structure is still fully validated */
-    INGOT_VERIFY_ALL = 2,    /**< also verify every tensor's checksum before returning */
+    INGOT_VERIFY_ALL = 2,    /**< also run ingot_file_verify() (tensor checksums, padding, BOOL
+                                  values) before returning */
 } ingot_verify_mode;
 
 /** Open options. Zero-initialise ({0}) for the defaults. */
@@ -392,7 +395,10 @@ INGOT_API ingot_status ingot_file_tensor_findn(const ingot_file *f, const char *
  *  file was truncated under us). RANGE if offset+n exceeds the tensor. Stored bytes are the
  *  format's element bytes in its order (big-endian or column-major if the flags say so; a
  *  deflated member is inflated). UNSUPPORTED for a strided view (it has no contiguous stored
- *  bytes): use ingot_file_tensor_copy(). */
+ *  bytes): use ingot_file_tensor_copy(). BAD_VALUE if the tensor is BOOL and a byte read is
+ *  neither 0 nor 1 (`offset` of the error is that byte's file offset, INGOT_NO_OFFSET for an
+ *  inflated member; dst then holds the bytes as stored). Open does not look at tensor data, and a
+ *  data pointer (ingot_tensor_info.data) gives the bytes unchecked. */
 INGOT_API ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t offset,
                                               void *dst, size_t n, ingot_error *err);
 
@@ -402,20 +408,82 @@ INGOT_API ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, u
  *  that: INGOT_TENSOR_BIG_ENDIAN (bytes swapped), _FORTRAN (transposed), _STRIDED (gathered
  *  through strides[]; nbytes is then the dense size) and _NOT_MAPPED (read, inflated). For a
  *  plain tensor it equals ingot_file_tensor_read() of all its bytes. Block-quantized dtypes can
- *  only be copied as stored (BAD_TYPE with a layout flag). Runs under the SIGBUS guard. */
+ *  only be copied as stored (BAD_TYPE with a layout flag). BAD_VALUE, as for
+ *  ingot_file_tensor_read(), for a BOOL element that is neither 0 nor 1 (the first in C order;
+ *  the error's offset is its byte in the file). Runs under the SIGBUS guard. */
 INGOT_API ingot_status ingot_file_tensor_copy(const ingot_file *f, uint64_t i, void *dst,
                                               size_t cap, ingot_error *err);
 
-/** Verifies tensor i's stored checksum (BAD_CHECKSUM naming the tensor on mismatch). For
- *  formats that store none, returns OK after checking the bytes are readable. */
+/** Verifies tensor i's stored checksum (BAD_CHECKSUM naming the tensor on mismatch), the padding
+ *  after it where the format fixes it, and for a BOOL tensor that every element is 0 or 1
+ *  (BAD_VALUE naming the tensor and the byte offset). For formats that store no checksum it
+ *  checks only that the bytes are readable (and padding and BOOL values): see
+ *  ingot_file_verify_plan() for what a file has. */
 INGOT_API ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i,
                                                 ingot_error *err);
 
-/** Runs every check the format allows: header checksum, every tensor checksum, padding bytes.
+/** Runs every check the format allows: header checksum, every tensor checksum, padding bytes, BOOL
+ *  values. Many formats store no checksum at all (safetensors, GGUF, .npy, ...): for those a
+ *  success means the structure is valid and every byte is readable, not that the data is intact.
+ *  ingot_file_verify_plan() says which checks run on a given file.
  *  `threads` 0 or 1 runs on the calling thread; more splits the work (results do not depend on
  *  the thread count). The first failure in file order is reported. */
 INGOT_API ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads,
                                          ingot_error *err);
+
+/* The checks verification can run: X(NAME, bit, name). INGOT_CHECK_<NAME> is 1u << bit; the name
+ * (ingot_check_name(), the `checked` list of `ingot verify --json`) is stable. New checks are
+ * appended.
+ *   STRUCTURE      header and tensor table parsed and validated (every open does it)
+ *   HEADER_CRC32C  a CRC-32C of the header region stored in the file (.ingot, .mag)
+ *   TENSOR_CRC32C  a CRC-32C of each tensor's data stored in the file (.ingot)
+ *   ZIP_CRC32      the zip CRC-32 of each member holding tensor data (.npz, PyTorch zip files)
+ *   READABLE       every byte of tensor data read (no I/O error, no SIGBUS)
+ *   PADDING        padding bytes whose value the format fixes (zero, or 0xFF for .mag)
+ *   BOOL_VALUES    every element of the BOOL tensors is 0 or 1 */
+#define INGOT_CHECK_LIST(X)                                                                      \
+    X(STRUCTURE, 0, "structure")                                                                 \
+    X(HEADER_CRC32C, 1, "header_crc32c")                                                         \
+    X(TENSOR_CRC32C, 2, "tensor_crc32c")                                                         \
+    X(ZIP_CRC32, 3, "zip_crc32")                                                                 \
+    X(READABLE, 4, "readable")                                                                   \
+    X(PADDING, 5, "padding")                                                                     \
+    X(BOOL_VALUES, 6, "bool_values")
+
+enum {
+#define INGOT_X_(name, bit, str) INGOT_CHECK_##name = 1u << (bit),
+    INGOT_CHECK_LIST(INGOT_X_)
+#undef INGOT_X_
+};
+
+/** "structure", "zip_crc32", ... for one INGOT_CHECK_* bit (static storage); NULL for a value
+ *  that is not exactly one known bit. */
+INGOT_API const char *ingot_check_name(uint32_t check);
+
+/** What ingot_file_verify() checks on one file. Caller-allocated; filled by
+ *  ingot_file_verify_plan(). Frozen for this major version. */
+typedef struct ingot_verify_plan {
+    uint32_t checks;                /**< INGOT_CHECK_* bits: the checks ingot_file_verify() runs */
+    uint64_t tensors_with_checksum; /**< tensors whose data a checksum stored in the file covers */
+    uint64_t tensors_without;       /**< tensors whose data no stored checksum covers: verify can
+                                         only read it (and check padding and BOOL values) */
+    uint64_t checksums;             /**< distinct stored checksums covering tensor data: one per
+                                         tensor for .ingot, one per zip member (tensors sharing a
+                                         PyTorch storage share its record's CRC-32) */
+    uint64_t data_bytes;            /**< sum of the tensors' nbytes */
+} ingot_verify_plan;
+
+/** Says which checks ingot_file_verify() runs on this file, without reading tensor data: costs
+ *  O(tensor count). ingot_file_verify() runs all of them and stops at the first failure, so on
+ *  its success every check in out->checks ran and passed. A checksum bit (TENSOR_CRC32C,
+ *  ZIP_CRC32) is set only if some tensor has that checksum; READABLE only if the file has
+ *  tensors; BOOL_VALUES only if it has a BOOL tensor. A format that stores no checksums
+ *  (safetensors, GGUF, .npy, Burnpack, .tenzor, RMD1, legacy PyTorch) gets
+ *  tensors_with_checksum 0.
+ *  @param out  filled on success; zeroed on failure.
+ *  @return OK, NOMEM (PyTorch files count distinct storages with a small bitmap) or MISUSE.
+ *  Thread-safe like the getters. */
+INGOT_API ingot_status ingot_file_verify_plan(const ingot_file *f, ingot_verify_plan *out);
 
 /* ---------------------------------------------------------------------------------------------
  * 6. Typed metadata

@@ -316,10 +316,24 @@ ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t of
         return ingot__err(err, INGOT_UNSUPPORTED, t.offset, t.name, t.name_len,
                           "a strided view has no contiguous stored bytes: use "
                           "ingot_file_tensor_copy()");
-    if (f->fmt->tensor_read) return f->fmt->tensor_read(f, i, offset, dst, n, err);
-    st = ingot__file_read(f, t.offset + offset, dst, n, err);
-    if (st != INGOT_OK && err) ingot__err(err, st, err->offset, t.name, t.name_len, "%s", err->msg);
-    return st;
+    if (f->fmt->tensor_read) {
+        ING_TRY(f->fmt->tensor_read(f, i, offset, dst, n, err));
+    } else {
+        st = ingot__file_read(f, t.offset + offset, dst, n, err);
+        if (st != INGOT_OK && err)
+            ingot__err(err, st, err->offset, t.name, t.name_len, "%s", err->msg);
+        if (st != INGOT_OK) return st;
+    }
+    size_t k; /* BOOL is the only dtype with invalid byte values */
+    if (t.dtype == INGOT_DTYPE_BOOL && (k = ingot__first_non_bool(dst, n)) < n) {
+        /* The file offset is known unless an adapter produced the bytes (a deflated member) */
+        bool extent = !f->fmt->tensor_read || (t.data && !(t.flags & INGOT_TENSOR_NOT_MAPPED));
+        uint64_t at = extent ? t.offset + offset + k : INGOT_NO_OFFSET;
+        return ingot__err(err, INGOT_BAD_VALUE, at, t.name, t.name_len,
+                          "BOOL byte %llu of the data is 0x%02x, not 0 or 1",
+                          (unsigned long long)(offset + k), (unsigned)((const uint8_t *)dst)[k]);
+    }
+    return INGOT_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -427,7 +441,10 @@ ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i, ingot_err
     ingot_status st = f->fmt->tensor_at(f, i, &t);
     if (st != INGOT_OK)
         return ingot__err(err, st, INGOT_NO_OFFSET, 0, 0, "no tensor %llu", (unsigned long long)i);
-    if (f->fmt->tensor_verify) return f->fmt->tensor_verify(f, i, err);
+    if (f->fmt->tensor_verify) {
+        ING_TRY(f->fmt->tensor_verify(f, i, err));
+        return ingot__tensor_check_values(f, i, err);
+    }
     bool has_crc = false;
     uint32_t want = 0;
     uint64_t zero_after = 0;
@@ -448,7 +465,7 @@ ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i, ingot_err
     if (bad != UINT64_MAX)
         return ingot__err(err, INGOT_BAD_LAYOUT, bad, t.name, t.name_len,
                           "padding after the tensor is not zero");
-    return INGOT_OK;
+    return ingot__tensor_check_values(f, i, err);
 }
 
 ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_error *err)
@@ -458,7 +475,10 @@ ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_erro
     uint64_t nt = f->fmt->tensor_count(f);
     if (nt == 0) return INGOT_OK;
     if (f->fmt->tensor_verify) { /* the format's own checks, in file order */
-        for (uint64_t i = 0; i < nt; i++) ING_TRY(f->fmt->tensor_verify(f, i, err));
+        for (uint64_t i = 0; i < nt; i++) {
+            ING_TRY(f->fmt->tensor_verify(f, i, err));
+            ING_TRY(ingot__tensor_check_values(f, i, err));
+        }
         return INGOT_OK;
     }
     if (threads == 0) threads = 1;
@@ -552,11 +572,51 @@ ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_erro
                 st = ingot__err(err, INGOT_BAD_LAYOUT, bad, t.name, t.name_len,
                                 "padding after the tensor is not zero");
         }
+        if (st == INGOT_OK) st = ingot__tensor_check_values(f, i, err);
     }
 done:
     ingot__free(&f->alloc, bounces, bounce_bytes);
     ingot__free(&f->alloc, s.items, items_bytes);
     return st;
+}
+
+const char *ingot_check_name(uint32_t check)
+{
+    switch (check) {
+#define X(name, bit, str)                                                                          \
+    case INGOT_CHECK_##name:                                                                       \
+        return str;
+        INGOT_CHECK_LIST(X)
+#undef X
+    default: return NULL;
+    }
+}
+
+ingot_status ingot_file_verify_plan(const ingot_file *f, ingot_verify_plan *out)
+{
+    if (!out) return INGOT_MISUSE;
+    memset(out, 0, sizeof *out);
+    if (!f) return INGOT_MISUSE;
+    ingot_verify_plan p = {.checks = INGOT_CHECK_STRUCTURE | f->fmt->checks};
+    uint64_t nt = f->fmt->tensor_count(f);
+    for (uint64_t i = 0; i < nt; i++) {
+        ingot_tensor_info t;
+        ING_TRY(f->fmt->tensor_at(f, i, &t));
+        p.data_bytes += t.nbytes;
+        if (t.dtype == INGOT_DTYPE_BOOL) p.checks |= INGOT_CHECK_BOOL_VALUES;
+        if (f->fmt->verify_plan || f->fmt->tensor_verify || !f->fmt->tensor_check) continue;
+        bool has_crc = false;
+        uint32_t crc;
+        uint64_t zero_after;
+        ING_TRY(f->fmt->tensor_check(f, i, &has_crc, &crc, &zero_after));
+        if (has_crc) p.tensors_with_checksum++, p.checksums++;
+    }
+    if (f->fmt->verify_plan) ING_TRY(f->fmt->verify_plan(f, &p));
+    else if (p.tensors_with_checksum) p.checks |= INGOT_CHECK_TENSOR_CRC32C;
+    if (nt) p.checks |= INGOT_CHECK_READABLE;
+    p.tensors_without = nt - p.tensors_with_checksum;
+    *out = p;
+    return INGOT_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------

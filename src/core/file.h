@@ -44,6 +44,14 @@ typedef struct ingot__format {
     ingot_status (*tensor_verify)(const ingot_file *f, uint64_t i, ingot_error *err);
     /* Re-verifies the header checksum (for ingot_file_verify). NULL: nothing to verify. */
     ingot_status (*verify_header)(const ingot_file *f, ingot_error *err);
+    /* INGOT_CHECK_* bits this format's verification runs on every file beyond what the core
+     * finds itself (STRUCTURE, READABLE, BOOL_VALUES, TENSOR_CRC32C where tensor_check reports a
+     * CRC, and what verify_plan adds): HEADER_CRC32C, PADDING. */
+    uint32_t checks;
+    /* Optional, for checksums other than a CRC-32C per tensor (zip members): sets
+     * p->tensors_with_checksum and p->checksums and ORs their INGOT_CHECK_* bit into p->checks.
+     * May allocate (NOMEM). NULL: the core asks tensor_check. */
+    ingot_status (*verify_plan)(const ingot_file *f, ingot_verify_plan *p);
 
     uint64_t (*meta_count)(const ingot_file *f);
     ingot_status (*meta_at)(const ingot_file *f, uint64_t i, ingot_meta_info *out);
@@ -104,6 +112,14 @@ ingot_status ingot__file_open_path(const ingot__format *const *formats, const ch
 ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const void *buf,
                                      size_t size, const ingot_open_opts *opts, ingot_file **out,
                                      ingot_error *err);
+
+/* Index of the first byte of p[0..n) that is neither 0 nor 1 (an invalid BOOL), or n. */
+size_t ingot__first_non_bool(const uint8_t *p, size_t n);
+
+/* For verification: BAD_VALUE (naming the tensor and the byte offset) if tensor i is BOOL and an
+ * element it reaches is neither 0 nor 1; OK for every other dtype. Reads through the SIGBUS guard
+ * or pread (src/core/copy.c). */
+ingot_status ingot__tensor_check_values(const ingot_file *f, uint64_t i, ingot_error *err);
 
 /* Number of bytes every probe may see (fewer only if the file is shorter). */
 #define INGOT__PROBE_BYTES 4096

@@ -29,6 +29,27 @@ golden() {
     same out.txt "$HERE/expected/$1"
 }
 same() { n=$((n + 1)); cmp -s "$1" "$2" || { echo "FAIL: $1 differs from $2"; diff "$1" "$2" | head -20; fails=$((fails + 1)); }; }
+expect_no_err() { n=$((n + 1)); ! grep -q -- "$1" err.txt || { echo "FAIL: stderr has '$1':"; cat err.txt; fails=$((fails + 1)); }; }
+expect_no_out() { n=$((n + 1)); ! grep -q -- "$1" out.txt || { echo "FAIL: stdout has '$1':"; cat out.txt; fails=$((fails + 1)); }; }
+# json_is EXPR: out.txt is one JSON object d for which the Python expression EXPR is true
+json_is() {
+    n=$((n + 1))
+    python3 -c 'import json, sys; d = json.load(open("out.txt")); sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" \
+        || { echo "FAIL: json: $1"; cat out.txt; fails=$((fails + 1)); }
+}
+# flip FILE OFFSET: xor one byte with 0x55
+flip() { python3 -c 'import sys; p, o = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[o] ^= 0x55; open(p, "wb").write(b)' "$1" "$2"; }
+# offset_of FILE NAME: the data offset of a tensor, from info --json
+offset_of() { "$ING" info --json "$1" | python3 -c 'import json, sys; print([t for t in json.load(sys.stdin)["tensors"] if t["name"] == sys.argv[1]][0]["offset"])' "$2"; }
+# npy_bool FILE BYTES: a NumPy 1.0 file of a 1-d bool array holding BYTES (NumPy's header layout)
+npy_bool() {
+    python3 -c '
+import sys
+data = bytes.fromhex(sys.argv[2])
+h = ("{\x27descr\x27: \x27|b1\x27, \x27fortran_order\x27: False, \x27shape\x27: (%d,), }" % len(data)).encode()
+hl = (10 + len(h) + 1 + 63) // 64 * 64 - 10
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + hl.to_bytes(2, "little") + h + b" " * (hl - len(h) - 1) + b"\n" + data)' "$1" "$2"
+}
 
 # raw little-endian inputs
 printf '\x00\x00\x00\x00\x00\x00\x80\x3e\x00\x00\x00\x3f\x00\x00\x40\x3f\x00\x00\x80\x3f\x00\x00\xa0\x3f' > w.bin  # f32 0 .25 .5 .75 1 1.25
@@ -56,6 +77,10 @@ golden info.txt
 
 run 0 "$ING" verify m.ingot
 expect_out "m.ingot: OK"
+# verify says exactly what it checked: .ingot has a header CRC-32C and one per tensor
+expect_out "structure valid; header CRC-32C match; 8 tensors: CRC-32C match; padding valid$"
+run 0 "$ING" verify --json m.ingot
+json_is 'd["ok"] and d["path"] == "m.ingot" and d["format"] == "ingot" and d["checked"] == ["structure", "header_crc32c", "tensor_crc32c", "readable", "padding"] and d["tensors"] == 8 and d["tensors_with_checksum"] == 8 and d["tensors_without"] == 0 and d["checksums"] == 8'
 
 run 0 "$ING" dump m.ingot h
 golden dump_h.txt
@@ -114,6 +139,9 @@ printf '\x55' | dd of=bad.ingot bs=1 seek=$((off + 1)) conv=notrunc 2>/dev/null
 run 1 "$ING" verify bad.ingot
 expect_err "BAD_CHECKSUM"
 expect_err "\[fc.bias\] at byte $off"
+run 1 "$ING" verify --json bad.ingot
+expect_err "BAD_CHECKSUM"
+json_is 'not d["ok"] and "checked" not in d and d["error"]["code"] == "BAD_CHECKSUM" and d["error"]["where"] == "fc.bias" and d["error"]["offset"] == '"$off"
 # damage the header (the first stored tensor checksum, byte 208): open already refuses
 cp m.ingot badh.ingot; printf '\x01' | dd of=badh.ingot bs=1 seek=208 conv=notrunc 2>/dev/null
 run 1 "$ING" info badh.ingot
@@ -122,6 +150,8 @@ expect_err "BAD_CHECKSUM"
 head -c 100 m.ingot > trunc.ingot
 run 1 "$ING" verify trunc.ingot
 expect_err "TRUNCATED"
+run 1 "$ING" verify --json trunc.ingot
+json_is 'not d["ok"] and d["error"]["code"] == "TRUNCATED" and "format" not in d'
 head -c $(( $(stat -c %s m.ingot) - 1 )) m.ingot > trunc2.ingot
 run 1 "$ING" info trunc2.ingot
 expect_err "TRUNCATED"
@@ -133,6 +163,84 @@ run 1 "$ING" info missing.ingot
 expect_err "NOT_FOUND"
 run 1 "$ING" dump m.ingot nosuch
 expect_err "NOT_FOUND"
+
+# Formats that store no checksum (issue 13 item 2). The contract: a file whose tensor bytes were
+# overwritten still verifies (exit 0), because nothing in the file can tell; verify says it
+# checked the structure and that the data is readable, and never claims a checksum.
+run 0 "$ING" pack p.ingot --tensor fc.weight:F32:2x3=w.bin --tensor fc.bias:F32:3=b.bin
+run 0 "$ING" pack one.ingot --tensor w:F32:2x3=w.bin
+run 0 "$ING" convert p.ingot p.safetensors
+run 0 "$ING" convert p.ingot p.gguf
+run 0 "$ING" convert one.ingot one.npy
+for f in p.safetensors p.gguf one.npy; do
+    t=fc.bias; [ "$f" = one.npy ] && t=one
+    flip "$f" "$(offset_of "$f" "$t")"
+    run 0 "$ING" verify "$f"
+    expect_out "^$f: OK (.*): structure valid; this format stores no checksums; data readable"
+    expect_no_out "checksums match"
+    run 0 "$ING" verify --json "$f"
+    json_is 'd["ok"] and d["tensors_with_checksum"] == 0 and d["tensors_without"] == d["tensors"] and d["checksums"] == 0 and not [c for c in d["checked"] if "crc" in c] and d["checked"][:2] == ["structure", "readable"]'
+done
+run 0 "$ING" verify --json p.gguf
+json_is 'd["checked"] == ["structure", "readable", "padding"]'
+# .npz: the zip CRC-32 of every member is checked, and a corrupted member fails on it
+run 0 "$ING" convert p.ingot p.npz
+run 0 "$ING" verify p.npz
+expect_out "structure valid; zip CRC-32 of 2 members match$"
+run 0 "$ING" verify --json p.npz
+json_is 'd["checked"] == ["structure", "zip_crc32", "readable"] and d["tensors_with_checksum"] == 2 and d["checksums"] == 2'
+boff=$(offset_of p.npz fc.bias)
+flip p.npz $((boff + 4))
+run 1 "$ING" verify p.npz
+expect_err "BAD_CHECKSUM: .*CRC-32 .*\[fc.bias\]"
+run 1 "$ING" verify --json p.npz
+json_is 'not d["ok"] and d["error"]["code"] == "BAD_CHECKSUM" and d["error"]["where"] == "fc.bias"'
+
+# BOOL values (issue 13 item 5): an .npy bool array holding "bad" is refused by verify (naming
+# the tensor and the byte), dump and convert; open still succeeds (it reads the header only)
+npy_bool mask.npy 626164
+npy_bool okmask.npy 010001
+run 0 "$ING" verify okmask.npy
+expect_out "; BOOL values 0 or 1$"
+run 0 "$ING" dump okmask.npy okmask
+expect_out "^true false true$"
+run 0 "$ING" info mask.npy
+run 1 "$ING" verify mask.npy
+expect_err "BAD_VALUE: .*0x62.*\[mask\] at byte 128"
+run 1 "$ING" verify --json mask.npy
+json_is 'not d["ok"] and d["error"]["code"] == "BAD_VALUE" and d["error"]["where"] == "mask" and d["error"]["offset"] == 128'
+run 1 "$ING" dump mask.npy mask
+expect_err "BAD_VALUE: .*\[mask\] at byte 128"
+n=$((n + 1)); [ ! -s out.txt ] || { echo "FAIL: dump of a bad BOOL tensor printed:"; cat out.txt; fails=$((fails + 1)); }
+for to in safetensors npz ingot; do
+    run 1 "$ING" convert mask.npy "mask_out.$to"
+    expect_err "BAD_VALUE: .*\[mask\] at byte 128"
+    n=$((n + 1)); [ ! -e "mask_out.$to" ] || { echo "FAIL: refused convert left mask_out.$to"; fails=$((fails + 1)); }
+done
+
+# convert to .mag: the --dequantize hint only where dequantizing would get the tensor stored
+printf '\x00\x00\x40\x40' > one.bin                                              # f32 3
+printf '\x00\x00\x00\x00\x00\x00\xf0\x3f\x00\x00\x00\x00\x00\x00\x00\x40' > d.bin  # f64 1 2
+: > empty.bin
+run 0 "$ING" pack r0.ingot --tensor s:F32:=one.bin
+run 1 "$ING" convert r0.ingot r0.mag
+expect_err "rank 0"
+expect_no_err "dequantize"
+run 0 "$ING" pack e0.ingot --tensor e:F32:0x3=empty.bin
+run 1 "$ING" convert e0.ingot e0.mag
+expect_err "dimension 0 is 0"
+expect_no_err "dequantize"
+run 0 "$ING" pack d.ingot --tensor d:F64:2=d.bin
+run 1 "$ING" convert d.ingot d.mag
+expect_err "--dequantize F32|F16 stores 'd' (F64) as floats instead"
+run 0 "$ING" convert d.ingot d.mag --dequantize F16
+head -c 8 d.bin > d1.bin
+run 0 "$ING" pack r64.ingot --tensor s:F64:=d1.bin
+run 1 "$ING" convert r64.ingot r64.mag --dequantize F16
+expect_err "rank 0"
+expect_no_err "try --dequantize"
+run 1 "$ING" convert r64.ingot r64.mag
+expect_no_err "dequantize"
 
 # pack input checks
 run 1 "$ING" pack x.ingot --tensor a:F32:4x4=w.bin
@@ -157,6 +265,9 @@ run 2 "$ING" unpack m.ingot fc.bias
 run 2 "$ING" verify --threads x m.ingot
 run 0 "$ING" --version
 expect_out "^ingot 0.1.0$"
+run 0 "$ING" --help
+expect_err "ingot verify \[--threads N\] \[--json\] FILE"
+expect_err "this format stores no checksums"
 
 echo "cli: $n checks, $fails failed"
 [ "$fails" = 0 ]

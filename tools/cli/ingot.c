@@ -43,7 +43,7 @@ static int usage(const char *fmt, ...)
     fprintf(stderr,
             "usage:\n"
             "  ingot info [--json] FILE\n"
-            "  ingot verify [--threads N] FILE\n"
+            "  ingot verify [--threads N] [--json] FILE\n"
             "  ingot pack OUT [--align N] [--meta KEY[:TYPE]=VALUE]... "
             "--tensor NAME:DTYPE:SHAPE=RAWFILE...\n"
             "  ingot unpack FILE NAME -o OUT\n"
@@ -60,7 +60,18 @@ static int usage(const char *fmt, ...)
             "--dequantize (convert): tensors the target cannot store (GGML blocks, F8 and other "
             "float types it lacks)\n  are decoded and stored as that float type, one 'lossy:' "
             "line per source dtype; without it they are refused.\n"
-            "--dequantize (dump): print a tensor's values decoded to F32 (GGML blocks included).\n");
+            "--dequantize (dump): print a tensor's values decoded to F32 (GGML blocks included).\n"
+            "verify: checks what the format stores and says which: CRC-32C of the header and of "
+            "every tensor\n  (.ingot; the header only for .mag), the zip CRC-32 of each member "
+            "(.npz, PyTorch zip files).\n  safetensors, GGUF, .npy, Burnpack, .tenzor, RMD1 and "
+            "legacy PyTorch files store no checksums:\n  there 'structure valid; this format "
+            "stores no checksums' (exit 0) means well-formed and readable,\n  not intact. Always: "
+            "padding the format fixes, BOOL values 0 or 1 (else BAD_VALUE, exit 1).\n"
+            "  --json: {\"path\", \"format\", \"version\", \"ok\", \"checked\": [structure, "
+            "header_crc32c, tensor_crc32c,\n  zip_crc32, readable, padding, bool_values], "
+            "\"tensors\", \"tensors_with_checksum\", \"tensors_without\",\n  \"checksums\", "
+            "\"data_bytes\"}; \"error\": {code, where, offset, message} instead of \"checked\" "
+            "on failure.\n");
     return EXIT_USAGE;
 }
 
@@ -415,55 +426,133 @@ static int cmd_info(int argc, char **argv)
  * verify
  * ------------------------------------------------------------------------------------------- */
 
+/* verify --json: the error as an object (stdout), beside the usual line on stderr. */
+static void json_error(FILE *o, const ingot_error *e)
+{
+    fprintf(o, "\"error\": {\"code\": \"%s\", \"where\": ", ingot_status_name(e->code));
+    json_str(o, e->where, strnlen(e->where, sizeof e->where));
+    if (e->offset == INGOT_NO_OFFSET) fputs(", \"offset\": null", o);
+    else fprintf(o, ", \"offset\": %" PRIu64, e->offset);
+    fputs(", \"message\": ", o);
+    json_str(o, e->msg, strnlen(e->msg, sizeof e->msg));
+    fputc('}', o);
+}
+
+/* What verify checked, in words: says plainly when the format stores no checksum at all (then a
+ * pass means readable and well-formed, not intact). */
+static void print_checked(FILE *o, const ingot_verify_plan *p)
+{
+    fputs("structure valid", o);
+    if (p->checks & INGOT_CHECK_HEADER_CRC32C) fputs("; header CRC-32C match", o);
+    if (p->checks & INGOT_CHECK_TENSOR_CRC32C)
+        fprintf(o, "; %" PRIu64 " tensor%s: CRC-32C match", p->tensors_with_checksum,
+                p->tensors_with_checksum == 1 ? "" : "s");
+    if (p->checks & INGOT_CHECK_ZIP_CRC32)
+        fprintf(o, "; zip CRC-32 of %" PRIu64 " member%s match", p->checksums,
+                p->checksums == 1 ? "" : "s");
+    if (p->tensors_with_checksum == 0)
+        fputs(p->checks & INGOT_CHECK_HEADER_CRC32C ? "; tensor data has no checksum in this format"
+                                                    : "; this format stores no checksums",
+              o);
+    else if (p->tensors_without)
+        fprintf(o, "; %" PRIu64 " tensor%s without checksum", p->tensors_without,
+                p->tensors_without == 1 ? "" : "s");
+    if ((p->checks & INGOT_CHECK_READABLE) && p->tensors_without) fputs("; data readable", o);
+    if (p->checks & INGOT_CHECK_PADDING) fputs("; padding valid", o);
+    if (p->checks & INGOT_CHECK_BOOL_VALUES) fputs("; BOOL values 0 or 1", o);
+}
+
 static int cmd_verify(int argc, char **argv)
 {
-    cli_opt opts[] = {{"--threads", true, NULL}, {NULL, false, NULL}};
+    cli_opt opts[] = {{"--threads", true, NULL}, {"--json", false, NULL}, {NULL, false, NULL}};
     const char *path;
     uint64_t threads = 0;
     int rc = parse_args("verify", argc, argv, opts, &path, 1, "FILE");
     if (rc) return rc;
     if (opts[0].value && (!parse_u64(opts[0].value, &threads) || threads > 64))
         return usage("verify: bad --threads");
+    bool json = opts[1].value != NULL;
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (uint64_t)(n < 8 ? n : 8) : 1;
     }
     ingot_file *f;
-    if ((rc = open_file(path, &f))) return rc; /* checks the structure and the header checksum */
     ingot_error e;
-    ingot_status st;
-    uint64_t nt = ingot_file_tensor_count(f), total = 0;
-    for (uint64_t i = 0; i < nt; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
-        total += t.nbytes;
+    /* open checks the structure and the header checksum */
+    ingot_status st = ingot_file_open(path, NULL, &f, &e);
+    if (st != INGOT_OK) {
+        if (json) {
+            printf("{\"path\": ");
+            json_str(stdout, path, strlen(path));
+            printf(", \"ok\": false, ");
+            json_error(stdout, &e);
+            printf("}\n");
+        }
+        return fail_err(&e, path);
     }
-    if (isatty(2) && total > (512u << 20)) {
+    ingot_verify_plan plan;
+    uint64_t nt = ingot_file_tensor_count(f);
+    st = ingot_file_verify_plan(f, &plan);
+    if (st != INGOT_OK) {
+        ingot_file_close(f);
+        return fail_st(st, path);
+    }
+    if (!json && isatty(2) && plan.data_bytes > (512u << 20)) {
         /* Long job on a terminal: tensor by tensor so a progress bar can be shown. */
         progress p;
         progress_init(&p, "verify");
         uint64_t done = 0;
-        st = INGOT_OK;
         for (uint64_t i = 0; i < nt && st == INGOT_OK; i++) {
             ingot_tensor_info t;
             ingot_file_tensor_at(f, i, &t);
             st = ingot_file_tensor_verify(f, i, &e);
             done += t.nbytes;
-            progress_update(&p, done, total);
+            progress_update(&p, done, plan.data_bytes);
         }
         progress_end(&p);
     } else {
         st = ingot_file_verify(f, (uint32_t)threads, &e);
     }
+    FILE *o = stdout;
+    if (json) {
+        fprintf(o, "{\"path\": ");
+        json_str(o, path, strlen(path));
+        fprintf(o, ", \"format\": ");
+        json_str(o, ingot_file_format(f), strlen(ingot_file_format(f)));
+        fprintf(o, ", \"version\": ");
+        json_str(o, ingot_file_version(f), strlen(ingot_file_version(f)));
+        fprintf(o, ", \"ok\": %s", st == INGOT_OK ? "true" : "false");
+        if (st == INGOT_OK) {
+            fputs(", \"checked\": [", o);
+            bool first = true;
+            for (uint32_t bit = 1; bit; bit <<= 1) {
+                if (!(plan.checks & bit) || !ingot_check_name(bit)) continue;
+                fprintf(o, "%s\"%s\"", first ? "" : ", ", ingot_check_name(bit));
+                first = false;
+            }
+            fputc(']', o);
+        } else {
+            fputs(", ", o);
+            json_error(o, &e);
+        }
+        fprintf(o, ", \"tensors\": %" PRIu64 ", \"tensors_with_checksum\": %" PRIu64
+                   ", \"tensors_without\": %" PRIu64 ", \"checksums\": %" PRIu64
+                   ", \"data_bytes\": %" PRIu64 "}\n",
+                nt, plan.tensors_with_checksum, plan.tensors_without, plan.checksums,
+                plan.data_bytes);
+    }
     if (st != INGOT_OK) {
         ingot_file_close(f);
         return fail_err(&e, path);
     }
-    printf("%s: OK (%s %s, %" PRIu64 " tensors, %" PRIu64 " bytes of tensor data, all checksums "
-           "match)\n",
-           path, ingot_file_format(f), ingot_file_version(f), nt, total);
+    if (!json) {
+        fprintf(o, "%s: OK (%s %s, %" PRIu64 " tensors, %" PRIu64 " bytes of tensor data): ", path,
+                ingot_file_format(f), ingot_file_version(f), nt, plan.data_bytes);
+        print_checked(o, &plan);
+        fputc('\n', o);
+    }
     ingot_file_close(f);
-    return 0;
+    return fflush(o) == 0 ? 0 : EXIT_REJECT;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1011,8 +1100,6 @@ static int cmd_dump(int argc, char **argv)
         ingot_file_close(f);
         return rc;
     }
-    printf("%.*s: %s %s, %" PRIu64 " elements\n", (int)t.name_len, t.name,
-           ingot_dtype_name(t.dtype), sh, t.nelem);
     uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
     bool blocks = be > 1;
     uint64_t units = blocks ? t.nbytes / bb : t.nelem; /* elements, or blocks for quantized */
@@ -1026,7 +1113,18 @@ static int cmd_dump(int argc, char **argv)
         if (!(dense = malloc(t.nbytes ? (size_t)t.nbytes : 1))) rc = fail_st(INGOT_NOMEM, "dump");
         else if (ingot_file_tensor_copy(f, t.index, dense, (size_t)t.nbytes, &e) != INGOT_OK)
             rc = fail_err(&e, path);
+    } else if (t.dtype == INGOT_DTYPE_BOOL) {
+        /* A BOOL tensor with a byte other than 0 or 1 is refused whole, not shown in part: the
+         * reads check every byte (BAD_VALUE naming the byte). */
+        for (uint64_t off = 0; off < t.nbytes && !rc; off += sizeof buf) {
+            size_t k = t.nbytes - off < sizeof buf ? (size_t)(t.nbytes - off) : sizeof buf;
+            if (ingot_file_tensor_read(f, t.index, off, buf, k, &e) != INGOT_OK)
+                rc = fail_err(&e, path);
+        }
     }
+    if (!rc)
+        printf("%.*s: %s %s, %" PRIu64 " elements\n", (int)t.name_len, t.name,
+               ingot_dtype_name(t.dtype), sh, t.nelem);
     for (uint64_t k = 0; k < n && !rc; k++) {
         if (dense) memcpy(buf, dense + k * bb, bb);
         else if (ingot_file_tensor_read(f, t.index, k * bb, buf, bb, &e) != INGOT_OK) {
@@ -1198,17 +1296,62 @@ static uint64_t tensor_named(const ingot_file *f, const ingot_error *e)
     return UINT64_MAX;
 }
 
-/* After a refusal of tensor t: how --dequantize would (or could not) get it stored. */
+/* Whether convert hands tensor t to the writer by pointer: its stored bytes are its dense bytes
+ * and are mapped. Not BOOL: reading it checks every byte is 0 or 1 (BAD_VALUE), a pointer does
+ * not. */
+static bool by_pointer(const ingot_tensor_info *t)
+{
+    const uint32_t not_dense = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN |
+                               INGOT_TENSOR_STRIDED | INGOT_TENSOR_NOT_MAPPED;
+    return t->data && !(t->flags & not_dense) && t->dtype != INGOT_DTYPE_BOOL;
+}
+
+/* Whether the target format (with the job's options) stores a tensor of t's name and shape as
+ * dtype dt: a one-tensor description begun in memory, which writes only what precedes the data.
+ * Only a refusal (UNSUPPORTED, BAD_TYPE) counts as no; anything else cannot tell. */
+static bool target_accepts(const convert_job *j, const ingot_tensor_info *t, ingot_dtype dt)
+{
+    ingot_writer *w;
+    ingot_error e;
+    if (ingot_writer_new(&j->wo, &w, &e) != INGOT_OK) return true;
+    ingot_status st = INGOT_OK;
+    for (int i = 0; i < j->n_wopts && st == INGOT_OK; i++) {
+        char key[128];
+        const char *eq = strchr(j->wopts[i], '=');
+        size_t kl = (size_t)(eq - j->wopts[i]);
+        if (kl == 0 || kl >= sizeof key) continue;
+        memcpy(key, j->wopts[i], kl);
+        key[kl] = 0;
+        st = ingot_writer_set_option(w, key, eq + 1, &e);
+    }
+    if (st == INGOT_OK) st = ingot_writer_add_tensor(w, t->name, dt, t->rank, t->shape, NULL, NULL,
+                                                     &e);
+    if (st == INGOT_OK) st = ingot_writer_begin_mem(w, &e);
+    ingot_writer_free(w);
+    return !refusal(st);
+}
+
+/* After a refusal of tensor t: how --dequantize would get it stored, only where it would (a
+ * refusal of the shape, such as .mag's of empty or rank-0 tensors, gets no hint). */
 static void hint_dequantize(const convert_job *j, const ingot_tensor_info *t)
 {
     if (!float_like(t->dtype)) return;
-    if (j->dq == INGOT_DTYPE_INVALID)
-        fprintf(stderr, "%s: convert: --dequantize F32|F16|BF16 stores '%s' (%s) as floats "
-                        "instead (lossy)\n",
-                prog, t->name, ingot_dtype_name(t->dtype));
-    else if (j->dq != INGOT_DTYPE_F32)
+    if (j->dq == INGOT_DTYPE_INVALID) {
+        static const ingot_dtype floats[] = {INGOT_DTYPE_F32, INGOT_DTYPE_F16, INGOT_DTYPE_BF16};
+        char list[32] = "";
+        for (size_t k = 0; k < sizeof floats / sizeof *floats; k++)
+            if (floats[k] != t->dtype && target_accepts(j, t, floats[k]))
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         list[0] ? "|" : "", ingot_dtype_name(floats[k]));
+        if (list[0])
+            fprintf(stderr, "%s: convert: --dequantize %s stores '%s' (%s) as floats instead "
+                            "(lossy)\n",
+                    prog, list, t->name, ingot_dtype_name(t->dtype));
+    } else if (j->dq != INGOT_DTYPE_F32 && t->dtype != INGOT_DTYPE_F32 &&
+               target_accepts(j, t, INGOT_DTYPE_F32)) {
         fprintf(stderr, "%s: convert: the target cannot store %s either; try --dequantize F32\n",
                 prog, ingot_dtype_name(j->dq));
+    }
 }
 
 /* convert_describe's result when the description stood but ingot_writer_begin() failed (the
@@ -1248,16 +1391,15 @@ static int convert_describe(convert_job *j, ingot_writer **wout, ingot_error *e)
     }
     /* A tensor whose stored bytes are its dense bytes and are mapped is handed over by pointer
      * (the writer reads it under the SIGBUS guard, in whatever order the target format stores
-     * tensors); the others are pushed, in file order. A tensor the target refuses is, with
-     * --dequantize, described again as the float dtype and pushed converted. */
-    const uint32_t by_pointer_not = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN |
-                                    INGOT_TENSOR_STRIDED | INGOT_TENSOR_NOT_MAPPED;
+     * tensors); the others (BOOL too, see by_pointer) are pushed, in file order. A tensor the
+     * target refuses is, with --dequantize, described again as the float dtype and pushed
+     * converted. */
     uint64_t nt = ingot_file_tensor_count(f);
     for (uint64_t i = 0; i < nt && !rc; i++) {
         ingot_tensor_info t;
         ingot_file_tensor_at(f, i, &t);
         ingot_tensor_opts to = {(t.flags & INGOT_TENSOR_HAS_PARAM_ID) != 0, t.param_id};
-        const void *src = t.data && !(t.flags & by_pointer_not) ? t.data : NULL;
+        const void *src = by_pointer(&t) ? t.data : NULL;
         bool convertible = j->dq != INGOT_DTYPE_INVALID && float_like(t.dtype) && t.dtype != j->dq;
         ingot_status st = INGOT_UNSUPPORTED;
         j->to[i] = INGOT_DTYPE_INVALID;
@@ -1458,7 +1600,6 @@ static int cmd_convert(int argc, char **argv)
         rc = fail_st(INGOT_NOMEM, "convert");
     /* Stream through a bounded buffer: works in every I/O mode, never holds all the data. */
     const uint32_t relayout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
-    const uint32_t by_pointer_not = relayout | INGOT_TENSOR_NOT_MAPPED;
     for (uint64_t i = 0; i < nt && !rc; i++) {
         ingot_tensor_info t;
         ingot_file_tensor_at(j.f, i, &t);
@@ -1466,7 +1607,7 @@ static int cmd_convert(int argc, char **argv)
             rc = push_converted(&j, w, i, fbuf, obuf);
             continue;
         }
-        if (t.data && !(t.flags & by_pointer_not)) continue; /* given by pointer above */
+        if (by_pointer(&t)) continue; /* given by pointer above */
         if (t.flags & relayout) { /* one tensor at a time, in C order, little-endian */
             uint8_t *dense = malloc(t.nbytes ? (size_t)t.nbytes : 1);
             if (!dense) rc = fail_st(INGOT_NOMEM, "convert");

@@ -795,6 +795,7 @@ const ingot__format ingot__format_burnpack = {
     .tensor_at = tensor_at,
     .tensor_find = tensor_find,
     .tensor_check = tensor_check,
+    .checks = INGOT_CHECK_PADDING, /* no checksums in Burnpack */
     .meta_count = meta_count,
     .meta_at = meta_at,
     .meta_find = meta_find,

@@ -717,6 +717,7 @@ const ingot__format ingot__format_gguf = {
     .tensor_find = tensor_find,
     .tensor_check = tensor_check,
     .verify_header = verify_header,
+    .checks = INGOT_CHECK_PADDING, /* no checksums in GGUF */
     .meta_count = meta_count,
     .meta_at = meta_at,
     .meta_find = meta_find,

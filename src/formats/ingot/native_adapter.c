@@ -150,6 +150,7 @@ const ingot__format ingot__format_native = {
     .tensor_find = tensor_find,
     .tensor_check = tensor_check,
     .verify_header = verify_header,
+    .checks = INGOT_CHECK_HEADER_CRC32C | INGOT_CHECK_PADDING,
     .meta_count = meta_count,
     .meta_at = meta_at,
     .meta_find = meta_find,

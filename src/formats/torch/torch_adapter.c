@@ -183,6 +183,32 @@ static ingot_status tensor_verify(const ingot_file *f, uint64_t i, ingot_error *
     return r;
 }
 
+/* Zip files: a tensor is covered by its storage record's CRC-32, shared by the tensors viewing
+ * that storage, unless the record says 0 over data (torch >= 2 with compute_crc32=False: not
+ * computed, so nothing is checked); legacy files have no checksum. */
+static ingot_status verify_plan(const ingot_file *f, ingot_verify_plan *p)
+{
+    const tstate *s = S(f);
+    if (!s->has_zip || s->fl.n_entries == 0) return INGOT_OK;
+    size_t words = (s->m.n_storages + 63) / 64;
+    uint64_t *seen = ingot__calloc(&f->alloc, words * sizeof *seen);
+    if (!seen) return INGOT_NOMEM;
+    uint64_t covered = 0, distinct = 0;
+    for (size_t i = 0; i < s->fl.n_entries; i++) {
+        uint32_t st = s->m.tensors[s->fl.entries[i].tensor].storage;
+        const ingot__zip_entry *ze = &s->zip.entries[s->st_entry[st]];
+        if (ze->crc32 == 0 && ze->size != 0) continue;
+        covered++;
+        if (!(seen[st / 64] >> (st % 64) & 1)) distinct++;
+        seen[st / 64] |= 1ull << (st % 64);
+    }
+    ingot__free(&f->alloc, seen, words * sizeof *seen);
+    p->tensors_with_checksum = covered;
+    p->checksums = distinct;
+    if (covered) p->checks |= INGOT_CHECK_ZIP_CRC32;
+    return INGOT_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Metadata
  * ------------------------------------------------------------------------------------------- */
@@ -265,6 +291,7 @@ const ingot__format ingot__format_torch = {
     .tensor_at = tensor_at,
     .tensor_find = tensor_find,
     .tensor_verify = tensor_verify,
+    .verify_plan = verify_plan,
     .meta_count = meta_count,
     .meta_at = meta_at,
     .meta_find = meta_find,

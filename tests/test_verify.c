@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "file.h" /* ingot__verify_chunk: small chunks give many progress calls */
 #include "zip.h" /* ingot__crc32 for hand-built zip archives */
 
 #define FIX INGOT_FIXTURES "/"
@@ -546,9 +547,95 @@ TEST(test_bool_bad_bytes_torch_views)
     json_object_put(side);
 }
 
+/* ---- progress: the same checks, with or without a callback ---- */
+
+typedef struct {
+    uint64_t calls, last, total, backwards;
+} prog_rec;
+
+static void prog_cb(void *ctx, uint64_t done, uint64_t total)
+{
+    prog_rec *r = ctx;
+    if (done < r->last || done > total) r->backwards++;
+    r->calls++;
+    r->last = done;
+    r->total = total;
+}
+
+/* verify_progress on `path` at 1, 2 and 3 threads: same status as ingot_file_verify, calls
+ * monotonic and within the total, the last one done == total (on success). */
+static void progress_case(const char *path, ingot_status want)
+{
+    ingot_file *f;
+    ingot_error e;
+    if (ingot_file_open(path, NULL, &f, &e) != INGOT_OK) {
+        CHECK(false, "open %s: %s", path, e.msg);
+        return;
+    }
+    ingot_verify_plan plan;
+    CHECK(ingot_file_verify_plan(f, &plan) == INGOT_OK, "%s: plan", path);
+    for (uint32_t threads = 1; threads <= 3; threads++) {
+        ingot_error e1, e2;
+        ingot_status s1 = ingot_file_verify(f, threads, &e1);
+        prog_rec r = {0};
+        ingot_status s2 = ingot_file_verify_progress(f, threads, prog_cb, &r, &e2);
+        CHECK(s1 == want && s2 == want, "%s, %u threads: %s / %s, want %s", path, threads,
+              ingot_status_name(s1), ingot_status_name(s2), ingot_status_name(want));
+        CHECK(s1 == INGOT_OK || e1.offset == e2.offset, "%s: offsets %" PRIu64 " / %" PRIu64,
+              path, e1.offset, e2.offset);
+        CHECK(r.backwards == 0, "%s: %" PRIu64 " calls went backwards", path, r.backwards);
+        if (want == INGOT_OK) {
+            CHECK(r.calls >= 1 && r.last == plan.data_bytes && r.total == plan.data_bytes,
+                  "%s, %u threads: %" PRIu64 " calls, last %" PRIu64 " of %" PRIu64
+                  ", data %" PRIu64, path, threads, r.calls, r.last, r.total, plan.data_bytes);
+        }
+    }
+    ingot_file_close(f);
+}
+
+TEST(test_verify_progress)
+{
+    size_t saved = ingot__verify_chunk;
+    ingot__verify_chunk = 64; /* many pieces, so several progress calls per tensor */
+    progress_case(INGOT_SOURCE_DIR "/tests/data/tiny.ingot", INGOT_OK);
+    progress_case(FIX "gguf/gguf_align64.gguf", INGOT_OK);
+    progress_case(FIX "gguf/gguf_all_types.gguf", INGOT_OK);
+    progress_case(FIX "npy/f4_2x3.npy", INGOT_OK);
+
+    /* Nonzero padding between two GGUF tensors: the progress path must find it too (the CLI's
+     * progress bar once verified tensor by tensor and skipped the file-level checks). */
+    size_t n;
+    uint8_t *img = slurp(FIX "gguf/gguf_align64.gguf", &n);
+    ASSERT_TRUE(img != NULL);
+    ingot_file *f;
+    ingot_error e;
+    ASSERT_EQ(ingot_file_open_buffer(img, n, NULL, &f, &e), INGOT_OK);
+    uint64_t gap = UINT64_MAX, nt = ingot_file_tensor_count(f);
+    for (uint64_t i = 0; i < nt && gap == UINT64_MAX; i++) {
+        ingot_tensor_info t;
+        ingot_file_tensor_at(f, i, &t);
+        uint64_t end = t.offset + t.nbytes, next = UINT64_MAX;
+        for (uint64_t j = 0; j < nt; j++) {
+            ingot_tensor_info u;
+            ingot_file_tensor_at(f, j, &u);
+            if (u.offset >= end && u.offset < next) next = u.offset;
+        }
+        if (next != UINT64_MAX && next > end) gap = end;
+    }
+    ingot_file_close(f);
+    ASSERT_TRUE(gap != UINT64_MAX); /* the fixture has padding between tensors */
+    img[gap] = 0x5a;
+    const char *bad = scratch("bad_padding.gguf");
+    ASSERT_TRUE(write_file(bad, img, n));
+    free(img);
+    progress_case(bad, INGOT_BAD_LAYOUT);
+    unlink(bad);
+    ingot__verify_chunk = saved;
+}
+
 RUN_TESTS(T(test_bad_value_status), T(test_check_names), T(test_plan_per_format),
           T(test_plan_shared_storage), T(test_no_checksum_formats_accept_overwritten_data),
           T(test_bool_bad_bytes_npy), T(test_bool_bad_byte_positions),
           T(test_bool_bad_bytes_fortran),
           T(test_bool_bad_bytes_npz_stored), T(test_bool_bad_bytes_npz_deflated),
-          T(test_bool_bad_bytes_torch_views))
+          T(test_bool_bad_bytes_torch_views), T(test_verify_progress))

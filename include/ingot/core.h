@@ -431,6 +431,17 @@ INGOT_API ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i,
 INGOT_API ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads,
                                          ingot_error *err);
 
+/** Progress callback: `done` of `total` bytes processed so far (writers, verification). */
+typedef void (*ingot_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/** ingot_file_verify() reporting progress: runs exactly the same checks with the same threads and
+ *  the same result, and calls `fn` (when not NULL) on the calling thread only, each time a piece
+ *  of tensor data (at most a few MiB) has been checked, with the bytes of tensor data checked so
+ *  far and the sum of the tensors' nbytes; the last call has done == total. */
+INGOT_API ingot_status ingot_file_verify_progress(const ingot_file *f, uint32_t threads,
+                                                  ingot_progress_fn fn, void *ctx,
+                                                  ingot_error *err);
+
 /* The checks verification can run: X(NAME, bit, name). INGOT_CHECK_<NAME> is 1u << bit; the name
  * (ingot_check_name(), the `checked` list of `ingot verify --json`) is stable. New checks are
  * appended.

@@ -160,9 +160,8 @@ INGOT_API void ingot_writer_free_mem(const ingot_allocator *allocator, void *p, 
 /** Convenience: begin + write every tensor from its data pointer + commit. */
 INGOT_API ingot_status ingot_writer_save(ingot_writer *w, const char *path, ingot_error *err);
 
-/** Progress callback, called between chunks during begin/write/commit with bytes of tensor data
- *  written so far and the total. NULL to disable. */
-typedef void (*ingot_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+/** Progress callback (ingot_progress_fn, core.h), called between chunks during
+ *  begin/write/commit with bytes of tensor data written so far and the total. NULL to disable. */
 INGOT_API void ingot_writer_set_progress(ingot_writer *w, ingot_progress_fn fn, void *ctx);
 
 /** Notice callback: the writer calls it once for every lossy step it takes on the way to the

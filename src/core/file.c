@@ -354,11 +354,16 @@ typedef struct {
     vitem *items;
     size_t n_items;
     atomic_size_t next;
+    _Atomic uint64_t done;  /* bytes of tensor data scanned */
+    uint64_t total;         /* sum of the tensors' nbytes */
+    ingot_progress_fn fn;   /* progress, called by the calling thread's worker only */
+    void *ctx;
 } vshared;
 
 typedef struct {
     vshared *s;
     uint8_t *bounce; /* pread mode: this worker's read buffer */
+    bool caller;     /* runs on the thread that called verify: reports progress */
 } vworker_arg;
 
 typedef struct {
@@ -430,6 +435,8 @@ static void *vworker(void *arg)
         if (k >= s->n_items) break;
         vitem *it = &s->items[k];
         it->st = scan(s->f, it->off, it->len, w->bounce, false, &it->crc, NULL);
+        uint64_t done = atomic_fetch_add(&s->done, it->len) + it->len;
+        if (w->caller && s->fn) s->fn(s->ctx, done, s->total);
     }
     return NULL;
 }
@@ -470,14 +477,34 @@ ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i, ingot_err
 
 ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_error *err)
 {
+    return ingot_file_verify_progress(f, threads, NULL, NULL, err);
+}
+
+ingot_status ingot_file_verify_progress(const ingot_file *f, uint32_t threads,
+                                        ingot_progress_fn fn, void *ctx, ingot_error *err)
+{
     if (!f) return INGOT_MISUSE;
     if (f->fmt->verify_header) ING_TRY(f->fmt->verify_header(f, err));
     uint64_t nt = f->fmt->tensor_count(f);
-    if (nt == 0) return INGOT_OK;
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < nt; i++) {
+        ingot_tensor_info t;
+        ING_TRY(f->fmt->tensor_at(f, i, &t));
+        total += t.nbytes;
+    }
+    if (nt == 0) {
+        if (fn) fn(ctx, 0, 0);
+        return INGOT_OK;
+    }
     if (f->fmt->tensor_verify) { /* the format's own checks, in file order */
+        uint64_t done = 0;
         for (uint64_t i = 0; i < nt; i++) {
+            ingot_tensor_info t;
+            f->fmt->tensor_at(f, i, &t);
             ING_TRY(f->fmt->tensor_verify(f, i, err));
             ING_TRY(ingot__tensor_check_values(f, i, err));
+            done += t.nbytes;
+            if (fn) fn(ctx, done, total);
         }
         return INGOT_OK;
     }
@@ -494,7 +521,7 @@ ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_erro
     }
     if (n_items > SIZE_MAX / sizeof(vitem))
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "too many chunks");
-    vshared s = {.f = f, .n_items = (size_t)n_items};
+    vshared s = {.f = f, .n_items = (size_t)n_items, .total = total, .fn = fn, .ctx = ctx};
     size_t items_bytes = (size_t)n_items * sizeof(vitem);
     s.items = ingot__alloc(&f->alloc, items_bytes);
     if (!s.items)
@@ -511,6 +538,7 @@ ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_erro
         } while (off < t.nbytes);
     }
     atomic_init(&s.next, 0);
+    atomic_init(&s.done, 0);
     if (threads > n_items) threads = (uint32_t)n_items;
 
     ingot_status st = INGOT_OK;
@@ -528,11 +556,12 @@ ingot_status ingot_file_verify(const ingot_file *f, uint32_t threads, ingot_erro
     pthread_t tids[64];
     uint32_t started = 0;
     for (uint32_t t = 0; t < threads; t++)
-        args[t] = (vworker_arg){&s, bounces ? bounces + (size_t)t * BOUNCE : NULL};
+        args[t] = (vworker_arg){&s, bounces ? bounces + (size_t)t * BOUNCE : NULL, t == 0};
     for (uint32_t t = 1; t < threads; t++, started++)
         if (pthread_create(&tids[t - 1], NULL, vworker, &args[t]) != 0) break;
     vworker(&args[0]); /* the caller works too; with no threads started it does everything */
     for (uint32_t t = 0; t < started; t++) pthread_join(tids[t], NULL);
+    if (fn) fn(ctx, total, total);
 
     /* Combine per tensor, in file order; report the first failure. */
     k = 0;

@@ -497,22 +497,12 @@ static int cmd_verify(int argc, char **argv)
         ingot_file_close(f);
         return fail_st(st, path);
     }
-    if (!json && isatty(2) && plan.data_bytes > (512u << 20)) {
-        /* Long job on a terminal: tensor by tensor so a progress bar can be shown. */
-        progress p;
-        progress_init(&p, "verify");
-        uint64_t done = 0;
-        for (uint64_t i = 0; i < nt && st == INGOT_OK; i++) {
-            ingot_tensor_info t;
-            ingot_file_tensor_at(f, i, &t);
-            st = ingot_file_tensor_verify(f, i, &e);
-            done += t.nbytes;
-            progress_update(&p, done, plan.data_bytes);
-        }
-        progress_end(&p);
-    } else {
-        st = ingot_file_verify(f, (uint32_t)threads, &e);
-    }
+    /* Long job on a terminal: a progress bar; the checks are the same either way. */
+    bool bar = !json && isatty(2) && plan.data_bytes > (512u << 20);
+    progress p;
+    if (bar) progress_init(&p, "verify");
+    st = ingot_file_verify_progress(f, (uint32_t)threads, bar ? progress_update : NULL, &p, &e);
+    if (bar) progress_end(&p);
     FILE *o = stdout;
     if (json) {
         fprintf(o, "{\"path\": ");

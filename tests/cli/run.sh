@@ -218,6 +218,18 @@ for to in safetensors npz ingot; do
     n=$((n + 1)); [ ! -e "mask_out.$to" ] || { echo "FAIL: refused convert left mask_out.$to"; fails=$((fails + 1)); }
 done
 
+# unpack writes OUT through a temporary: a refused read leaves an existing OUT as it was and no
+# temporary; a good one replaces it; a device is written in place (never replaced by a file)
+printf 'old contents' > unpacked.bin
+run 1 "$ING" unpack mask.npy mask -o unpacked.bin
+expect_err "BAD_VALUE: .*\[mask\] at byte 128"
+n=$((n + 1)); [ "$(cat unpacked.bin)" = "old contents" ] || { echo "FAIL: refused unpack changed its output"; fails=$((fails + 1)); }
+n=$((n + 1)); ! ls ./*ingot-tmp* >/dev/null 2>&1 || { echo "FAIL: unpack left a temporary:"; ls ./*ingot-tmp*; fails=$((fails + 1)); }
+run 0 "$ING" unpack okmask.npy okmask -o unpacked.bin
+n=$((n + 1)); [ "$(od -An -tx1 unpacked.bin | tr -d ' ')" = "010001" ] || { echo "FAIL: unpack wrote $(od -An -tx1 unpacked.bin)"; fails=$((fails + 1)); }
+run 0 "$ING" unpack okmask.npy okmask -o /dev/null
+n=$((n + 1)); [ -c /dev/null ] || { echo "FAIL: unpack replaced /dev/null"; fails=$((fails + 1)); }
+
 # convert to .mag: the --dequantize hint only where dequantizing would get the tensor stored
 printf '\x00\x00\x40\x40' > one.bin                                              # f32 3
 printf '\x00\x00\x00\x00\x00\x00\xf0\x3f\x00\x00\x00\x00\x00\x00\x00\x40' > d.bin  # f64 1 2

@@ -894,6 +894,64 @@ static int find_tensor(ingot_file *f, const char *path, const char *name, ingot_
     return EXIT_REJECT;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Raw output files (unpack): written to OUT.ingot-tmp-XXXXXX, then renamed over OUT. The one
+ * temporary's name is kept for the signal handler, which removes it.
+ * ------------------------------------------------------------------------------------------- */
+
+static char raw_tmp_path[4096];
+static volatile sig_atomic_t raw_tmp_live;
+
+static FILE *raw_tmp_open(const char *out)
+{
+    int len = snprintf(raw_tmp_path, sizeof raw_tmp_path, "%s.ingot-tmp-XXXXXX", out);
+    if (len < 0 || (size_t)len >= sizeof raw_tmp_path) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGINT);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGHUP);
+    sigprocmask(SIG_BLOCK, &term, &old); /* the name is live before a signal can see it */
+    int fd = mkstemp(raw_tmp_path);
+    if (fd >= 0) raw_tmp_live = 1;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) return NULL;
+    mode_t mask = umask(0); /* the mode fopen would give: 0666 less the umask */
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) { /* mkstemp creates 0600 */
+        int saved = errno;
+        close(fd);
+        unlink(raw_tmp_path);
+        raw_tmp_live = 0;
+        errno = saved;
+        return NULL;
+    }
+    FILE *o = fdopen(fd, "wb");
+    if (!o) {
+        int saved = errno;
+        close(fd);
+        unlink(raw_tmp_path);
+        raw_tmp_live = 0;
+        errno = saved;
+    }
+    return o;
+}
+
+/* Closes the temporary; on `ok`, flushes it to disk and renames it over `out`, else removes it. */
+static int raw_tmp_finish(FILE *o, const char *out, bool ok)
+{
+    int rc = 0;
+    if (ok && (fflush(o) != 0 || fsync(fileno(o)) != 0)) rc = fail_sys("write", out);
+    if (fclose(o) != 0 && ok && !rc) rc = fail_sys("close", out);
+    if (ok && !rc && rename(raw_tmp_path, out) != 0) rc = fail_sys("rename", out);
+    if (!ok || rc) unlink(raw_tmp_path);
+    raw_tmp_live = 0;
+    return rc;
+}
+
 static int cmd_unpack(int argc, char **argv)
 {
     cli_opt opts[] = {{"-o", true, NULL}, {NULL, false, NULL}};
@@ -909,7 +967,13 @@ static int cmd_unpack(int argc, char **argv)
         ingot_file_close(f);
         return rc;
     }
-    FILE *o = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb");
+    /* A regular file OUT is written to a temporary beside it and renamed over OUT once complete:
+     * a failed read or a signal leaves the old OUT as it was and no temporary behind. "-", a
+     * pipe or a device (/dev/null) is written in place. */
+    bool to_stdout = strcmp(out, "-") == 0;
+    struct stat sb;
+    bool direct = !to_stdout && stat(out, &sb) == 0 && !S_ISREG(sb.st_mode);
+    FILE *o = to_stdout ? stdout : direct ? fopen(out, "wb") : raw_tmp_open(out);
     /* Stored bytes as they are in the file, except a strided view, which has none of its own:
      * its elements are written in C order. */
     bool view = (t.flags & INGOT_TENSOR_STRIDED) != 0;
@@ -929,8 +993,12 @@ static int cmd_unpack(int argc, char **argv)
         else if (fwrite(buf, 1, k, o) != k) rc = fail_sys("write", out);
         done += k;
     }
-    if (o && o != stdout && fclose(o) != 0 && !rc) rc = fail_sys("close", out);
-    if (o == stdout && fflush(o) != 0 && !rc) rc = fail_sys("write", out);
+    if (to_stdout && fflush(o) != 0 && !rc) rc = fail_sys("write", out);
+    if (direct && o && fclose(o) != 0 && !rc) rc = fail_sys("close", out);
+    if (!to_stdout && !direct && o) {
+        int rc2 = raw_tmp_finish(o, out, rc == 0);
+        if (!rc) rc = rc2;
+    }
     free(buf);
     ingot_file_close(f);
     return rc;
@@ -1644,6 +1712,7 @@ static int cmd_convert(int argc, char **argv)
 static void on_terminate(int sig)
 {
     ingot_writer_remove_temporaries(); /* async-signal-safe */
+    if (raw_tmp_live) unlink(raw_tmp_path);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;

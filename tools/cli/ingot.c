@@ -164,22 +164,50 @@ static bool parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
-/* JSON string with escapes; input is UTF-8 (validated by the reader). */
+/* The UTF-8 sequence at s[0..n): returns its length and sets *ok when it is one valid character
+ * (strict: no overlongs, surrogates or code points above U+10FFFF); otherwise returns the length
+ * of its maximal subpart (Unicode 15, section 3.9: the bytes that could start a valid sequence,
+ * at least 1), which stands for one replacement character. */
+static size_t utf8_seq(const unsigned char *s, size_t n, bool *ok)
+{
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    size_t len, k;
+    *ok = c < 0x80;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : lo, hi = c == 0xED ? 0x9F : hi;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : lo, hi = c == 0xF4 ? 0x8F : hi;
+    else return 1;
+    for (k = 1; k < len && k < n; k++) {
+        if (s[k] < lo || s[k] > hi) return k;
+        lo = 0x80, hi = 0xBF;
+    }
+    *ok = k == len;
+    return k;
+}
+
+/* JSON string with escapes. Keys, names and most values are UTF-8 (readers validate them), but
+ * some formats allow any bytes in string values (GGUF vocabularies hold raw-byte tokens): each
+ * maximal invalid subsequence is written as \ufffd (U+FFFD, as Python's errors="replace" does),
+ * so the output is always valid JSON (docs/COMPAT.md, "ingot info --json"). */
 static void json_str(FILE *o, const char *s, size_t n)
 {
+    const unsigned char *u = (const unsigned char *)s;
     fputc('"', o);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': fputs("\\\"", o); break;
-        case '\\': fputs("\\\\", o); break;
-        case '\n': fputs("\\n", o); break;
-        case '\r': fputs("\\r", o); break;
-        case '\t': fputs("\\t", o); break;
-        default:
-            if (c < 0x20 || c == 0x7f) fprintf(o, "\\u%04x", c);
-            else fputc(c, o);
-        }
+    for (size_t i = 0; i < n;) {
+        bool ok;
+        size_t len = utf8_seq(u + i, n - i, &ok);
+        unsigned char c = u[i];
+        i += len;
+        if (!ok) fputs("\\ufffd", o);
+        else if (len > 1) fwrite(u + i - len, 1, len, o);
+        else if (c == '"') fputs("\\\"", o);
+        else if (c == '\\') fputs("\\\\", o);
+        else if (c == '\n') fputs("\\n", o);
+        else if (c == '\r') fputs("\\r", o);
+        else if (c == '\t') fputs("\\t", o);
+        else if (c < 0x20 || c == 0x7f) fprintf(o, "\\u%04x", c);
+        else fputc(c, o);
     }
     fputc('"', o);
 }

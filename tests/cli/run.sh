@@ -74,6 +74,16 @@ n=$((n + 1))
 python3 -c 'import json,sys,ast; d=json.load(open("out.txt")); want=ast.literal_eval(open("raw.expect").read()); assert d["metadata"]["raw"]==want[0] and d["metadata"]["arr"]==want, "mismatch"' \
     || { echo "FAIL: info --json of raw string bytes"; fails=$((fails + 1)); }
 
+# npz string members (scipy.sparse.save_npz's 'format', np.savez(foo="abc")) are listed as skipped
+run 0 "$ING" info "$HERE/../data/npy/scipy_csr.npz"
+expect_out "4 tensors"
+expect_out "^skipped (not opened as tensors):$"
+expect_out "^  format  *npz: member 'format.npy' holds a byte string array (descr '|S3'), not numbers: skipped$"
+run 0 "$ING" info --json "$HERE/../data/npy/savez_str.npz"
+n=$((n + 1))
+python3 -c 'import json; d=json.load(open("out.txt")); assert [t["name"] for t in d["tensors"]]==["x"]; assert [s["name"] for s in d["skipped"]]==["foo","bar"]; assert all("<U3" in s["reason"] for s in d["skipped"])' \
+    || { echo "FAIL: info --json skipped"; fails=$((fails + 1)); }
+
 run 0 "$ING" verify m.ingot
 expect_out "m.ingot: OK"
 

@@ -174,10 +174,19 @@ static size_t utf8_seq(const unsigned char *s, size_t n, bool *ok)
     size_t len, k;
     *ok = c < 0x80;
     if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : lo, hi = c == 0xED ? 0x9F : hi;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : lo, hi = c == 0xF4 ? 0x8F : hi;
-    else return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3; /* E0: no overlongs; ED: no surrogates */
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4; /* F0: no overlongs; F4: nothing above U+10FFFF */
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 1;
+    }
     for (k = 1; k < len && k < n; k++) {
         if (s[k] < lo || s[k] > hi) return k;
         lo = 0x80, hi = 0xBF;
@@ -356,6 +365,7 @@ static int cmd_info(int argc, char **argv)
     ingot_file *f;
     if ((rc = open_file(path, &f))) return rc;
     uint64_t nt = ingot_file_tensor_count(f), nm = ingot_file_meta_count(f);
+    uint64_t ns = ingot_file_notice_count(f);
     FILE *o = stdout;
     if (json) {
         fprintf(o, "{\"format\": ");
@@ -394,6 +404,16 @@ static int cmd_info(int argc, char **argv)
             if (t.flags & INGOT_TENSOR_NOT_MAPPED) fputs(", \"mapped\": false", o);
             fputc('}', o);
         }
+        fprintf(o, "], \"skipped\": [");
+        for (uint64_t i = 0; i < ns; i++) {
+            ingot_notice n;
+            ingot_file_notice_at(f, i, &n);
+            fprintf(o, "%s{\"name\": ", i ? ", " : "");
+            json_str(o, n.name, n.name_len);
+            fputs(", \"reason\": ", o);
+            json_str(o, n.reason, strlen(n.reason));
+            fputc('}', o);
+        }
         fprintf(o, "]}\n");
     } else {
         fprintf(o, "%s: %s %s, %" PRIu64 " bytes, alignment %" PRIu64 ", %" PRIu64
@@ -430,6 +450,12 @@ static int cmd_info(int argc, char **argv)
                 if (t.flags & INGOT_TENSOR_HAS_PARAM_ID) fprintf(o, "%" PRIu64 "\n", t.param_id);
                 else fputs("-\n", o);
             }
+        }
+        if (ns) fprintf(o, "\nskipped (not opened as tensors):\n");
+        for (uint64_t i = 0; i < ns; i++) {
+            ingot_notice n;
+            ingot_file_notice_at(f, i, &n);
+            fprintf(o, "  %-32.*s %s\n", (int)n.name_len, n.name, n.reason);
         }
     }
     ingot_file_close(f);

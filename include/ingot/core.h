@@ -264,7 +264,10 @@ INGOT_API uint32_t ingot_dtype_block_bytes(ingot_dtype dt);
  *  block instead (safetensors' rule: prod(shape) x bits is a whole number of bytes). */
 INGOT_API bool ingot_dtype_is_quantized(ingot_dtype dt);
 
-#define INGOT_MAX_RANK 8
+/** The largest rank any tensor may have, in every format and the backend: NumPy 2's limit (NumPy
+ *  1.x allows 32, magnetron snapshots 63, PyTorch more). Formats with a smaller limit of their
+ *  own keep it and say so in their error (GGUF 4, .tenzor 5, .mag storage archives 8). */
+#define INGOT_MAX_RANK 64
 
 /** Element count and byte size of a tensor, with every multiplication checked.
  *  Errors: BAD_TYPE (unknown dtype), BAD_NDIMS (rank > INGOT_MAX_RANK), BAD_SHAPE (a dimension

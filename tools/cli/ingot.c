@@ -151,6 +151,7 @@ static void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
     }
     for (uint32_t d = 0; d < t->rank && n < cap; d++)
         n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? "x" : "", t->shape[d]);
+    if (n >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4); /* cut: say so */
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -441,7 +442,7 @@ static int cmd_info(int argc, char **argv)
                     "shape", "nbytes", "offset", "param_id");
             for (uint64_t i = 0; i < nt; i++) {
                 ingot_tensor_info t;
-                char sh[160];
+                char sh[INGOT_MAX_RANK * 21 + 1]; /* 64 dims of up to 20 digits */
                 ingot_file_tensor_at(f, i, &t);
                 shape_str(&t, sh, sizeof sh);
                 fprintf(o, "  %5" PRIu64 "  %-*.*s  %-8s %-20s %14" PRIu64 " %14" PRIu64 "  ", i,

@@ -334,7 +334,8 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
         uint32_t nd = ing_ld32(p + at);
         if (nd > GGUF_MAX_DIMS) {
             st = ingot__err(err, INGOT_BAD_NDIMS, at, c->where, c->where_len,
-                            "n_dims %u exceeds %u", nd, GGUF_MAX_DIMS);
+                            "n_dims %u exceeds GGUF's limit of %u (GGML_MAX_DIMS)", nd,
+                            GGUF_MAX_DIMS);
             goto fail;
         }
         at += 4;

@@ -179,7 +179,8 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
                     return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, who, wl,
                                       "shape dimension is not an unsigned integer");
                 uint64_t dim = c->u;
-                if (!ingot__bp_buf_put(&p->s->pool, &dim, sizeof dim)) return nomem(err, "the pool");
+                if (!ingot__bp_buf_put(&p->s->pool, &dim, sizeof dim))
+                    return nomem(err, "the pool");
                 t->brank++;
             }
         } else if (field == 2) {

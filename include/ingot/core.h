@@ -356,7 +356,9 @@ enum {
 };
 
 /** A view of one tensor. Caller-allocated, filled by ingot_file_tensor_at()/_find().
- *  Frozen for this major version. */
+ *  Frozen for this major version. About 1.1 KiB: shape and strides have room for INGOT_MAX_RANK
+ *  (64) dimensions (8 before 0.1 was released: code built against that header must be
+ *  rebuilt). Adapters keep shapes compactly; only this caller-side view is that wide. */
 typedef struct ingot_tensor_info {
     const char *name;                 /**< UTF-8, NUL-terminated, borrowed until close */
     size_t name_len;                  /**< bytes, without the NUL */

@@ -89,6 +89,21 @@ static void exercise(const ingot_file *f, const uint8_t *d, size_t size)
     FZ_CHECK(ingot_file_meta_count(f) == 0);
     uint64_t a = ingot_file_alignment(f);
     FZ_CHECK(a >= 1 && a <= 64 && (a & (a - 1)) == 0);
+    /* skipped string members: npz only, each a name that is no tensor and a reason */
+    uint64_t ns = ingot_file_notice_count(f);
+    FZ_CHECK(npz || ns == 0);
+    for (uint64_t i = 0; i <= ns; i++) {
+        ingot_notice no;
+        ingot_tensor_info t;
+        if (i == ns) {
+            FZ_ST(ingot_file_notice_at(f, i, &no), INGOT_RANGE);
+            break;
+        }
+        FZ_ST(ingot_file_notice_at(f, i, &no), INGOT_OK);
+        FZ_CHECK(no.kind == INGOT_NOTICE_SKIPPED && no.name && strlen(no.name) == no.name_len);
+        FZ_CHECK(no.reason && strstr(no.reason, "skipped") && no.offset <= size);
+        FZ_ST(ingot_file_tensor_find(f, no.name, &t), INGOT_NOT_FOUND);
+    }
     for (uint64_t i = 0; i < n; i++) {
         ingot_tensor_info t, u;
         FZ_ST(ingot_file_tensor_at(f, i, &t), INGOT_OK);

@@ -21,13 +21,16 @@ static void check_success(tp_machine *m, tp_flat *fl)
         FZ_CHECK(t->ndim <= INGOT_MAX_RANK);
         const tp_storage *s = &m->storages[t->storage];
         uint64_t n = 1, last = t->offset;
+        const uint64_t *size = tp_size(m, t);
+        const int64_t *stride = tp_stride(m, t);
+        FZ_CHECK(t->dims + 2 * (size_t)t->ndim <= m->n_dims);
         for (uint32_t k = 0; k < t->ndim; k++) {
-            FZ_CHECK(!__builtin_mul_overflow(n, t->size[k], &n));
-            FZ_CHECK(t->stride[k] >= 0);
+            FZ_CHECK(!__builtin_mul_overflow(n, size[k], &n));
+            FZ_CHECK(stride[k] >= 0);
         }
         FZ_CHECK(n == t->nelem);
         if (n) {
-            for (uint32_t k = 0; k < t->ndim; k++) last += (t->size[k] - 1) * (uint64_t)t->stride[k];
+            for (uint32_t k = 0; k < t->ndim; k++) last += (size[k] - 1) * (uint64_t)stride[k];
             FZ_CHECK((last + 1) * t->esize <= s->nbytes);
         } else {
             FZ_CHECK(t->offset * t->esize <= s->nbytes);

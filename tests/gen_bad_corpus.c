@@ -1270,7 +1270,7 @@ static const gcase gen_cases[] = {
     SHP("dtype_280_gap.ingot", BAD_TYPE, GT_TAIL, SHP_DTYPE, 2, 280),
     SHP("dtype_299_after_last.ingot", BAD_TYPE, GT_EMBT, SHP_DTYPE, 2, 299),
     /* row 10: rank; the reserved byte */
-    SHP("rank_9.ingot", BAD_NDIMS, GT_EMBED, SHP_RANK, 1, 9),
+    SHP("rank_65.ingot", BAD_NDIMS, GT_EMBED, SHP_RANK, 1, 65), /* INGOT_MAX_RANK + 1 */
     SHP("rank_255.ingot", BAD_NDIMS, GT_Q, SHP_RANK, 1, 255),
     SHP("shape_reserved_1.ingot", BAD_FLAGS, GT_BIAS, SHP_RESERVED, 1, 1),
     SHP("shape_reserved_80.ingot", BAD_FLAGS, GT_TAIL, SHP_RESERVED, 1, 0x80),

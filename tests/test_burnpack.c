@@ -1037,7 +1037,8 @@ typedef struct {
 static uint8_t *bad_file(int k, size_t *n, bad_case *bc)
 {
     vec m = {0};
-    uint64_t sh[9] = {16, 1, 1, 1, 1, 1, 1, 1, 1}, big[2] = {UINT64_MAX / 2, 4};
+    uint64_t sh[INGOT_MAX_RANK + 1] = {16}, big[2] = {UINT64_MAX / 2, 4};
+    for (int d = 1; d <= INGOT_MAX_RANK; d++) sh[d] = 1;
     bool aligned = true;
     size_t data = 16;
     uint8_t fill = 1;
@@ -1061,8 +1062,8 @@ static uint8_t *bad_file(int k, size_t *n, bad_case *bc)
             head(&m, 5, 1), text(&m, "k"), head(&m, 0, 1); data = 0; break;
     case 7: *bc = (bad_case){"lower-case dtype", INGOT_BAD_TYPE, "x"};
         START_T(1), desc(&m, "x", "u8", NULL, 1, sh, 0, 16, 0, 0); break;
-    case 8: *bc = (bad_case){"rank 9", INGOT_BAD_NDIMS, "x"};
-        START_T(1), desc(&m, "x", "U8", NULL, 9, sh, 0, 16, 0, 0); break;
+    case 8: *bc = (bad_case){"rank 65", INGOT_BAD_NDIMS, "x"};
+        START_T(1), desc(&m, "x", "U8", NULL, INGOT_MAX_RANK + 1, sh, 0, 16, 0, 0); break;
     case 9: *bc = (bad_case){"shape product overflows", INGOT_BAD_SHAPE, "x"};
         START_T(1), desc(&m, "x", "U8", NULL, 2, big, 0, 16, 0, 0); break;
     case 10: *bc = (bad_case){"size != shape x dtype", INGOT_BAD_SIZE, "x"};

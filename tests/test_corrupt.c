@@ -401,7 +401,8 @@ static void rnd_set(rset *s, unsigned dtype_cursor)
         /* cycle through every dtype across the sets, with random ones in between */
         t->dtype = i == 0 ? all_dtypes[dtype_cursor % N_DTYPES] : all_dtypes[rnd_below(N_DTYPES)];
         uint32_t be = ingot_dtype_block_elems(t->dtype);
-        t->rank = (uint32_t)rnd_below(INGOT_MAX_RANK + 1);
+        /* mostly 0..8, one in eight anywhere up to INGOT_MAX_RANK */
+        t->rank = (uint32_t)rnd_below(rnd_below(8) == 0 ? INGOT_MAX_RANK + 1 : 9);
         if (be > 1 && t->rank == 0) t->rank = 1; /* a block type is never a scalar */
         uint64_t budget = 512;
         for (uint32_t d = 0; d < t->rank; d++) {
@@ -692,7 +693,7 @@ TEST(test_random_roundtrips)
     const char *path = tmp_path("rt.ingot");
     static rset s;
     size_t total_bytes = 0, total_tensors = 0, total_meta = 0, dtypes_seen[512] = {0};
-    unsigned ranks_seen = 0, meta_seen = 0, arrays_seen = 0;
+    unsigned ranks_seen = 0, meta_seen = 0, arrays_seen = 0, max_rank = 0;
     size_t zero_sized = 0, quantized = 0, with_pid = 0;
     for (unsigned iter = 0; iter < 200; iter++) {
         rnd_set(&s, iter);
@@ -748,7 +749,8 @@ TEST(test_random_roundtrips)
         total_meta += s.nm;
         for (size_t i = 0; i < s.nt; i++) {
             dtypes_seen[s.t[i].dtype]++;
-            ranks_seen |= 1u << s.t[i].rank;
+            if (s.t[i].rank <= 8) ranks_seen |= 1u << s.t[i].rank;
+            if (s.t[i].rank > max_rank) max_rank = s.t[i].rank;
             zero_sized += s.t[i].nelem == 0;
             quantized += ingot_dtype_is_quantized(s.t[i].dtype);
             with_pid += s.t[i].has_pid;
@@ -764,6 +766,7 @@ TEST(test_random_roundtrips)
     for (size_t i = 0; i < N_DTYPES; i++) dtypes += dtypes_seen[all_dtypes[i]] > 0;
     ASSERT_U64(dtypes, N_DTYPES);
     ASSERT_EQ(ranks_seen, 0x1ff);        /* ranks 0..8 */
+    ASSERT_TRUE(max_rank > 48);          /* and high ranks up to INGOT_MAX_RANK */
     ASSERT_EQ(meta_seen, 0x3ffe);        /* types 1..13 */
     ASSERT_EQ(arrays_seen, 0x3ffe);      /* arrays of every type */
     ASSERT_TRUE(zero_sized > 0 && quantized > 0 && with_pid > 0);

@@ -415,6 +415,101 @@ TEST(test_gguf_strings)
     free(s.kv.b);
 }
 
+/* Row 5, non-UTF-8: keys and tensor names are refused at their first invalid byte (gguf-py
+ * decodes both as UTF-8); string values keep any bytes (vocabularies hold raw-byte tokens). */
+TEST(test_gguf_utf8)
+{
+    static const struct {
+        const char *label, *bytes;
+        size_t bad; /* index of the first invalid byte, or SIZE_MAX if valid */
+    } rows[] = {
+        {"0xFF", "ab\xff", 2},
+        {"lone continuation", "\x80x", 0},
+        {"overlong '/'", "k\xc0\xaf", 1},
+        {"surrogate U+D800", "kk\xed\xa0\x80", 2},
+        {"above U+10FFFF", "\xf4\x90\x80\x80", 0},
+        {"truncated sequence at the end", "key\xe2\x82", 3},
+        {"two bytes, valid", "h\xc3\xa9", SIZE_MAX},
+        {"four bytes, valid", "\xf0\x9f\x98\x80.w", SIZE_MAX},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        bool valid = rows[r].bad == SIZE_MAX;
+        char label[96];
+        /* as a key: KV 0 of a file with one tensor */
+        fspec s = {0};
+        kv_u32(&s.kv, rows[r].bytes, 4, 7);
+        s.n_kv = 1;
+        s.t[0] = (tspec){"w", 1, {8}, 0, false, 0};
+        s.n_t = 1;
+        gb g = build(&s);
+        snprintf(label, sizeof label, "key %s", rows[r].label);
+        ASSERT_TRUE(EXPECT(label, g, valid ? INGOT_OK : INGOT_BAD_STRING,
+                           valid ? INGOT_NO_OFFSET : 24 + 8 + rows[r].bad,
+                           valid ? NULL : "KV 0"));
+        if (valid) {
+            ingot_file *f;
+            ASSERT_OK(ingot_file_open_buffer(g.b, g.n, NULL, &f, NULL));
+            uint32_t v = 0;
+            ASSERT_OK(ingot_file_meta_get_u32(f, rows[r].bytes, &v));
+            ASSERT_EQ(v, 7);
+            ingot_file_close(f);
+        }
+        free(g.b);
+        free(s.kv.b);
+        /* as the second tensor's name */
+        s = base();
+        s.t[1].name = rows[r].bytes;
+        g = build(&s);
+        snprintf(label, sizeof label, "tensor name %s", rows[r].label);
+        ASSERT_TRUE(EXPECT(label, g, valid ? INGOT_OK : INGOT_BAD_STRING,
+                           valid ? INGOT_NO_OFFSET : s.info_at[1] + 8 + rows[r].bad,
+                           valid ? NULL : "tensor 1"));
+        if (!valid) {
+            ingot_error e;
+            ingot_file *f;
+            ASSERT_ST(ingot_file_open_buffer(g.b, g.n, NULL, &f, &e), INGOT_BAD_STRING);
+            ASSERT_TRUE(strstr(e.msg, "name is not valid UTF-8") != NULL);
+        } else {
+            ingot_file *f;
+            ingot_tensor_info t;
+            ASSERT_OK(ingot_file_open_buffer(g.b, g.n, NULL, &f, NULL));
+            ASSERT_OK(ingot_file_tensor_find(f, rows[r].bytes, &t));
+            ASSERT_EQ(t.index, 1);
+            ingot_file_close(f);
+        }
+        free(g.b);
+        free(s.kv.b);
+        /* as a string value, alone and inside a string array: accepted, bytes unchanged */
+        s = base();
+        kv_str(&s.kv, "raw", rows[r].bytes);
+        putstr(&s.kv, "raw.arr");
+        put32(&s.kv, 9);
+        put32(&s.kv, 8);
+        put64(&s.kv, 2);
+        putstr(&s.kv, "ok");
+        putstr(&s.kv, rows[r].bytes);
+        s.n_kv += 2;
+        g = build(&s);
+        snprintf(label, sizeof label, "string value %s", rows[r].label);
+        ASSERT_TRUE(EXPECT(label, g, INGOT_OK, INGOT_NO_OFFSET, NULL));
+        ingot_file *f;
+        ASSERT_OK(ingot_file_open_buffer(g.b, g.n, NULL, &f, NULL));
+        const char *v;
+        size_t vl;
+        ASSERT_OK(ingot_file_meta_get_string(f, "raw", &v, &vl));
+        ASSERT_EQ(vl, strlen(rows[r].bytes));
+        ASSERT_MEM(v, rows[r].bytes, vl);
+        ingot_meta_info m;
+        ASSERT_OK(ingot_file_meta_find(f, "raw.arr", &m));
+        ASSERT_OK(ingot_file_meta_array_string(f, m.index, 1, &v, &vl));
+        ASSERT_EQ(vl, strlen(rows[r].bytes));
+        ASSERT_MEM(v, rows[r].bytes, vl);
+        ingot_file_close(f);
+        free(g.b);
+        free(s.kv.b);
+    }
+}
+
 /* Row 6: arrays. */
 TEST(test_gguf_arrays)
 {
@@ -812,6 +907,7 @@ int main(int argc, char **argv)
     static const test_case cases[] = {
         T(test_gguf_base_is_valid), T(test_gguf_truncation_everywhere),
         T(test_gguf_magic_and_version), T(test_gguf_counts), T(test_gguf_strings),
+        T(test_gguf_utf8),
         T(test_gguf_arrays), T(test_gguf_kv_rules), T(test_gguf_tensor_rules),
         T(test_gguf_data_section), T(test_gguf_byte_flips),
     };

@@ -722,7 +722,8 @@ TEST(test_accept_boundaries)
     ingot_file_close(f);
 }
 
-/* Zero-sized dims (twin of shape_zero_then_2p63) and every rank 0..8 via the writer. */
+/* Zero-sized dims (twin of shape_zero_then_2p63) and every rank 0..64 via the writer (twin of
+ * rank_65). */
 TEST(test_accept_zero_dims_and_ranks)
 {
     ingot_writer *w;
@@ -737,14 +738,16 @@ TEST(test_accept_zero_dims_and_ranks)
     ASSERT_ST(ingot_writer_add_tensor(w, "big", INGOT_DTYPE_F32, 2, big, NULL, NULL, &e),
               INGOT_BAD_SHAPE);
     uint8_t d[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    uint64_t ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    for (uint32_t r = 0; r <= 8; r++) {
+    uint64_t ones[INGOT_MAX_RANK + 1];
+    for (uint32_t k = 0; k <= INGOT_MAX_RANK; k++) ones[k] = 1;
+    for (uint32_t r = 0; r <= INGOT_MAX_RANK; r++) {
         char nm[8];
         snprintf(nm, sizeof nm, "r%u", r);
         ASSERT_OK(ingot_writer_add_tensor(w, nm, INGOT_DTYPE_U8, r, ones, NULL, d, &e));
     }
-    ASSERT_ST(ingot_writer_add_tensor(w, "r9", INGOT_DTYPE_U8, 9, ones, NULL, d, &e),
+    ASSERT_ST(ingot_writer_add_tensor(w, "r65", INGOT_DTYPE_U8, 65, ones, NULL, d, &e),
               INGOT_BAD_NDIMS);
+    ASSERT_TRUE(strstr(e.msg, "rank 65 exceeds 64") != NULL);
     size_t n;
     uint8_t *img = write_mem(w, &n);
     ASSERT_TRUE(img != NULL);
@@ -758,6 +761,10 @@ TEST(test_accept_zero_dims_and_ranks)
     ASSERT_U64(t.nelem, 1);
     ASSERT_OK(ingot_file_tensor_find(f, "r8", &t));
     ASSERT_EQ(t.rank, 8);
+    ASSERT_OK(ingot_file_tensor_find(f, "r64", &t));
+    ASSERT_EQ(t.rank, 64);
+    ASSERT_U64(t.nelem, 1);
+    for (uint32_t k = 0; k < 64; k++) ASSERT_U64(t.shape[k], 1);
     ingot_file_close(f);
     free(img);
 }

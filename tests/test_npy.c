@@ -18,6 +18,10 @@
 #include "writer_impl.h" /* ingot__write_chunk */
 #include "zip.h"
 
+/* 64 dimensions of 1 (INGOT_MAX_RANK), for rank limit rows */
+#define ONES8 "1,1,1,1,1,1,1,1"
+#define ONES64 ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8
+
 #define FIX INGOT_FIXTURES "/npy/"
 
 static uint8_t *slurp(const char *path, size_t *n)
@@ -946,7 +950,8 @@ TEST(test_npy_header_grammar)
          INGOT_BAD_SHAPE},
         {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,)}", 0,
          INGOT_BAD_SIZE},
-        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", 4,
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (" ONES64 ",)}", 4, INGOT_OK},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (" ONES64 ",1)}", 4,
          INGOT_BAD_NDIMS},
         {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 7, INGOT_TRUNCATED},
         {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 9, INGOT_BAD_LAYOUT},

@@ -699,11 +699,16 @@ TEST(refuses_bad_tensors)
     tensor_v2n(&p, "0", 6, 0, 2, s2, 1, d2); /* 2 sizes, 1 stride */
     stop(&p);
     EXPECT(&p, INGOT_BAD_SHAPE, p.n - 2, "strides");
-    int32_t s9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, d9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    start(&p);
-    tensor_v2(&p, "0", 6, 0, 9, s9, d9);
+    int32_t s65[INGOT_MAX_RANK + 1], d65[INGOT_MAX_RANK + 1];
+    for (int k = 0; k <= INGOT_MAX_RANK; k++) s65[k] = d65[k] = 1;
+    start(&p); /* rank 64 (INGOT_MAX_RANK): accepted */
+    tensor_v2(&p, "0", 6, 0, INGOT_MAX_RANK, s65, d65);
     stop(&p);
-    EXPECT(&p, INGOT_BAD_NDIMS, p.n - 2, "dimensions");
+    EXPECT(&p, INGOT_OK, UINT64_MAX, NULL);
+    start(&p); /* rank 65 (torch allows it): refused naming the limit */
+    tensor_v2(&p, "0", 6, 0, INGOT_MAX_RANK + 1, s65, d65);
+    stop(&p);
+    EXPECT(&p, INGOT_BAD_NDIMS, p.n - 2, "65 dimensions (ingot's limit is 64");
     int32_t big[3] = {65536, 65536, 65536}, bd[3] = {0, 0, 0};
     start(&p); /* 2^48 elements on stride 0: bounded, allowed (a broadcast) */
     tensor_v2(&p, "0", 1, 0, 3, big, bd);

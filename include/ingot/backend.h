@@ -258,7 +258,9 @@ INGOT_API ingot_status ingot_buffer_read(const ingot_buffer *buf, size_t offset,
  * block-quantized dtypes, which must be contiguous (their shape counts elements; the innermost
  * dimension is a multiple of the block). Supported element dtypes: F64 F32 F16 BF16 I64 I32 I16
  * I8 U8 BOOL (ops document which). A tensor with a zero dimension is empty: every op accepts it
- * and writes nothing. Rank 0 is a scalar.
+ * and writes nothing. Rank 0 is a scalar; the largest rank is INGOT_MAX_RANK (64), so a tensor
+ * value is about 1 KiB (it held 8 dimensions before 0.1 was released: code built against that
+ * header must be rebuilt).
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct ingot_tensor {

@@ -11,6 +11,7 @@
  *   4. opening and closing a file (path + mmap, path + pread, caller buffer)
  *   5. tensors: count, by index, by name, bounded reads, checksum verification
  *   6. typed metadata
+ *   7. notices: parts of a file that were skipped at open
  *
  * Ownership, in one place:
  *   - ingot_file_open*() return an owned handle; release it with ingot_file_close() (NULL is a no-op).
@@ -265,7 +266,10 @@ INGOT_API uint32_t ingot_dtype_block_bytes(ingot_dtype dt);
  *  block instead (safetensors' rule: prod(shape) x bits is a whole number of bytes). */
 INGOT_API bool ingot_dtype_is_quantized(ingot_dtype dt);
 
-#define INGOT_MAX_RANK 8
+/** The largest rank any tensor may have, in every format and the backend: NumPy 2's limit (NumPy
+ *  1.x allows 32, magnetron snapshots 63, PyTorch more). Formats with a smaller limit of their
+ *  own keep it and say so in their error (GGUF 4, .tenzor 5, .mag storage archives 8). */
+#define INGOT_MAX_RANK 64
 
 /** Element count and byte size of a tensor, with every multiplication checked.
  *  Errors: BAD_TYPE (unknown dtype), BAD_NDIMS (rank > INGOT_MAX_RANK), BAD_SHAPE (a dimension
@@ -355,7 +359,9 @@ enum {
 };
 
 /** A view of one tensor. Caller-allocated, filled by ingot_file_tensor_at()/_find().
- *  Frozen for this major version. */
+ *  Frozen for this major version. About 1.1 KiB: shape and strides have room for INGOT_MAX_RANK
+ *  (64) dimensions (8 before 0.1 was released: code built against that header must be
+ *  rebuilt). Adapters keep shapes compactly; only this caller-side view is that wide. */
 typedef struct ingot_tensor_info {
     const char *name;                 /**< UTF-8, NUL-terminated, borrowed until close */
     size_t name_len;                  /**< bytes, without the NUL */
@@ -587,6 +593,34 @@ INGOT_API ingot_status ingot_file_meta_array_read(const ingot_file *f, uint64_t 
 /** Element `elem` of STRING or BYTES array entry `index`: borrowed bytes. */
 INGOT_API ingot_status ingot_file_meta_array_string(const ingot_file *f, uint64_t index,
                                                     uint64_t elem, const char **s, size_t *len);
+
+/* ---------------------------------------------------------------------------------------------
+ * 7. Notices: what an open file left out
+ *
+ * A file may open without some of its parts when they cannot be tensors and refusing the whole
+ * file would be worse: an .npz member holding strings (every scipy.sparse.save_npz file has one)
+ * is skipped and the numeric members open. Each such part gets one notice, in file order.
+ * Nothing is ever skipped silently: a file with a notice opens, the notice says what is missing.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum ingot_notice_kind {
+    INGOT_NOTICE_SKIPPED = 1, /**< a part of the file not exposed as a tensor or metadata */
+} ingot_notice_kind;
+
+/** One notice. Caller-allocated; pointers borrowed until close. */
+typedef struct ingot_notice {
+    ingot_notice_kind kind;
+    const char *name;   /**< what it concerns (the tensor name the part would have had), UTF-8,
+                             NUL-terminated */
+    size_t name_len;    /**< bytes, without the NUL */
+    const char *reason; /**< why, in English, NUL-terminated ("dtype '<U3': ...") */
+    uint64_t offset;    /**< byte offset in the file of the part, or INGOT_NO_OFFSET */
+} ingot_notice;
+
+/** Number of notices of the open file (0 for most files). */
+INGOT_API uint64_t ingot_file_notice_count(const ingot_file *f);
+/** Notice i (0-based). RANGE if out of bounds (out is zeroed). */
+INGOT_API ingot_status ingot_file_notice_at(const ingot_file *f, uint64_t i, ingot_notice *out);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,9 @@ static ingot_status new_file(const ingot_open_opts *opts, ingot_file **out, ingo
 
 static void release(ingot_file *f)
 {
+    for (size_t i = 0; i < f->n_notices; i++)
+        ingot__free(&f->alloc, f->notices[i].name, f->notices[i].name_len + 1);
+    ingot__free(&f->alloc, f->notices, f->cap_notices * sizeof *f->notices);
     if (f->map) ingot__io->munmap(f->map, f->map_len);
     if (f->fd >= 0) ingot__io->close(f->fd);
     ingot__free(&f->alloc, f->head, f->head_len);
@@ -271,6 +274,50 @@ ingot_status ingot__file_open_buffer(const ingot__format *const *formats, const 
         return st;
     }
     *out = f;
+    return INGOT_OK;
+}
+
+ingot_status ingot__file_notice(ingot_file *f, ingot_notice_kind kind, const char *name,
+                                size_t name_len, uint64_t offset, ingot_error *err,
+                                const char *fmt, ...)
+{
+    if (f->n_notices == f->cap_notices) {
+        size_t nc = f->cap_notices ? f->cap_notices * 2 : 4;
+        void *p = f->notices;
+        if (!ingot__grow(&f->alloc, &p, f->cap_notices * sizeof *f->notices,
+                         nc * sizeof *f->notices))
+            return ingot__err(err, INGOT_NOMEM, offset, name, name_len, "allocating a notice");
+        f->notices = p;
+        f->cap_notices = nc;
+    }
+    ingot__notice *n = &f->notices[f->n_notices];
+    n->name = ingot__strndup(&f->alloc, name, name_len);
+    if (!n->name)
+        return ingot__err(err, INGOT_NOMEM, offset, name, name_len, "allocating a notice");
+    n->kind = kind;
+    n->offset = offset;
+    n->name_len = name_len;
+    va_list ap;
+    va_start(ap, fmt);
+    ingot__vfmt(n->reason, sizeof n->reason, fmt, ap);
+    va_end(ap);
+    f->n_notices++;
+    return INGOT_OK;
+}
+
+uint64_t ingot_file_notice_count(const ingot_file *f) { return f ? f->n_notices : 0; }
+
+ingot_status ingot_file_notice_at(const ingot_file *f, uint64_t i, ingot_notice *out)
+{
+    if (!f || !out) return INGOT_MISUSE;
+    memset(out, 0, sizeof *out);
+    if (i >= f->n_notices) return INGOT_RANGE;
+    const ingot__notice *n = &f->notices[i];
+    out->kind = n->kind;
+    out->name = n->name;
+    out->name_len = n->name_len;
+    out->reason = n->reason;
+    out->offset = n->offset;
     return INGOT_OK;
 }
 

@@ -86,7 +86,28 @@ struct ingot_file {
     uint64_t alignment; /* set by the adapter */
     char version[16];   /* set by the adapter: "1.0" */
     ingot_open_opts opts;
+
+    struct ingot__notice *notices; /* ingot__file_notice; freed at close */
+    size_t n_notices, cap_notices;
 };
+
+typedef struct ingot__notice {
+    ingot_notice_kind kind;
+    uint64_t offset;
+    char *name; /* owned copy, NUL-terminated */
+    size_t name_len;
+    char reason[192];
+} ingot__notice;
+
+/* For adapters, while opening: records a notice (copies name and the formatted reason). NOMEM is
+ * the only failure; notices of a failed open are freed with the file. */
+ingot_status ingot__file_notice(ingot_file *f, ingot_notice_kind kind, const char *name,
+                                size_t name_len, uint64_t offset, ingot_error *err,
+                                const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 7, 8)))
+#endif
+    ;
 
 /* For adapters: makes the first n bytes available (pread mode reads them once, at open) and points
  * *p at them. TRUNCATED if the file is shorter. Not thread-safe: call only from open. */

@@ -1,7 +1,7 @@
 /* utf8.c - strict UTF-8 validation for names, keys and string values read from files. */
 #include "utf8.h"
 
-bool ingot__utf8_valid(const uint8_t *s, size_t n, bool allow_nul)
+size_t ingot__utf8_prefix(const uint8_t *s, size_t n, bool allow_nul)
 {
     size_t i = 0;
     while (i < n) {
@@ -16,7 +16,7 @@ bool ingot__utf8_valid(const uint8_t *s, size_t n, bool allow_nul)
         if (i >= n) break;
         uint8_t c = s[i];
         if (c < 0x80) {
-            if (c == 0 && !allow_nul) return false;
+            if (c == 0 && !allow_nul) return i;
             i++;
             continue;
         }
@@ -25,16 +25,21 @@ bool ingot__utf8_valid(const uint8_t *s, size_t n, bool allow_nul)
         if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
         else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
         else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-        else return false;
-        if (n - i < len) return false;
+        else return i;
+        if (n - i < len) return i;
         for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
+            if ((s[i + k] & 0xC0) != 0x80) return i;
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
         if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
             (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
+            return i;
         i += len;
     }
-    return true;
+    return n;
+}
+
+bool ingot__utf8_valid(const uint8_t *s, size_t n, bool allow_nul)
+{
+    return ingot__utf8_prefix(s, n, allow_nul) == n;
 }

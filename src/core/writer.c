@@ -66,7 +66,8 @@ void ingot_writer_free(ingot_writer *w)
     for (size_t i = 0; i < w->n_meta; i++) free_meta(w, &w->meta[i]);
     ingot__free(&w->alloc, w->meta, w->cap_meta * sizeof *w->meta);
     for (size_t i = 0; i < w->n_tensors; i++)
-        ingot__free(&w->alloc, w->tensors[i].name, w->tensors[i].name_len + 1);
+        ingot__free(&w->alloc, w->tensors[i].name,
+                    ingot__wtensor_block(w->tensors[i].name_len, w->tensors[i].rank));
     ingot__free(&w->alloc, w->tensors, w->cap_tensors * sizeof *w->tensors);
     ingot__free(&w->alloc, w->mem, w->mem_cap);
     ingot__free(&w->alloc, w, sizeof *w);
@@ -298,10 +299,12 @@ ingot_status ingot_writer_add_tensor(ingot_writer *w, const char *name, ingot_dt
     ING_TRY(check_name(name, nlen, "tensor name", err));
     ingot__wtensor t = {.dtype = dtype, .rank = rank, .data = data};
     if (rank > INGOT_MAX_RANK)
-        return ingot__err(err, INGOT_BAD_NDIMS, INGOT_NO_OFFSET, name, nlen, "rank %u exceeds %d",
-                          rank, INGOT_MAX_RANK);
-    for (uint32_t d = 0; d < rank; d++) t.shape[d] = shape[d];
-    ingot_status st = ingot_dtype_nbytes(dtype, rank, t.shape, NULL, &t.nbytes);
+        return ingot__err(err, INGOT_BAD_NDIMS, INGOT_NO_OFFSET, name, nlen,
+                          "rank %u exceeds %d (INGOT_MAX_RANK)", rank, INGOT_MAX_RANK);
+    uint64_t sh[INGOT_MAX_RANK];
+    for (uint32_t d = 0; d < rank; d++) sh[d] = shape[d];
+    t.shape = sh; /* until the block exists (check_tensor sees it) */
+    ingot_status st = ingot_dtype_nbytes(dtype, rank, sh, NULL, &t.nbytes);
     if (st != INGOT_OK)
         return ingot__err(err, st, INGOT_NO_OFFSET, name, nlen, "%s", ingot_status_str(st));
     if (topts && topts->has_param_id) {
@@ -329,13 +332,18 @@ ingot_status ingot_writer_add_tensor(ingot_writer *w, const char *name, ingot_dt
         w->tensors = p;
         w->cap_tensors = nc;
     }
-    t.name = ingot__strndup(&w->alloc, name, nlen);
-    if (!t.name) return nomem(err, "a tensor name");
-    t.name_len = (uint32_t)nlen;
-    if (!ing_add(w->data_total, t.nbytes, &w->data_total)) {
-        ingot__free(&w->alloc, t.name, nlen + 1);
+    size_t block = ingot__wtensor_block(nlen, rank);
+    uint64_t total;
+    if (!ing_add(w->data_total, t.nbytes, &total))
         return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, name, nlen, "total size overflows");
-    }
+    t.name = ingot__alloc(&w->alloc, block);
+    if (!t.name) return nomem(err, "a tensor name");
+    memcpy(t.name, name, nlen);
+    t.name[nlen] = 0;
+    t.name_len = (uint32_t)nlen;
+    t.shape = rank ? (uint64_t *)(void *)(t.name + block - 8 * (size_t)rank) : NULL;
+    for (uint32_t d = 0; d < rank; d++) t.shape[d] = sh[d];
+    w->data_total = total;
     w->tensors[w->n_tensors++] = t;
     return INGOT_OK;
 }

@@ -24,11 +24,11 @@ typedef struct ingot__wmeta {
 } ingot__wmeta;
 
 typedef struct ingot__wtensor {
-    char *name;
+    char *name; /* owned block: name, NUL, padding to 8, then shape[rank] (ingot__wtensor_block) */
     uint32_t name_len;
     ingot_dtype dtype;
     uint32_t rank;
-    uint64_t shape[INGOT_MAX_RANK];
+    uint64_t *shape; /* rank entries, in the name's block; NULL for rank 0 */
     uint64_t nbytes;
     bool has_param_id;
     uint64_t param_id;
@@ -36,6 +36,13 @@ typedef struct ingot__wtensor {
     uint32_t crc;     /* filled while streaming */
     uint64_t offset;  /* absolute file offset, set by the format's begin */
 } ingot__wtensor;
+
+/* Bytes of a tensor's owned block: the name and its NUL padded to 8, then the shape. One block per
+ * tensor keeps a description at 8 bytes per dimension used, whatever INGOT_MAX_RANK is. */
+static inline size_t ingot__wtensor_block(size_t name_len, uint32_t rank)
+{
+    return (name_len + 8) / 8 * 8 + 8 * (size_t)rank;
+}
 
 typedef struct ingot__writer_ops ingot__writer_ops;
 

@@ -75,6 +75,36 @@ golden info.json
 run 0 "$ING" info m.ingot
 golden info.txt
 
+# info --json is valid JSON whatever bytes a string value holds (GGUF values may be any bytes):
+# each maximal invalid UTF-8 subsequence becomes U+FFFD, exactly as Python's errors="replace"
+python3 - <<'PY'
+import random, struct
+def s(b): return struct.pack('<Q', len(b)) + b
+random.seed(13)
+vals = [b'\xff\xfea"b\\', b'\xc3(', b'\xe2\x82', b'\xe2\x82\xac', b'\xed\xa0\x80', b'\xf4\x90\x80\x80',
+        b'\xf0\x9f\x98', b'\xc0\xaf', b'\x80', b'h\xc3\xa9', b'\x00\x1f\x7f', b'']
+vals += [bytes(random.choice(b'\x00a\x7f\x80\x8f\x90\x9f\xa0\xbf\xc0\xc2\xdf\xe0\xed\xef\xf0\xf4\xf5\xff')
+               for _ in range(random.randrange(1, 7))) for _ in range(3000)]
+kv = s(b'raw') + struct.pack('<I', 8) + s(vals[0])
+kv += s(b'arr') + struct.pack('<IIQ', 9, 8, len(vals)) + b''.join(s(v) for v in vals)
+open('raw.gguf', 'wb').write(b'GGUF' + struct.pack('<IQQ', 3, 0, 2) + kv)
+open('raw.expect', 'w').write(repr([v.decode('utf-8', 'replace') for v in vals]))
+PY
+run 0 "$ING" info --json raw.gguf
+n=$((n + 1))
+python3 -c 'import json,sys,ast; d=json.load(open("out.txt")); want=ast.literal_eval(open("raw.expect").read()); assert d["metadata"]["raw"]==want[0] and d["metadata"]["arr"]==want, "mismatch"' \
+    || { echo "FAIL: info --json of raw string bytes"; fails=$((fails + 1)); }
+
+# npz string members (scipy.sparse.save_npz's 'format', np.savez(foo="abc")) are listed as skipped
+run 0 "$ING" info "$HERE/../data/npy/scipy_csr.npz"
+expect_out "4 tensors"
+expect_out "^skipped (not opened as tensors):$"
+expect_out "^  format  *npz: member 'format.npy' holds a byte string array (descr '|S3'), not numbers: skipped$"
+run 0 "$ING" info --json "$HERE/../data/npy/savez_str.npz"
+n=$((n + 1))
+python3 -c 'import json; d=json.load(open("out.txt")); assert [t["name"] for t in d["tensors"]]==["x"]; assert [s["name"] for s in d["skipped"]]==["foo","bar"]; assert all("<U3" in s["reason"] for s in d["skipped"])' \
+    || { echo "FAIL: info --json skipped"; fails=$((fails + 1)); }
+
 run 0 "$ING" verify m.ingot
 expect_out "m.ingot: OK"
 # verify says exactly what it checked: .ingot has a header CRC-32C and one per tensor

@@ -165,6 +165,7 @@ static void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
     }
     for (uint32_t d = 0; d < t->rank && n < cap; d++)
         n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? "x" : "", t->shape[d]);
+    if (n >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4); /* cut: say so */
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -178,22 +179,59 @@ static bool parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
-/* JSON string with escapes; input is UTF-8 (validated by the reader). */
+/* The UTF-8 sequence at s[0..n): returns its length and sets *ok when it is one valid character
+ * (strict: no overlongs, surrogates or code points above U+10FFFF); otherwise returns the length
+ * of its maximal subpart (Unicode 15, section 3.9: the bytes that could start a valid sequence,
+ * at least 1), which stands for one replacement character. */
+static size_t utf8_seq(const unsigned char *s, size_t n, bool *ok)
+{
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    size_t len, k;
+    *ok = c < 0x80;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3; /* E0: no overlongs; ED: no surrogates */
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4; /* F0: no overlongs; F4: nothing above U+10FFFF */
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 1;
+    }
+    for (k = 1; k < len && k < n; k++) {
+        if (s[k] < lo || s[k] > hi) return k;
+        lo = 0x80, hi = 0xBF;
+    }
+    *ok = k == len;
+    return k;
+}
+
+/* JSON string with escapes. Keys, names and most values are UTF-8 (readers validate them), but
+ * some formats allow any bytes in string values (GGUF vocabularies hold raw-byte tokens): each
+ * maximal invalid subsequence is written as \ufffd (U+FFFD, as Python's errors="replace" does),
+ * so the output is always valid JSON (docs/COMPAT.md, "ingot info --json"). */
 static void json_str(FILE *o, const char *s, size_t n)
 {
+    const unsigned char *u = (const unsigned char *)s;
     fputc('"', o);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': fputs("\\\"", o); break;
-        case '\\': fputs("\\\\", o); break;
-        case '\n': fputs("\\n", o); break;
-        case '\r': fputs("\\r", o); break;
-        case '\t': fputs("\\t", o); break;
-        default:
-            if (c < 0x20 || c == 0x7f) fprintf(o, "\\u%04x", c);
-            else fputc(c, o);
-        }
+    for (size_t i = 0; i < n;) {
+        bool ok;
+        size_t len = utf8_seq(u + i, n - i, &ok);
+        unsigned char c = u[i];
+        i += len;
+        if (!ok) fputs("\\ufffd", o);
+        else if (len > 1) fwrite(u + i - len, 1, len, o);
+        else if (c == '"') fputs("\\\"", o);
+        else if (c == '\\') fputs("\\\\", o);
+        else if (c == '\n') fputs("\\n", o);
+        else if (c == '\r') fputs("\\r", o);
+        else if (c == '\t') fputs("\\t", o);
+        else if (c < 0x20 || c == 0x7f) fprintf(o, "\\u%04x", c);
+        else fputc(c, o);
     }
     fputc('"', o);
 }
@@ -342,6 +380,7 @@ static int cmd_info(int argc, char **argv)
     ingot_file *f;
     if ((rc = open_file(path, &f))) return rc;
     uint64_t nt = ingot_file_tensor_count(f), nm = ingot_file_meta_count(f);
+    uint64_t ns = ingot_file_notice_count(f);
     FILE *o = stdout;
     if (json) {
         fprintf(o, "{\"format\": ");
@@ -380,6 +419,16 @@ static int cmd_info(int argc, char **argv)
             if (t.flags & INGOT_TENSOR_NOT_MAPPED) fputs(", \"mapped\": false", o);
             fputc('}', o);
         }
+        fprintf(o, "], \"skipped\": [");
+        for (uint64_t i = 0; i < ns; i++) {
+            ingot_notice n;
+            ingot_file_notice_at(f, i, &n);
+            fprintf(o, "%s{\"name\": ", i ? ", " : "");
+            json_str(o, n.name, n.name_len);
+            fputs(", \"reason\": ", o);
+            json_str(o, n.reason, strlen(n.reason));
+            fputc('}', o);
+        }
         fprintf(o, "]}\n");
     } else {
         fprintf(o, "%s: %s %s, %" PRIu64 " bytes, alignment %" PRIu64 ", %" PRIu64
@@ -407,7 +456,7 @@ static int cmd_info(int argc, char **argv)
                     "shape", "nbytes", "offset", "param_id");
             for (uint64_t i = 0; i < nt; i++) {
                 ingot_tensor_info t;
-                char sh[160];
+                char sh[INGOT_MAX_RANK * 21 + 1]; /* 64 dims of up to 20 digits */
                 ingot_file_tensor_at(f, i, &t);
                 shape_str(&t, sh, sizeof sh);
                 fprintf(o, "  %5" PRIu64 "  %-*.*s  %-8s %-20s %14" PRIu64 " %14" PRIu64 "  ", i,
@@ -416,6 +465,12 @@ static int cmd_info(int argc, char **argv)
                 if (t.flags & INGOT_TENSOR_HAS_PARAM_ID) fprintf(o, "%" PRIu64 "\n", t.param_id);
                 else fputs("-\n", o);
             }
+        }
+        if (ns) fprintf(o, "\nskipped (not opened as tensors):\n");
+        for (uint64_t i = 0; i < ns; i++) {
+            ingot_notice n;
+            ingot_file_notice_at(f, i, &n);
+            fprintf(o, "  %-32.*s %s\n", (int)n.name_len, n.name, n.reason);
         }
     }
     ingot_file_close(f);

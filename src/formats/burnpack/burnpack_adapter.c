@@ -29,8 +29,9 @@ typedef struct {
     ingot_dtype dtype;
     uint32_t esize; /* 0: QFloat (opaque bytes) */
     unsigned versions;
-    uint32_t brank; /* Burn's shape */
-    uint64_t bshape[INGOT_MAX_RANK];
+    uint32_t brank;   /* Burn's shape: brank u64 (unaligned) in the pool at shape_off, so a tensor
+                         costs 8 bytes per dimension it has, not INGOT_MAX_RANK x 8 */
+    size_t shape_off;
     uint64_t start, end; /* relative to the data start */
     uint64_t param_id;
     bool has_pid;
@@ -60,6 +61,12 @@ typedef struct {
 } bp_state;
 
 #define ST(f) ((const bp_state *)(f)->state)
+
+/* Copies tensor t's brank dimensions out of the pool. */
+static void bp_shape(const bp_state *s, const bp_tensor *t, uint64_t *out)
+{
+    if (t->brank) memcpy(out, s->pool.p + t->shape_off, 8 * (size_t)t->brank);
+}
 
 static int probe(const uint8_t *head, size_t n)
 {
@@ -161,6 +168,7 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
                                   "rank %llu exceeds %d", (unsigned long long)c->u,
                                   INGOT_MAX_RANK);
             t->brank = 0;
+            t->shape_off = p->s->pool.len;
             for (;;) {
                 ING_TRY(ingot__bp_iter_next(c, &a, &more, err));
                 if (!more) break;
@@ -170,7 +178,10 @@ static ingot_status parse_descriptor(parse_ctx *p, bp_tensor *t, ingot_error *er
                 if (c->kind != EV_UINT)
                     return ingot__err(err, INGOT_WRONG_TYPE, c->base + c->at, who, wl,
                                       "shape dimension is not an unsigned integer");
-                t->bshape[t->brank++] = c->u;
+                uint64_t dim = c->u;
+                if (!ingot__bp_buf_put(&p->s->pool, &dim, sizeof dim))
+                    return nomem(err, "the pool");
+                t->brank++;
             }
         } else if (field == 2) {
             bp_iter a;
@@ -390,9 +401,10 @@ static ingot_status check_sizes(bp_state *s, ingot_error *err)
             return ingot__err(err, INGOT_BAD_LAYOUT, t->desc_at, TNAME(s, t),
                               "data_offsets end %llu before start %llu",
                               (unsigned long long)t->end, (unsigned long long)t->start);
-        uint64_t nelem, nbytes;
+        uint64_t nelem, nbytes, shape[INGOT_MAX_RANK];
+        bp_shape(s, t, shape);
         ingot_status st = ingot_dtype_nbytes(t->esize ? t->dtype : INGOT_DTYPE_U8, t->brank,
-                                             t->bshape, &nelem, &nbytes);
+                                             shape, &nelem, &nbytes);
         if (st != INGOT_OK)
             return ingot__err(err, st, t->desc_at, TNAME(s, t), "shape: %s",
                               ingot_status_str(st));
@@ -676,10 +688,8 @@ static ingot_status tensor_at(const ingot_file *f, uint64_t i, ingot_tensor_info
     if (t->esize) {
         out->rank = t->brank;
         out->nelem = 1;
-        for (uint32_t d = 0; d < t->brank; d++) {
-            out->shape[d] = t->bshape[d];
-            out->nelem *= t->bshape[d]; /* checked at open */
-        }
+        bp_shape(s, t, out->shape);
+        for (uint32_t d = 0; d < t->brank; d++) out->nelem *= out->shape[d]; /* checked at open */
     } else { /* QFloat: opaque bytes */
         out->rank = 1;
         out->shape[0] = out->nbytes;
@@ -772,7 +782,7 @@ static ingot_status meta_array_read(const ingot_file *f, uint64_t index, ingot_m
     if (m->kind != M_SHAPE || type != INGOT_META_U64) return INGOT_WRONG_TYPE;
     const bp_tensor *t = &s->t[m->tensor];
     if (first > t->brank || n > t->brank - first) return INGOT_RANGE;
-    if (n) memcpy(dst, t->bshape + first, (size_t)n * sizeof(uint64_t));
+    if (n) memcpy(dst, s->pool.p + t->shape_off + 8 * first, (size_t)n * sizeof(uint64_t));
     return INGOT_OK;
 }
 

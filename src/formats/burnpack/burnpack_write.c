@@ -343,7 +343,7 @@ static ingot_status resolve(plan *p, ingot_error *err)
             return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
                               "Burnpack has no dtype %s", ingot_dtype_name(t->dtype));
         x->brank = t->rank;
-        memcpy(x->bshape, t->shape, sizeof x->bshape);
+        for (uint32_t d = 0; d < t->rank; d++) x->bshape[d] = t->shape[d];
     }
     for (int pass = 0; pass < 2; pass++) /* dtypes first: a shape key needs the QFloat dtype */
         for (size_t k = 0; k < w->n_meta; k++) {

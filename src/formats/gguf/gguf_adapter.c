@@ -17,6 +17,7 @@
 #include "file.h"
 #include "gguf_format.h"
 #include "gguf_internal.h"
+#include "utf8.h"
 
 typedef struct {
     uint64_t info_off; /* file offset of the tensor info record */
@@ -139,6 +140,21 @@ static bool has_nul(const uint8_t *p, uint64_t n)
     return false;
 }
 
+/* Keys and tensor names must be UTF-8, as gguf-py decodes them (string values may hold any
+ * bytes: vocabularies store raw-byte tokens). BAD_STRING at the first invalid byte; `where` names
+ * the record by index, since the name itself is not printable text. */
+static ingot_status check_utf8(gguf_cur *c, uint64_t at, uint64_t len, const char *rec,
+                               uint64_t i, const char *what)
+{
+    size_t ok = ingot__utf8_prefix(c->p + at, (size_t)len, true);
+    if (ok == len) return INGOT_OK;
+    char w[32];
+    size_t wl = ingot__fmt(w, sizeof w, "%s %llu", rec, (unsigned long long)i);
+    return ingot__err(c->err, INGOT_BAD_STRING, at + ok, w, wl,
+                      "%s %llu: %s is not valid UTF-8 (byte 0x%02x at index %zu of %llu)", rec,
+                      (unsigned long long)i, what, c->p[at + ok], ok, (unsigned long long)len);
+}
+
 /* Decodes tensor info i: dtype, rank, shape (outermost first), relative offset. Everything was
  * validated at open. */
 static void decode_info(const state *s, uint64_t info_off, ingot_dtype *dt, uint32_t *rank,
@@ -242,6 +258,7 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
                             "key of %llu bytes exceeds %u", (unsigned long long)klen, GGUF_MAX_KEY);
             goto fail;
         }
+        if ((st = check_utf8(c, kb, klen, "KV", i, "key")) != INGOT_OK) goto fail;
         if (tab_insert(&kc, s->kv_tab, s->kv_mask, (uint32_t)i) != UINT64_MAX) {
             st = ingot__err(err, INGOT_DUPLICATE, at, c->where, c->where_len,
                             "KV %llu repeats an earlier key", (unsigned long long)i);
@@ -303,6 +320,7 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
                             (unsigned long long)i);
             goto fail;
         }
+        if ((st = check_utf8(c, nb, nlen, "tensor", i, "name")) != INGOT_OK) goto fail;
         s->t[i].name_len = (uint32_t)nlen;
         if (tab_insert(&tc, s->t_tab, s->t_mask, (uint32_t)i) != UINT64_MAX) {
             st = ingot__err(err, INGOT_DUPLICATE, io, c->where, c->where_len,
@@ -316,7 +334,8 @@ static ingot_status parse(ingot_file *f, gguf_cur *c, state **out)
         uint32_t nd = ing_ld32(p + at);
         if (nd > GGUF_MAX_DIMS) {
             st = ingot__err(err, INGOT_BAD_NDIMS, at, c->where, c->where_len,
-                            "n_dims %u exceeds %u", nd, GGUF_MAX_DIMS);
+                            "n_dims %u exceeds GGUF's limit of %u (GGML_MAX_DIMS)", nd,
+                            GGUF_MAX_DIMS);
             goto fail;
         }
         at += 4;

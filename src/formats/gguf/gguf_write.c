@@ -79,7 +79,8 @@ static ingot_status check_tensor_named(const ingot__wtensor *t, ingot_error *err
                           "GGUF has no type for dtype %s", ingot_dtype_name(t->dtype));
     if (t->rank > GGUF_MAX_DIMS)
         return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
-                          "rank %u: GGUF holds at most %u dimensions", t->rank, GGUF_MAX_DIMS);
+                          "rank %u: GGUF holds at most %u dimensions (GGML_MAX_DIMS)", t->rank,
+                          GGUF_MAX_DIMS);
     if (t->name_len > GGUF_MAX_NAME)
         return ingot__err(err, INGOT_BAD_NAME, INGOT_NO_OFFSET, t->name, t->name_len,
                           "tensor name of %u bytes: GGUF readers take at most %u", t->name_len,

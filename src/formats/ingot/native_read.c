@@ -410,9 +410,6 @@ _Static_assert(sizeof dt_elem_bytes == DT_TAB_N, "one size per dtype table");
 INGOT_DTYPE_LIST(X)
 #undef X
 
-/* Below 2^(60 / rank) per dimension no product of rank dimensions reaches 2^60. */
-static const uint8_t dim_bits[INGOT_MAX_RANK + 1] = {63, 60, 30, 20, 15, 12, 10, 8, 7};
-
 /* Byte size of dtype dt (a valid code) and the rank dimensions at d, from the tables, when no
  * product of the dimensions can overflow; false sends the caller to the exact rule (a zero or a
  * large dimension, a partial block). */
@@ -436,7 +433,9 @@ static inline bool table_nbytes(uint32_t dt, uint32_t rank, const uint8_t *d, ui
             nel *= inner;
             all |= inner;
         }
-        big = all >> dim_bits[rank];
+        /* below 2^(60/rank) each, no product reaches 2^60; above rank 60 any non-zero
+         * dimension takes the exact rule; a scalar (rank 0) is one element */
+        big = rank ? all >> (60 / rank) : 0;
     }
     uint64_t nb = nel * dt_elem_bytes[dt];
     if (ING_UNLIKELY(nb == 0 || big)) {

@@ -21,6 +21,7 @@
 #define MAG_TENSOR_MIN 33u  /* smallest tensor record: 24 + 8 (rank 1) + a 1-byte key */
 #define MAG_DESC_MIN 24u    /* smallest snapshot descriptor (rank 0) */
 #define MAG_KEY_MAX 65535u
+#define MAG_SNAP_RANK_LIMIT 64u /* snapshot: upstream writes rank <= 64, reads rank < 64 */
 #define MAG_B_POOL_MAX (128u << 20) /* snapshot string blob limit of the reference reader */
 
 /* dtype-code eras (spec §1.4, §7.3). */

@@ -582,9 +582,10 @@ static ingot_status parse_b(ingot_file *f, mstate *s, uint8_t **used_out, uint32
         if (packed >> 16)
             return ingot__err(err, INGOT_BAD_FLAGS, pos, name, klen,
                               "descriptor aux bytes 0x%04x, must be 0", packed >> 16);
-        if (rank > INGOT_MAX_RANK)
-            return ingot__err(err, INGOT_BAD_NDIMS, pos, name, klen, "rank %u exceeds %u%s", rank,
-                              INGOT_MAX_RANK, rank < 64 ? " (ingot's limit)" : "");
+        if (rank > INGOT_MAX_RANK) /* upstream writes up to 64 (and reads below 64) */
+            return ingot__err(err, INGOT_BAD_NDIMS, pos, name, klen,
+                              "rank %u exceeds %u (magnetron writes at most %u)", rank,
+                              INGOT_MAX_RANK, MAG_SNAP_RANK_LIMIT);
         ingot_dtype dt = ingot__mag_dtype(MAG_ERA_B, code);
         if (dt == INGOT_DTYPE_INVALID)
             return ingot__err(err, INGOT_BAD_TYPE, pos + 1, name, klen,

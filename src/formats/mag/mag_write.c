@@ -123,6 +123,10 @@ static ingot_status check_tensors(ingot_writer *w, int era, uint32_t version, ui
             return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
                               "rank %u: mag version %u holds ranks 1..%u", t->rank, version,
                               max_rank);
+        if (!max_rank && t->rank >= MAG_SNAP_RANK_LIMIT)
+            return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,
+                              "rank %u: magnetron's snapshot reader takes ranks below %u",
+                              t->rank, MAG_SNAP_RANK_LIMIT);
         for (uint32_t d = 0; d < t->rank; d++)
             if (t->shape[d] == 0)
                 return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, t->name, t->name_len,

@@ -24,10 +24,17 @@
 /* Name of the tensor of a .npy opened from a buffer (no path to take the stem from). */
 #define NPY_BUFFER_NAME "array"
 
+/* One array. The name (NUL-terminated) and the shape share one owned block, so a tensor costs
+ * 8 bytes per dimension it has rather than per dimension it could have (INGOT_MAX_RANK). */
 typedef struct {
-    char *name; /* owned, NUL-terminated */
+    char *name; /* owned block: name, NUL, padding to 8, then shape[rank] */
     size_t name_len;
-    npy_header h;
+    const uint64_t *shape;
+    ingot_dtype dtype;
+    uint32_t rank;
+    uint64_t nelem, nbytes;
+    uint64_t data_offset; /* of the array data within the npy (the header length) */
+    bool big_endian, fortran;
     uint64_t offset;  /* absolute: data start (stored), or the compressed stream start */
     const void *data; /* into the mapping, or NULL */
     uint32_t flags;
@@ -215,13 +222,42 @@ static ingot_status inf_finish(const ingot_file *f, const ingot__zip_entry *e, i
  * Shared helpers
  * ------------------------------------------------------------------------------------------- */
 
+static size_t block_size(size_t name_len, uint32_t rank)
+{
+    return (name_len + 8) / 8 * 8 + 8 * (size_t)rank;
+}
+
+/* Fills t from a parsed header: the block holding name and shape is allocated here. */
+static ingot_status tensor_set(ingot_file *f, ntensor *t, const char *name, size_t nl,
+                               const npy_header *h, ingot_error *err)
+{
+    char *b = ingot__alloc(&f->alloc, block_size(nl, h->rank));
+    if (!b)
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, name, nl, "npy: allocating a name");
+    memcpy(b, name, nl);
+    b[nl] = 0;
+    uint64_t *shape = (uint64_t *)(void *)(b + (nl + 8) / 8 * 8);
+    for (uint32_t k = 0; k < h->rank; k++) shape[k] = h->shape[k];
+    t->name = b;
+    t->name_len = nl;
+    t->shape = shape;
+    t->dtype = h->dtype;
+    t->rank = h->rank;
+    t->nelem = h->nelem;
+    t->nbytes = h->nbytes;
+    t->data_offset = h->data_offset;
+    t->big_endian = h->big_endian;
+    t->fortran = h->fortran;
+    return INGOT_OK;
+}
+
 static void set_layout_flags(const ingot_file *f, ntensor *t)
 {
     t->flags = 0;
-    if (t->h.big_endian) t->flags |= INGOT_TENSOR_BIG_ENDIAN;
-    if (t->h.fortran) t->flags |= INGOT_TENSOR_FORTRAN;
-    uint32_t es = ingot_dtype_block_bytes(t->h.dtype);
-    if (t->deflated || (!f->base && t->h.nbytes)) {
+    if (t->big_endian) t->flags |= INGOT_TENSOR_BIG_ENDIAN;
+    if (t->fortran) t->flags |= INGOT_TENSOR_FORTRAN;
+    uint32_t es = ingot_dtype_block_bytes(t->dtype);
+    if (t->deflated || (!f->base && t->nbytes)) {
         t->flags |= INGOT_TENSOR_NOT_MAPPED;
         t->data = NULL;
     } else {
@@ -267,7 +303,7 @@ static void state_free(const ingot_allocator *a, nstate *s, size_t cap)
 {
     if (!s) return;
     for (size_t i = 0; i < s->n; i++)
-        if (s->t[i].name) ingot__free(a, s->t[i].name, s->t[i].name_len + 1);
+        if (s->t[i].name) ingot__free(a, s->t[i].name, block_size(s->t[i].name_len, s->t[i].rank));
     if (s->t) ingot__free(a, s->t, cap * sizeof *s->t);
     if (s->by_name) ingot__free(a, s->by_name, cap * sizeof *s->by_name);
     if (s->cur) inf_end(a, s->cur);
@@ -357,7 +393,7 @@ static ingot_status open_npy(ingot_file *f, ingot_error *err)
                           "npy: file ends inside the %llu-byte header",
                           (unsigned long long)h.data_offset);
     ING_TRY(ingot__file_head(f, h.data_offset, &p, err));
-    ING_TRY(ingot__npy_parse(p, &h, 0, nm, nl, err));
+    ING_TRY(ingot__npy_parse(p, &h, false, 0, nm, nl, err));
     uint64_t end;
     if (!ing_add(h.data_offset, h.nbytes, &end) || end > f->size)
         return ingot__err(err, INGOT_TRUNCATED, f->size, nm, nl,
@@ -371,14 +407,12 @@ static ingot_status open_npy(ingot_file *f, ingot_error *err)
     nstate *s = state_new(f, 1, err);
     if (!s) return err ? err->code : INGOT_NOMEM;
     ntensor *t = &s->t[0];
-    t->name = ingot__strndup(&f->alloc, nm, nl);
-    if (!t->name) {
+    ingot_status st = tensor_set(f, t, nm, nl, &h, err);
+    if (st != INGOT_OK) {
         s->n = 0;
         state_free(&f->alloc, s, 1);
-        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npy: allocating the name");
+        return st;
     }
-    t->name_len = nl;
-    t->h = h;
     t->offset = h.data_offset;
     set_layout_flags(f, t);
     s->by_name[0] = 0;
@@ -408,61 +442,85 @@ static int probe_npz(const uint8_t *head, size_t n)
     return ends_npy(head + 30, nl) ? 90 : 0;
 }
 
-/* Reads and parses the npy header of a member; fills t->h. */
-static ingot_status member_header(ingot_file *f, nstate *s, const ingot__zip_entry *e,
-                                  uint32_t member, ntensor *t, ingot_error *err)
+/* An error the npy parser reported at offset `rel` of a deflated member's inflated bytes: that
+ * is no file offset. The record's offset becomes the file offset of the member's compressed
+ * data, and the message says where in the inflated member the fault lies. */
+static ingot_status in_inflated(ingot_error *err, ingot_status st, const ingot__zip_entry *e,
+                                const char *nm, size_t nl)
 {
-    const char *nm = t->name;
-    size_t nl = t->name_len;
+    if (!err || st == INGOT_OK) return st;
+    char msg[sizeof err->msg];
+    memcpy(msg, err->msg, sizeof msg);
+    if (err->offset == INGOT_NO_OFFSET)
+        return ingot__err(err, st, e->data_offset, nm, nl, "in the inflated member '%.*s': %s",
+                          (int)e->name_len, e->name, msg);
+    return ingot__err(err, st, e->data_offset, nm, nl,
+                      "offset %llu in the inflated member '%.*s': %s",
+                      (unsigned long long)err->offset, (int)e->name_len, e->name, msg);
+}
+
+/* Reads and parses the npy header of a member into *h (string members included: h->text). Error
+ * offsets are file offsets for a stored member; for a deflated one see in_inflated(). nm names
+ * the array (the member name without ".npy"). */
+static ingot_status member_header(ingot_file *f, const ingot__zip_entry *e, uint32_t member,
+                                  bool deflated, const char *nm, size_t nl, npy_header *h,
+                                  ingot_error *err)
+{
     uint8_t pre[12];
     size_t first = e->size < 12 ? (size_t)e->size : 12;
     inflater *x = NULL;
     ingot_status st = INGOT_OK;
     uint8_t *buf = NULL;
     size_t buf_len = 0;
-    if (t->deflated) {
+    /* npy offsets: file offsets for a stored member, inflated-member offsets for a deflated one */
+    uint64_t base = deflated ? 0 : e->data_offset;
+    if (deflated) {
         ING_TRY(inf_start(f, e, member, &x, NULL, err));
         st = inf_read(f, e, x, pre, first, NULL, err);
+        if (st != INGOT_OK) goto done;
     } else {
         st = ingot__file_read(f, e->data_offset, pre, first, err);
+        if (st != INGOT_OK) goto done;
     }
-    if (st == INGOT_OK) st = ingot__npy_preamble(pre, first, &t->h, e->data_offset, nm, nl, err);
-    if (st == INGOT_OK && t->h.data_offset > e->size)
-        st = ingot__err(err, INGOT_TRUNCATED, e->data_offset + e->size, nm, nl,
-                        "npz: member ends inside the %llu-byte npy header",
-                        (unsigned long long)t->h.data_offset);
-    if (st != INGOT_OK) goto done;
-    if (!t->deflated && f->base) {
-        st = ingot__npy_parse(f->base + e->data_offset, &t->h, e->data_offset, nm, nl, err);
+    st = ingot__npy_preamble(pre, first, h, base, nm, nl, err);
+    if (st == INGOT_OK && h->data_offset > e->size)
+        st = ingot__err(err, INGOT_TRUNCATED, base + e->size, nm, nl,
+                        "npz: member of %llu bytes ends inside its %llu-byte npy header",
+                        (unsigned long long)e->size, (unsigned long long)h->data_offset);
+    if (st != INGOT_OK) goto parsed;
+    if (!deflated && f->base) {
+        st = ingot__npy_parse(f->base + e->data_offset, h, true, base, nm, nl, err);
     } else {
-        buf_len = (size_t)t->h.data_offset;
+        buf_len = (size_t)h->data_offset;
         buf = ingot__alloc(&f->alloc, buf_len);
         if (!buf) {
             st = ingot__err(err, INGOT_NOMEM, e->data_offset, nm, nl, "npz: header buffer");
             goto done;
         }
         memcpy(buf, pre, first);
-        if (t->deflated)
+        if (deflated)
             st = inf_read(f, e, x, buf + first, buf_len - first, NULL, err);
         else
             st = ingot__file_read(f, e->data_offset + first, buf + first, buf_len - first, err);
-        if (st == INGOT_OK) st = ingot__npy_parse(buf, &t->h, e->data_offset, nm, nl, err);
+        if (st != INGOT_OK) goto done;
+        st = ingot__npy_parse(buf, h, true, base, nm, nl, err);
     }
-    if (st != INGOT_OK) goto done;
+    if (st != INGOT_OK) goto parsed;
     uint64_t end;
-    if (!ing_add(t->h.data_offset, t->h.nbytes, &end) || end > e->size)
+    if (!ing_add(h->data_offset, h->nbytes, &end) || end > e->size)
         st = ingot__err(err, INGOT_TRUNCATED, e->data_offset, nm, nl,
                         "npz: member holds %llu bytes, its header declares %llu + %llu",
-                        (unsigned long long)e->size, (unsigned long long)t->h.data_offset,
-                        (unsigned long long)t->h.nbytes);
+                        (unsigned long long)e->size, (unsigned long long)h->data_offset,
+                        (unsigned long long)h->nbytes);
     else if (end != e->size)
-        st = ingot__err(err, INGOT_BAD_LAYOUT, e->data_offset + end, nm, nl,
+        st = ingot__err(err, INGOT_BAD_LAYOUT, base + end, nm, nl,
                         "npz: %llu bytes after the array data in the member",
                         (unsigned long long)(e->size - end));
+parsed:
+    if (deflated) st = in_inflated(err, st, e, nm, nl);
 done:
     if (buf) ingot__free(&f->alloc, buf, buf_len);
     if (x) inf_end(&f->alloc, x);
-    (void)s;
     return st;
 }
 
@@ -502,19 +560,30 @@ static ingot_status open_npz(ingot_file *f, ingot_error *err)
         }
         st = ingot__zip_locate(&s->zip, i, err);
         if (st != INGOT_OK) goto fail;
-        ntensor *t = &s->t[s->n];
-        t->name = ingot__strndup(&f->alloc, e->name, e->name_len - 4);
-        if (!t->name) {
-            st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npz: allocating a name");
-            goto fail;
+        bool deflated = e->method == INGOT__ZIP_DEFLATE;
+        size_t nl = e->name_len - 4;
+        npy_header h;
+        st = member_header(f, e, (uint32_t)i, deflated, e->name, nl, &h, err);
+        if (st != INGOT_OK) goto fail;
+        if (h.text) {
+            /* scipy.sparse.save_npz stores 'format' as '<U3'; np.savez(x=..., s="abc") a '<U3'
+             * scalar: not a tensor, but no reason to refuse the arrays beside it */
+            st = ingot__file_notice(f, INGOT_NOTICE_SKIPPED, e->name, nl, e->data_offset, err,
+                                    "npz: member '%.*s' holds a %s array (descr '%s'), not "
+                                    "numbers: skipped",
+                                    (int)e->name_len, e->name,
+                                    h.descr[1] == 'U' ? "unicode string" : "byte string",
+                                    h.descr);
+            if (st != INGOT_OK) goto fail;
+            continue;
         }
-        t->name_len = e->name_len - 4;
+        ntensor *t = &s->t[s->n];
+        st = tensor_set(f, t, e->name, nl, &h, err);
+        if (st != INGOT_OK) goto fail;
         s->n++;
         t->member = (uint32_t)i;
-        t->deflated = e->method == INGOT__ZIP_DEFLATE;
-        st = member_header(f, s, e, (uint32_t)i, t, err);
-        if (st != INGOT_OK) goto fail;
-        t->offset = t->deflated ? e->data_offset : e->data_offset + t->h.data_offset;
+        t->deflated = deflated;
+        t->offset = t->deflated ? e->data_offset : e->data_offset + t->data_offset;
         set_layout_flags(f, t);
         if (!t->deflated) {
             uint64_t a = pow2_align(t->offset);
@@ -547,11 +616,11 @@ static void fill(const ntensor *t, uint64_t i, ingot_tensor_info *out)
     memset(out, 0, sizeof *out);
     out->name = t->name;
     out->name_len = t->name_len;
-    out->dtype = t->h.dtype;
-    out->rank = t->h.rank;
-    for (uint32_t k = 0; k < t->h.rank; k++) out->shape[k] = t->h.shape[k];
-    out->nelem = t->h.nelem;
-    out->nbytes = t->h.nbytes;
+    out->dtype = t->dtype;
+    out->rank = t->rank;
+    for (uint32_t k = 0; k < t->rank; k++) out->shape[k] = t->shape[k];
+    out->nelem = t->nelem;
+    out->nbytes = t->nbytes;
     out->offset = t->offset;
     out->data = t->data;
     out->flags = t->flags;
@@ -599,7 +668,7 @@ static ingot_status read_deflated(const ingot_file *f, nstate *s, const ntensor 
                                   void *dst, size_t n, ingot_error *err)
 {
     const ingot__zip_entry *e = &s->zip.entries[t->member];
-    uint64_t want = t->h.data_offset + off;
+    uint64_t want = t->data_offset + off;
     bool locked = pthread_mutex_trylock(&s->mu) == 0;
     inflater *x = NULL;
     ingot_status st;

@@ -5,6 +5,7 @@
  */
 #include "npy_header.h"
 
+#include "checked.h"
 #include "error.h"
 #include "utf8.h"
 
@@ -45,6 +46,7 @@ typedef struct {
     const char *where;
     size_t where_len;
     ingot_error *err;
+    bool allow_text;
 } scan;
 
 static void skip_ws(scan *s)
@@ -220,6 +222,18 @@ static ingot_status parse_descr(scan *s, size_t a, size_t b, npy_header *h)
     if (order != '<' && order != '>' && order != '|' && order != '=')
         return SERR(INGOT_BAD_TYPE, a, "npy: descr '%s' has no byte-order character", h->descr);
     char kind = (char)d[1];
+    if ((kind == 'U' || kind == 'S' || kind == 'a') && s->allow_text) {
+        /* itemsize: characters (U: 4 bytes each, S/a: 1); NumPy writes '<U3', '|S5' */
+        uint64_t n = 0;
+        size_t i = 2;
+        for (; i < len && d[i] >= '0' && d[i] <= '9' && n < (1u << 30); i++)
+            n = n * 10 + (d[i] - '0');
+        if (i == 2 || i < len || n >= (1u << 30))
+            return SERR(INGOT_BAD_TYPE, a, "npy: descr '%s': bad item size", h->descr);
+        h->text = true;
+        h->nbytes = kind == 'U' ? 4 * n : n; /* per element until the shape is known */
+        return INGOT_OK;
+    }
     if (kind == 'U' || kind == 'S' || kind == 'a' || kind == 'O' || kind == 'V' || kind == 'M' ||
         kind == 'm')
         return SERR(INGOT_UNSUPPORTED, a,
@@ -255,11 +269,11 @@ static ingot_status parse_descr(scan *s, size_t a, size_t b, npy_header *h)
     return SERR(INGOT_BAD_TYPE, a, "npy: unknown descr '%s'", h->descr);
 }
 
-ingot_status ingot__npy_parse(const uint8_t *p, npy_header *h, uint64_t base, const char *where,
-                              size_t where_len, ingot_error *err)
+ingot_status ingot__npy_parse(const uint8_t *p, npy_header *h, bool allow_text, uint64_t base,
+                              const char *where, size_t where_len, ingot_error *err)
 {
     size_t pre = h->major == 1 ? 10 : 12;
-    scan sc = {p, pre, (size_t)h->data_offset, base, where, where_len, err};
+    scan sc = {p, pre, (size_t)h->data_offset, base, where, where_len, err, allow_text};
     scan *s = &sc;
     /* v1/v2 headers are latin-1 (no check needed: every byte is a character); v3 is UTF-8. */
     if (h->major == 3 && !ingot__utf8_valid(p + pre, h->header_len, false))
@@ -334,7 +348,14 @@ ingot_status ingot__npy_parse(const uint8_t *p, npy_header *h, uint64_t base, co
         if (!seen[k])
             return SERR(INGOT_BAD_METADATA, pre, "npy: header lacks the key '%s'",
                         k == 0 ? "descr" : k == 1 ? "fortran_order" : "shape");
-    ingot_status st = ingot_dtype_nbytes(h->dtype, h->rank, h->shape, &h->nelem, &h->nbytes);
+    ingot_status st;
+    if (h->text) {
+        uint64_t item = h->nbytes, n;
+        st = ingot_dtype_nbytes(INGOT_DTYPE_U8, h->rank, h->shape, &h->nelem, &n);
+        if (st == INGOT_OK && !ing_mul(h->nelem, item, &h->nbytes)) st = INGOT_BAD_SIZE;
+    } else {
+        st = ingot_dtype_nbytes(h->dtype, h->rank, h->shape, &h->nelem, &h->nbytes);
+    }
     if (st != INGOT_OK)
         return SERR(st, pre, "npy: shape of %u dimensions overflows for %s", (unsigned)h->rank,
                     h->descr);
@@ -363,7 +384,7 @@ size_t ingot__npy_format_header(uint8_t *out, size_t cap, ingot_dtype dt, uint32
 {
     const char *descr = ingot__npy_descr(dt);
     if (!descr || rank > INGOT_MAX_RANK) return 0;
-    char d[400];
+    char d[NPY_HDR_CAP]; /* < 60 + 22 per dimension + 21 */
     size_t n = 0;
 #define PUT(s)                                                                                     \
     do {                                                                                           \

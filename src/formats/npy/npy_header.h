@@ -22,8 +22,11 @@
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 /* Headers larger than this are refused (BAD_HEADER_SIZE); NumPy itself refuses > 10000 bytes
- * unless told otherwise, and a valid header for ingot's dtypes and rank <= 8 is < 300 bytes. */
+ * unless told otherwise, and a valid header for ingot's dtypes and rank <= 64 is < 2 KiB. */
 #define NPY_MAX_HEADER (1u << 20)
+/* Room for any header ingot writes: 64 dimensions of 19 digits plus the fixed text and the
+ * padding to 64 bytes stay below this (ingot__npy_format_header checks it). */
+#define NPY_HDR_CAP 2048
 
 typedef struct npy_header {
     uint8_t major;
@@ -36,6 +39,8 @@ typedef struct npy_header {
     uint64_t shape[INGOT_MAX_RANK];
     uint64_t nelem, nbytes;
     char descr[24];       /* the descr string as written (for messages), NUL-terminated */
+    bool text;            /* a string ('S', 'a') or unicode ('U') array, parsed only when the
+                             caller allows it: dtype is INVALID, nbytes the stored size */
 } npy_header;
 
 /* Checks magic and version in p[0..n) and reads HLEN. TRUNCATED if n is too short to tell,
@@ -45,9 +50,11 @@ ingot_status ingot__npy_preamble(const uint8_t *p, size_t n, npy_header *h, uint
                                  const char *where, size_t where_len, ingot_error *err);
 
 /* Parses the dictionary: p[0..h->data_offset) must be the whole header (preamble included).
- * Fills dtype, byte order, fortran, shape, nelem, nbytes. */
-ingot_status ingot__npy_parse(const uint8_t *p, npy_header *h, uint64_t base, const char *where,
-                              size_t where_len, ingot_error *err);
+ * Fills dtype, byte order, fortran, shape, nelem, nbytes. A string or unicode descr is
+ * UNSUPPORTED unless allow_text, which parses it and sets h->text instead (for .npz members,
+ * which are skipped with a notice). */
+ingot_status ingot__npy_parse(const uint8_t *p, npy_header *h, bool allow_text, uint64_t base,
+                              const char *where, size_t where_len, ingot_error *err);
 
 /* NumPy's descr for an ingot dtype written little-endian ("<f4", "|b1"), or NULL if .npy cannot
  * hold it. */
@@ -56,7 +63,7 @@ const char *ingot__npy_descr(ingot_dtype dt);
 /* Writes the complete header (preamble + dict + padding + '\n') for a C-order little-endian
  * array exactly as NumPy 1.24's np.save does (version 1.0 unless the header needs 2.0; padded so
  * the data starts at a multiple of 64). Returns its length (a multiple of 64), or 0 if it does
- * not fit in cap. cap >= 512 always suffices for rank <= 8. */
+ * not fit in cap. cap >= NPY_HDR_CAP always suffices (rank <= INGOT_MAX_RANK). */
 size_t ingot__npy_format_header(uint8_t *out, size_t cap, ingot_dtype dt, uint32_t rank,
                                 const uint64_t *shape);
 

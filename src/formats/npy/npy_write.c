@@ -19,8 +19,6 @@
 #include "writer_impl.h"
 #include "zip.h"
 
-#define HDR_CAP 512
-
 extern const ingot__writer_ops ingot__writer_npy;
 extern const ingot__writer_ops ingot__writer_npz;
 
@@ -67,7 +65,7 @@ static ingot_status npy_begin(ingot_writer *w, uint64_t *total, ingot_error *err
     drop_metadata(w, "npy");
     ingot__writer_notice(w, "npy: tensor name '%s' is not stored (a .npy array is named by its "
                             "file name)", t->name);
-    uint8_t hdr[HDR_CAP];
+    uint8_t hdr[NPY_HDR_CAP];
     size_t hl = ingot__npy_format_header(hdr, sizeof hdr, t->dtype, t->rank, t->shape);
     if (!hl)
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, t->name, t->name_len,
@@ -137,8 +135,7 @@ typedef struct {
     bool align_extra;
     bool z64_local, z64_size, z64_off;
     uint32_t crc;
-    uint8_t hdr[HDR_CAP];
-} zmember;
+} zmember; /* the npy header is formatted again when written: up to 2 KiB, not kept per member */
 
 typedef struct {
     bool zip64_always;
@@ -231,7 +228,8 @@ static ingot_status npz_begin(ingot_writer *w, uint64_t *total, ingot_error *err
         if (t->name_len == 0 || t->name_len > 65535 - 4)
             return ingot__err(err, INGOT_BAD_NAME, INGOT_NO_OFFSET, t->name, t->name_len,
                               "npz: member name must be 1..65531 bytes");
-        size_t hl = ingot__npy_format_header(m->hdr, sizeof m->hdr, t->dtype, t->rank, t->shape);
+        uint8_t hdr[NPY_HDR_CAP];
+        size_t hl = ingot__npy_format_header(hdr, sizeof hdr, t->dtype, t->rank, t->shape);
         if (!hl)
             return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, t->name, t->name_len,
                               "npy header does not fit");
@@ -298,8 +296,11 @@ static ingot_status npz_before(ingot_writer *w, uint64_t i, ingot_error *err)
         ING_TRY(ingot__wsink_write(w, h, 6, err));
         ING_TRY(ingot__wsink_zeros(w, m->pad, err));
     }
-    m->crc = ingot__crc32(0, m->hdr, m->hdr_len); /* the member is npy header + data */
-    return ingot__wsink_write(w, m->hdr, m->hdr_len, err);
+    uint8_t hdr[NPY_HDR_CAP];
+    if (ingot__npy_format_header(hdr, sizeof hdr, t->dtype, t->rank, t->shape) != m->hdr_len)
+        return ingot__err(err, INGOT_MISUSE, w->pos, t->name, t->name_len, "npz: header changed");
+    m->crc = ingot__crc32(0, hdr, m->hdr_len); /* the member is npy header + data */
+    return ingot__wsink_write(w, hdr, m->hdr_len, err);
 }
 
 static void npz_data_chunk(ingot_writer *w, uint64_t i, const void *p, size_t n)

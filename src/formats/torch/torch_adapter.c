@@ -123,14 +123,16 @@ static ingot_status tensor_at(const ingot_file *f, uint64_t i, ingot_tensor_info
     out->name_len = e->name_len;
     out->dtype = (ingot_dtype)t->dtype;
     out->rank = t->ndim;
-    for (uint32_t k = 0; k < t->ndim; k++) out->shape[k] = t->size[k];
+    const uint64_t *size = tp_size(&s->m, t);
+    for (uint32_t k = 0; k < t->ndim; k++) out->shape[k] = size[k];
     out->nelem = t->nelem;
     out->nbytes = t->nelem * t->esize; /* bounded by the storage (checked at rebuild) or dense */
     out->offset = st->data_offset + t->offset * t->esize;
     out->index = (uint32_t)i;
     if (!t->contiguous) {
         out->flags |= INGOT_TENSOR_STRIDED;
-        for (uint32_t k = 0; k < t->ndim; k++) out->strides[k] = t->stride[k];
+        const int64_t *stride = tp_stride(&s->m, t);
+        for (uint32_t k = 0; k < t->ndim; k++) out->strides[k] = stride[k];
     }
     if (s->big_endian && t->esize > 1) out->flags |= INGOT_TENSOR_BIG_ENDIAN;
     if (f->base) {

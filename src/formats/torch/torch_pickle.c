@@ -305,6 +305,7 @@ void ingot__tp_free(tp_machine *m)
     ingot__free(a, m->storages, m->cap_storages * sizeof *m->storages);
     ingot__free(a, m->st_hash, m->st_hash_cap * sizeof *m->st_hash);
     ingot__free(a, m->tensors, m->cap_tensors * sizeof *m->tensors);
+    ingot__free(a, m->dims, m->cap_dims * sizeof *m->dims);
     ING_MEMSET(m, 0, sizeof *m);
 }
 
@@ -578,14 +579,25 @@ static ingot_status persid(tp_machine *m, uint32_t pid, uint64_t at, uint32_t *o
  * Tensors (spec §3.6)
  * ------------------------------------------------------------------------------------------- */
 
-static ingot_status add_tensor(tp_machine *m, const tp_tensor *t, uint64_t at, uint32_t *node,
+/* Appends t with its t->ndim sizes and strides (t->dims is set here). */
+static ingot_status add_tensor(tp_machine *m, const tp_tensor *t, const uint64_t *size,
+                               const int64_t *stride, uint64_t at, uint32_t *node,
                                ingot_error *err)
 {
     if (m->n_tensors >= UINT32_MAX / 2) return perr(m, err, INGOT_LIMIT, at, "too many tensors");
     if (!ingot__tp_reserve(m->alloc, (void **)&m->tensors, &m->cap_tensors, m->n_tensors + 1,
-                    sizeof(tp_tensor)))
+                    sizeof(tp_tensor)) ||
+        !ingot__tp_reserve(m->alloc, (void **)&m->dims, &m->cap_dims, m->n_dims + 2 * t->ndim,
+                           sizeof *m->dims))
         return nomem(m, err, at);
-    m->tensors[m->n_tensors] = *t;
+    tp_tensor *x = &m->tensors[m->n_tensors];
+    *x = *t;
+    x->dims = m->n_dims;
+    for (uint32_t k = 0; k < t->ndim; k++) {
+        m->dims[m->n_dims + k] = size[k];
+        m->dims[m->n_dims + t->ndim + k] = (uint64_t)stride[k];
+    }
+    m->n_dims += 2 * t->ndim;
     if (node) {
         ING_TRY(new_node(m, TPV_TENSOR, at, node, err));
         m->nodes[*node].a = m->n_tensors;
@@ -594,14 +606,14 @@ static ingot_status add_tensor(tp_machine *m, const tp_tensor *t, uint64_t at, u
     return INGOT_OK;
 }
 
-static bool contiguous(const tp_tensor *t)
+static bool contiguous(const tp_tensor *t, const uint64_t *size, const int64_t *stride)
 {
     if (t->nelem == 0) return true;
     uint64_t expect = 1;
     for (uint32_t k = t->ndim; k-- > 0;) {
-        if (t->size[k] == 1) continue;
-        if ((uint64_t)t->stride[k] != expect) return false;
-        expect *= t->size[k]; /* <= nelem: cannot overflow */
+        if (size[k] == 1) continue;
+        if ((uint64_t)stride[k] != expect) return false;
+        expect *= size[k]; /* <= nelem: cannot overflow */
     }
     return true;
 }
@@ -611,6 +623,8 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
                             uint32_t *out, ingot_error *err)
 {
     tp_tensor t;
+    uint64_t size[INGOT_MAX_RANK];
+    int64_t stride[INGOT_MAX_RANK];
     ING_MEMSET(&t, 0, sizeof t);
     t.pid_offset = m->base_off + at;
     if (!is_kind(m, it[0], TPV_STORAGE))
@@ -629,7 +643,8 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
         return perr(m, err, INGOT_BAD_SHAPE, at, "tensor rebuild: %u sizes but %u strides",
                     sz->count, sd->count);
     if (sz->count > INGOT_MAX_RANK)
-        return perr(m, err, INGOT_BAD_NDIMS, at, "tensor rebuild: %u dimensions (ingot's max is %d)",
+        return perr(m, err, INGOT_BAD_NDIMS, at,
+                    "tensor rebuild: %u dimensions (ingot's limit is %d, INGOT_MAX_RANK)",
                     sz->count, INGOT_MAX_RANK);
     t.ndim = sz->count;
     uint32_t k = 0;
@@ -641,9 +656,9 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
             return perr(m, err, INGOT_BAD_SHAPE, at, "tensor rebuild: size %u is not an int >= 0", k);
         if (b->kind != TPV_INT || (int64_t)b->a < 0)
             return perr(m, err, INGOT_BAD_SHAPE, at, "tensor rebuild: stride %u is not an int >= 0", k);
-        t.size[k] = a->a;
-        t.stride[k] = (int64_t)b->a;
-        if (!ing_mul(t.nelem, t.size[k], &t.nelem) || t.nelem > (uint64_t)INT64_MAX)
+        size[k] = a->a;
+        stride[k] = (int64_t)b->a;
+        if (!ing_mul(t.nelem, size[k], &t.nelem) || t.nelem > (uint64_t)INT64_MAX)
             return perr(m, err, INGOT_BAD_SHAPE, at, "tensor rebuild: element count overflows");
     }
     /* Element type. */
@@ -679,7 +694,7 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
     if (t.nelem > 0) {
         for (k = 0; k < t.ndim; k++) {
             uint64_t span;
-            if (!ing_mul(t.size[k] - 1, (uint64_t)t.stride[k], &span) || !ing_add(last, span, &last))
+            if (!ing_mul(size[k] - 1, (uint64_t)stride[k], &span) || !ing_add(last, span, &last))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "tensor rebuild: extent overflows");
         }
         if (!ing_add(last, 1, &last) || !ing_mul(last, t.esize, &need) || need > st->nbytes)
@@ -690,8 +705,8 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
         return perr(m, err, INGOT_BAD_LAYOUT, at, "storage offset past the storage (%llu bytes)",
                     (unsigned long long)st->nbytes);
     }
-    t.contiguous = contiguous(&t);
-    return add_tensor(m, &t, at, out, err);
+    t.contiguous = contiguous(&t, size, stride);
+    return add_tensor(m, &t, size, stride, at, out, err);
 }
 
 ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out,
@@ -705,15 +720,15 @@ ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t 
     ING_MEMSET(&t, 0, sizeof t);
     t.storage = storage;
     t.ndim = 1;
-    t.size[0] = st->numel;
-    t.stride[0] = 1;
+    uint64_t size = st->numel;
+    int64_t stride = 1;
     t.nelem = st->numel;
     t.dtype = stypes[st->stype].dtype;
     t.esize = st->esize;
     t.contiguous = true;
     t.pid_offset = st->pid_offset;
     *out = (uint32_t)m->n_tensors;
-    return add_tensor(m, &t, st->pid_offset - m->base_off, NULL, err);
+    return add_tensor(m, &t, &size, &stride, st->pid_offset - m->base_off, NULL, err);
 }
 
 /* Validates the optional trailing `metadata` dict of v2/v3: conj/neg bits set -> refuse. */

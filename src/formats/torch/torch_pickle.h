@@ -92,12 +92,13 @@ typedef struct {
 
 enum { TPT_REQUIRES_GRAD = 1, TPT_PARAMETER = 2 };
 
+/* A tensor's sizes and strides live in the machine's dims pool (tp_size, tp_stride), so a tensor
+ * costs 16 bytes per dimension it has, not per dimension it could have (INGOT_MAX_RANK). */
 typedef struct {
     uint32_t storage;
     uint32_t ndim;
     uint64_t offset; /* storage offset in elements */
-    uint64_t size[INGOT_MAX_RANK];
-    int64_t stride[INGOT_MAX_RANK];
+    size_t dims;     /* m->dims[dims, +ndim): sizes; [dims + ndim, +ndim): strides (>= 0) */
     uint64_t nelem;
     uint16_t dtype; /* ingot_dtype */
     uint8_t esize;
@@ -133,6 +134,8 @@ typedef struct tp_machine {
     size_t st_hash_cap;
     tp_tensor *tensors;
     size_t n_tensors, cap_tensors;
+    uint64_t *dims; /* sizes and strides of every tensor */
+    size_t n_dims, cap_dims;
 
     uint64_t opcodes; /* executed, over every run */
     uint32_t protocol; /* of the last run */
@@ -170,6 +173,16 @@ const char *ingot__tp_dtype_torch_name(uint16_t id);
 
 /* Name of a pickle opcode ("INST"), or NULL for an undefined byte. */
 const char *ingot__tp_opcode_name(uint8_t op);
+
+/* Sizes (t->ndim of them) and strides (in elements) of a tensor of machine m. */
+static inline const uint64_t *tp_size(const tp_machine *m, const tp_tensor *t)
+{
+    return m->dims + t->dims;
+}
+static inline const int64_t *tp_stride(const tp_machine *m, const tp_tensor *t)
+{
+    return (const int64_t *)(const void *)(m->dims + t->dims + t->ndim);
+}
 
 /* The storage key bytes. */
 static inline const uint8_t *tp_storage_key(const tp_machine *m, size_t s, uint64_t *len)

@@ -104,6 +104,10 @@ run 0 "$ING" info --json "$HERE/../data/npy/savez_str.npz"
 n=$((n + 1))
 python3 -c 'import json; d=json.load(open("out.txt")); assert [t["name"] for t in d["tensors"]]==["x"]; assert [s["name"] for s in d["skipped"]]==["foo","bar"]; assert all("<U3" in s["reason"] for s in d["skipped"])' \
     || { echo "FAIL: info --json skipped"; fails=$((fails + 1)); }
+# convert says what it leaves out: one "lossy:" line per skipped member, counted in the summary
+run 0 "$ING" convert "$HERE/../data/npy/scipy_csr.npz" csr.safetensors
+expect_err "lossy: 'format' of the source skipped (npz: member 'format.npy' holds a byte string"
+expect_out "^wrote csr.safetensors (safetensors, 4 tensors, 1 part of the source skipped)$"
 
 run 0 "$ING" verify m.ingot
 expect_out "m.ingot: OK"

@@ -1661,6 +1661,15 @@ static int cmd_convert(int argc, char **argv)
     j.wopts = wopts;
     j.n_wopts = n_wopts;
     if ((rc = open_file(j.in, &j.f))) return rc;
+    /* Parts of the source that opened as no tensor (an .npz's string members) are not in OUT:
+     * one "lossy:" line each, counted in the summary. */
+    uint64_t skipped = ingot_file_notice_count(j.f);
+    for (uint64_t i = 0; i < skipped; i++) {
+        ingot_notice nt_i;
+        if (ingot_file_notice_at(j.f, i, &nt_i) == INGOT_OK)
+            fprintf(stderr, "%s: lossy: '%s' of the source skipped (%s)\n", prog, nt_i.name,
+                    nt_i.reason);
+    }
     j.wo.format = j.format;
     j.wo.alignment = (uint32_t)align;
     /* .ingot -> .ingot keeps the source alignment unless told otherwise. */
@@ -1755,6 +1764,8 @@ static int cmd_convert(int argc, char **argv)
         if (converted)
             printf(", %" PRIu64 " tensor%s dequantized to %s", converted, converted == 1 ? "" : "s",
                    ingot_dtype_name(j.dq));
+        if (skipped)
+            printf(", %" PRIu64 " part%s of the source skipped", skipped, skipped == 1 ? "" : "s");
         printf(")\n");
     }
     return rc;

@@ -1,12 +1,16 @@
 /*
- * mlp_runtime.c - the dense MLP runtime (include/ingot/runtime.h): reads the mlp.* topology of
+ * mlp.c - the dense MLP runtime (include/ingot/runtime.h): reads the mlp.* topology of
  * an open file, binds layers.<k>.weight/bias as backend tensors (zero-copy when the file allows),
  * and runs linear + activation per layer through the checked backend ops, ping-ponging between
  * two halves of caller scratch. The forward pass allocates nothing: it rebinds three pre-made
  * buffer handles (input, output, scratch) to the caller's memory.
  */
-#include "backend_internal.h"
+#include <string.h>
+
+#include "alloc.h"
+#include "backend_export.h"
 #include "checked.h"
+#include "error.h"
 #include "ingot/runtime.h"
 
 typedef struct mlp_layer {
@@ -117,16 +121,17 @@ static ingot_status bind(ingot_mlp *m, const ingot_file *f, const char *name, ui
     if (raw.dtype == INGOT_DTYPE_F32) {
         *t = raw;
         *buf = rbuf;
-        m->weight_bytes += (uint64_t)ing_nelem(&raw) * 4;
+        m->weight_bytes += ingot_tensor_nelem(&raw) * 4;
         return INGOT_OK;
     }
-    if (ing_kind(raw.dtype) != ING_K_FLOAT) {
+    if (raw.dtype != INGOT_DTYPE_F64 && raw.dtype != INGOT_DTYPE_F16 &&
+        raw.dtype != INGOT_DTYPE_BF16) {
         st = ingot__err(err, INGOT_E_BAD_TYPE, INGOT_NO_OFFSET, name, ing_strlen(name),
                         "mlp: dtype %s, expected F32, F64, F16 or BF16",
                         ingot_dtype_name(raw.dtype));
         goto fail;
     }
-    size_t nb = (size_t)ing_nelem(&raw) * 4;
+    size_t nb = (size_t)ingot_tensor_nelem(&raw) * 4;
     st = ingot_buffer_alloc(m->be, nb, buf, err);
     if (st == INGOT_OK) st = ingot_tensor_init(t, *buf, 0, INGOT_DTYPE_F32, rank, shape, err);
     if (st == INGOT_OK) st = ingot_op_cast(m->be, t, &raw, err);
@@ -155,7 +160,7 @@ INGOT_API ingot_status ingot_mlp_open(ingot_backend *b, const ingot_file *f,
     if (L < 1 || L > MAX_LAYERS)
         return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET, "mlp.layer_count", 15,
                           "mlp: %llu layers, expected 1..%d", (unsigned long long)L, MAX_LAYERS);
-    const ingot_allocator *al = &b->alloc;
+    const ingot_allocator *al = ingot_backend_allocator(b);
     ingot_mlp *m = ingot__calloc(al, sizeof *m);
     uint64_t *sizes = ingot__alloc(al, (size_t)(L + 1) * sizeof *sizes);
     if (m) m->layers = ingot__calloc(al, (size_t)L * sizeof *m->layers);
@@ -185,9 +190,14 @@ INGOT_API ingot_status ingot_mlp_open(ingot_backend *b, const ingot_file *f,
     if (st == INGOT_OK) st = ingot_buffer_wrap(b, "", 0, false, &m->xbuf, err);
     if (st == INGOT_OK) st = ingot_buffer_wrap(b, "", 0, true, &m->ybuf, err);
     if (st == INGOT_OK) st = ingot_buffer_wrap(b, "", 0, true, &m->sbuf, err);
-    if (st == INGOT_OK && (!m->xbuf->host || m->xbuf->device))
-        st = ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, NULL, 0,
-                        "mlp: backend '%s' has no zero-copy host buffers", b->ops->name);
+    if (st == INGOT_OK) {
+        ingot_device_info di;
+        ingot_backend_device_info(b, &di);
+        if (!di.host_buffers || !di.zero_copy_wrap || !ingot_buffer_host(m->xbuf))
+            st = ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, NULL, 0,
+                            "mlp: backend '%s' has no zero-copy host buffers",
+                            ingot_backend_name(b));
+    }
 done:
     if (sizes) ingot__free(al, sizes, (size_t)(L + 1) * sizeof *sizes);
     if (st != INGOT_OK) {
@@ -201,7 +211,7 @@ done:
 INGOT_API void ingot_mlp_free(ingot_mlp *m)
 {
     if (!m) return;
-    const ingot_allocator *al = &m->be->alloc;
+    const ingot_allocator *al = ingot_backend_allocator(m->be);
     if (m->layers) {
         for (uint32_t k = 0; k < m->nlayers; k++) {
             ingot_buffer_free(m->layers[k].wbuf);

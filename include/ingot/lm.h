@@ -242,8 +242,8 @@ INGOT_API ingot_status ingot_sampler_sample(ingot_sampler *s, const float *logit
  * 4. Generate
  * ------------------------------------------------------------------------------------------- */
 
-/** Called after each generated token (already in the session); return false to stop there
- *  (a caller with a tokenizer checks stop strings here). */
+/** Called with each generated token that is not a stop token, before it is evaluated; return
+ *  false to stop there (a caller with a tokenizer checks stop strings here). */
 typedef bool (*ingot_lm_token_fn)(void *ctx, int32_t token);
 
 typedef struct ingot_lm_generate_opts {
@@ -269,10 +269,13 @@ typedef struct ingot_lm_stats {
 } ingot_lm_stats;
 
 /** Evaluates the prompt (appended to what the session holds; an empty prompt on an empty
- *  session starts from the config's bos), then samples and evaluates tokens one at a time
- *  until max_tokens, eos, a stop token, the callback or a full cache. Generated tokens go to
- *  out (out_cap of them at most: generation stops there too) and *n_out. stats may be NULL.
- *  The decode loop allocates nothing. */
+ *  session starts from the config's bos; an empty prompt on a session that already ran
+ *  continues from its last logits), then samples and evaluates tokens one at a time until
+ *  max_tokens, eos, a stop token, the callback or a full cache. Generated tokens go to out
+ *  (out_cap of them at most: generation stops there too) and *n_out; a stop token (eos
+ *  included) is the last one there. The last token written is not evaluated (the session ends
+ *  just before it), so a continuation passes it as the next prompt. stats may be NULL. The
+ *  decode loop allocates nothing. */
 INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
                                          const int32_t *prompt, size_t n_prompt,
                                          const ingot_lm_generate_opts *opts, int32_t *out,

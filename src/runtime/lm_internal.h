@@ -64,6 +64,7 @@ typedef struct lm_table {
     ingot_dtype dtype;
     uint64_t rows;
     bool present;
+    lm_w copy; /* a decoded F32 copy when rows cannot be decoded one by one (grouped int8) */
 } lm_table;
 
 struct ingot_lm {

@@ -69,6 +69,71 @@ static ingot_status shape_err(const char *name, const ingot_tensor_info *ti, uin
                       hf_t ? " ([in, out], Conv1D)" : "");
 }
 
+/* Group-quantized int8 (llama2.c v2): an I8 tensor NAME with an F32 vector NAME_scale whose
+ * length divides its element count; x = q[i] * scale[i / group]. Returns the scale tensor. */
+static bool grouped_scale(const ingot_lm *m, const ingot_tensor_info *ti, ingot_tensor_info *sc)
+{
+    char sn[176];
+    if (ti->dtype != INGOT_DTYPE_I8 || ti->name_len > 160) return false;
+    snprintf(sn, sizeof sn, "%s_scale", ti->name);
+    return ingot_file_tensor_find(m->f, sn, sc) == INGOT_OK && sc->dtype == INGOT_DTYPE_F32 &&
+           sc->rank == 1 && sc->nelem > 0 && ti->nelem % sc->nelem == 0;
+}
+
+/* Converts tensor ti to an owned F32 copy (any dtype ingot_dequantize decodes, or grouped int8),
+ * with a notice. */
+static ingot_status to_f32(ingot_lm *m, const ingot_tensor_info *ti, lm_w *w, const char *why,
+                           ingot_error *err)
+{
+    const char *name = ti->name;
+    ingot_tensor_info sc;
+    bool grouped = grouped_scale(m, ti, &sc);
+    if (!grouped && !ingot_dequantize_supported(ti->dtype))
+        return ingot__err(err, INGOT_E_BAD_TYPE, INGOT_NO_OFFSET, name, strlen(name),
+                          "lm: dtype %s cannot be run or converted", ingot_dtype_name(ti->dtype));
+    if (ti->flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED))
+        return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, name, strlen(name),
+                          "lm: a %s tensor stored column-major or strided",
+                          ingot_dtype_name(ti->dtype));
+    uint64_t nb;
+    if (!ing_mul(ti->nelem, 4, &nb) || nb > SIZE_MAX / 2)
+        return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, name, strlen(name),
+                          "lm: tensor too large");
+    ING_TRY(ingot_buffer_alloc(m->be, (size_t)nb, &w->buf, err));
+    int64_t shape[INGOT_MAX_RANK];
+    for (uint32_t i = 0; i < ti->rank; i++) shape[i] = (int64_t)ti->shape[i];
+    float *dst = ingot_buffer_host(w->buf);
+    ingot_status st = ingot_file_tensor_dequantize(m->f, ti->index, 0, ti->nelem, dst, err);
+    float *scales = NULL;
+    size_t sbytes = grouped ? (size_t)sc.nelem * 4 : 0;
+    if (st == INGOT_OK && grouped) {
+        scales = ingot__alloc(m->al, sbytes);
+        if (!scales) st = ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, name, strlen(name),
+                                     "lm: scales");
+        if (st == INGOT_OK)
+            st = ingot_file_tensor_dequantize(m->f, sc.index, 0, sc.nelem, scales, err);
+        uint64_t gs = ti->nelem / sc.nelem;
+        for (uint64_t i = 0; st == INGOT_OK && i < ti->nelem; i++) dst[i] *= scales[i / gs];
+        if (scales) ingot__free(m->al, scales, sbytes);
+    }
+    if (st == INGOT_OK) st = ingot_tensor_init(&w->t, w->buf, 0, INGOT_DTYPE_F32, ti->rank, shape,
+                                               err);
+    if (st != INGOT_OK) {
+        ingot_buffer_free(w->buf);
+        w->buf = NULL;
+        return st;
+    }
+    m->owned_bytes += nb;
+    m->weight_bytes += nb;
+    char msg[320];
+    snprintf(msg, sizeof msg, "lm: %s: %s%s converted to F32 at load%s (%llu bytes)", name,
+             ingot_dtype_name(ti->dtype), grouped ? " with group scales" : "", why,
+             (unsigned long long)nb);
+    notice(m, msg);
+    w->present = true;
+    return INGOT_OK;
+}
+
 /* Binds the tensor of `role` as w, checking shape `want` (torch layout [out, in] for matrices;
  * the HF Conv1D [in, out] storage becomes a transposed view). linear: Q8_0/Q4_0 stay as they
  * are (the backend's quantized linear); everything else that is not F32 is converted to F32. */
@@ -99,36 +164,7 @@ static ingot_status bind(ingot_lm *m, lm_role role, uint32_t layer, uint32_t exp
         ING_TRY(ingot_tensor_from_file(m->be, m->f, name, &w->t, &w->buf, err));
         m->weight_bytes += ti.nbytes;
     } else {
-        if (!ingot_dequantize_supported(ti.dtype))
-            return ingot__err(err, INGOT_E_BAD_TYPE, INGOT_NO_OFFSET, name, strlen(name),
-                              "lm: dtype %s cannot be run or converted",
-                              ingot_dtype_name(ti.dtype));
-        if (ti.flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED))
-            return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, name, strlen(name),
-                              "lm: a %s tensor stored column-major or strided",
-                              ingot_dtype_name(ti.dtype));
-        uint64_t nb;
-        if (!ing_mul(ti.nelem, 4, &nb) || nb > SIZE_MAX)
-            return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, name, strlen(name),
-                              "lm: tensor too large");
-        ING_TRY(ingot_buffer_alloc(m->be, (size_t)nb, &w->buf, err));
-        int64_t shape[INGOT_MAX_RANK];
-        for (uint32_t i = 0; i < rank; i++) shape[i] = (int64_t)ti.shape[i];
-        st = ingot_file_tensor_dequantize(m->f, ti.index, 0, ti.nelem,
-                                          ingot_buffer_host(w->buf), err);
-        if (st == INGOT_OK)
-            st = ingot_tensor_init(&w->t, w->buf, 0, INGOT_DTYPE_F32, rank, shape, err);
-        if (st != INGOT_OK) {
-            ingot_buffer_free(w->buf);
-            w->buf = NULL;
-            return st;
-        }
-        m->owned_bytes += nb;
-        m->weight_bytes += nb;
-        char msg[256];
-        snprintf(msg, sizeof msg, "lm: %s: %s converted to F32 at load (%llu bytes)", name,
-                 ingot_dtype_name(ti.dtype), (unsigned long long)nb);
-        notice(m, msg);
+        ING_TRY(to_f32(m, &ti, w, "", err));
     }
     if (hf_t) {
         st = ingot_tensor_transpose(&w->t, &w->t, err);
@@ -245,11 +281,18 @@ static ingot_status bind_table(ingot_lm *m, lm_role role, uint32_t rows, lm_tabl
         int64_t want[2] = {rows ? (int64_t)rows : (int64_t)ti->shape[0], m->cfg.dim};
         return shape_err(name, ti, 2, want, false, err);
     }
-    if (!ingot_dequantize_supported(ti->dtype) ||
-        (ti->flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)))
+    ingot_tensor_info sc;
+    if (grouped_scale(m, ti, &sc)) {
+        /* llama2.c v2: decoded once at load, as its runq.c does */
+        uint64_t before = m->weight_bytes;
+        ING_TRY(to_f32(m, ti, &t->copy, " (embedding)", err));
+        m->weight_bytes = before;
+    } else if (!ingot_dequantize_supported(ti->dtype) ||
+               (ti->flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED))) {
         return ingot__err(err, INGOT_E_BAD_TYPE, INGOT_NO_OFFSET, name, strlen(name),
                           "lm: embedding dtype %s (or its layout) cannot be decoded",
                           ingot_dtype_name(ti->dtype));
+    }
     t->index = ti->index;
     t->dtype = ti->dtype;
     t->rows = ti->shape[0];
@@ -285,7 +328,10 @@ static ingot_status bind_all(ingot_lm *m, ingot_error *err)
     if (c->tied_head) {
         /* The head reads the embedding table: zero-copy when the backend runs its dtype. */
         ING_TRY(ingot_file_tensor_at(m->f, m->tok_embd.index, &ti));
-        if (native_linear(ti.dtype)) {
+        if (m->tok_embd.copy.present) {
+            m->output.t = m->tok_embd.copy.t; /* a view of the decoded table: no second copy */
+            m->weight_bytes += ti.nelem * 4;
+        } else if (native_linear(ti.dtype)) {
             ING_TRY(ingot_tensor_from_file(m->be, m->f, ti.name, &m->output.t, &m->output.buf,
                                            err));
             m->weight_bytes += ti.nbytes;
@@ -509,6 +555,8 @@ INGOT_API void ingot_lm_free(ingot_lm *m)
         ingot__free(m->al, m->layers, (size_t)m->cfg.n_layer * sizeof *m->layers);
     }
     unbind(&m->output);
+    unbind(&m->tok_embd.copy);
+    unbind(&m->pos_embd.copy);
     unbind(&m->out_norm);
     unbind(&m->out_norm_b);
     ingot_file_close(m->owned_file);

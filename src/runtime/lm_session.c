@@ -355,6 +355,11 @@ static ingot_status embed_rows(ingot_lm_session *s, const lm_table *t, const int
 {
     uint64_t D = s->m->cfg.dim;
     float *dst = ingot_buffer_host(dstbuf);
+    if (t->copy.present) {
+        const float *src = ingot_buffer_host(t->copy.buf);
+        for (uint32_t i = 0; i < n; i++) memcpy(dst + i * D, src + (uint64_t)ids[i] * D, D * 4);
+        return INGOT_OK;
+    }
     for (uint32_t i = 0; i < n; i++)
         ING_TRY(ingot_file_tensor_dequantize(s->m->f, t->index, (uint64_t)ids[i] * D, D,
                                              dst + i * D, err));

@@ -159,6 +159,9 @@ if [ -d "$SM" ]; then
     head -1 out.txt | tr -d '\n' > got_ids.txt
     same got_ids.txt want_ids.txt
     expect_err "1 prompt tokens"
+    run 0 "$ING" generate "$SM/stories260K.bin" --temp 0 -n 200
+    head -1 out.txt | tr -d '\n' > got_ids.txt
+    same got_ids.txt want_ids.txt
     run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 5 --json --threads 1
     expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432\], "text": "", "prefill_tokens_per_s": '
     run 0 "$ING" generate "$SM/stories260K.gguf" --tokens 1,403,407 --temp 0 -n 3

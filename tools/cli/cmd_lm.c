@@ -324,6 +324,7 @@ int ingot_cli_generate(int argc, char **argv)
                "%.1f, \"seed\": %" PRIu64 "}\n", pre, dec, a.sp.seed);
     } else {
         printf("\n");
+        fflush(stdout);
         fprintf(stderr, "ingot generate: %" PRIu64 " prompt tokens at %.1f tokens/s, %zu "
                         "generated at %.1f tokens/s\n", st.prompt_tokens, pre, nout, dec);
     }

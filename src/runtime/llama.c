@@ -121,7 +121,7 @@ ingot_status ingot__llama_forward(ingot_lm_session *s, uint32_t n, ingot_error *
         }
         ING_TRY(ingot__lm_kv_store(s, l, true, &v, n, err));
         ING_TRY(ingot__lm_attention(s, l, &qr, n, err));
-        ING_TRY(ingot__lm_linear(s, &tmp, &ao, &ly->wo, NULL, err));
+        ING_TRY(ingot__lm_linear(s, &tmp, &ao, &ly->wo, &ly->bo, err));
         ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, &x, &x, &tmp, err));
         ING_TRY(ingot_op_rms_norm(be, &xn, &x, &ly->ffn_norm.t, c->norm_eps, err));
         if (c->n_expert) {

@@ -321,8 +321,8 @@ static bool known_type(const char *mt, ingot_lm_arch *arch)
     return false;
 }
 
-ingot_status ingot__lm_config_json(const void *json, size_t n, const char *path,
-                                   ingot_lm_config *c, ingot_error *err)
+static ingot_status parse_json(const void *json, size_t n, const char *path, ingot_lm_config *c,
+                               ingot_error *err)
 {
     memset(c, 0, sizeof *c);
     cfg_json cj;
@@ -333,8 +333,8 @@ ingot_status ingot__lm_config_json(const void *json, size_t n, const char *path,
     ingot__json_tok t;
     ING_TRY(ingot__json_next(&j, &t, err));
     if (t.type != ING_JSON_OBJECT)
-        return ingot__err(err, INGOT_E_BAD_METADATA, t.pos, path, strlen(path),
-                          "config.json: the top level must be an object");
+        return ingot__err(err, INGOT_E_BAD_METADATA, t.pos, "config.json", 11,
+                          "config.json: the top level must be an object (%s)", path);
     for (;;) {
         ING_TRY(ingot__json_next(&j, &t, err));
         if (t.type == ING_JSON_OBJECT_END) break;
@@ -359,8 +359,8 @@ ingot_status ingot__lm_config_json(const void *json, size_t n, const char *path,
     }
     ING_TRY(ingot__json_next(&j, &t, err));
     if (t.type != ING_JSON_END)
-        return ingot__err(err, INGOT_E_BAD_METADATA, t.pos, path, strlen(path),
-                          "config.json: data after the top-level object");
+        return ingot__err(err, INGOT_E_BAD_METADATA, t.pos, "config.json", 11,
+                          "config.json: data after the top-level object (%s)", path);
     if (!cj.model_type[0])
         return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET, "model_type", 10,
                           "config.json: 'model_type' is missing (%s)", path);
@@ -422,6 +422,16 @@ ingot_status ingot__lm_config_json(const void *json, size_t n, const char *path,
                               "num_experts_per_tok");
     }
     return INGOT_OK;
+}
+
+ingot_status ingot__lm_config_json(const void *json, size_t n, const char *path,
+                                   ingot_lm_config *c, ingot_error *err)
+{
+    ingot_status st = parse_json(json, n, path, c, err);
+    /* the JSON scanner's own errors name a region, not the file: say which file */
+    if (st != INGOT_OK && err && (!err->where[0] || !strcmp(err->where, "header")))
+        ingot__fmt(err->where, sizeof err->where, "config.json");
+    return st;
 }
 
 ingot_status ingot__lm_config_check(ingot_lm_config *c, const char *where, ingot_error *err)

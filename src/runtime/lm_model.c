@@ -259,6 +259,8 @@ static ingot_status bind_layer(ingot_lm *m, uint32_t l, ingot_error *err)
     ING_TRY(bind(m, LM_ATTN_K_B, l, 0, c->qkv_bias, 1, bk, false, &ly->bk, err));
     ING_TRY(bind(m, LM_ATTN_V_B, l, 0, c->qkv_bias, 1, bk, false, &ly->bv, err));
     ING_TRY(bind(m, LM_ATTN_OUT, l, 0, true, 2, wo, true, &ly->wo, err));
+    int64_t vdo[1] = {D}; /* HF Llama with attention_bias has an o_proj bias too */
+    ING_TRY(bind(m, LM_ATTN_OUT_B, l, 0, false, 1, vdo, false, &ly->bo, err));
     if (c->n_expert) return bind_experts(m, l, err);
     int64_t up[2] = {F, D}, dn[2] = {D, F};
     ING_TRY(bind(m, LM_FFN_GATE, l, 0, true, 2, up, true, &ly->w_gate, err));

@@ -36,6 +36,8 @@ static const name_row rows[] = {
     {LM_ATTN_V_B, A_LLAMA, "blk.%u.attn_v.bias", "model.layers.%u.self_attn.v_proj.bias", false},
     {LM_ATTN_OUT, A_LLAMA, "blk.%u.attn_output.weight", "model.layers.%u.self_attn.o_proj.weight",
      false},
+    {LM_ATTN_OUT_B, A_LLAMA, "blk.%u.attn_output.bias", "model.layers.%u.self_attn.o_proj.bias",
+     false},
     {LM_FFN_NORM, A_LLAMA, "blk.%u.ffn_norm.weight",
      "model.layers.%u.post_attention_layernorm.weight", false},
     {LM_FFN_GATE, A_LLAMA, "blk.%u.ffn_gate.weight", "model.layers.%u.mlp.gate_proj.weight", false},

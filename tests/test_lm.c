@@ -311,6 +311,75 @@ TEST(stories_decode_loop_allocates_nothing)
     ingot_backend_free(be);
 }
 
+static bool stop_after_five(void *ctx, int32_t t)
+{
+    (void)t;
+    return ++*(int *)ctx < 5;
+}
+
+TEST(generate_stops)
+{
+    ingot_backend *be = NULL;
+    ingot_lm *m = open_stories("cpu", 1, &be, NULL);
+    ASSERT_TRUE(m);
+    ingot_lm_session *s = NULL;
+    ingot_lm_session_opts so = {0};
+    so.n_ctx = 10;
+    ASSERT_OK(ingot_lm_session_new(m, &so, &s, NULL));
+    ingot_sampler *sp = NULL;
+    ingot_sampler_params p = {0};
+    ASSERT_OK(ingot_sampler_new(&p, 512, NULL, &sp, NULL));
+    int32_t out[16];
+    size_t n = 0;
+    ingot_lm_stats st;
+    /* greedy from BOS is 403 407 261 378 ...: a stop token ends it and is reported */
+    int32_t stop = 261;
+    ingot_lm_generate_opts go = {0};
+    go.stop_tokens = &stop;
+    go.n_stop_tokens = 1;
+    ASSERT_OK(ingot_lm_generate(s, sp, NULL, 0, &go, out, 16, &n, &st, NULL));
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(out[2], 261);
+    ASSERT_EQ(st.stop, INGOT_LM_STOP_EOS);
+    /* the callback */
+    int calls = 0;
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    memset(&go, 0, sizeof go);
+    go.on_token = stop_after_five;
+    go.ctx = &calls;
+    ASSERT_OK(ingot_lm_generate(s, sp, NULL, 0, &go, out, 16, &n, &st, NULL));
+    ASSERT_EQ(n, 5);
+    ASSERT_EQ(st.stop, INGOT_LM_STOP_CALLBACK);
+    /* a full cache: BOS + 9 evaluated, the 10th token sampled but not evaluated */
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    memset(&go, 0, sizeof go);
+    ASSERT_OK(ingot_lm_generate(s, sp, NULL, 0, &go, out, 16, &n, &st, NULL));
+    ASSERT_EQ(st.stop, INGOT_LM_STOP_CONTEXT);
+    ASSERT_EQ(n, 10);
+    ASSERT_EQ(ingot_lm_session_pos(s), 10);
+    /* max_tokens, and out_cap as a limit */
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    go.max_tokens = 4;
+    ASSERT_OK(ingot_lm_generate(s, sp, NULL, 0, &go, out, 16, &n, &st, NULL));
+    ASSERT_EQ(n, 4);
+    ASSERT_EQ(st.stop, INGOT_LM_STOP_LENGTH);
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    ASSERT_OK(ingot_lm_generate(s, sp, NULL, 0, NULL, out, 2, &n, &st, NULL));
+    ASSERT_EQ(n, 2);
+    /* continuing with an empty prompt uses the session's last logits */
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    int32_t bos = 1;
+    static float lg[512];
+    ASSERT_OK(ingot_lm_eval(s, &bos, 1, INGOT_LM_LOGITS_LAST, lg, 512, NULL));
+    ASSERT_OK(ingot_lm_generate(s, sp, NULL, 0, NULL, out, 2, &n, &st, NULL));
+    ASSERT_EQ(out[0], 403);
+    ASSERT_EQ(out[1], 407);
+    ingot_sampler_free(sp);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+}
+
 TEST(eval_rejects_bad_calls)
 {
     ingot_backend *be = NULL;
@@ -473,6 +542,6 @@ RUN_TESTS(T(stories_config_from_gguf_keys), T(stories_logits_match_torch_cpu),
           T(stories_greedy_200_tokens_cpu), T(stories_greedy_200_tokens_ref),
           T(stories_kv_decode_equals_full_forward_cpu),
           T(stories_kv_decode_equals_full_forward_ref), T(stories_threads_bit_identical),
-          T(stories_decode_loop_allocates_nothing), T(eval_rejects_bad_calls),
+          T(stories_decode_loop_allocates_nothing), T(generate_stops), T(eval_rejects_bad_calls),
           T(missing_tensor_is_named), T(missing_key_is_named),
           T(copy_without_output_weight_ties_the_head))

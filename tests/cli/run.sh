@@ -164,6 +164,13 @@ if [ -d "$SM" ]; then
     same got_ids.txt want_ids.txt
     run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 5 --json --threads 1
     expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432\], "text": "", "prefill_tokens_per_s": '
+    # sampled: the seed decides, not the thread count
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0.8 --top-k 20 --top-p 0.9 --min-p 0.01 \
+        --repeat-penalty 1.1 --seed 5 -n 40 --threads 1
+    cp out.txt s1.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0.8 --top-k 20 --top-p 0.9 --min-p 0.01 \
+        --repeat-penalty 1.1 --seed 5 -n 40 --threads 2
+    same out.txt s1.txt
     run 0 "$ING" generate "$SM/stories260K.gguf" --tokens 1,403,407 --temp 0 -n 3
     expect_out "^261 378 432$"
     run 0 "$ING" eval "$SM/stories260K.gguf" --tokens 1,403,407,261 -o lg.npy

@@ -96,13 +96,12 @@ struct ingot_lm_session {
     ingot_lm *m;
     uint32_t n_ctx, n_batch, pos;
     ingot_dtype kv_dtype;
-    uint32_t att_heads;           /* kv heads per attention pass (scores buffer capacity) */
     int32_t *tokens;              /* n_ctx: the tokens at each position */
     float *last_logits;           /* vocab floats */
     bool have_logits;
     /* backend buffers */
     bool counted;                 /* counted in m->nsessions */
-    ingot_buffer *ids, *posb, *mask, *x, *xn, *q, *qr, *kr, *att, *ao, *tmp, *g, *u;
+    ingot_buffer *ids, *posb, *x, *xn, *q, *qr, *kr, *ao, *tmp, *g, *u;
     ingot_buffer *logits, *kv, *kvf, *router, *eo;
     uint64_t kv_layer_bytes;      /* K then V of one layer */
 };

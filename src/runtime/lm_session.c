@@ -19,7 +19,6 @@
 
 #define DEFAULT_BATCH 128u
 #define DEFAULT_CTX 4096u
-#define ATT_CAP_BYTES ((uint64_t)64 << 20) /* scores buffer; more kv heads per pass if it fits */
 
 static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
@@ -35,9 +34,9 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 /* ---- sizes ---- */
 
 typedef struct plan {
-    uint32_t n_ctx, n_batch, att_heads;
+    uint32_t n_ctx, n_batch;
     ingot_dtype kv_dtype;
-    uint64_t qkv, att, ffn, kv, kvf, router;
+    uint64_t qkv, ffn, kv, kvf, router;
 } plan;
 
 static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p)
@@ -48,12 +47,8 @@ static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p
     p->n_batch = o && o->n_batch ? o->n_batch : DEFAULT_BATCH;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     p->kv_dtype = o && o->kv_dtype ? o->kv_dtype : INGOT_DTYPE_F32;
-    uint64_t B = p->n_batch, H = c->n_head, Hk = c->n_head_kv, hd = c->head_dim, G = H / Hk;
+    uint64_t H = c->n_head, Hk = c->n_head_kv, hd = c->head_dim;
     p->qkv = c->arch == INGOT_LM_ARCH_GPT2 ? 3 * (uint64_t)c->dim : (H + 2 * Hk) * hd;
-    uint64_t one = sat_mul(sat_mul(sat_mul(G, B), p->n_ctx), 4);
-    uint64_t hp = one ? ATT_CAP_BYTES / one : Hk;
-    p->att_heads = (uint32_t)(hp < 1 ? 1 : hp > Hk ? Hk : hp);
-    p->att = sat_mul(one / 4, p->att_heads);
     p->ffn = c->ffn_dim;
     size_t es = p->kv_dtype == INGOT_DTYPE_F16 ? 2 : 4;
     p->kv = sat_mul(sat_mul(sat_mul(2 * (uint64_t)c->n_layer, Hk), sat_mul(p->n_ctx, hd)), es);
@@ -67,9 +62,8 @@ static uint64_t scratch_bytes(const ingot_lm *m, const plan *p)
     const ingot_lm_config *c = &m->cfg;
     uint64_t B = p->n_batch, D = c->dim, Q = (uint64_t)c->n_head * c->head_dim,
              KVW = (uint64_t)c->n_head_kv * c->head_dim;
-    uint64_t f[] = {B * 4, (uint64_t)p->n_ctx * 4, p->n_ctx + B, B * D * 4, B * D * 4,
-                    sat_mul(B, p->qkv * 4), B * Q * 4, B * KVW * 4, sat_mul(p->att, 4),
-                    B * Q * 4, B * D * 4, sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
+    uint64_t f[] = {B * 4, (uint64_t)p->n_ctx * 4, B * D * 4, B * D * 4,
+                    sat_mul(B, p->qkv * 4), B * Q * 4, B * KVW * 4, B * Q * 4, B * D * 4, sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
                     sat_mul(B, (uint64_t)c->vocab * 4), p->kvf, B * p->router * 4 + 64, D * 4,
                     (uint64_t)c->vocab * 4 + (uint64_t)p->n_ctx * 4};
     uint64_t t = 0;
@@ -121,15 +115,14 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
     s->n_ctx = p.n_ctx;
     s->n_batch = p.n_batch;
     s->kv_dtype = p.kv_dtype;
-    s->att_heads = p.att_heads;
     uint64_t B = p.n_batch, D = c->dim, Q = (uint64_t)c->n_head * c->head_dim,
              KVW = (uint64_t)c->n_head_kv * c->head_dim;
     s->kv_layer_bytes = p.kv / c->n_layer;
     ingot_status st = INGOT_OK;
     struct { ingot_buffer **b; uint64_t n; } bufs[] = {
-        {&s->ids, B * 4}, {&s->posb, (uint64_t)p.n_ctx * 4}, {&s->mask, p.n_ctx + B},
+        {&s->ids, B * 4}, {&s->posb, (uint64_t)p.n_ctx * 4},
         {&s->x, B * D * 4}, {&s->xn, B * D * 4}, {&s->q, sat_mul(B, p.qkv * 4)},
-        {&s->qr, B * Q * 4}, {&s->kr, B * KVW * 4}, {&s->att, sat_mul(p.att, 4)},
+        {&s->qr, B * Q * 4}, {&s->kr, B * KVW * 4},
         {&s->ao, B * Q * 4}, {&s->tmp, B * D * 4}, {&s->g, sat_mul(B, p.ffn * 4)},
         {&s->u, sat_mul(B, p.ffn * 4)}, {&s->logits, sat_mul(B, (uint64_t)c->vocab * 4)},
         {&s->kv, p.kv}, {&s->kvf, p.kvf}, {&s->router, B * p.router * 4 + 64},
@@ -144,12 +137,9 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
             st = ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0, "lm: session");
     }
     if (st == INGOT_OK) {
-        /* positions 0..n_ctx-1 for RoPE / learned positions; the causal mask table
-         * T[k] = k >= n_ctx, read through a view with row stride -1 (ingot__lm_attention) */
+        /* positions 0..n_ctx-1 for RoPE / learned positions */
         int32_t *pos = ingot_buffer_host(s->posb);
-        uint8_t *mask = ingot_buffer_host(s->mask);
         for (uint32_t i = 0; i < p.n_ctx; i++) pos[i] = (int32_t)i;
-        for (uint64_t k = 0; k < p.n_ctx + B; k++) mask[k] = k >= p.n_ctx;
     }
     if (st != INGOT_OK) {
         ingot_lm_session_free(s);
@@ -164,8 +154,7 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
 INGOT_API void ingot_lm_session_free(ingot_lm_session *s)
 {
     if (!s) return;
-    ingot_buffer *bufs[] = {s->ids, s->posb, s->mask, s->x, s->xn, s->q, s->qr,
-                            s->kr, s->att, s->ao, s->tmp, s->g, s->u, s->logits, s->kv, s->kvf,
+    ingot_buffer *bufs[] = {s->ids, s->posb, s->x, s->xn, s->q, s->qr, s->kr, s->ao, s->tmp, s->g, s->u, s->logits, s->kv, s->kvf,
                             s->router, s->eo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ingot_buffer_free(bufs[i]);
     const ingot_allocator *al = s->m->al;
@@ -265,7 +254,7 @@ ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingo
 {
     const ingot_lm_config *c = &s->m->cfg;
     ingot_backend *be = s->m->be;
-    uint32_t L = s->pos + n, Hk = c->n_head_kv, G = c->n_head / Hk, hd = c->head_dim;
+    uint32_t L = s->pos + n, Hk = c->n_head_kv, hd = c->head_dim;
     ingot_tensor K, V;
     ingot__lm_kv_view(s, layer, false, 0, L, &K);
     ingot__lm_kv_view(s, layer, true, 0, L, &V);
@@ -281,70 +270,27 @@ ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingo
         K = kf;
         V = vf;
     }
-    double scale = 1.0 / sqrt((double)hd);
-    int64_t qrs = q->strides[0], qcs = q->strides[1];
-    for (uint32_t h0 = 0; h0 < Hk; h0 += s->att_heads) {
-        uint32_t hp = Hk - h0 < s->att_heads ? Hk - h0 : s->att_heads;
-        ingot_tensor qv, kt, vv, sc, dv, mk;
-        /* q rows as [hp, G, n, hd]: head (h0+a)*G+g of row i */
-        memset(&qv, 0, sizeof qv);
-        qv.buf = q->buf;
-        qv.dtype = INGOT_DTYPE_F32;
-        qv.offset = q->offset + (uint64_t)h0 * G * hd * qcs * 4;
-        qv.rank = 4;
-        int64_t qs[4] = {hp, G, n, hd}, qst[4] = {(int64_t)G * hd * qcs, (int64_t)hd * qcs, qrs,
-                                                  qcs};
-        memcpy(qv.shape, qs, sizeof qs);
-        memcpy(qv.strides, qst, sizeof qst);
-        /* keys as [hp, 1, hd, L] (transposed, broadcast over the group) */
-        kt = K;
-        kt.offset = K.offset + (uint64_t)h0 * K.strides[0] * 4;
-        kt.rank = 4;
-        int64_t ks[4] = {hp, 1, hd, L}, kst[4] = {K.strides[0], 0, 1, K.strides[1]};
-        memcpy(kt.shape, ks, sizeof ks);
-        memcpy(kt.strides, kst, sizeof kst);
-        vv = V;
-        vv.offset = V.offset + (uint64_t)h0 * V.strides[0] * 4;
-        vv.rank = 4;
-        int64_t vs[4] = {hp, 1, L, hd}, vst[4] = {V.strides[0], 0, V.strides[1], 1};
-        memcpy(vv.shape, vs, sizeof vs);
-        memcpy(vv.strides, vst, sizeof vst);
-        /* scores [hp, G, n, L] */
-        memset(&sc, 0, sizeof sc);
-        sc.buf = s->att;
-        sc.dtype = INGOT_DTYPE_F32;
-        sc.rank = 4;
-        int64_t ss[4] = {hp, G, n, L}, sst[4] = {(int64_t)G * n * L, (int64_t)n * L, L, 1};
-        memcpy(sc.shape, ss, sizeof ss);
-        memcpy(sc.strides, sst, sizeof sst);
-        ING_TRY(ingot_op_matmul(be, &sc, &qv, &kt, err));
-        ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &sc, &sc, scale, err));
-        if (n > 1) {
-            /* mask[i][j] = j > pos + i = T[(n_ctx - pos - 1) + j - i], T[k] = k >= n_ctx */
-            memset(&mk, 0, sizeof mk);
-            mk.buf = s->mask;
-            mk.dtype = INGOT_DTYPE_BOOL;
-            mk.offset = (uint64_t)s->n_ctx - s->pos - 1;
-            mk.rank = 4;
-            int64_t ms[4] = {hp, G, n, L}, mst[4] = {0, 0, -1, 1};
-            memcpy(mk.shape, ms, sizeof ms);
-            memcpy(mk.strides, mst, sizeof mst);
-            ING_TRY(ingot_op_mask_fill(be, &sc, &sc, &mk, -INFINITY, err));
-        }
-        ING_TRY(ingot_op_softmax(be, &sc, &sc, 3, false, err));
-        /* out rows [n, H*hd] as [hp, G, n, hd] */
-        uint64_t QW = (uint64_t)c->n_head * hd;
-        memset(&dv, 0, sizeof dv);
-        dv.buf = s->ao;
-        dv.dtype = INGOT_DTYPE_F32;
-        dv.offset = (uint64_t)h0 * G * hd * 4;
-        dv.rank = 4;
-        int64_t ds[4] = {hp, G, n, hd}, dst[4] = {(int64_t)G * hd, hd, (int64_t)QW, 1};
-        memcpy(dv.shape, ds, sizeof ds);
-        memcpy(dv.strides, dst, sizeof dst);
-        ING_TRY(ingot_op_matmul(be, &dv, &sc, &vv, err));
-    }
-    return INGOT_OK;
+    /* q rows [n, H*hd] as [1, H, n, hd]; the cache as [1, Hkv, L, hd]; out rows likewise */
+    ingot_tensor qv = *q, kv = K, vv = V, dv;
+    qv.rank = kv.rank = vv.rank = 4;
+    int64_t qs[4] = {1, c->n_head, n, hd}, qst[4] = {(int64_t)n * q->strides[0],
+                                                     (int64_t)hd * q->strides[1], q->strides[0],
+                                                     q->strides[1]};
+    memcpy(qv.shape, qs, sizeof qs);
+    memcpy(qv.strides, qst, sizeof qst);
+    int64_t ks[4] = {1, Hk, L, hd}, kst[4] = {Hk * K.strides[0], K.strides[0], K.strides[1], 1};
+    memcpy(kv.shape, ks, sizeof ks);
+    memcpy(kv.strides, kst, sizeof kst);
+    memcpy(vv.shape, ks, sizeof ks);
+    memcpy(vv.strides, kst, sizeof kst);
+    ingot__lm_view2(&dv, s->ao, 0, n, (int64_t)c->n_head * hd);
+    dv.rank = 4;
+    int64_t dst[4] = {(int64_t)n * c->n_head * hd, hd, (int64_t)c->n_head * hd, 1};
+    memcpy(dv.shape, qs, sizeof qs);
+    memcpy(dv.strides, dst, sizeof dst);
+    ingot_attn_params ap = {0};
+    ap.causal = true; /* bottom-right: query i sees keys 0 .. pos + i */
+    return ingot_op_attention(be, &dv, &qv, &kv, &vv, &ap, err);
 }
 
 /* ---- embedding rows, output head, eval ---- */

@@ -586,7 +586,7 @@ static const ingot_module_ops cpu_module_ops = {
     .rms_norm = ingot__ref_rms_norm,
     .batch_norm = ingot__ref_batch_norm,
     .rope = ingot__ref_rope,
-    .attention = ingot__ref_attention,
+    .attention = ingot__cpu_attention,
 };
 
 static const ingot_activation_ops cpu_activation_ops = {

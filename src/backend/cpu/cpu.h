@@ -25,4 +25,9 @@ typedef struct cpu_ctx {
 typedef void (*cpu_range_fn)(void *arg, int64_t begin, int64_t end);
 void ingot__cpu_run(cpu_ctx *c, int64_t n, int64_t chunk, cpu_range_fn fn, void *arg);
 
+/* ingot_op_attention for f32 rows (cpu_attention.c); other cases run the ref definition. */
+ingot_status ingot__cpu_attention(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *q,
+                                  const ingot_tensor *k, const ingot_tensor *v,
+                                  const ingot_attn_params *p, ingot_error *err);
+
 #endif

@@ -22,6 +22,7 @@
 #define LM_MAX_VOCAB (1u << 22)
 #define LM_MAX_EXPERTS 256u
 #define LM_MAX_CTX (1u << 22)
+#define LM_MAX_PROBED 16u /* dtypes whose linear support was asked of the backend */
 
 /* One bound weight: a backend tensor over the mapping (zero-copy) or over a converted copy. */
 typedef struct lm_w {
@@ -79,6 +80,8 @@ struct ingot_lm {
     lm_layer *layers;
     uint64_t weight_bytes, expert_bytes, owned_bytes;
     uint32_t nsessions;
+    struct { ingot_dtype dtype; bool native; } probed[LM_MAX_PROBED]; /* native_linear cache */
+    uint32_t n_probed;
     ingot_lm_notice_fn notice;
     void *notice_ctx;
 };

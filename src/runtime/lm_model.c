@@ -27,9 +27,34 @@ static void notice(const ingot_lm *m, const char *msg)
 
 /* ---- binding ---- */
 
-static bool native_linear(ingot_dtype dt)
+/* Whether the backend runs ingot_op_linear with weights of dtype dt and F32 activations: asked
+ * once per dtype by running it on one zero block (a capability probe through the public op, so
+ * a backend that gains kernels for more block types is used for them without a change here). */
+static bool native_linear(ingot_lm *m, ingot_dtype dt)
 {
-    return dt == INGOT_DTYPE_F32 || dt == INGOT_DTYPE_Q8_0 || dt == INGOT_DTYPE_Q4_0;
+    if (dt == INGOT_DTYPE_F32) return true;
+    for (uint32_t i = 0; i < m->n_probed; i++)
+        if (m->probed[i].dtype == dt) return m->probed[i].native;
+    uint32_t be = ingot_dtype_block_elems(dt), bb = ingot_dtype_block_bytes(dt);
+    bool ok = false;
+    if (be && bb && be <= 256 && m->n_probed < LM_MAX_PROBED) {
+        ingot_buffer *wb = NULL, *xb = NULL, *yb = NULL;
+        ingot_tensor w, x, y;
+        int64_t ws[2] = {1, be}, ys[2] = {1, 1};
+        ok = ingot_buffer_alloc(m->be, bb, &wb, NULL) == INGOT_OK &&
+             ingot_buffer_alloc(m->be, (size_t)be * 4, &xb, NULL) == INGOT_OK &&
+             ingot_buffer_alloc(m->be, 4, &yb, NULL) == INGOT_OK &&
+             ingot_tensor_init(&w, wb, 0, dt, 2, ws, NULL) == INGOT_OK &&
+             ingot_tensor_init(&x, xb, 0, INGOT_DTYPE_F32, 2, ws, NULL) == INGOT_OK &&
+             ingot_tensor_init(&y, yb, 0, INGOT_DTYPE_F32, 2, ys, NULL) == INGOT_OK &&
+             ingot_op_linear(m->be, &y, &x, &w, NULL, NULL) == INGOT_OK;
+        ingot_buffer_free(wb);
+        ingot_buffer_free(xb);
+        ingot_buffer_free(yb);
+        m->probed[m->n_probed].dtype = dt;
+        m->probed[m->n_probed++].native = ok;
+    }
+    return ok;
 }
 
 /* Finds the tensor of `role` (HF GPT-2: also without the "transformer." prefix). */
@@ -160,7 +185,7 @@ static ingot_status bind(ingot_lm *m, lm_role role, uint32_t layer, uint32_t exp
         ok = (int64_t)ti.shape[i] == (hf_t && rank == 2 ? want[1 - i] : want[i]);
     if (!ok) return shape_err(name, &ti, rank, want, hf_t, err);
     ingot_status st;
-    if (ti.dtype == INGOT_DTYPE_F32 || (linear && !hf_t && native_linear(ti.dtype))) {
+    if (ti.dtype == INGOT_DTYPE_F32 || (linear && !hf_t && native_linear(m, ti.dtype))) {
         ING_TRY(ingot_tensor_from_file(m->be, m->f, name, &w->t, &w->buf, err));
         m->weight_bytes += ti.nbytes;
     } else {
@@ -333,7 +358,7 @@ static ingot_status bind_all(ingot_lm *m, ingot_error *err)
         if (m->tok_embd.copy.present) {
             m->output.t = m->tok_embd.copy.t; /* a view of the decoded table: no second copy */
             m->weight_bytes += ti.nelem * 4;
-        } else if (native_linear(ti.dtype)) {
+        } else if (native_linear(m, ti.dtype)) {
             ING_TRY(ingot_tensor_from_file(m->be, m->f, ti.name, &m->output.t, &m->output.buf,
                                            err));
             m->weight_bytes += ti.nbytes;

@@ -9,6 +9,7 @@
  *   3. sampling: greedy, temperature, top-k, top-p, min-p, repetition/frequency/presence
  *      penalties, seeded
  *   4. the generate loop, with a per-token callback
+ *   5. beam search
  *
  * Where the weights and the config come from (docs/RUNTIME.md has the tables):
  *   - GGUF: llama.cpp's names (token_embd, blk.N.attn_q, ...) and keys ({arch}.block_count,
@@ -178,6 +179,13 @@ INGOT_API const int32_t *ingot_lm_session_tokens(const ingot_lm_session *s);
 INGOT_API ingot_status ingot_lm_session_rewind(ingot_lm_session *s, uint32_t pos,
                                                ingot_error *err);
 
+/** Makes dst hold what src holds: its tokens, its cache up to its position and its last logits
+ *  (both sessions of the same model, dst's capacity at least src's position; RANGE otherwise,
+ *  MISUSE for sessions of different models or KV dtypes). No allocation. Beam search uses it to
+ *  fork hypotheses. */
+INGOT_API ingot_status ingot_lm_session_copy(ingot_lm_session *dst, const ingot_lm_session *src,
+                                             ingot_error *err);
+
 /** Which logits ingot_lm_eval writes. */
 typedef enum ingot_lm_logits {
     INGOT_LM_LOGITS_NONE = 0, /**< none (fill the cache only) */
@@ -281,6 +289,37 @@ INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
                                          const ingot_lm_generate_opts *opts, int32_t *out,
                                          size_t out_cap, size_t *n_out, ingot_lm_stats *stats,
                                          ingot_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * 5. Beam search
+ *
+ * Hypotheses are scored by their summed log-probabilities (log-softmax of the logits, in double)
+ * divided by length^length_penalty (length = tokens generated, eos included). Each step expands
+ * every live hypothesis by every token and ranks the candidates by summed log-probability
+ * (ties: the lower beam, then the lower token id); walking the ranking, a candidate ending in eos
+ * among the first `width` ranks is finished (it takes no live slot), any other candidate becomes
+ * live until `width` are live (Hugging Face's rule). After max_tokens steps the live hypotheses
+ * are finished as they are. The best finished hypothesis wins (ties: the first finished).
+ * width 1 without eos is greedy decoding.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct ingot_lm_beam_opts {
+    uint32_t width;        /**< beams, 1..256 */
+    uint32_t max_tokens;   /**< tokens generated per hypothesis, >= 1 */
+    double length_penalty; /**< exponent of the length normaliser (0: plain sums; HF uses 1) */
+    bool ignore_eos;       /**< never finish at eos */
+} ingot_lm_beam_opts;
+
+/** Runs beam search after the prompt (empty: the config's bos). It creates 2 x width sessions
+ *  of the model with `so` (NULL: defaults; n_ctx must hold the prompt plus max_tokens) and all
+ *  its scratch up front; the search itself allocates nothing. The best hypothesis' generated
+ *  tokens go to out (out_cap >= max_tokens, else RANGE), their count to *n_out, its score to
+ *  *score (may be NULL). */
+INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_opts *so,
+                                            const int32_t *prompt, size_t n_prompt,
+                                            const ingot_lm_beam_opts *opts, int32_t *out,
+                                            size_t out_cap, size_t *n_out, double *score,
+                                            ingot_error *err);
 
 #ifdef __cplusplus
 }

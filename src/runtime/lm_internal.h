@@ -130,7 +130,7 @@ void ingot__lm_view2(ingot_tensor *t, ingot_buffer *buf, uint64_t off, int64_t r
 ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingot_tensor *q,
                                  uint32_t n, ingot_error *err);
 /* K/V cache views of layer `layer`: [n_head_kv, len, head_dim] starting at position `from`. */
-void ingot__lm_kv_view(ingot_lm_session *s, uint32_t layer, bool value, uint32_t from,
+void ingot__lm_kv_view(const ingot_lm_session *s, uint32_t layer, bool value, uint32_t from,
                        uint32_t len, ingot_tensor *t);
 /* Stores rows [n, Hkv*hd] (F32, any view) into the cache at positions pos.. (casting for F16). */
 ingot_status ingot__lm_kv_store(ingot_lm_session *s, uint32_t layer, bool value,

@@ -188,6 +188,34 @@ INGOT_API ingot_status ingot_lm_session_rewind(ingot_lm_session *s, uint32_t pos
     return INGOT_OK;
 }
 
+INGOT_API ingot_status ingot_lm_session_copy(ingot_lm_session *dst, const ingot_lm_session *src,
+                                             ingot_error *err)
+{
+    if (!dst || !src)
+        return ingot__err(err, INGOT_E_MISUSE, INGOT_NO_OFFSET, NULL, 0, "session is NULL");
+    if (dst == src) return INGOT_OK;
+    if (dst->m != src->m || dst->kv_dtype != src->kv_dtype)
+        return ingot__err(err, INGOT_E_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                          "lm: session_copy between different models or KV dtypes");
+    if (src->pos > dst->n_ctx)
+        return ingot__err(err, INGOT_E_RANGE, INGOT_NO_OFFSET, "n_ctx", 5,
+                          "lm: %u positions do not fit a %u-position session", src->pos,
+                          dst->n_ctx);
+    const ingot_lm_config *c = &src->m->cfg;
+    for (uint32_t l = 0; l < c->n_layer && src->pos; l++)
+        for (int v = 0; v < 2; v++) {
+            ingot_tensor a, b;
+            ingot__lm_kv_view(src, l, v, 0, src->pos, &a);
+            ingot__lm_kv_view(dst, l, v, 0, src->pos, &b);
+            ING_TRY(ingot_op_copy(src->m->be, &b, &a, err));
+        }
+    memcpy(dst->tokens, src->tokens, (size_t)src->pos * sizeof *src->tokens);
+    memcpy(dst->last_logits, src->last_logits, (size_t)c->vocab * sizeof *src->last_logits);
+    dst->have_logits = src->have_logits;
+    dst->pos = src->pos;
+    return INGOT_OK;
+}
+
 /* ---- views and shared pieces ---- */
 
 void ingot__lm_view2(ingot_tensor *t, ingot_buffer *buf, uint64_t off, int64_t rows,
@@ -204,7 +232,7 @@ void ingot__lm_view2(ingot_tensor *t, ingot_buffer *buf, uint64_t off, int64_t r
     t->strides[1] = 1;
 }
 
-void ingot__lm_kv_view(ingot_lm_session *s, uint32_t layer, bool value, uint32_t from,
+void ingot__lm_kv_view(const ingot_lm_session *s, uint32_t layer, bool value, uint32_t from,
                        uint32_t len, ingot_tensor *t)
 {
     const ingot_lm_config *c = &s->m->cfg;

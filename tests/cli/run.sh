@@ -173,6 +173,9 @@ if [ -d "$SM" ]; then
     same out.txt s1.txt
     run 0 "$ING" generate "$SM/stories260K.gguf" --tokens 1,403,407 --temp 0 -n 3
     expect_out "^261 378 432$"
+    run 0 "$ING" generate "$SM/stories260K.gguf" --beams 3 -n 6 --json
+    expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432, 383\], "text": "", "score": '
+    run 2 "$ING" generate "$SM/stories260K.gguf" --beams 3
     run 0 "$ING" eval "$SM/stories260K.gguf" --tokens 1,403,407,261 -o lg.npy
     run 0 "$ING" info lg.npy
     expect_out "F32 *4x512"

@@ -2,7 +2,8 @@
  *   ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16] [options]
  *       float32 [T, vocab]: the logits at every position under teacher forcing.
  *   ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P]
- *       [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N] [--kv f32|f16] [--json] [options]
+ *       [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N] [--kv f32|f16] [--beams W]
+ *       [--length-penalty L] [--json] [options]
  *       streams the generated tokens to stdout; --temp 0 is greedy; no prompt starts from BOS.
  * Shared options: --config config.json, --threads N, --backend cpu|ref.
  * Text in and out goes through the tokenizer (include/ingot/tokenizer.h, its own issue): until it
@@ -20,7 +21,8 @@
 
 typedef struct lm_args {
     const char *model, *config, *backend, *out, *tokens, *prompt, *prompt_file;
-    unsigned threads, ctx, n;
+    unsigned threads, ctx, n, beams;
+    double length_penalty;
     bool json, have_n, have_seed;
     ingot_dtype kv;
     ingot_sampler_params sp;
@@ -99,11 +101,13 @@ static int usage_generate(void)
     fprintf(stderr,
             "usage: ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
             "         [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N]\n"
-            "         [--kv f32|f16] [--json] [--config config.json] [--threads N]\n"
-            "         [--backend cpu|ref]\n"
+            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--json]\n"
+            "         [--config config.json] [--threads N] [--backend cpu|ref]\n"
             "  streams the generated token ids to stdout (text needs the tokenizer); --temp 0 is\n"
-            "  greedy; without --tokens it starts from BOS. --json prints one object:\n"
-            "  prompt_tokens, tokens, text, prefill_tokens_per_s, decode_tokens_per_s.\n");
+            "  greedy; without --tokens it starts from BOS; --beams W > 1 runs beam search\n"
+            "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
+            "  are ignored; -n is required). --json prints one object: prompt_tokens, tokens,\n"
+            "  text, prefill_tokens_per_s, decode_tokens_per_s.\n");
     return 2;
 }
 
@@ -117,6 +121,8 @@ static int parse_args(int argc, char **argv, bool generate, lm_args *a)
     a->sp.top_k = 40;
     a->sp.top_p = 0.95;
     a->sp.min_p = 0.05;
+    a->beams = 1;
+    a->length_penalty = 1.0;
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         unsigned long long u;
@@ -130,6 +136,10 @@ static int parse_args(int argc, char **argv, bool generate, lm_args *a)
             a->kv = !strcmp(v, "f16") ? INGOT_DTYPE_F16 : INGOT_DTYPE_F32;
         else if (!generate && !strcmp(o, "-o") && v) a->out = v;
         else if (generate && !strcmp(o, "--prompt") && v) a->prompt = v;
+        else if (generate && !strcmp(o, "--beams") && parse_uint(v, 256, &u) && u >= 1)
+            a->beams = (unsigned)u;
+        else if (generate && !strcmp(o, "--length-penalty") && parse_double(v, &d))
+            a->length_penalty = d;
         else if (generate && !strcmp(o, "--prompt-file") && v) a->prompt_file = v;
         else if (generate && !strcmp(o, "-n") && parse_uint(v, 1u << 30, &u)) {
             a->n = (unsigned)u;
@@ -304,6 +314,42 @@ int ingot_cli_generate(int argc, char **argv)
         goto done;
     }
     gen_out g = {a.json, 0};
+    if (a.beams > 1) {
+        if (!a.have_n) {
+            fprintf(stderr, "ingot generate: --beams needs -n\n");
+            rc = 2;
+            goto done;
+        }
+        ingot_lm_beam_opts bo = {a.beams, (uint32_t)cap, a.length_penalty, false};
+        ingot_lm_session_opts bso = so;
+        if (!bso.n_ctx) bso.n_ctx = (uint32_t)(np + cap + 1);
+        double score = 0;
+        uint64_t t0 = 0;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        t0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        if (ingot_lm_beam_search(m, &bso, prompt, np, &bo, out, cap, &nout, &score, &e) !=
+            INGOT_OK) {
+            fail("generate", "beam search", &e);
+            goto done;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double secs = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - t0) * 1e-9;
+        if (a.json) {
+            printf("{\"prompt_tokens\": %zu, \"tokens\": [", np ? np : 1);
+            for (size_t i = 0; i < nout; i++) printf(i ? ", %d" : "%d", (int)out[i]);
+            printf("], \"text\": \"\", \"score\": %.6f, \"beams\": %u, \"seconds\": %.3f}\n",
+                   score, a.beams, secs);
+        } else {
+            for (size_t i = 0; i < nout; i++) tokens_to_text(&g, out[i]);
+            printf("\n");
+            fflush(stdout);
+            fprintf(stderr, "ingot generate: beam search, %u beams, score %.4f, %.3f s\n",
+                    a.beams, score, secs);
+        }
+        rc = 0;
+        goto done;
+    }
     ingot_lm_generate_opts go = {0};
     go.max_tokens = (uint32_t)cap;
     go.on_token = tokens_to_text;

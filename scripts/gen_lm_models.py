@@ -341,6 +341,7 @@ def make_llama(name, c, seed, bias=False, tied=False, model_type="llama", arch="
         write_torch(os.path.join(dp, "pytorch_model.bin"), items)
     gguf_llama(os.path.join(OUT, name + ".gguf"), c, W, arch, permute_qk, merged_experts)
     finish(name, llama_forward, c, W)
+    return W
 
 
 def make_gpt2(name, c, seed):
@@ -420,11 +421,44 @@ def finish(name, fwd, c, W, bos=1):
     save_npy(name + "_greedy.npy", greedy(fwd, c, W, bos))
 
 
+def make_lora(name, c, W, seed, scale):
+    """A PEFT adapter for the llama model (r 4, alpha 8, q/k/v and down projections) and the
+    logits of the merged model W + scale * alpha / r * B A (the tests pass the same scale)."""
+    g = torch.Generator().manual_seed(seed)
+    r, alpha = 4, 8.0
+    targets = ["q_proj", "k_proj", "v_proj", "down_proj"]
+    d = os.path.join(OUT, name + "_lora")
+    os.makedirs(d, exist_ok=True)
+    W = {k: v.float().double() for k, v in W.items()}
+    merged, items = dict(W), []
+    for l in range(c["layers"]):
+        for t in targets:
+            mod = f"model.layers.{l}." + ("mlp." if t == "down_proj" else "self_attn.") + t
+            out, inp = W[mod + ".weight"].shape
+            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
+            B = rand(g, out, r, scale=0.3).float().double()
+            items += [(f"base_model.model.{mod}.lora_A.weight", A.numpy().astype(np.float32)),
+                      (f"base_model.model.{mod}.lora_B.weight", B.numpy().astype(np.float32))]
+            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A)
+    write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
+    cfg = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": "llama_hf",
+           "r": r, "lora_alpha": alpha, "lora_dropout": 0.0, "target_modules": targets,
+           "bias": "none", "fan_in_fan_out": False, "use_rslora": False, "use_dora": False,
+           "rank_pattern": {}, "alpha_pattern": {}, "layers_to_transform": None,
+           "modules_to_save": None, "inference_mode": True}
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    toks = np.load(os.path.join(OUT, "llama_tokens.npy"))
+    save_npy(name + "_lora_logits.npy",
+             llama_forward(c, merged, torch.tensor(toks.astype(np.int64))).numpy().astype(np.float32))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     base = {"dim": 32, "ffn": 64, "layers": 2, "heads": 4, "kv_heads": 2, "vocab": 64,
             "eps": 1e-5, "theta": 10000.0}
-    make_llama("llama", base, seed=1, sharded=True, pt=True)
+    W = make_llama("llama", base, seed=1, sharded=True, pt=True)
+    make_lora("llama", base, W, seed=5, scale=0.5)
     make_llama("qwen2", dict(base, theta=1000000.0, eps=1e-6), seed=2, bias=True, tied=True,
                model_type="qwen2", arch="qwen2", permute_qk=False)
     make_llama("moe", dict(base, experts=4, experts_used=2), seed=3, model_type="mixtral",

@@ -246,6 +246,128 @@ TEST(quantized_mixed_types) { check_quant("quant", 12); }
 /* the real stories260K in Q8_0, ffn_down (rows of 172) in F16 */
 TEST(quantized_stories_q8_0) { check_quant("stories_q8", 5); }
 
+/* ---- LoRA (tests/golden/lm/llama_lora: r 4, alpha 8 on q/k/v and down; torch merged it at
+ * scale 0.5) ---- */
+
+static void check_lora(const char *base, const char *adapter, bool runtime)
+{
+    uint64_t nt = 0, nl = 0;
+    int32_t *tok = load_npy(GDIR "llama_tokens.npy", INGOT_DTYPE_I32, &nt);
+    float *ref = load_npy(GDIR "llama_lora_logits.npy", INGOT_DTYPE_F32, &nl);
+    ASSERT_TRUE(tok && ref);
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_lm_opts o = {0};
+    o.lora_path = adapter;
+    o.lora_scale = 0.5;
+    o.lora_runtime = runtime;
+    ingot_lm *m = NULL;
+    ingot_error e;
+    char path[512];
+    snprintf(path, sizeof path, GDIR "%s", base);
+    if (ingot_lm_open_path(be, path, &o, &m, &e) != INGOT_OK) {
+        char b[300];
+        FAIL_AT("%s: %s", base, ingot_error_format(&e, b, sizeof b));
+    }
+    ingot_lm_estimate est;
+    ingot_lm_estimate_plan(m, 64, INGOT_DTYPE_F32, 0, &est);
+    /* merged: the 8 targeted matrices become owned F32 copies (per layer q 32x32, k and v 16x32,
+     * down 32x64); run time: only the factors are owned (A r x in, B out x r, r = 4) */
+    uint64_t copies = 2 * (32 * 32 + 2 * 16 * 32 + 32 * 64) * 4,
+             factors = 2 * (4 * 32 + 32 * 4 + 2 * (4 * 32 + 16 * 4) + 4 * 64 + 32 * 4) * 4;
+    CHECK(est.owned_bytes == (runtime ? factors : copies), "%s: %llu owned bytes, want %llu",
+          base, (unsigned long long)est.owned_bytes,
+          (unsigned long long)(runtime ? factors : copies));
+    uint32_t V = ingot_lm_get_config(m)->vocab;
+    float *got = malloc(nt * V * 4);
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, NULL, &s, NULL));
+    ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
+    double d = 0;
+    for (size_t i = 0; i < nt * V; i++)
+        d = fmax(d, fabs((double)got[i] - ref[i]) / fmax(1.0, fabs((double)ref[i])));
+    CHECK(d <= 1e-4, "%s + %s (%s): logits differ from torch's merged model by %.3g", base,
+          adapter, runtime ? "run time" : "merged", d);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    free(got);
+    free(tok);
+    free(ref);
+}
+
+TEST(lora_merged_hf) { check_lora("llama_hf", GDIR "llama_lora", false); }
+TEST(lora_runtime_hf) { check_lora("llama_hf", GDIR "llama_lora", true); }
+/* GGUF q/k rows are permuted for the interleaved rotation: so must B's rows be */
+TEST(lora_merged_gguf) { check_lora("llama.gguf", GDIR "llama_lora/adapter_model.safetensors",
+                                    false); }
+TEST(lora_runtime_gguf) { check_lora("llama.gguf", GDIR "llama_lora", true); }
+
+static char lora_dir[256];
+
+/* An adapter folder: the golden adapter's tensors with adapter_config.json = golden with `from`
+ * replaced by `to`. */
+static void lora_with_config(const char *from, const char *to)
+{
+    snprintf(lora_dir, sizeof lora_dir, INGOT_BINARY_DIR "/lm_lora_test");
+    mkdir(lora_dir, 0755);
+    char p[600], cfg[4096] = {0}, out[4096];
+    FILE *f = fopen(GDIR "llama_lora/adapter_config.json", "rb");
+    size_t n = f ? fread(cfg, 1, sizeof cfg - 1, f) : 0;
+    if (f) fclose(f);
+    char *at = strstr(cfg, from);
+    if (at) {
+        *at = 0;
+        snprintf(out, sizeof out, "%s%s%s", cfg, to, at + strlen(from));
+    } else {
+        snprintf(out, sizeof out, "%.*s", (int)n, cfg);
+    }
+    snprintf(p, sizeof p, "%s/adapter_config.json", lora_dir);
+    f = fopen(p, "wb");
+    fputs(out, f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/adapter_model.safetensors", lora_dir);
+    unlink(p);
+    if (symlink(GDIR "llama_lora/adapter_model.safetensors", p) != 0) perror("symlink");
+}
+
+static void expect_lora_error(const char *from, const char *to, ingot_status code,
+                              const char *where)
+{
+    lora_with_config(from, to);
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_lm_opts o = {0};
+    o.lora_path = lora_dir;
+    ingot_lm *m = NULL;
+    ingot_error e;
+    memset(&e, 0, sizeof e);
+    ASSERT_ST(ingot_lm_open_path(be, GDIR "llama_hf", &o, &m, &e), code);
+    CHECK(!strcmp(e.where, where), "'%s' -> '%s': where '%s', want '%s' (%s)", from, to, e.where,
+          where, e.msg);
+    ingot_backend_free(be);
+}
+
+TEST(lora_errors_name_the_key_or_tensor)
+{
+    expect_lora_error("\"use_dora\": false", "\"use_dora\": true", INGOT_E_UNSUPPORTED,
+                      "use_dora");
+    expect_lora_error("\"fan_in_fan_out\": false", "\"fan_in_fan_out\": true",
+                      INGOT_E_UNSUPPORTED, "fan_in_fan_out");
+    expect_lora_error("\"bias\": \"none\"", "\"bias\": \"all\"", INGOT_E_UNSUPPORTED, "bias");
+    expect_lora_error("\"rank_pattern\": {}", "\"rank_pattern\": {\"q_proj\": 2}",
+                      INGOT_E_UNSUPPORTED, "rank_pattern");
+    expect_lora_error("\"r\": 4", "\"r\": 0", INGOT_E_BAD_METADATA, "r");
+    /* a target without tensors in the file */
+    expect_lora_error("\"down_proj\"", "\"down_proj\", \"o_proj\"", INGOT_E_NOT_FOUND,
+                      "base_model.model.model.layers.0.self_attn.o_proj.lora_A.weight");
+    /* tensors for a module not targeted: refused, not silently dropped */
+    expect_lora_error("\"down_proj\"", "\"gate_proj\"", INGOT_E_NOT_FOUND,
+                      "base_model.model.model.layers.0.mlp.gate_proj.lora_A.weight");
+    expect_lora_error(",\n    \"down_proj\"", "", INGOT_E_UNSUPPORTED,
+                      "base_model.model.model.layers.0.mlp.down_proj.lora_A.weight");
+}
+
 /* ---- config.json errors ---- */
 
 static char tmpdir[256];
@@ -349,5 +471,6 @@ RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
           T(qwen2_qkv_bias_tied_gguf), T(moe_hf_experts), T(moe_gguf_merged_experts),
           T(moe_ref_backend), T(gpt2_hub_safetensors), T(gpt2_lmhead_state_dict), T(gpt2_gguf),
           T(gpt2_ref_backend), T(quantized_mixed_types), T(quantized_stories_q8_0),
-          T(config_json_errors_name_the_key_or_tensor),
+          T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),
+          T(lora_errors_name_the_key_or_tensor), T(config_json_errors_name_the_key_or_tensor),
           T(weights_without_config_are_refused))

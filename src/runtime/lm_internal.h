@@ -29,6 +29,11 @@ typedef struct lm_w {
     ingot_tensor t;
     ingot_buffer *buf; /* owned wrapper or copy; NULL for a slice of another weight's buffer */
     bool present;
+    /* a LoRA applied at run time: y += lscale * B (A x); A [r, in] and B [out, r] F32 in lbuf */
+    bool lora;
+    float lscale;
+    ingot_tensor la, lb;
+    ingot_buffer *lbuf;
 } lm_w;
 
 /* Tensor roles: one row of the naming table each (lm_names.c). */
@@ -80,11 +85,21 @@ struct ingot_lm {
     lm_layer *layers;
     uint64_t weight_bytes, expert_bytes, owned_bytes;
     uint32_t nsessions;
+    uint32_t lora_rank, lora_out; /* run-time LoRA: largest r and output width (session scratch) */
     struct { ingot_dtype dtype; bool native; } probed[LM_MAX_PROBED]; /* native_linear cache */
     uint32_t n_probed;
     ingot_lm_notice_fn notice;
     void *notice_ctx;
 };
+
+/* Reads a small file (at most 1 MiB: configs) into an allocation of *n bytes (at least 1). */
+ingot_status ingot__lm_read_file(const ingot_allocator *al, const char *path, void **out,
+                                 size_t *n, ingot_error *err);
+/* Applies the PEFT adapter of o->lora_path (lora.c): merged into F32 copies, or kept for run
+ * time. Called by ingot_lm_open once every weight is bound. */
+ingot_status ingot__lm_lora_apply(ingot_lm *m, const ingot_lm_opts *o, ingot_error *err);
+/* Notice callback of the model (no-op without one). */
+void ingot__lm_notice(const ingot_lm *m, const char *msg);
 
 /* Config readers (lm_config.c). Both validate every value against the limits above. */
 ingot_status ingot__lm_config_gguf(const ingot_file *f, ingot_lm_config *c, ingot_error *err);
@@ -106,6 +121,7 @@ struct ingot_lm_session {
     bool counted;                 /* counted in m->nsessions */
     ingot_buffer *ids, *posb, *x, *xn, *q, *qr, *kr, *ao, *tmp, *g, *u;
     ingot_buffer *logits, *kv, *kvf, *router, *eo;
+    ingot_buffer *lr, *lo;        /* run-time LoRA: A x [n_batch, r], B (A x) [n_batch, out] */
     uint64_t kv_layer_bytes;      /* K then V of one layer */
 };
 

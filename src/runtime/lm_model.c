@@ -20,10 +20,11 @@
 
 /* ---- notices ---- */
 
-static void notice(const ingot_lm *m, const char *msg)
+void ingot__lm_notice(const ingot_lm *m, const char *msg)
 {
     if (m->notice) m->notice(m->notice_ctx, msg);
 }
+
 
 /* ---- binding ---- */
 
@@ -154,7 +155,7 @@ static ingot_status to_f32(ingot_lm *m, const ingot_tensor_info *ti, lm_w *w, co
     snprintf(msg, sizeof msg, "lm: %s: %s%s converted to F32 at load%s (%llu bytes)", name,
              ingot_dtype_name(ti->dtype), grouped ? " with group scales" : "", why,
              (unsigned long long)nb);
-    notice(m, msg);
+    ingot__lm_notice(m, msg);
     w->present = true;
     return INGOT_OK;
 }
@@ -202,6 +203,7 @@ static ingot_status bind(ingot_lm *m, lm_role role, uint32_t layer, uint32_t exp
 static void unbind(lm_w *w)
 {
     ingot_buffer_free(w->buf);
+    ingot_buffer_free(w->lbuf);
     memset(w, 0, sizeof *w);
 }
 
@@ -374,7 +376,7 @@ static ingot_status bind_all(ingot_lm *m, ingot_error *err)
             char msg[256];
             snprintf(msg, sizeof msg, "lm: %s: %s converted to F32 at load for the tied head "
                      "(%llu bytes)", ti.name, ingot_dtype_name(ti.dtype), (unsigned long long)nb);
-            notice(m, msg);
+            ingot__lm_notice(m, msg);
         }
         m->output.present = true;
     }
@@ -384,8 +386,8 @@ static ingot_status bind_all(ingot_lm *m, ingot_error *err)
 
 /* ---- open / free ---- */
 
-static ingot_status read_small_file(const ingot_allocator *al, const char *path, void **out,
-                                    size_t *n, ingot_error *err)
+ingot_status ingot__lm_read_file(const ingot_allocator *al, const char *path, void **out,
+                                 size_t *n, ingot_error *err)
 {
     size_t pl = strlen(path);
     int fd = ingot__io->open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -454,7 +456,7 @@ static ingot_status load_config(ingot_lm *m, const char *config_path, ingot_erro
                               "config.json was given");
         void *buf = NULL;
         size_t n = 0;
-        ING_TRY(read_small_file(m->al, config_path, &buf, &n, err));
+        ING_TRY(ingot__lm_read_file(m->al, config_path, &buf, &n, err));
         ingot_status st = ingot__lm_config_json(buf, n, config_path, &m->cfg, err);
         ingot__free(m->al, buf, n ? n : 1);
         ING_TRY(st);
@@ -494,6 +496,7 @@ static ingot_status open_common(ingot_backend *b, const ingot_file *f, const ing
         if (!m->layers) st = ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0, "lm: layers");
     }
     if (st == INGOT_OK) st = bind_all(m, err);
+    if (st == INGOT_OK && o && o->lora_path) st = ingot__lm_lora_apply(m, o, err);
     if (st != INGOT_OK) {
         ingot_lm_free(m);
         return st;

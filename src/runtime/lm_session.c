@@ -65,7 +65,8 @@ static uint64_t scratch_bytes(const ingot_lm *m, const plan *p)
     uint64_t f[] = {B * 4, (uint64_t)p->n_ctx * 4, B * D * 4, B * D * 4,
                     sat_mul(B, p->qkv * 4), B * Q * 4, B * KVW * 4, B * Q * 4, B * D * 4, sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
                     sat_mul(B, (uint64_t)c->vocab * 4), p->kvf, B * p->router * 4 + 64, D * 4,
-                    (uint64_t)c->vocab * 4 + (uint64_t)p->n_ctx * 4};
+                    (uint64_t)c->vocab * 4 + (uint64_t)p->n_ctx * 4, B * m->lora_rank * 4,
+                    B * m->lora_out * 4};
     uint64_t t = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) t = sat_add(t, (f[i] + 63) & ~63ull);
     return t;
@@ -126,7 +127,7 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         {&s->ao, B * Q * 4}, {&s->tmp, B * D * 4}, {&s->g, sat_mul(B, p.ffn * 4)},
         {&s->u, sat_mul(B, p.ffn * 4)}, {&s->logits, sat_mul(B, (uint64_t)c->vocab * 4)},
         {&s->kv, p.kv}, {&s->kvf, p.kvf}, {&s->router, B * p.router * 4 + 64},
-        {&s->eo, D * 4},
+        {&s->eo, D * 4}, {&s->lr, B * m->lora_rank * 4}, {&s->lo, B * m->lora_out * 4},
     };
     for (size_t i = 0; st == INGOT_OK && i < sizeof bufs / sizeof bufs[0]; i++)
         st = alloc_buf(s, bufs[i].n, bufs[i].b, err);
@@ -155,7 +156,7 @@ INGOT_API void ingot_lm_session_free(ingot_lm_session *s)
 {
     if (!s) return;
     ingot_buffer *bufs[] = {s->ids, s->posb, s->x, s->xn, s->q, s->qr, s->kr, s->ao, s->tmp, s->g, s->u, s->logits, s->kv, s->kvf,
-                            s->router, s->eo};
+                            s->router, s->eo, s->lr, s->lo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ingot_buffer_free(bufs[i]);
     const ingot_allocator *al = s->m->al;
     if (s->tokens) ingot__free(al, s->tokens, (size_t)s->n_ctx * sizeof *s->tokens);
@@ -274,7 +275,18 @@ ingot_status ingot__lm_kv_store(ingot_lm_session *s, uint32_t layer, bool value,
 ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingot_tensor *x,
                               const lm_w *w, const lm_w *b, ingot_error *err)
 {
-    return ingot_op_linear(s->m->be, dst, x, &w->t, b && b->present ? &b->t : NULL, err);
+    ingot_backend *be = s->m->be;
+    ING_TRY(ingot_op_linear(be, dst, x, &w->t, b && b->present ? &b->t : NULL, err));
+    if (!w->lora) return INGOT_OK;
+    /* run-time LoRA: dst += lscale * B (A x) */
+    ingot_tensor ax, bax;
+    int64_t n = dst->shape[0];
+    ingot__lm_view2(&ax, s->lr, 0, n, w->la.shape[0]);
+    ingot__lm_view2(&bax, s->lo, 0, n, w->lb.shape[0]);
+    ING_TRY(ingot_op_linear(be, &ax, x, &w->la, NULL, err));
+    ING_TRY(ingot_op_linear(be, &bax, &ax, &w->lb, NULL, err));
+    ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &bax, &bax, w->lscale, err));
+    return ingot_op_binary(be, INGOT_BINARY_ADD, dst, dst, &bax, err);
 }
 
 ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingot_tensor *q,

@@ -176,6 +176,13 @@ if [ -d "$SM" ]; then
     run 0 "$ING" generate "$SM/stories260K.gguf" --beams 3 -n 6 --json
     expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432, 383\], "text": "", "score": '
     run 2 "$ING" generate "$SM/stories260K.gguf" --beams 3
+    G="$HERE/../golden/lm"
+    run 0 "$ING" eval "$G/llama_hf" --tokens 1,5,9 -o l0.npy
+    run 0 "$ING" eval "$G/llama_hf" --tokens 1,5,9 -o l1.npy --lora "$G/llama_lora:0.5"
+    expect_err "notice: lm: LoRA .*r 4, alpha 8, scale 0.5, 8 matrices merged"
+    run 0 "$ING" eval "$G/llama.gguf" --tokens 1,5,9 -o l2.npy --lora "$G/llama_lora:0.5" --lora-runtime
+    expect_err "8 matrices applied at run time"
+    n=$((n + 1)); cmp -s l0.npy l1.npy && { echo "FAIL: the adapter changed nothing"; fails=$((fails + 1)); }
     run 0 "$ING" eval "$SM/stories260K.gguf" --tokens 1,403,407,261 -o lg.npy
     run 0 "$ING" info lg.npy
     expect_out "F32 *4x512"

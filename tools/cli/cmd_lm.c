@@ -5,7 +5,9 @@
  *       [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N] [--kv f32|f16] [--beams W]
  *       [--length-penalty L] [--json] [options]
  *       streams the generated tokens to stdout; --temp 0 is greedy; no prompt starts from BOS.
- * Shared options: --config config.json, --threads N, --backend cpu|ref.
+ * Shared options: --config config.json, --lora ADAPTER[:SCALE] (a PEFT adapter folder or its
+ * .safetensors; merged at open, or with --lora-runtime applied per call), --threads N,
+ * --backend cpu|ref.
  * Text in and out goes through the tokenizer (include/ingot/tokenizer.h, its own issue): until it
  * is wired in, prompts are token ids and the output is ids; tokens_to_text() and
  * text_to_tokens() below are the seam. */
@@ -21,6 +23,9 @@
 
 typedef struct lm_args {
     const char *model, *config, *backend, *out, *tokens, *prompt, *prompt_file;
+    char lora[4096];
+    double lora_scale;
+    bool lora_runtime;
     unsigned threads, ctx, n, beams;
     double length_penalty;
     bool json, have_n, have_seed;
@@ -92,7 +97,8 @@ static int parse_tokens(const char *cmd, const char *s, int32_t **out, size_t *n
 static int usage_eval(void)
 {
     fprintf(stderr, "usage: ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16] "
-                    "[--config config.json] [--threads N] [--backend cpu|ref]\n");
+                    "[--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]] "
+                    "[--threads N] [--backend cpu|ref]\n");
     return 2;
 }
 
@@ -102,7 +108,8 @@ static int usage_generate(void)
             "usage: ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
             "         [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N]\n"
             "         [--kv f32|f16] [--beams W [--length-penalty L]] [--json]\n"
-            "         [--config config.json] [--threads N] [--backend cpu|ref]\n"
+            "         [--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]]\n"
+            "         [--threads N] [--backend cpu|ref]\n"
             "  streams the generated token ids to stdout (text needs the tokenizer); --temp 0 is\n"
             "  greedy; without --tokens it starts from BOS; --beams W > 1 runs beam search\n"
             "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
@@ -129,6 +136,18 @@ static int parse_args(int argc, char **argv, bool generate, lm_args *a)
         double d;
         bool val = true;
         if (!strcmp(o, "--config") && v) a->config = v;
+        else if (!strcmp(o, "--lora") && v && strlen(v) < sizeof a->lora) {
+            /* ADAPTER[:SCALE] */
+            snprintf(a->lora, sizeof a->lora, "%s", v);
+            char *colon = strrchr(a->lora, ':');
+            if (colon && parse_double(colon + 1, &d)) {
+                *colon = 0;
+                a->lora_scale = d;
+            }
+        } else if (!strcmp(o, "--lora-runtime")) {
+            a->lora_runtime = true;
+            val = false;
+        }
         else if (!strcmp(o, "--backend") && v) a->backend = v;
         else if (!strcmp(o, "--tokens") && v) a->tokens = v;
         else if (!strcmp(o, "--threads") && parse_uint(v, 1024, &u)) a->threads = (unsigned)u;
@@ -185,6 +204,11 @@ static int open_model(const char *cmd, const lm_args *a, ingot_backend **be, ing
     ingot_lm_opts lo = {0};
     lo.config_path = a->config;
     lo.notice = print_notice;
+    if (a->lora[0]) {
+        lo.lora_path = a->lora;
+        lo.lora_scale = a->lora_scale;
+        lo.lora_runtime = a->lora_runtime;
+    }
     if (ingot_lm_open_path(*be, a->model, &lo, m, &e) != INGOT_OK) return fail(cmd, a->model, &e);
     return 0;
 }

@@ -438,6 +438,70 @@ TEST(test_cpu_attention_matches_ref)
     attn_case(1, 2, 1, 9, 4, 8, 8, false);      /* more queries than keys, not causal */
 }
 
+/* The per-row routes (cpu_rowops.c) give ref's values bit for bit: binary with same-shape and
+ * scalar operands, in place, binary_scalar, and RoPE in both pairings on a strided head view. */
+TEST(test_cpu_rowops_equal_ref)
+{
+    enum { H = 3, S = 5, D = 12, N = 40000 };
+    float *a = malloc(N * 4), *c = malloc(N * 4), *r1 = malloc(N * 4), *r2 = malloc(N * 4);
+    for (int i = 0; i < N; i++) a[i] = frand() * 3, c[i] = frand() + (i % 7 ? 0.0f : 2.0f);
+    ingot_backend *be[2];
+    ASSERT_OK(ingot_backend_new("ref", NULL, &be[0], NULL));
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be[1], NULL));
+    float *out[2] = {r1, r2};
+    for (int op = INGOT_BINARY_ADD; op <= INGOT_BINARY_DIV; op++)
+        for (int scalar = 0; scalar < 3; scalar++) {
+            for (int k = 0; k < 2; k++) {
+                ingot_buffer *ba, *bc, *bd;
+                ASSERT_OK(ingot_buffer_wrap(be[k], a, N * 4, false, &ba, NULL));
+                ASSERT_OK(ingot_buffer_wrap(be[k], c, N * 4, false, &bc, NULL));
+                ASSERT_OK(ingot_buffer_wrap(be[k], out[k], N * 4, true, &bd, NULL));
+                ingot_tensor ta, tc, td;
+                int64_t sh[1] = {N}, one[1] = {1};
+                ASSERT_OK(ingot_tensor_init(&ta, ba, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+                ASSERT_OK(ingot_tensor_init(&tc, bc, 0, INGOT_DTYPE_F32, 1, scalar == 1 ? one : sh,
+                                            NULL));
+                ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+                if (scalar == 2)
+                    ASSERT_OK(ingot_op_binary_scalar(be[k], (ingot_binary_op)op, &td, &ta, 0.1,
+                                                     NULL));
+                else
+                    ASSERT_OK(ingot_op_binary(be[k], (ingot_binary_op)op, &td, &ta, &tc, NULL));
+                ingot_buffer_free(ba);
+                ingot_buffer_free(bc);
+                ingot_buffer_free(bd);
+            }
+            CHECK(!memcmp(r1, r2, N * 4), "binary op %d (scalar %d): cpu differs from ref", op,
+                  scalar);
+        }
+    for (int mode = 0; mode < 2; mode++) {
+        int32_t pos[S] = {0, 1, 7, 100, 4095};
+        for (int k = 0; k < 2; k++) {
+            ingot_buffer *bx, *bp, *bd;
+            ASSERT_OK(ingot_buffer_wrap(be[k], a, N * 4, false, &bx, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], pos, sizeof pos, false, &bp, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], out[k], N * 4, true, &bd, NULL));
+            /* rows of [S, H*D] viewed as [H, S, D] */
+            int64_t sh[3] = {H, S, D}, st[3] = {D, H * D, 1}, ps[1] = {S};
+            ingot_tensor tx, tp, td;
+            ASSERT_OK(ingot_tensor_init_strided(&tx, bx, 0, INGOT_DTYPE_F32, 3, sh, st, NULL));
+            ASSERT_OK(ingot_tensor_init(&tp, bp, 0, INGOT_DTYPE_I32, 1, ps, NULL));
+            ASSERT_OK(ingot_tensor_init_strided(&td, bd, 0, INGOT_DTYPE_F32, 3, sh, st, NULL));
+            ASSERT_OK(ingot_op_rope(be[k], &td, &tx, &tp, 10000.0, (ingot_rope_mode)mode, NULL));
+            ingot_buffer_free(bx);
+            ingot_buffer_free(bp);
+            ingot_buffer_free(bd);
+        }
+        CHECK(!memcmp(r1, r2, (size_t)H * S * D * 4), "rope mode %d: cpu differs from ref", mode);
+    }
+    ingot_backend_free(be[0]);
+    ingot_backend_free(be[1]);
+    free(a);
+    free(c);
+    free(r1);
+    free(r2);
+}
+
 static void cleanup(void)
 {
     for (int i = 0; i < nowned; i++) free(owned[i]);
@@ -446,4 +510,5 @@ static void cleanup(void)
 TEST(test_cleanup) { cleanup(); }
 
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
-          T(test_cpu_one_pool), T(test_cpu_attention_matches_ref), T(test_cleanup))
+          T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
+          T(test_cpu_rowops_equal_ref), T(test_cleanup))

@@ -11,5 +11,8 @@ int ingot_cli_run(int argc, char **argv);
 /* `ingot eval MODEL --tokens ... -o logits.npy` and `ingot generate MODEL ...` (cmd_lm.c). */
 int ingot_cli_eval(int argc, char **argv);
 int ingot_cli_generate(int argc, char **argv);
+/* `ingot bench generate MODEL` (cmd_lm.c): prefill and decode tokens/s against the compute and
+ * memory bounds measured in the same run, and time to first token. */
+int ingot_cli_bench_generate(int argc, char **argv);
 
 #endif

@@ -408,3 +408,235 @@ done:
     ingot_backend_free(be);
     return rc;
 }
+
+/* ---- ingot bench generate ---- */
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct read_job {
+    const uint64_t *p;
+    size_t n; /* words */
+    uint64_t sum;
+} read_job;
+
+static void *read_words(void *arg)
+{
+    read_job *j = arg;
+    uint64_t a[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= j->n; i += 8)
+        for (int k = 0; k < 8; k++) a[k] += j->p[i + k];
+    for (; i < j->n; i++) a[0] += j->p[i];
+    j->sum = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+    return NULL;
+}
+
+/* Streaming read bandwidth (bytes/s) of `threads` threads over a 1 GiB buffer, best of 3. */
+static double read_bandwidth(unsigned threads)
+{
+    size_t bytes = (size_t)1 << 30, words = bytes / 8;
+    uint64_t *buf = malloc(bytes);
+    if (!buf) return 0;
+    for (size_t i = 0; i < words; i++) buf[i] = i;
+    double best = 0;
+    pthread_t th[64];
+    read_job jobs[64];
+    if (threads > 64) threads = 64;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now_s();
+        for (unsigned k = 0; k < threads; k++) {
+            size_t b = words / threads * k, e = k + 1 == threads ? words : words / threads * (k + 1);
+            jobs[k] = (read_job){buf + b, e - b, 0};
+            if (k) pthread_create(&th[k], NULL, read_words, &jobs[k]);
+        }
+        read_words(&jobs[0]);
+        for (unsigned k = 1; k < threads; k++) pthread_join(th[k], NULL);
+        double t = now_s() - t0;
+        if (bytes / t > best) best = bytes / t;
+    }
+    free(buf);
+    return best;
+}
+
+/* f32 GEMM rate (FLOP/s) of the backend's linear on [512, 2048] x [2048, 2048]^T, best of 3:
+ * the kernel prefill runs through. */
+static double sgemm_rate(ingot_backend *be)
+{
+    enum { M = 512, K = 2048, N = 2048 };
+    ingot_buffer *xb = NULL, *wb = NULL, *yb = NULL;
+    double best = 0;
+    if (ingot_buffer_alloc(be, (size_t)M * K * 4, &xb, NULL) == INGOT_OK &&
+        ingot_buffer_alloc(be, (size_t)N * K * 4, &wb, NULL) == INGOT_OK &&
+        ingot_buffer_alloc(be, (size_t)M * N * 4, &yb, NULL) == INGOT_OK) {
+        float *x = ingot_buffer_host(xb), *w = ingot_buffer_host(wb);
+        for (size_t i = 0; i < (size_t)M * K; i++) x[i] = (float)(i % 13) * 0.01f;
+        for (size_t i = 0; i < (size_t)N * K; i++) w[i] = (float)(i % 7) * 0.01f;
+        ingot_tensor X, W, Y;
+        int64_t xs[2] = {M, K}, ws[2] = {N, K}, ys[2] = {M, N};
+        ingot_tensor_init(&X, xb, 0, INGOT_DTYPE_F32, 2, xs, NULL);
+        ingot_tensor_init(&W, wb, 0, INGOT_DTYPE_F32, 2, ws, NULL);
+        ingot_tensor_init(&Y, yb, 0, INGOT_DTYPE_F32, 2, ys, NULL);
+        for (int rep = 0; rep < 4; rep++) {
+            double t0 = now_s();
+            if (ingot_op_linear(be, &Y, &X, &W, NULL, NULL) != INGOT_OK) break;
+            double t = now_s() - t0, r = 2.0 * M * K * N / t;
+            if (rep && r > best) best = r; /* the first call warms the pool */
+        }
+    }
+    ingot_buffer_free(xb);
+    ingot_buffer_free(wb);
+    ingot_buffer_free(yb);
+    return best;
+}
+
+/* Drops the file's pages from the page cache (clean pages; no privileges needed). */
+static void drop_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+/* Open + first token (a 1-token prefill with its logits): seconds, or -1. */
+static double first_token(const lm_args *a, ingot_backend *be)
+{
+    double t0 = now_s(), t = -1;
+    ingot_lm *m = NULL;
+    ingot_lm_session *s = NULL;
+    ingot_lm_opts lo = {0};
+    lo.config_path = a->config;
+    if (ingot_lm_open_path(be, a->model, &lo, &m, NULL) == INGOT_OK) {
+        const ingot_lm_config *c = ingot_lm_get_config(m);
+        ingot_lm_session_opts so = {0};
+        so.n_ctx = 16;
+        int32_t tok = c->bos >= 0 ? c->bos : 0;
+        float *lg = malloc((size_t)c->vocab * 4);
+        if (lg && ingot_lm_session_new(m, &so, &s, NULL) == INGOT_OK &&
+            ingot_lm_eval(s, &tok, 1, INGOT_LM_LOGITS_LAST, lg, c->vocab, NULL) == INGOT_OK)
+            t = now_s() - t0;
+        free(lg);
+    }
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    return t;
+}
+
+int ingot_cli_bench_generate(int argc, char **argv)
+{
+    lm_args a;
+    unsigned prompt = 128, decode = 64;
+    /* bench options on top of the shared ones */
+    int k = 0;
+    char *rest[64];
+    for (int i = 0; i < argc && k < 64; i++) {
+        unsigned long long u;
+        if (!strcmp(argv[i], "--prompt-tokens") && i + 1 < argc && parse_uint(argv[i + 1], 4096, &u))
+            prompt = (unsigned)u, i++;
+        else if (!strcmp(argv[i], "--decode-tokens") && i + 1 < argc &&
+                 parse_uint(argv[i + 1], 4096, &u))
+            decode = (unsigned)u, i++;
+        else rest[k++] = argv[i];
+    }
+    if (parse_args(k, rest, true, &a) || prompt < 1 || decode < 2) {
+        fprintf(stderr, "usage: ingot bench generate MODEL [--threads N] [--json] "
+                        "[--prompt-tokens P] [--decode-tokens D] [--config config.json]\n");
+        return 2;
+    }
+    ingot_backend *be = NULL;
+    ingot_lm *m = NULL;
+    ingot_lm_session *s = NULL;
+    int32_t *toks = NULL;
+    int rc = open_model("bench generate", &a, &be, &m);
+    if (rc) return rc;
+    rc = 1;
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    unsigned threads = ingot_backend_threads(be);
+    ingot_lm_estimate est;
+    ingot_lm_estimate_plan(m, prompt + decode + 1, INGOT_DTYPE_F32, 0, &est);
+    ingot_lm_session_opts so = {0};
+    so.n_ctx = prompt + decode + 1;
+    toks = malloc((prompt + decode) * sizeof *toks);
+    ingot_error e = {0};
+    if (!toks || ingot_lm_session_new(m, &so, &s, &e) != INGOT_OK) {
+        fail("bench generate", "session", &e);
+        goto done;
+    }
+    for (unsigned i = 0; i < prompt + decode; i++) toks[i] = (int32_t)((i * 7919u + 13) % c->vocab);
+    float *lg = malloc((size_t)c->vocab * 4);
+    /* warm-up: one prefill (weights paged in, scratch sized) */
+    if (!lg || ingot_lm_eval(s, toks, prompt, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) != INGOT_OK) {
+        free(lg);
+        fail("bench generate", "prefill", &e);
+        goto done;
+    }
+    double best_pre = 0, best_dec = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        ingot_lm_session_rewind(s, 0, NULL);
+        double t0 = now_s();
+        if (ingot_lm_eval(s, toks, prompt, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) != INGOT_OK)
+            break;
+        double tp = now_s() - t0;
+        t0 = now_s();
+        for (unsigned i = 0; i < decode; i++)
+            if (ingot_lm_eval(s, toks + prompt + i, 1, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) !=
+                INGOT_OK)
+                break;
+        double td = now_s() - t0;
+        if (prompt / tp > best_pre) best_pre = prompt / tp;
+        if (decode / td > best_dec) best_dec = decode / td;
+    }
+    free(lg);
+    ingot_lm_session_free(s);
+    s = NULL;
+    double bw = read_bandwidth(threads), gf = sgemm_rate(be);
+    double dec_bound = est.weight_bytes ? bw / (double)est.weight_bytes : 0;
+    double pre_bound = est.flops_per_token ? gf / (double)est.flops_per_token : 0;
+    /* time to first token: the model closed, its file dropped from the page cache, reopened */
+    ingot_lm_free(m);
+    m = NULL;
+    drop_cache(a.model);
+    double cold = first_token(&a, be), warm = first_token(&a, be);
+    if (a.json) {
+        printf("{\"model\": \"%s\", \"threads\": %u, \"weight_bytes\": %llu, "
+               "\"flops_per_token\": %llu, \"read_bytes_per_s\": %.4g, \"sgemm_flops_per_s\": "
+               "%.4g, \"prefill_tokens\": %u, \"prefill_tokens_per_s\": %.2f, "
+               "\"prefill_bound_tokens_per_s\": %.2f, \"prefill_ratio\": %.3f, "
+               "\"decode_tokens\": %u, \"decode_tokens_per_s\": %.2f, "
+               "\"decode_bound_tokens_per_s\": %.2f, \"decode_ratio\": %.3f, "
+               "\"ttft_cold_s\": %.4f, \"ttft_warm_s\": %.4f}\n",
+               a.model, threads, (unsigned long long)est.weight_bytes,
+               (unsigned long long)est.flops_per_token, bw, gf, prompt, best_pre, pre_bound,
+               pre_bound ? best_pre / pre_bound : 0, decode, best_dec, dec_bound,
+               dec_bound ? best_dec / dec_bound : 0, cold, warm);
+    } else {
+        printf("ingot bench generate %s: %u threads, %.1f MB of weights per token, %.1f MFLOP "
+               "per token\n", a.model, threads, est.weight_bytes / 1e6,
+               est.flops_per_token / 1e6);
+        printf("  read bandwidth %.1f GB/s -> decode bound %.1f tokens/s; decode %.1f tokens/s "
+               "(%.2f of the bound)\n", bw / 1e9, dec_bound, best_dec,
+               dec_bound ? best_dec / dec_bound : 0);
+        printf("  sgemm %.1f GFLOP/s -> prefill bound %.1f tokens/s; prefill of %u: %.1f "
+               "tokens/s (%.2f of the bound)\n", gf / 1e9, pre_bound, prompt, best_pre,
+               pre_bound ? best_pre / pre_bound : 0);
+        printf("  time to first token after open: cold %.1f ms, warm %.1f ms\n", cold * 1e3,
+               warm * 1e3);
+    }
+    rc = 0;
+done:
+    free(toks);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    return rc;
+}

@@ -30,4 +30,14 @@ ingot_status ingot__cpu_attention(ingot_backend *b, ingot_tensor *dst, const ing
                                   const ingot_tensor *k, const ingot_tensor *v,
                                   const ingot_attn_params *p, ingot_error *err);
 
+/* Contiguous f32 binary / binary_scalar and [heads, seq, d] f32 RoPE (cpu_rowops.c); same
+ * values as ref, other cases run it. */
+ingot_status ingot__cpu_binary(ingot_backend *b, ingot_binary_op op, ingot_tensor *dst,
+                               const ingot_tensor *a, const ingot_tensor *c, ingot_error *err);
+ingot_status ingot__cpu_binary_scalar(ingot_backend *b, ingot_binary_op op, ingot_tensor *dst,
+                                      const ingot_tensor *a, double s, ingot_error *err);
+ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                             const ingot_tensor *pos, double theta, ingot_rope_mode mode,
+                             ingot_error *err);
+
 #endif

@@ -437,7 +437,8 @@ ingot_status ingot__lm_config_json(const void *json, size_t n, const char *path,
 ingot_status ingot__lm_config_check(ingot_lm_config *c, const char *where, ingot_error *err)
 {
     size_t wl = strlen(where);
-#define BAD(...) return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET, where, wl, __VA_ARGS__)
+#define BAD(...)                                                                              \
+    return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET, where, wl, __VA_ARGS__)
     if (c->n_layer < 1 || c->n_layer > LM_MAX_LAYERS) BAD("lm: %u layers (1..%u)", c->n_layer,
                                                           LM_MAX_LAYERS);
     if (c->dim < 1 || c->dim > LM_MAX_DIM) BAD("lm: width %u (1..%u)", c->dim, LM_MAX_DIM);

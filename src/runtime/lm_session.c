@@ -63,7 +63,8 @@ static uint64_t scratch_bytes(const ingot_lm *m, const plan *p)
     uint64_t B = p->n_batch, D = c->dim, Q = (uint64_t)c->n_head * c->head_dim,
              KVW = (uint64_t)c->n_head_kv * c->head_dim;
     uint64_t f[] = {B * 4, (uint64_t)p->n_ctx * 4, B * D * 4, B * D * 4,
-                    sat_mul(B, p->qkv * 4), B * Q * 4, B * KVW * 4, B * Q * 4, B * D * 4, sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
+                    sat_mul(B, p->qkv * 4), B * Q * 4, B * KVW * 4, B * Q * 4, B * D * 4,
+                    sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
                     sat_mul(B, (uint64_t)c->vocab * 4), p->kvf, B * p->router * 4 + 64, D * 4,
                     (uint64_t)c->vocab * 4 + (uint64_t)p->n_ctx * 4, B * m->lora_rank * 4,
                     B * m->lora_out * 4};
@@ -155,8 +156,8 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
 INGOT_API void ingot_lm_session_free(ingot_lm_session *s)
 {
     if (!s) return;
-    ingot_buffer *bufs[] = {s->ids, s->posb, s->x, s->xn, s->q, s->qr, s->kr, s->ao, s->tmp, s->g, s->u, s->logits, s->kv, s->kvf,
-                            s->router, s->eo, s->lr, s->lo};
+    ingot_buffer *bufs[] = {s->ids, s->posb, s->x, s->xn, s->q, s->qr, s->kr, s->ao, s->tmp,
+                            s->g, s->u, s->logits, s->kv, s->kvf, s->router, s->eo, s->lr, s->lo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ingot_buffer_free(bufs[i]);
     const ingot_allocator *al = s->m->al;
     if (s->tokens) ingot__free(al, s->tokens, (size_t)s->n_ctx * sizeof *s->tokens);

@@ -454,7 +454,8 @@ static double read_bandwidth(unsigned threads)
     for (int rep = 0; rep < 3; rep++) {
         double t0 = now_s();
         for (unsigned k = 0; k < threads; k++) {
-            size_t b = words / threads * k, e = k + 1 == threads ? words : words / threads * (k + 1);
+            size_t b = words / threads * k;
+            size_t e = k + 1 == threads ? words : words / threads * (k + 1);
             jobs[k] = (read_job){buf + b, e - b, 0};
             if (k) pthread_create(&th[k], NULL, read_words, &jobs[k]);
         }
@@ -541,7 +542,8 @@ int ingot_cli_bench_generate(int argc, char **argv)
     char *rest[64];
     for (int i = 0; i < argc && k < 64; i++) {
         unsigned long long u;
-        if (!strcmp(argv[i], "--prompt-tokens") && i + 1 < argc && parse_uint(argv[i + 1], 4096, &u))
+        if (!strcmp(argv[i], "--prompt-tokens") && i + 1 < argc &&
+            parse_uint(argv[i + 1], 4096, &u))
             prompt = (unsigned)u, i++;
         else if (!strcmp(argv[i], "--decode-tokens") && i + 1 < argc &&
                  parse_uint(argv[i + 1], 4096, &u))

@@ -441,8 +441,31 @@ TEST(config_json_errors_name_the_key_or_tensor)
                  INGOT_E_DUPLICATE, "vocab_size");
     expect_error(NULL, "[1, 2]", INGOT_E_BAD_METADATA, "config.json");
     expect_error(NULL, "{\"model_type\": \"llama\",", INGOT_E_BAD_METADATA, "config.json");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"sliding_window\": -5",
+                 INGOT_E_BAD_METADATA, "sliding_window");
     expect_error("\"tie_word_embeddings\": false", "\"tie_word_embeddings\": 0",
                  INGOT_E_BAD_METADATA, "tie_word_embeddings");
+}
+
+/* Mistral's sliding window: a session longer than it would attend differently: refused */
+TEST(sliding_window_bounds_the_session)
+{
+    folder_with_config("\"rope_scaling\": null", "\"rope_scaling\": null, \"sliding_window\": 16");
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", tmpdir, &be, &e);
+    ASSERT_TRUE(m);
+    ASSERT_EQ(ingot_lm_get_config(m)->sliding_window, 16);
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, NULL, &s, &e)); /* the default: the window */
+    ASSERT_EQ(ingot_lm_session_ctx(s), 16);
+    ingot_lm_session_free(s);
+    ingot_lm_session_opts so = {0};
+    so.n_ctx = 17;
+    ASSERT_ST(ingot_lm_session_new(m, &so, &s, &e), INGOT_E_UNSUPPORTED);
+    ASSERT_STR(e.where, "sliding_window");
+    ingot_lm_free(m);
+    ingot_backend_free(be);
 }
 
 TEST(weights_without_config_are_refused)
@@ -473,4 +496,4 @@ RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
           T(gpt2_ref_backend), T(quantized_mixed_types), T(quantized_stories_q8_0),
           T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),
           T(lora_errors_name_the_key_or_tensor), T(config_json_errors_name_the_key_or_tensor),
-          T(weights_without_config_are_refused))
+          T(sliding_window_bounds_the_session), T(weights_without_config_are_refused))

@@ -98,6 +98,8 @@ typedef struct ingot_lm_config {
     bool qkv_bias;          /**< q/k/v projections have biases (GPT-2, Qwen2) */
     int32_t bos;            /**< beginning-of-sequence token, -1 if unknown */
     int32_t eos;            /**< end-of-sequence token, -1 if unknown */
+    uint32_t sliding_window; /**< attention window (Mistral); 0: none. Sessions longer than the
+                                  window are refused: full attention would differ past it */
     const char *naming;     /**< "gguf" or "hf": which tensor names the weights had */
 } ingot_lm_config;
 
@@ -167,7 +169,8 @@ INGOT_API void ingot_lm_estimate_plan(const ingot_lm *m, uint32_t n_ctx, ingot_d
 
 /** Options of ingot_lm_session_new; zero-initialise for the defaults. */
 typedef struct ingot_lm_session_opts {
-    uint32_t n_ctx;       /**< positions the KV cache holds; 0: min(ctx_train, 4096) */
+    uint32_t n_ctx;       /**< positions the KV cache holds; 0: min(ctx_train, 4096, the
+                               sliding window if any) */
     ingot_dtype kv_dtype; /**< INGOT_DTYPE_F32 (0 means F32) or INGOT_DTYPE_F16 */
     uint32_t n_batch;     /**< prefill rows per forward pass (through the GEMM); 0: 128 */
 } ingot_lm_session_opts;

@@ -124,6 +124,8 @@ ingot_status ingot__lm_config_gguf(const ingot_file *f, ingot_lm_config *c, ingo
     ING_TRY(arch_u32(f, a, "expert_count", false, 0, 0, LM_MAX_EXPERTS, &c->n_expert, err));
     ING_TRY(arch_u32(f, a, "expert_used_count", false, 0, 0, LM_MAX_EXPERTS, &c->n_expert_used,
                      err));
+    ING_TRY(arch_u32(f, a, "attention.sliding_window", false, 0, 0, LM_MAX_CTX,
+                     &c->sliding_window, err));
     if (c->head_dim == 0 && c->n_head && c->dim % c->n_head == 0) c->head_dim = c->dim / c->n_head;
     uint32_t rope_dims = c->head_dim;
     if (c->arch == INGOT_LM_ARCH_LLAMA) {
@@ -175,6 +177,7 @@ typedef struct cfg_json {
     char model_type[32];
     char act[32];
     uint32_t hidden, inter, layers, heads, kv_heads, head_dim, vocab, ctx, experts, experts_used;
+    uint32_t window;
     double rms_eps, ln_eps, theta;
     bool tie, attn_bias, rope_scaling;
     int32_t bos, eos;
@@ -201,6 +204,7 @@ static const json_key json_keys[] = {
     {"n_positions", JV_U32, OFF(ctx)},
     {"num_local_experts", JV_U32, OFF(experts)},
     {"num_experts_per_tok", JV_U32, OFF(experts_used)},
+    {"sliding_window", JV_U32, OFF(window)},
     {"rms_norm_eps", JV_F64, OFF(rms_eps)},
     {"layer_norm_epsilon", JV_F64, OFF(ln_eps)},
     {"rope_theta", JV_F64, OFF(theta)},
@@ -383,6 +387,7 @@ static ingot_status parse_json(const void *json, size_t n, const char *path, ing
     c->n_expert_used = cj.experts_used;
     c->bos = cj.bos;
     c->eos = cj.eos;
+    c->sliding_window = cj.window;
     const char *need[] = {"num_hidden_layers", "hidden_size", "num_attention_heads"};
     uint32_t have[] = {c->n_layer, c->dim, c->n_head};
     if (c->arch == INGOT_LM_ARCH_GPT2) {

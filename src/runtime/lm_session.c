@@ -44,6 +44,8 @@ static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p
     const ingot_lm_config *c = &m->cfg;
     memset(p, 0, sizeof *p);
     p->n_ctx = o && o->n_ctx ? o->n_ctx : (c->ctx_train < DEFAULT_CTX ? c->ctx_train : DEFAULT_CTX);
+    if (!(o && o->n_ctx) && c->sliding_window && p->n_ctx > c->sliding_window)
+        p->n_ctx = c->sliding_window; /* the default stays where attention is exact */
     p->n_batch = o && o->n_batch ? o->n_batch : DEFAULT_BATCH;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     p->kv_dtype = o && o->kv_dtype ? o->kv_dtype : INGOT_DTYPE_F32;
@@ -111,6 +113,11 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         return ingot__err(err, INGOT_E_RANGE, INGOT_NO_OFFSET, "n_ctx", 5,
                           "lm: context of %u positions; the model addresses %u", p.n_ctx,
                           c->arch == INGOT_LM_ARCH_GPT2 ? c->ctx_train : LM_MAX_CTX);
+    if (c->sliding_window && p.n_ctx > c->sliding_window)
+        return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, "sliding_window", 14,
+                          "lm: a %u-position session exceeds the model's %u-position attention "
+                          "window (sliding-window attention is not implemented)", p.n_ctx,
+                          c->sliding_window);
     ingot_lm_session *s = ingot__calloc(m->al, sizeof *s);
     if (!s) return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0, "lm: session");
     s->m = m;

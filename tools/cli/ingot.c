@@ -48,6 +48,7 @@ static int usage(const char *fmt, ...)
             "  ingot convert IN OUT [--to FORMAT] [--align N] [--opt KEY=VALUE]... "
             "[--dequantize F32|F16|BF16]\n"
             "  ingot bench gemm [--threads N] [--json]\n"
+            "  ingot bench generate MODEL [--threads N] [--json]\n"
             "  ingot run MODEL --input X.npy -o Y.npy\n"
             "  ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16]\n"
             "  ingot generate MODEL [--tokens ID,...] [-n N] [--temp T] ... (ingot generate "

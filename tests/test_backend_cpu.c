@@ -4,7 +4,8 @@
  * above, threaded), batched matmul, Q8_0 and per-row int8 linear (short and long rows, -128 weights),
  * with contiguous, transposed, strided and flipped operands. Each result is compared with "ref"
  * (itself checked against torch by test_backend_conformance), checked bit-identical for 1, 2 and
- * 3 threads, and the f32 paths are checked to allocate nothing; the instance runs one pool.
+ * 3 threads, and the f32 paths are checked to allocate nothing; the instance runs one pool. Also
+ * attention (cpu_attention.c) against ref.
  */
 #include <dirent.h>
 #include <math.h>
@@ -372,6 +373,135 @@ TEST(test_cpu_one_pool)
 #endif
 }
 
+/* Attention on cpu (online softmax over key blocks) against ref at sizes the goldens do not
+ * hold: several key blocks, grouped heads, causal with queries offset into the keys, a value
+ * width that is not a multiple of 8, strided (non-contiguous) head axes as the LM runtime passes
+ * its KV cache; bit-identical for 1/2/3 threads; no allocation. */
+static void attn_case(int B, int H, int Hk, int Lq, int Lk, int D, int Dv, bool causal)
+{
+    size_t nq = (size_t)B * H * Lq * D, nk = (size_t)B * Hk * Lk * D, nv = (size_t)B * Hk * Lk * Dv,
+           nd = (size_t)B * H * Lq * Dv;
+    float *q = malloc(nq * 4), *k = malloc(2 * nk * 4), *v = malloc(nv * 4), *want = malloc(nd * 4);
+    for (size_t i = 0; i < nq; i++) q[i] = frand();
+    for (size_t i = 0; i < 2 * nk; i++) k[i] = frand();
+    for (size_t i = 0; i < nv; i++) v[i] = frand();
+    /* k is stored [B, Hk, 2*Lk, D] and viewed with a head stride of 2*Lk*D (a cache) */
+    int64_t qs[4] = {B, H, Lq, D}, ks[4] = {B, Hk, Lk, D}, kst[4] = {(int64_t)Hk * 2 * Lk * D,
+                                                                       2 * (int64_t)Lk * D, D, 1},
+            vs[4] = {B, Hk, Lk, Dv}, ds[4] = {B, H, Lq, Dv};
+    ingot_attn_params p = {0};
+    p.causal = causal;
+    float *got[3];
+    for (int t = -1; t < 3; t++) {
+        ingot_backend_opts o = {0};
+        o.threads = t < 0 ? 0 : (uint32_t)t + 1;
+        o.allocator = &counting;
+        ingot_backend *b = NULL;
+        ASSERT_OK(ingot_backend_new(t < 0 ? "ref" : "cpu", &o, &b, NULL));
+        ingot_buffer *bq, *bk, *bv, *bd;
+        float *out = t < 0 ? want : (got[t] = malloc(nd * 4));
+        ASSERT_OK(ingot_buffer_wrap(b, q, nq * 4, false, &bq, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, k, 2 * nk * 4, false, &bk, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, v, nv * 4, false, &bv, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, out, nd * 4, true, &bd, NULL));
+        ingot_tensor tq, tk, tv, td;
+        ASSERT_OK(ingot_tensor_init(&tq, bq, 0, INGOT_DTYPE_F32, 4, qs, NULL));
+        ASSERT_OK(ingot_tensor_init_strided(&tk, bk, 0, INGOT_DTYPE_F32, 4, ks, kst, NULL));
+        ASSERT_OK(ingot_tensor_init(&tv, bv, 0, INGOT_DTYPE_F32, 4, vs, NULL));
+        ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 4, ds, NULL));
+        size_t before = n_allocs;
+        ASSERT_OK(ingot_op_attention(b, &td, &tq, &tk, &tv, &p, NULL));
+        if (t >= 0) CHECK(n_allocs == before, "attention allocated %zu times", n_allocs - before);
+        ingot_buffer_free(bq);
+        ingot_buffer_free(bk);
+        ingot_buffer_free(bv);
+        ingot_buffer_free(bd);
+        ingot_backend_free(b);
+    }
+    double e = nmse(want, got[0], nd);
+    CHECK(e <= 1e-11, "attention %dx%dx%dx%d/%d keys %d: NMSE %.3g", B, H, Lq, D, Hk, Lk, e);
+    CHECK(!memcmp(got[0], got[1], nd * 4) && !memcmp(got[0], got[2], nd * 4),
+          "attention: thread counts differ");
+    for (int t = 0; t < 3; t++) free(got[t]);
+    free(q);
+    free(k);
+    free(v);
+    free(want);
+}
+
+TEST(test_cpu_attention_matches_ref)
+{
+    attn_case(1, 8, 4, 1, 300, 8, 8, true);     /* decode: one query over 5 key blocks */
+    attn_case(2, 6, 2, 7, 150, 16, 20, true);   /* prefill rows offset into the keys */
+    attn_case(1, 4, 4, 33, 33, 32, 32, true);   /* square causal */
+    attn_case(1, 2, 1, 5, 130, 12, 3, false);   /* not causal, odd widths */
+    attn_case(1, 2, 1, 9, 4, 8, 8, false);      /* more queries than keys, not causal */
+}
+
+/* The per-row routes (cpu_rowops.c) give ref's values bit for bit: binary with same-shape and
+ * scalar operands, in place, binary_scalar, and RoPE in both pairings on a strided head view. */
+TEST(test_cpu_rowops_equal_ref)
+{
+    enum { H = 3, S = 5, D = 12, N = 40000 };
+    float *a = malloc(N * 4), *c = malloc(N * 4), *r1 = malloc(N * 4), *r2 = malloc(N * 4);
+    for (int i = 0; i < N; i++) a[i] = frand() * 3, c[i] = frand() + (i % 7 ? 0.0f : 2.0f);
+    ingot_backend *be[2];
+    ASSERT_OK(ingot_backend_new("ref", NULL, &be[0], NULL));
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be[1], NULL));
+    float *out[2] = {r1, r2};
+    for (int op = INGOT_BINARY_ADD; op <= INGOT_BINARY_DIV; op++)
+        for (int scalar = 0; scalar < 3; scalar++) {
+            for (int k = 0; k < 2; k++) {
+                ingot_buffer *ba, *bc, *bd;
+                ASSERT_OK(ingot_buffer_wrap(be[k], a, N * 4, false, &ba, NULL));
+                ASSERT_OK(ingot_buffer_wrap(be[k], c, N * 4, false, &bc, NULL));
+                ASSERT_OK(ingot_buffer_wrap(be[k], out[k], N * 4, true, &bd, NULL));
+                ingot_tensor ta, tc, td;
+                int64_t sh[1] = {N}, one[1] = {1};
+                ASSERT_OK(ingot_tensor_init(&ta, ba, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+                ASSERT_OK(ingot_tensor_init(&tc, bc, 0, INGOT_DTYPE_F32, 1, scalar == 1 ? one : sh,
+                                            NULL));
+                ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+                if (scalar == 2)
+                    ASSERT_OK(ingot_op_binary_scalar(be[k], (ingot_binary_op)op, &td, &ta, 0.1,
+                                                     NULL));
+                else
+                    ASSERT_OK(ingot_op_binary(be[k], (ingot_binary_op)op, &td, &ta, &tc, NULL));
+                ingot_buffer_free(ba);
+                ingot_buffer_free(bc);
+                ingot_buffer_free(bd);
+            }
+            CHECK(!memcmp(r1, r2, N * 4), "binary op %d (scalar %d): cpu differs from ref", op,
+                  scalar);
+        }
+    for (int mode = 0; mode < 2; mode++) {
+        int32_t pos[S] = {0, 1, 7, 100, 4095};
+        for (int k = 0; k < 2; k++) {
+            ingot_buffer *bx, *bp, *bd;
+            ASSERT_OK(ingot_buffer_wrap(be[k], a, N * 4, false, &bx, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], pos, sizeof pos, false, &bp, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], out[k], N * 4, true, &bd, NULL));
+            /* rows of [S, H*D] viewed as [H, S, D] */
+            int64_t sh[3] = {H, S, D}, st[3] = {D, H * D, 1}, ps[1] = {S};
+            ingot_tensor tx, tp, td;
+            ASSERT_OK(ingot_tensor_init_strided(&tx, bx, 0, INGOT_DTYPE_F32, 3, sh, st, NULL));
+            ASSERT_OK(ingot_tensor_init(&tp, bp, 0, INGOT_DTYPE_I32, 1, ps, NULL));
+            ASSERT_OK(ingot_tensor_init_strided(&td, bd, 0, INGOT_DTYPE_F32, 3, sh, st, NULL));
+            ASSERT_OK(ingot_op_rope(be[k], &td, &tx, &tp, 10000.0, (ingot_rope_mode)mode, NULL));
+            ingot_buffer_free(bx);
+            ingot_buffer_free(bp);
+            ingot_buffer_free(bd);
+        }
+        CHECK(!memcmp(r1, r2, (size_t)H * S * D * 4), "rope mode %d: cpu differs from ref", mode);
+    }
+    ingot_backend_free(be[0]);
+    ingot_backend_free(be[1]);
+    free(a);
+    free(c);
+    free(r1);
+    free(r2);
+}
+
 static void cleanup(void)
 {
     for (int i = 0; i < nowned; i++) free(owned[i]);
@@ -380,4 +510,5 @@ static void cleanup(void)
 TEST(test_cleanup) { cleanup(); }
 
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
-          T(test_cpu_one_pool), T(test_cleanup))
+          T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
+          T(test_cpu_rowops_equal_ref), T(test_cleanup))

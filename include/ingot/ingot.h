@@ -4,6 +4,9 @@
  *   core.h    open any model file zero-copy; tensors, typed metadata, verification
  *   writer.h  streaming, crash-safe writer
  *   native.h  the freestanding .ingot reader core (embedded use)
+ *   quant.h   GGML block decoding/encoding
+ *   backend.h tensor backends and ops;  runtime.h the dense MLP runtime
+ *   lm.h      language models (Llama family, MoE, GPT-2): sessions, sampling, generate
  */
 #ifndef INGOT_INGOT_H
 #define INGOT_INGOT_H
@@ -14,5 +17,6 @@
 #include "ingot/quant.h"
 #include "ingot/backend.h"
 #include "ingot/runtime.h"
+#include "ingot/lm.h"
 
 #endif

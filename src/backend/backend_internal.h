@@ -1,7 +1,7 @@
 /*
  * backend_internal.h - what the backend box shares internally: the instance and buffer structs,
- * element load/store for every supported dtype, an N-d odometer over strided views, and the
- * hooks the runtime uses (buffer rebinding without allocation). Not installed.
+ * element load/store for every supported dtype, an N-d odometer over strided views. The hooks the
+ * runtime box may use are in export/backend_export.h. Not installed.
  */
 #ifndef INGOT_BACKEND_INTERNAL_H
 #define INGOT_BACKEND_INTERNAL_H
@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "error.h"
+#include "export/backend_export.h"
 #include "ingot/backend.h"
 
 struct ingot_backend {
@@ -33,9 +34,6 @@ struct ingot_buffer {
     bool device;     /* created by the table's buffer members */
 };
 
-/* Rebinds a host buffer created by ingot_buffer_wrap to other memory without allocating (the MLP
- * runtime binds caller scratch per call). Only for host buffers that do not own their memory. */
-void ingot__buffer_rebind(ingot_buffer *buf, void *host, size_t n, bool writable);
 
 /* The built-in tables. */
 extern const ingot_backend_ops ingot__backend_ref;

@@ -174,7 +174,11 @@ static ingot_status dispatch(const ingot__format *const *formats, ingot_file *f,
         ING_TRY(ingot__file_head_copy(f, n, &head, err));
         int best_score = 0;
         for (size_t i = 0; formats[i]; i++) {
-            int s = formats[i]->probe(head, n);
+            int s = formats[i]->probe ? formats[i]->probe(head, n) : 0;
+            if (formats[i]->probe_size) {
+                int z = formats[i]->probe_size(head, n, f->size);
+                if (z > s) s = z;
+            }
             if (s > best_score) best_score = s, best = formats[i];
         }
         if (!best)

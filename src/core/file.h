@@ -64,6 +64,11 @@ typedef struct ingot__format {
 
     /* Writer for this format, or NULL if read-only. */
     const ingot__writer_ops *writer;
+
+    /* Optional, for a format without magic bytes that is recognised only when the file's size is
+     * exactly what its header implies (llama2.c's legacy checkpoints): as probe, also given the
+     * file size. The core takes the larger of the two scores. */
+    int (*probe_size)(const uint8_t *head, size_t n, uint64_t file_size);
 } ingot__format;
 
 struct ingot_file {

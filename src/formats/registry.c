@@ -18,6 +18,7 @@
 #include "mag_format.h"
 #include "tenzor_format.h"
 #include "rmd1_format.h"
+#include "llama2c_format.h"
 #include "writer_impl.h"
 
 static const ingot__format *const formats[] = {
@@ -33,6 +34,7 @@ static const ingot__format *const formats[] = {
     &ingot__format_mag_snapshot,
     &ingot__format_tenzor,
     &ingot__format_rmd1,
+    &ingot__format_llama2c,
     NULL,
 };
 

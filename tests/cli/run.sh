@@ -303,6 +303,55 @@ run 1 "$ING" pack x.ingot --align 100 --tensor a:F32:2x3=w.bin
 expect_err "BAD_ALIGN"
 n=$((n + 1)); [ ! -e x.ingot ] && ! ls x.ingot.ingot-tmp-* >/dev/null 2>&1 || { echo "FAIL: failed pack left files"; fails=$((fails + 1)); }
 
+# language models (stories260K, a real pretrained Llama): greedy generation from BOS against the
+# torch reference's 200 tokens, eval's logits file, usage and input errors
+SM="$HERE/../../../shared/fixtures/models/stories260K"
+if [ -d "$SM" ]; then
+    run 0 "$ING" dump "$SM/golden/tokens_greedy_bos_plus_200.npy" tokens_greedy_bos_plus_200 --limit 300
+    tail -n +2 out.txt | tr -s ' \n' ' ' | sed 's/^1 //; s/ $//' > want_ids.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 200
+    head -1 out.txt | tr -d '\n' > got_ids.txt
+    same got_ids.txt want_ids.txt
+    expect_err "1 prompt tokens"
+    run 0 "$ING" generate "$SM/stories260K.bin" --temp 0 -n 200
+    head -1 out.txt | tr -d '\n' > got_ids.txt
+    same got_ids.txt want_ids.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 5 --json --threads 1
+    expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432\], "text": "", "prefill_tokens_per_s": '
+    # sampled: the seed decides, not the thread count
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0.8 --top-k 20 --top-p 0.9 --min-p 0.01 \
+        --repeat-penalty 1.1 --seed 5 -n 40 --threads 1
+    cp out.txt s1.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0.8 --top-k 20 --top-p 0.9 --min-p 0.01 \
+        --repeat-penalty 1.1 --seed 5 -n 40 --threads 2
+    same out.txt s1.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --tokens 1,403,407 --temp 0 -n 3
+    expect_out "^261 378 432$"
+    run 0 "$ING" generate "$SM/stories260K.gguf" --beams 3 -n 6 --json
+    expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432, 383\], "text": "", "score": '
+    run 2 "$ING" generate "$SM/stories260K.gguf" --beams 3
+    G="$HERE/../golden/lm"
+    run 0 "$ING" eval "$G/llama_hf" --tokens 1,5,9 -o l0.npy
+    run 0 "$ING" eval "$G/llama_hf" --tokens 1,5,9 -o l1.npy --lora "$G/llama_lora:0.5"
+    expect_err "notice: lm: LoRA .*r 4, alpha 8, scale 0.5, 8 matrices merged"
+    run 0 "$ING" eval "$G/llama.gguf" --tokens 1,5,9 -o l2.npy --lora "$G/llama_lora:0.5" --lora-runtime
+    expect_err "8 matrices applied at run time"
+    n=$((n + 1)); cmp -s l0.npy l1.npy && { echo "FAIL: the adapter changed nothing"; fails=$((fails + 1)); }
+    run 0 "$ING" eval "$SM/stories260K.gguf" --tokens 1,403,407,261 -o lg.npy
+    run 0 "$ING" info lg.npy
+    expect_out "F32 *4x512"
+    run 1 "$ING" eval "$SM/stories260K.gguf" --tokens 1,512 -o lg.npy
+    expect_err "RANGE: lm: token 512 at index 1 is outside the vocabulary"
+    run 2 "$ING" eval "$SM/stories260K.gguf" --tokens 1,x -o lg.npy
+    run 2 "$ING" eval "$SM/stories260K.gguf" --tokens 1,2
+    run 2 "$ING" generate "$SM/stories260K.gguf" --temp -1
+    run 2 "$ING" generate "$SM/stories260K.gguf" --kv f8
+    run 1 "$ING" generate m.ingot
+    expect_err "BAD_METADATA"
+else
+    echo "FAIL: $SM missing (the shared model fixtures)"; fails=$((fails + 1))
+fi
+
 # usage errors
 run 2 "$ING"
 run 2 "$ING" frobnicate

@@ -8,4 +8,11 @@ int ingot_cli_bench(int argc, char **argv);
 /* `ingot run MODEL --input X.npy -o Y.npy` (cmd_run.c). */
 int ingot_cli_run(int argc, char **argv);
 
+/* `ingot eval MODEL --tokens ... -o logits.npy` and `ingot generate MODEL ...` (cmd_lm.c). */
+int ingot_cli_eval(int argc, char **argv);
+int ingot_cli_generate(int argc, char **argv);
+/* `ingot bench generate MODEL` (cmd_lm.c): prefill and decode tokens/s against the compute and
+ * memory bounds measured in the same run, and time to first token. */
+int ingot_cli_bench_generate(int argc, char **argv);
+
 #endif

@@ -153,8 +153,11 @@ static double bw_read(const void *p, size_t bytes, ingot__pool *pool)
 
 int ingot_cli_bench(int argc, char **argv)
 {
+    if (argc >= 1 && !strcmp(argv[0], "generate"))
+        return ingot_cli_bench_generate(argc - 1, argv + 1);
     if (argc < 1 || strcmp(argv[0], "gemm") != 0) {
-        fprintf(stderr, "usage: ingot bench gemm [--threads N] [--json] [--quick]\n");
+        fprintf(stderr, "usage: ingot bench gemm [--threads N] [--json] [--quick]\n"
+                        "       ingot bench generate MODEL [--threads N] [--json]\n");
         return 2;
     }
     unsigned only = 0;

@@ -51,7 +51,11 @@ static int usage(const char *fmt, ...)
             "  ingot convert IN OUT [--to FORMAT] [--align N] [--opt KEY=VALUE]... "
             "[--dequantize F32|F16|BF16]\n"
             "  ingot bench gemm [--threads N] [--json]\n"
+            "  ingot bench generate MODEL [--threads N] [--json]\n"
             "  ingot run MODEL --input X.npy -o Y.npy\n"
+            "  ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16]\n"
+            "  ingot generate MODEL [--tokens ID,...] [-n N] [--temp T] ... (ingot generate "
+            "--help)\n"
             "  ingot --version\n"
             "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
             "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n"
@@ -1833,5 +1837,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return ingot_cli_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "eval")) return ingot_cli_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "generate")) return ingot_cli_generate(argc - 2, argv + 2);
     return usage("unknown command '%s'", cmd);
 }

@@ -558,8 +558,8 @@ static void cpu_info(const ingot_backend *b, ingot_device_info *out)
 
 static const ingot_tensor_ops cpu_float_ops = {
     .unary = ingot__ref_unary,
-    .binary = ingot__ref_binary,
-    .binary_scalar = ingot__ref_binary_scalar,
+    .binary = ingot__cpu_binary,
+    .binary_scalar = ingot__cpu_binary_scalar,
     .compare = ingot__ref_compare,
     .clamp = ingot__ref_clamp,
     .where = ingot__ref_where,
@@ -585,8 +585,8 @@ static const ingot_module_ops cpu_module_ops = {
     .layer_norm = ingot__ref_layer_norm,
     .rms_norm = ingot__ref_rms_norm,
     .batch_norm = ingot__ref_batch_norm,
-    .rope = ingot__ref_rope,
-    .attention = ingot__ref_attention,
+    .rope = ingot__cpu_rope,
+    .attention = ingot__cpu_attention,
 };
 
 static const ingot_activation_ops cpu_activation_ops = {

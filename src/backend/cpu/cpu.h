@@ -25,4 +25,19 @@ typedef struct cpu_ctx {
 typedef void (*cpu_range_fn)(void *arg, int64_t begin, int64_t end);
 void ingot__cpu_run(cpu_ctx *c, int64_t n, int64_t chunk, cpu_range_fn fn, void *arg);
 
+/* ingot_op_attention for f32 rows (cpu_attention.c); other cases run the ref definition. */
+ingot_status ingot__cpu_attention(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *q,
+                                  const ingot_tensor *k, const ingot_tensor *v,
+                                  const ingot_attn_params *p, ingot_error *err);
+
+/* Contiguous f32 binary / binary_scalar and [heads, seq, d] f32 RoPE (cpu_rowops.c); same
+ * values as ref, other cases run it. */
+ingot_status ingot__cpu_binary(ingot_backend *b, ingot_binary_op op, ingot_tensor *dst,
+                               const ingot_tensor *a, const ingot_tensor *c, ingot_error *err);
+ingot_status ingot__cpu_binary_scalar(ingot_backend *b, ingot_binary_op op, ingot_tensor *dst,
+                                      const ingot_tensor *a, double s, ingot_error *err);
+ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                             const ingot_tensor *pos, double theta, ingot_rope_mode mode,
+                             ingot_error *err);
+
 #endif

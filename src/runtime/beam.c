@@ -1,0 +1,241 @@
+/*
+ * beam.c - beam search (include/ingot/lm.h section 5): `width` live hypotheses, each a session
+ * (its KV cache) plus its summed log-probability; every step ranks all continuations, forks the
+ * surviving ones into a second set of sessions (ingot_lm_session_copy) and evaluates their new
+ * token. Sessions, candidate lists and hypothesis storage are allocated before the first step.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "error.h"
+#include "lm_internal.h"
+
+#define MAX_WIDTH 256u
+
+typedef struct cand {
+    double sum;
+    uint32_t beam, token;
+} cand;
+
+typedef struct beam_state {
+    ingot_lm *m;
+    uint32_t W, V, T;   /* width, vocabulary, max tokens */
+    ingot_lm_session **cur, **nxt;
+    double *sum, *nsum; /* live sums, by slot */
+    int32_t *toks, *ntoks; /* live generated tokens [W][T] */
+    double *lp;         /* one beam's log-softmax */
+    cand *heap;         /* the best `keep` candidates */
+    int32_t *best;      /* the best finished hypothesis */
+    size_t best_n;
+    double best_score;
+    bool have_best;
+} beam_state;
+
+/* Rank order: larger sum first, then lower beam, then lower token. */
+static bool better(const cand *a, const cand *b)
+{
+    if (a->sum != b->sum) return a->sum > b->sum;
+    if (a->beam != b->beam) return a->beam < b->beam;
+    return a->token < b->token;
+}
+
+/* Min-heap by rank (the worst kept candidate on top). */
+static void sift(cand *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && better(&h[c], &h[c + 1])) c++;
+        if (!better(&h[i], &h[c])) return;
+        cand t = h[i];
+        h[i] = h[c];
+        h[c] = t;
+        i = c;
+    }
+}
+
+static void push(cand *h, size_t *n, size_t cap, cand c)
+{
+    if (*n < cap) {
+        size_t i = (*n)++;
+        h[i] = c;
+        while (i > 0) { /* sift up */
+            size_t p = (i - 1) / 2;
+            if (!better(&h[p], &h[i])) break;
+            cand t = h[p];
+            h[p] = h[i];
+            h[i] = t;
+            i = p;
+        }
+    } else if (better(&c, &h[0])) {
+        h[0] = c;
+        sift(h, *n, 0);
+    }
+}
+
+static void log_softmax(const float *x, uint32_t n, double *out)
+{
+    double mx = -INFINITY, sum = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    for (uint32_t i = 0; i < n; i++) sum += exp((double)x[i] - mx);
+    double l = mx + log(sum);
+    for (uint32_t i = 0; i < n; i++) out[i] = (double)x[i] - l;
+}
+
+static void finish(beam_state *b, const int32_t *toks, size_t n, int32_t last, double sum,
+                   double penalty)
+{
+    size_t len = n + (last >= 0);
+    double score = sum / (penalty != 0 ? pow((double)len, penalty) : 1.0);
+    if (b->have_best && !(score > b->best_score)) return;
+    memcpy(b->best, toks, n * sizeof *toks);
+    if (last >= 0) b->best[n] = last;
+    b->best_n = len;
+    b->best_score = score;
+    b->have_best = true;
+}
+
+static void free_state(beam_state *b)
+{
+    const ingot_allocator *al = b->m->al;
+    size_t W = b->W, T = b->T, V = b->V;
+    for (size_t i = 0; i < 2 * W; i++)
+        if (b->cur) ingot_lm_session_free(b->cur[i]);
+    if (b->cur) ingot__free(al, b->cur, 2 * W * sizeof *b->cur);
+    if (b->sum) ingot__free(al, b->sum, 2 * W * sizeof *b->sum);
+    if (b->toks) ingot__free(al, b->toks, 2 * W * T * sizeof *b->toks);
+    if (b->lp) ingot__free(al, b->lp, V * sizeof *b->lp);
+    if (b->heap) ingot__free(al, b->heap, 2 * W * sizeof *b->heap);
+    if (b->best) ingot__free(al, b->best, (T + 1) * sizeof *b->best);
+}
+
+INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_opts *so,
+                                            const int32_t *prompt, size_t n_prompt,
+                                            const ingot_lm_beam_opts *opts, int32_t *out,
+                                            size_t out_cap, size_t *n_out, double *score,
+                                            ingot_error *err)
+{
+    if (!m || !opts || !n_out || (n_prompt && !prompt) || !out)
+        return ingot__err(err, INGOT_E_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                          "lm_beam_search: NULL argument");
+    *n_out = 0;
+    const ingot_lm_config *c = &m->cfg;
+    if (opts->width < 1 || opts->width > MAX_WIDTH || opts->max_tokens < 1 ||
+        opts->length_penalty != opts->length_penalty)
+        return ingot__err(err, INGOT_E_RANGE, INGOT_NO_OFFSET, "width", 5,
+                          "lm: beam width %u (1..%u) or max_tokens %u (>= 1)", opts->width,
+                          MAX_WIDTH, opts->max_tokens);
+    if (out_cap < opts->max_tokens)
+        return ingot__err(err, INGOT_E_RANGE, INGOT_NO_OFFSET, "out", 3,
+                          "lm: room for %zu tokens, max_tokens is %u", out_cap, opts->max_tokens);
+    int32_t bos = c->bos;
+    if (n_prompt == 0) {
+        if (bos < 0)
+            return ingot__err(err, INGOT_E_MISUSE, INGOT_NO_OFFSET, "bos", 3,
+                              "lm_beam_search: no prompt and the model has no BOS token");
+        prompt = &bos;
+        n_prompt = 1;
+    }
+    beam_state b;
+    memset(&b, 0, sizeof b);
+    b.m = m;
+    b.W = opts->width;
+    b.V = c->vocab;
+    b.T = opts->max_tokens;
+    size_t W = b.W, T = b.T;
+    const ingot_allocator *al = m->al;
+    ingot_status st = INGOT_OK;
+    b.cur = ingot__calloc(al, 2 * W * sizeof *b.cur);
+    b.sum = ingot__alloc(al, 2 * W * sizeof *b.sum);
+    b.toks = ingot__alloc(al, 2 * W * T * sizeof *b.toks);
+    b.lp = ingot__alloc(al, (size_t)b.V * sizeof *b.lp);
+    b.heap = ingot__alloc(al, 2 * W * sizeof *b.heap);
+    b.best = ingot__alloc(al, (T + 1) * sizeof *b.best);
+    if (!b.cur || !b.sum || !b.toks || !b.lp || !b.heap || !b.best)
+        st = ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0, "lm: beam search state");
+    for (size_t i = 0; st == INGOT_OK && i < 2 * W; i++)
+        st = ingot_lm_session_new(m, so, &b.cur[i], err);
+    if (st == INGOT_OK && n_prompt + T > ingot_lm_session_ctx(b.cur[0]))
+        st = ingot__err(err, INGOT_E_RANGE, INGOT_NO_OFFSET, "n_ctx", 5,
+                        "lm: %zu prompt tokens + %zu generated exceed the %u-position sessions",
+                        n_prompt, T, ingot_lm_session_ctx(b.cur[0]));
+    if (st != INGOT_OK) {
+        free_state(&b);
+        return st;
+    }
+    ingot_lm_session **cur = b.cur, **nxt = b.cur + W;
+    double *sum = b.sum, *nsum = b.sum + W;
+    int32_t *toks = b.toks, *ntoks = b.toks + W * T;
+    st = ingot_lm_eval(cur[0], prompt, n_prompt, INGOT_LM_LOGITS_LAST, cur[0]->last_logits,
+                       b.V, err);
+    size_t live = 1;
+    sum[0] = 0;
+    bool eos_ends = !opts->ignore_eos && c->eos >= 0;
+    for (size_t step = 0; st == INGOT_OK && step < T && live; step++) {
+        /* rank every continuation; keep the best 2W (W live slots + up to W finished) */
+        size_t nh = 0, keep = 2 * W;
+        for (size_t i = 0; i < live; i++) {
+            log_softmax(ingot_lm_session_logits(cur[i]), b.V, b.lp);
+            for (uint32_t t = 0; t < b.V; t++) {
+                cand cd = {sum[i] + b.lp[t], (uint32_t)i, t};
+                if (cd.sum == -INFINITY) continue;
+                push(b.heap, &nh, keep, cd);
+            }
+        }
+        /* heap sort: the worst goes to the end each round, so the array ends best first */
+        size_t n = nh;
+        for (size_t e = nh; e > 1; e--) {
+            cand tmp = b.heap[0];
+            b.heap[0] = b.heap[e - 1];
+            b.heap[e - 1] = tmp;
+            sift(b.heap, e - 1, 0);
+        }
+        size_t nlive = 0;
+        bool last_step = step + 1 == T;
+        for (size_t r = 0; r < n && nlive < W; r++) {
+            const cand *cd = &b.heap[r];
+            const int32_t *pt = toks + cd->beam * T;
+            if (eos_ends && (int32_t)cd->token == c->eos) {
+                if (r < W) finish(&b, pt, step, (int32_t)cd->token, cd->sum, opts->length_penalty);
+                continue;
+            }
+            if (last_step) {
+                finish(&b, pt, step, (int32_t)cd->token, cd->sum, opts->length_penalty);
+                nlive++;
+                continue;
+            }
+            memcpy(ntoks + nlive * T, pt, step * sizeof *pt);
+            ntoks[nlive * T + step] = (int32_t)cd->token;
+            nsum[nlive] = cd->sum;
+            st = ingot_lm_session_copy(nxt[nlive], cur[cd->beam], err);
+            if (st != INGOT_OK) break;
+            nlive++;
+        }
+        if (last_step || st != INGOT_OK) break;
+        for (size_t i = 0; st == INGOT_OK && i < nlive; i++)
+            st = ingot_lm_eval(nxt[i], &ntoks[i * T + step], 1, INGOT_LM_LOGITS_LAST,
+                               nxt[i]->last_logits, b.V, err);
+        ingot_lm_session **ts = cur;
+        cur = nxt;
+        nxt = ts;
+        double *tsum = sum;
+        sum = nsum;
+        nsum = tsum;
+        int32_t *tt = toks;
+        toks = ntoks;
+        ntoks = tt;
+        live = nlive;
+    }
+    if (st == INGOT_OK && !b.have_best)
+        st = ingot__err(err, INGOT_E_RANGE, INGOT_NO_OFFSET, "logits", 6,
+                        "lm: beam search found no finite hypothesis");
+    if (st == INGOT_OK) {
+        memcpy(out, b.best, b.best_n * sizeof *out);
+        *n_out = b.best_n;
+        if (score) *score = b.best_score;
+    }
+    free_state(&b);
+    return st;
+}

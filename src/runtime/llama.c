@@ -1,0 +1,139 @@
+/*
+ * llama.c - the Llama-family forward pass (Llama 1/2/3, Mistral, TinyLlama, llama2.c models,
+ * Qwen2-style q/k/v biases, Mixtral-style experts), one named backend op per step in the order
+ * of llama2.c's forward(): RMSNorm, q/k/v projections, RoPE (interleaved or half-split, as the
+ * weights were trained), K/V into the cache, grouped-query causal attention, output projection
+ * and residual; RMSNorm, SwiGLU MLP (or the router's top-k experts) and residual.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "error.h"
+#include "lm_internal.h"
+
+/* [rows, heads * hd] rows viewed as [heads, rows, hd] (the rope op's [..., seq, d]). */
+static void heads_view(ingot_tensor *out, const ingot_tensor *rows, uint32_t heads, uint32_t hd)
+{
+    *out = *rows;
+    out->rank = 3;
+    out->shape[0] = heads;
+    out->shape[1] = rows->shape[0];
+    out->shape[2] = hd;
+    out->strides[0] = hd;
+    out->strides[1] = rows->strides[0];
+    out->strides[2] = 1;
+}
+
+/* Mixtral routing: softmax over the router logits, the top k experts (ties: lower index),
+ * their probabilities renormalised to sum 1; the SwiGLU experts' outputs weighted and summed
+ * into tmp. Rows run one at a time through the GEMV. */
+static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_tensor *xn,
+                        ingot_tensor *tmp, uint32_t n, ingot_error *err)
+{
+    ingot_lm *m = s->m;
+    const ingot_lm_config *c = &m->cfg;
+    ingot_backend *be = m->be;
+    uint32_t E = c->n_expert, K = c->n_expert_used;
+    ingot_tensor r;
+    ingot__lm_view2(&r, s->router, 0, n, E);
+    ING_TRY(ingot_op_linear(be, &r, xn, &ly->router.t, NULL, err));
+    ING_TRY(ingot_op_softmax(be, &r, &r, 1, false, err));
+    ING_TRY(ingot_op_fill(be, tmp, 0.0, err));
+    const float *p = ingot_buffer_host(s->router);
+    for (uint32_t i = 0; i < n; i++) {
+        const float *pi = p + (size_t)i * E;
+        uint32_t pick[LM_MAX_EXPERTS];
+        bool used[LM_MAX_EXPERTS] = {false};
+        double sum = 0;
+        for (uint32_t k = 0; k < K; k++) {
+            uint32_t best = E;
+            for (uint32_t e = 0; e < E; e++)
+                if (!used[e] && (best == E || pi[e] > pi[best])) best = e;
+            used[best] = true;
+            pick[k] = best;
+            sum += pi[best];
+        }
+        ingot_tensor xr, tr, g, u, eo;
+        ingot__lm_view2(&xr, xn->buf, xn->offset / 4 + (uint64_t)i * c->dim, 1, c->dim);
+        ingot__lm_view2(&tr, tmp->buf, tmp->offset / 4 + (uint64_t)i * c->dim, 1, c->dim);
+        ingot__lm_view2(&g, s->g, 0, 1, c->ffn_dim);
+        ingot__lm_view2(&u, s->u, 0, 1, c->ffn_dim);
+        ingot__lm_view2(&eo, s->eo, 0, 1, c->dim);
+        for (uint32_t k = 0; k < K; k++) {
+            const lm_w *ex = &ly->exp[(size_t)pick[k] * 3];
+            double w = sum > 0 ? pi[pick[k]] / sum : 0.0;
+            ING_TRY(ingot_op_linear(be, &g, &xr, &ex[0].t, NULL, err));
+            ING_TRY(ingot_op_linear(be, &u, &xr, &ex[1].t, NULL, err));
+            ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
+            ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
+            ING_TRY(ingot_op_linear(be, &eo, &g, &ex[2].t, NULL, err));
+            ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &eo, &eo, (float)w, err));
+            ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, &tr, &tr, &eo, err));
+        }
+    }
+    return INGOT_OK;
+}
+
+ingot_status ingot__llama_forward(ingot_lm_session *s, uint32_t n, ingot_error *err)
+{
+    ingot_lm *m = s->m;
+    const ingot_lm_config *c = &m->cfg;
+    ingot_backend *be = m->be;
+    uint32_t H = c->n_head, Hk = c->n_head_kv, hd = c->head_dim;
+    uint64_t D = c->dim, Q = (uint64_t)H * hd, KVW = (uint64_t)Hk * hd, F = c->ffn_dim;
+    ingot_tensor x, xn, q, k, v, qr, kr, ao, tmp, g, u, pos, qh, qrh, kh, krh, kc;
+    ingot__lm_view2(&x, s->x, 0, n, D);
+    ingot__lm_view2(&xn, s->xn, 0, n, D);
+    ingot__lm_view2(&q, s->q, 0, n, Q);
+    ingot__lm_view2(&k, s->q, n * Q, n, KVW);
+    ingot__lm_view2(&v, s->q, n * (Q + KVW), n, KVW);
+    ingot__lm_view2(&qr, s->qr, 0, n, Q);
+    ingot__lm_view2(&kr, s->kr, 0, n, KVW);
+    ingot__lm_view2(&ao, s->ao, 0, n, Q);
+    ingot__lm_view2(&tmp, s->tmp, 0, n, D);
+    ingot__lm_view2(&g, s->g, 0, n, F);
+    ingot__lm_view2(&u, s->u, 0, n, F);
+    memset(&pos, 0, sizeof pos);
+    pos.buf = s->posb;
+    pos.offset = (uint64_t)s->pos * 4;
+    pos.dtype = INGOT_DTYPE_I32;
+    pos.rank = 1;
+    pos.shape[0] = n;
+    pos.strides[0] = 1;
+    heads_view(&qh, &q, H, hd);
+    heads_view(&qrh, &qr, H, hd);
+    heads_view(&kh, &k, Hk, hd);
+    heads_view(&krh, &kr, Hk, hd);
+    bool f32kv = s->kv_dtype == INGOT_DTYPE_F32;
+    for (uint32_t l = 0; l < c->n_layer; l++) {
+        const lm_layer *ly = &m->layers[l];
+        ING_TRY(ingot_op_rms_norm(be, &xn, &x, &ly->attn_norm.t, c->norm_eps, err));
+        ING_TRY(ingot__lm_linear(s, &q, &xn, &ly->wq, &ly->bq, err));
+        ING_TRY(ingot__lm_linear(s, &k, &xn, &ly->wk, &ly->bk, err));
+        ING_TRY(ingot__lm_linear(s, &v, &xn, &ly->wv, &ly->bv, err));
+        ING_TRY(ingot_op_rope(be, &qrh, &qh, &pos, c->rope_theta, c->rope_mode, err));
+        if (f32kv) { /* rotated keys straight into the cache */
+            ingot__lm_kv_view(s, l, false, s->pos, n, &kc);
+            ING_TRY(ingot_op_rope(be, &kc, &kh, &pos, c->rope_theta, c->rope_mode, err));
+        } else {
+            ING_TRY(ingot_op_rope(be, &krh, &kh, &pos, c->rope_theta, c->rope_mode, err));
+            ING_TRY(ingot__lm_kv_store(s, l, false, &kr, n, err));
+        }
+        ING_TRY(ingot__lm_kv_store(s, l, true, &v, n, err));
+        ING_TRY(ingot__lm_attention(s, l, &qr, n, err));
+        ING_TRY(ingot__lm_linear(s, &tmp, &ao, &ly->wo, &ly->bo, err));
+        ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, &x, &x, &tmp, err));
+        ING_TRY(ingot_op_rms_norm(be, &xn, &x, &ly->ffn_norm.t, c->norm_eps, err));
+        if (c->n_expert) {
+            ING_TRY(moe(s, ly, &xn, &tmp, n, err));
+        } else {
+            ING_TRY(ingot__lm_linear(s, &g, &xn, &ly->w_gate, NULL, err));
+            ING_TRY(ingot__lm_linear(s, &u, &xn, &ly->w_up, NULL, err));
+            ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
+            ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
+            ING_TRY(ingot__lm_linear(s, &tmp, &g, &ly->w_down, NULL, err));
+        }
+        ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, &x, &x, &tmp, err));
+    }
+    return INGOT_OK;
+}

@@ -1,0 +1,158 @@
+/*
+ * lm_internal.h - what the language-model files of the runtime box share: the bound weights of a
+ * model, the session (KV cache and scratch), the config readers and the per-architecture forward
+ * passes. Not installed.
+ */
+#ifndef INGOT_LM_INTERNAL_H
+#define INGOT_LM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ingot/lm.h"
+
+/* Hard limits on hostile configs (every count from a file is checked against these before it
+ * sizes anything). */
+#define LM_MAX_LAYERS 1024u
+#define LM_MAX_DIM (1u << 16)
+#define LM_MAX_FFN (1u << 18)
+#define LM_MAX_HEADS 1024u
+#define LM_MAX_HEAD_DIM 1024u
+#define LM_MAX_VOCAB (1u << 22)
+#define LM_MAX_EXPERTS 256u
+#define LM_MAX_CTX (1u << 22)
+#define LM_MAX_PROBED 16u /* dtypes whose linear support was asked of the backend */
+
+/* One bound weight: a backend tensor over the mapping (zero-copy) or over a converted copy. */
+typedef struct lm_w {
+    ingot_tensor t;
+    ingot_buffer *buf; /* owned wrapper or copy; NULL for a slice of another weight's buffer */
+    bool present;
+    /* a LoRA applied at run time: y += lscale * B (A x); A [r, in] and B [out, r] F32 in lbuf */
+    bool lora;
+    float lscale;
+    ingot_tensor la, lb;
+    ingot_buffer *lbuf;
+} lm_w;
+
+/* Tensor roles: one row of the naming table each (lm_names.c). */
+typedef enum lm_role {
+    LM_TOK_EMBD, LM_POS_EMBD, LM_OUT_NORM, LM_OUT_NORM_B, LM_OUTPUT,
+    LM_ATTN_NORM, LM_ATTN_NORM_B, LM_ATTN_Q, LM_ATTN_Q_B, LM_ATTN_K, LM_ATTN_K_B,
+    LM_ATTN_V, LM_ATTN_V_B, LM_ATTN_QKV, LM_ATTN_QKV_B, LM_ATTN_OUT, LM_ATTN_OUT_B,
+    LM_FFN_NORM, LM_FFN_NORM_B, LM_FFN_GATE, LM_FFN_UP, LM_FFN_UP_B, LM_FFN_DOWN, LM_FFN_DOWN_B,
+    LM_FFN_ROUTER, LM_FFN_GATE_EXPS, LM_FFN_UP_EXPS, LM_FFN_DOWN_EXPS,
+    LM_FFN_GATE_EXP, LM_FFN_UP_EXP, LM_FFN_DOWN_EXP,
+    LM_ROLE_COUNT
+} lm_role;
+
+typedef enum lm_naming { LM_NAMES_GGUF = 0, LM_NAMES_HF = 1 } lm_naming;
+
+/* Formats the file name of `role` for layer `layer` (and expert `expert`) under `naming` into
+ * buf; returns false if the role has no name there. *hf_transposed: the HF tensor is stored
+ * [in, out] (GPT-2's Conv1D). */
+bool ingot__lm_role_name(lm_naming naming, ingot_lm_arch arch, lm_role role, uint32_t layer,
+                         uint32_t expert, char *buf, size_t cap, bool *hf_transposed);
+
+typedef struct lm_layer {
+    lm_w attn_norm, attn_norm_b, wq, bq, wk, bk, wv, bv, wqkv, bqkv, wo, bo;
+    lm_w ffn_norm, ffn_norm_b, w_gate, w_up, b_up, w_down, b_down;
+    lm_w router;
+    lm_w exps[3]; /* merged [E, rows, cols] gate, up, down weights (GGUF), when the file has them */
+    lm_w *exp;    /* n_expert x {gate, up, down}: slices of exps or separate tensors */
+} lm_layer;
+
+/* An embedding table read row by row from the file (any dtype ingot_file_tensor_dequantize
+ * decodes: a quantized table is never expanded). */
+typedef struct lm_table {
+    uint64_t index; /* tensor index in the file */
+    ingot_dtype dtype;
+    uint64_t rows;
+    bool present;
+    lm_w copy; /* a decoded F32 copy when rows cannot be decoded one by one (grouped int8) */
+} lm_table;
+
+struct ingot_lm {
+    ingot_backend *be;
+    const ingot_allocator *al;
+    ingot_lm_config cfg;
+    const ingot_file *f;
+    ingot_file *owned_file; /* opened by ingot_lm_open_path */
+    lm_naming naming;
+    lm_table tok_embd, pos_embd;
+    lm_w out_norm, out_norm_b, output;
+    lm_layer *layers;
+    uint64_t weight_bytes, expert_bytes, owned_bytes;
+    uint32_t nsessions;
+    uint32_t lora_rank, lora_out; /* run-time LoRA: largest r and output width (session scratch) */
+    struct { ingot_dtype dtype; bool native; } probed[LM_MAX_PROBED]; /* native_linear cache */
+    uint32_t n_probed;
+    ingot_lm_notice_fn notice;
+    void *notice_ctx;
+};
+
+/* Reads a small file (at most 1 MiB: configs) into an allocation of *n bytes (at least 1). */
+ingot_status ingot__lm_read_file(const ingot_allocator *al, const char *path, void **out,
+                                 size_t *n, ingot_error *err);
+/* Applies the PEFT adapter of o->lora_path (lora.c): merged into F32 copies, or kept for run
+ * time. Called by ingot_lm_open once every weight is bound. */
+ingot_status ingot__lm_lora_apply(ingot_lm *m, const ingot_lm_opts *o, ingot_error *err);
+/* Notice callback of the model (no-op without one). */
+void ingot__lm_notice(const ingot_lm *m, const char *msg);
+
+/* Config readers (lm_config.c). Both validate every value against the limits above. */
+ingot_status ingot__lm_config_gguf(const ingot_file *f, ingot_lm_config *c, ingot_error *err);
+/* json: the bytes of a config.json (borrowed); path only names it in errors. */
+ingot_status ingot__lm_config_json(const void *json, size_t n, const char *path,
+                                   ingot_lm_config *c, ingot_error *err);
+/* Checks the relations between fields (heads divide, limits); fills head_dim if 0. */
+ingot_status ingot__lm_config_check(ingot_lm_config *c, const char *where, ingot_error *err);
+
+/* The session (lm_session.c). Activations are F32; the KV cache F32 or F16. */
+struct ingot_lm_session {
+    ingot_lm *m;
+    uint32_t n_ctx, n_batch, pos;
+    ingot_dtype kv_dtype;
+    int32_t *tokens;              /* n_ctx: the tokens at each position */
+    float *last_logits;           /* vocab floats */
+    bool have_logits;
+    /* backend buffers */
+    bool counted;                 /* counted in m->nsessions */
+    ingot_buffer *ids, *posb, *x, *xn, *q, *qr, *kr, *ao, *tmp, *g, *u;
+    ingot_buffer *logits, *kv, *kvf, *router, *eo;
+    ingot_buffer *lr, *lo;        /* run-time LoRA: A x [n_batch, r], B (A x) [n_batch, out] */
+    uint64_t kv_layer_bytes;      /* K then V of one layer */
+};
+
+/* KV cache and scratch bytes of a session with these options (defaults applied). */
+void ingot__lm_session_sizes(const ingot_lm *m, const ingot_lm_session_opts *o, uint64_t *kv,
+                             uint64_t *scratch);
+
+/* Forward passes (llama.c, gpt2.c): tokens are in s->ids, rows n at positions s->pos.. ;
+ * on return s->x holds the final hidden states [n, dim] (before the output norm). */
+ingot_status ingot__llama_forward(ingot_lm_session *s, uint32_t n, ingot_error *err);
+ingot_status ingot__gpt2_forward(ingot_lm_session *s, uint32_t n, ingot_error *err);
+
+/* Shared pieces of the forward passes (lm_session.c). */
+/* s->x rows [0, n) = token embeddings (+ learned positions for GPT-2) of positions s->pos.. */
+ingot_status ingot__lm_embed(ingot_lm_session *s, const int32_t *tokens, uint32_t n,
+                             ingot_error *err);
+/* Contiguous F32 [rows, cols] view at element offset `off` of buf. */
+void ingot__lm_view2(ingot_tensor *t, ingot_buffer *buf, uint64_t off, int64_t rows,
+                     int64_t cols);
+/* Causal self-attention of n rows at positions s->pos.. for layer `layer`: q [n, H*hd] (rotated),
+ * the layer's K/V cache already holding positions 0 .. pos+n-1; result [n, H*hd] in s->ao. */
+ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingot_tensor *q,
+                                 uint32_t n, ingot_error *err);
+/* K/V cache views of layer `layer`: [n_head_kv, len, head_dim] starting at position `from`. */
+void ingot__lm_kv_view(const ingot_lm_session *s, uint32_t layer, bool value, uint32_t from,
+                       uint32_t len, ingot_tensor *t);
+/* Stores rows [n, Hkv*hd] (F32, any view) into the cache at positions pos.. (casting for F16). */
+ingot_status ingot__lm_kv_store(ingot_lm_session *s, uint32_t layer, bool value,
+                                const ingot_tensor *rows, uint32_t n, ingot_error *err);
+/* y = x . w^T + b into dst (w F32 or a quantized dtype the backend runs; b may be absent). */
+ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingot_tensor *x,
+                              const lm_w *w, const lm_w *b, ingot_error *err);
+
+#endif

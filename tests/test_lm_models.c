@@ -1,0 +1,499 @@
+/*
+ * test_lm_models.c - the language-model runtime on the seeded models of tests/golden/lm/
+ * (scripts/gen_lm_models.py: files written by torch/numpy code in each ecosystem's layout, logits
+ * from a float64 torch forward pass): Llama with HF names and half-split RoPE (sharded
+ * safetensors, torch state dict) and in GGUF with permuted q/k, Qwen2-style q/k/v biases with a
+ * tied head, Mixtral-style MoE (per-expert HF tensors, merged GGUF ones), GPT-2 (hub safetensors
+ * with Conv1D [in, out] weights and mask buffers, a GPT2LMHeadModel state dict, GGUF). Each:
+ * logits within 1e-4 x max(1, |ref|), the same 32 greedy tokens, decode token by token equal to
+ * the full forward. Then config.json errors, each naming the key or tensor.
+ */
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "ingot/lm.h"
+
+#define GDIR INGOT_SOURCE_DIR "/tests/golden/lm/"
+
+static void *load_npy(const char *path, ingot_dtype want, uint64_t *nelem)
+{
+    ingot_file *f = NULL;
+    if (ingot_file_open(path, NULL, &f, NULL) != INGOT_OK) return NULL;
+    ingot_tensor_info ti;
+    void *p = NULL;
+    if (ingot_file_tensor_at(f, 0, &ti) == INGOT_OK && ti.dtype == want) {
+        p = malloc((size_t)ti.nbytes);
+        if (p && ingot_file_tensor_copy(f, 0, p, (size_t)ti.nbytes, NULL) != INGOT_OK) {
+            free(p);
+            p = NULL;
+        }
+        *nelem = ti.nelem;
+    }
+    ingot_file_close(f);
+    return p;
+}
+
+static ingot_lm *open_model(const char *backend, const char *path, ingot_backend **be,
+                            ingot_error *e)
+{
+    ingot_backend_opts bo = {0};
+    bo.threads = 2;
+    if (ingot_backend_new(backend, &bo, be, e) != INGOT_OK) return NULL;
+    ingot_lm *m = NULL;
+    if (ingot_lm_open_path(*be, path, NULL, &m, e) != INGOT_OK) {
+        ingot_backend_free(*be);
+        *be = NULL;
+    }
+    return m;
+}
+
+typedef struct expect_cfg {
+    ingot_lm_arch arch;
+    ingot_rope_mode rope;
+    bool tied;
+    uint32_t experts;
+    const char *naming;
+} expect_cfg;
+
+static void check_model(const char *backend, const char *base, const char *variant,
+                        const expect_cfg *x)
+{
+    char path[512];
+    uint64_t nt = 0, nl = 0, ng = 0;
+    snprintf(path, sizeof path, GDIR "%s_tokens.npy", base);
+    int32_t *tok = load_npy(path, INGOT_DTYPE_I32, &nt);
+    snprintf(path, sizeof path, GDIR "%s_logits.npy", base);
+    float *ref = load_npy(path, INGOT_DTYPE_F32, &nl);
+    snprintf(path, sizeof path, GDIR "%s_greedy.npy", base);
+    int32_t *gr = load_npy(path, INGOT_DTYPE_I32, &ng);
+    ASSERT_TRUE(tok && ref && gr && ng == 33);
+    snprintf(path, sizeof path, GDIR "%s", variant);
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model(backend, path, &be, &e);
+    if (!m) {
+        char b[300];
+        FAIL_AT("%s: %s", variant, ingot_error_format(&e, b, sizeof b));
+    }
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    CHECK(c->arch == x->arch, "%s: arch", variant);
+    CHECK(x->arch == INGOT_LM_ARCH_GPT2 || c->rope_mode == x->rope, "%s: rope mode %d", variant,
+          c->rope_mode);
+    CHECK(c->tied_head == x->tied, "%s: tied %d", variant, c->tied_head);
+    CHECK(c->n_expert == x->experts, "%s: experts", variant);
+    CHECK(!strcmp(c->naming, x->naming), "%s: naming %s", variant, c->naming);
+    uint32_t V = c->vocab;
+    ASSERT_EQ(nl, nt * V);
+    float *got = malloc(nt * V * 4), *step = malloc(nt * V * 4);
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, NULL, &s, NULL));
+    ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
+    double d = 0, dk = 0;
+    for (size_t i = 0; i < nt * V; i++)
+        d = fmax(d, fabs((double)got[i] - ref[i]) / fmax(1.0, fabs((double)ref[i])));
+    CHECK(d <= 1e-4, "%s/%s: logits differ from torch by %.3g", variant, backend, d);
+    /* decode token by token: the same logits as the full forward */
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    for (size_t t = 0; t < nt; t++)
+        ASSERT_OK(ingot_lm_eval(s, tok + t, 1, INGOT_LM_LOGITS_LAST, step + t * V, V, NULL));
+    for (size_t i = 0; i < nt * V; i++)
+        dk = fmax(dk, fabs((double)step[i] - got[i]) / fmax(1.0, fabs((double)got[i])));
+    CHECK(dk <= 1e-5, "%s/%s: token-by-token decode differs from the full forward by %.3g",
+          variant, backend, dk);
+    /* 32 greedy tokens from BOS */
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    ingot_sampler *sp = NULL;
+    ingot_sampler_params p = {0};
+    ASSERT_OK(ingot_sampler_new(&p, V, NULL, &sp, NULL));
+    ingot_lm_generate_opts go = {0};
+    go.max_tokens = 32;
+    go.ignore_eos = true;
+    int32_t out[32];
+    size_t n = 0;
+    ASSERT_OK(ingot_lm_generate(s, sp, gr, 1, &go, out, 32, &n, NULL, NULL));
+    ASSERT_EQ(n, 32);
+    for (int i = 0; i < 32; i++)
+        if (out[i] != gr[i + 1]) {
+            CHECK(0, "%s/%s: greedy token %d is %d, torch %d", variant, backend, i, out[i],
+                  gr[i + 1]);
+            break;
+        }
+    ingot_sampler_free(sp);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    free(got);
+    free(step);
+    free(tok);
+    free(ref);
+    free(gr);
+}
+
+static const expect_cfg LLAMA_HF = {INGOT_LM_ARCH_LLAMA, INGOT_ROPE_HALF, false, 0, "hf"};
+static const expect_cfg LLAMA_GGUF = {INGOT_LM_ARCH_LLAMA, INGOT_ROPE_INTERLEAVED, false, 0,
+                                      "gguf"};
+static const expect_cfg QWEN2_HF = {INGOT_LM_ARCH_LLAMA, INGOT_ROPE_HALF, true, 0, "hf"};
+static const expect_cfg QWEN2_GGUF = {INGOT_LM_ARCH_LLAMA, INGOT_ROPE_HALF, true, 0, "gguf"};
+static const expect_cfg MOE_HF = {INGOT_LM_ARCH_LLAMA, INGOT_ROPE_HALF, false, 4, "hf"};
+static const expect_cfg MOE_GGUF = {INGOT_LM_ARCH_LLAMA, INGOT_ROPE_INTERLEAVED, false, 4,
+                                    "gguf"};
+static const expect_cfg GPT2_TIED = {INGOT_LM_ARCH_GPT2, INGOT_ROPE_INTERLEAVED, true, 0, "hf"};
+static const expect_cfg GPT2_HEAD = {INGOT_LM_ARCH_GPT2, INGOT_ROPE_INTERLEAVED, false, 0, "hf"};
+static const expect_cfg GPT2_GGUF = {INGOT_LM_ARCH_GPT2, INGOT_ROPE_INTERLEAVED, true, 0,
+                                     "gguf"};
+
+TEST(llama_hf_sharded_safetensors) { check_model("cpu", "llama", "llama_hf", &LLAMA_HF); }
+TEST(llama_hf_torch_state_dict) { check_model("cpu", "llama", "llama_pt", &LLAMA_HF); }
+TEST(llama_gguf_permuted_qk) { check_model("cpu", "llama", "llama.gguf", &LLAMA_GGUF); }
+TEST(llama_gguf_ref_backend) { check_model("ref", "llama", "llama.gguf", &LLAMA_GGUF); }
+TEST(qwen2_qkv_bias_tied_hf) { check_model("cpu", "qwen2", "qwen2_hf", &QWEN2_HF); }
+TEST(qwen2_qkv_bias_tied_gguf) { check_model("cpu", "qwen2", "qwen2.gguf", &QWEN2_GGUF); }
+TEST(moe_hf_experts) { check_model("cpu", "moe", "moe_hf", &MOE_HF); }
+TEST(moe_gguf_merged_experts) { check_model("cpu", "moe", "moe.gguf", &MOE_GGUF); }
+TEST(moe_ref_backend) { check_model("ref", "moe", "moe_hf", &MOE_HF); }
+TEST(gpt2_hub_safetensors) { check_model("cpu", "gpt2", "gpt2_hf", &GPT2_TIED); }
+TEST(gpt2_lmhead_state_dict) { check_model("cpu", "gpt2", "gpt2_pt", &GPT2_HEAD); }
+TEST(gpt2_gguf) { check_model("cpu", "gpt2", "gpt2.gguf", &GPT2_GGUF); }
+TEST(gpt2_ref_backend) { check_model("ref", "gpt2", "gpt2_hf", &GPT2_TIED); }
+
+/* ---- quantized GGUF files (scripts/gen_lm_quant.py): torch ran on the dequantized weights ---- */
+
+static int notices;
+static void count_notice(void *ctx, const char *msg)
+{
+    (void)ctx;
+    (void)msg;
+    notices++;
+}
+
+/* The logits within 1e-2 of torch's (2-norm of the difference over the 2-norm of the reference,
+ * all positions: the Q8_0 / Q4_0 matmuls quantize their activations to 8 bits, as ggml does; the
+ * ref backend, which does not, is within 1e-7), the same argmax at every position, the same 32
+ * greedy tokens. */
+static void check_quant(const char *base, int want_notices)
+{
+    char path[512];
+    uint64_t nt = 0, nl = 0, ng = 0;
+    snprintf(path, sizeof path, GDIR "%s_tokens.npy", base);
+    int32_t *tok = load_npy(path, INGOT_DTYPE_I32, &nt);
+    snprintf(path, sizeof path, GDIR "%s_logits.npy", base);
+    float *ref = load_npy(path, INGOT_DTYPE_F32, &nl);
+    snprintf(path, sizeof path, GDIR "%s_greedy.npy", base);
+    int32_t *gr = load_npy(path, INGOT_DTYPE_I32, &ng);
+    ASSERT_TRUE(tok && ref && gr && ng == 33);
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_lm_opts o = {0};
+    o.notice = count_notice;
+    notices = 0;
+    ingot_lm *m = NULL;
+    snprintf(path, sizeof path, GDIR "%s.gguf", base);
+    ASSERT_OK(ingot_lm_open_path(be, path, &o, &m, NULL));
+    /* one notice per tensor whose dtype the backend has no linear for (converted to F32 once) */
+    CHECK(notices == want_notices, "%s: %d conversion notices, want %d", base, notices,
+          want_notices);
+    uint32_t V = ingot_lm_get_config(m)->vocab;
+    ASSERT_EQ(nl, nt * V);
+    float *got = malloc(nt * V * 4);
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, NULL, &s, NULL));
+    ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
+    double num = 0, den = 0;
+    for (size_t r = 0; r < nt; r++) {
+        size_t ba = 0, bb = 0;
+        for (size_t i = 0; i < V; i++) {
+            double a = got[r * V + i], b = ref[r * V + i];
+            num += (a - b) * (a - b);
+            den += b * b;
+            if (a > got[r * V + ba]) ba = i;
+            if (b > ref[r * V + bb]) bb = i;
+        }
+        CHECK(ba == bb, "%s: row %zu argmax %zu, torch %zu", base, r, ba, bb);
+    }
+    CHECK(sqrt(num / den) <= 1e-2, "%s: logits differ from torch by %.3g (2-norm relative)",
+          base, sqrt(num / den));
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    ingot_sampler *sp = NULL;
+    ingot_sampler_params p = {0};
+    ASSERT_OK(ingot_sampler_new(&p, V, NULL, &sp, NULL));
+    ingot_lm_generate_opts go = {0};
+    go.max_tokens = 32;
+    go.ignore_eos = true;
+    int32_t out[32];
+    size_t n = 0;
+    ASSERT_OK(ingot_lm_generate(s, sp, gr, 1, &go, out, 32, &n, NULL, NULL));
+    ASSERT_EQ(n, 32);
+    for (int i = 0; i < 32; i++)
+        if (out[i] != gr[i + 1]) {
+            CHECK(0, "%s: greedy token %d is %d, torch %d", base, i, out[i], gr[i + 1]);
+            break;
+        }
+    ingot_sampler_free(sp);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    free(got);
+    free(tok);
+    free(ref);
+    free(gr);
+}
+
+/* Q4_K Q5_K Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 F16 BF16 mixed per tensor; this backend runs Q8_0 and
+ * Q4_0 natively, the 12 others are converted (their notices counted). */
+TEST(quantized_mixed_types) { check_quant("quant", 12); }
+/* the real stories260K in Q8_0, ffn_down (rows of 172) in F16 */
+TEST(quantized_stories_q8_0) { check_quant("stories_q8", 5); }
+
+/* ---- LoRA (tests/golden/lm/llama_lora: r 4, alpha 8 on q/k/v and down; torch merged it at
+ * scale 0.5) ---- */
+
+static void check_lora(const char *base, const char *adapter, bool runtime)
+{
+    uint64_t nt = 0, nl = 0;
+    int32_t *tok = load_npy(GDIR "llama_tokens.npy", INGOT_DTYPE_I32, &nt);
+    float *ref = load_npy(GDIR "llama_lora_logits.npy", INGOT_DTYPE_F32, &nl);
+    ASSERT_TRUE(tok && ref);
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_lm_opts o = {0};
+    o.lora_path = adapter;
+    o.lora_scale = 0.5;
+    o.lora_runtime = runtime;
+    ingot_lm *m = NULL;
+    ingot_error e;
+    char path[512];
+    snprintf(path, sizeof path, GDIR "%s", base);
+    if (ingot_lm_open_path(be, path, &o, &m, &e) != INGOT_OK) {
+        char b[300];
+        FAIL_AT("%s: %s", base, ingot_error_format(&e, b, sizeof b));
+    }
+    ingot_lm_estimate est;
+    ingot_lm_estimate_plan(m, 64, INGOT_DTYPE_F32, 0, &est);
+    /* merged: the 8 targeted matrices become owned F32 copies (per layer q 32x32, k and v 16x32,
+     * down 32x64); run time: only the factors are owned (A r x in, B out x r, r = 4) */
+    uint64_t copies = 2 * (32 * 32 + 2 * 16 * 32 + 32 * 64) * 4,
+             factors = 2 * (4 * 32 + 32 * 4 + 2 * (4 * 32 + 16 * 4) + 4 * 64 + 32 * 4) * 4;
+    CHECK(est.owned_bytes == (runtime ? factors : copies), "%s: %llu owned bytes, want %llu",
+          base, (unsigned long long)est.owned_bytes,
+          (unsigned long long)(runtime ? factors : copies));
+    uint32_t V = ingot_lm_get_config(m)->vocab;
+    float *got = malloc(nt * V * 4);
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, NULL, &s, NULL));
+    ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
+    double d = 0;
+    for (size_t i = 0; i < nt * V; i++)
+        d = fmax(d, fabs((double)got[i] - ref[i]) / fmax(1.0, fabs((double)ref[i])));
+    CHECK(d <= 1e-4, "%s + %s (%s): logits differ from torch's merged model by %.3g", base,
+          adapter, runtime ? "run time" : "merged", d);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    free(got);
+    free(tok);
+    free(ref);
+}
+
+TEST(lora_merged_hf) { check_lora("llama_hf", GDIR "llama_lora", false); }
+TEST(lora_runtime_hf) { check_lora("llama_hf", GDIR "llama_lora", true); }
+/* GGUF q/k rows are permuted for the interleaved rotation: so must B's rows be */
+TEST(lora_merged_gguf) { check_lora("llama.gguf", GDIR "llama_lora/adapter_model.safetensors",
+                                    false); }
+TEST(lora_runtime_gguf) { check_lora("llama.gguf", GDIR "llama_lora", true); }
+
+static char lora_dir[256];
+
+/* An adapter folder: the golden adapter's tensors with adapter_config.json = golden with `from`
+ * replaced by `to`. */
+static void lora_with_config(const char *from, const char *to)
+{
+    snprintf(lora_dir, sizeof lora_dir, INGOT_BINARY_DIR "/lm_lora_test");
+    mkdir(lora_dir, 0755);
+    char p[600], cfg[4096] = {0}, out[4096];
+    FILE *f = fopen(GDIR "llama_lora/adapter_config.json", "rb");
+    size_t n = f ? fread(cfg, 1, sizeof cfg - 1, f) : 0;
+    if (f) fclose(f);
+    char *at = strstr(cfg, from);
+    if (at) {
+        *at = 0;
+        snprintf(out, sizeof out, "%s%s%s", cfg, to, at + strlen(from));
+    } else {
+        snprintf(out, sizeof out, "%.*s", (int)n, cfg);
+    }
+    snprintf(p, sizeof p, "%s/adapter_config.json", lora_dir);
+    f = fopen(p, "wb");
+    fputs(out, f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/adapter_model.safetensors", lora_dir);
+    unlink(p);
+    if (symlink(GDIR "llama_lora/adapter_model.safetensors", p) != 0) perror("symlink");
+}
+
+static void expect_lora_error(const char *from, const char *to, ingot_status code,
+                              const char *where)
+{
+    lora_with_config(from, to);
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_lm_opts o = {0};
+    o.lora_path = lora_dir;
+    ingot_lm *m = NULL;
+    ingot_error e;
+    memset(&e, 0, sizeof e);
+    ASSERT_ST(ingot_lm_open_path(be, GDIR "llama_hf", &o, &m, &e), code);
+    CHECK(!strcmp(e.where, where), "'%s' -> '%s': where '%s', want '%s' (%s)", from, to, e.where,
+          where, e.msg);
+    ingot_backend_free(be);
+}
+
+TEST(lora_errors_name_the_key_or_tensor)
+{
+    expect_lora_error("\"use_dora\": false", "\"use_dora\": true", INGOT_E_UNSUPPORTED,
+                      "use_dora");
+    expect_lora_error("\"fan_in_fan_out\": false", "\"fan_in_fan_out\": true",
+                      INGOT_E_UNSUPPORTED, "fan_in_fan_out");
+    expect_lora_error("\"bias\": \"none\"", "\"bias\": \"all\"", INGOT_E_UNSUPPORTED, "bias");
+    expect_lora_error("\"rank_pattern\": {}", "\"rank_pattern\": {\"q_proj\": 2}",
+                      INGOT_E_UNSUPPORTED, "rank_pattern");
+    expect_lora_error("\"r\": 4", "\"r\": 0", INGOT_E_BAD_METADATA, "r");
+    /* a target without tensors in the file */
+    expect_lora_error("\"down_proj\"", "\"down_proj\", \"o_proj\"", INGOT_E_NOT_FOUND,
+                      "base_model.model.model.layers.0.self_attn.o_proj.lora_A.weight");
+    /* tensors for a module not targeted: refused, not silently dropped */
+    expect_lora_error("\"down_proj\"", "\"gate_proj\"", INGOT_E_NOT_FOUND,
+                      "base_model.model.model.layers.0.mlp.gate_proj.lora_A.weight");
+    expect_lora_error(",\n    \"down_proj\"", "", INGOT_E_UNSUPPORTED,
+                      "base_model.model.model.layers.0.mlp.down_proj.lora_A.weight");
+}
+
+/* ---- config.json errors ---- */
+
+static char tmpdir[256];
+
+/* A folder with the llama weights and config.json = the golden one with `from` replaced by
+ * `to` (or `to` as the whole file when from is NULL). */
+static void folder_with_config(const char *from, const char *to)
+{
+    snprintf(tmpdir, sizeof tmpdir, INGOT_BINARY_DIR "/lm_cfg_test");
+    char p[600], cfg[4096] = {0};
+    mkdir(tmpdir, 0755);
+    FILE *f = fopen(GDIR "llama_pt/config.json", "rb");
+    size_t n = f ? fread(cfg, 1, sizeof cfg - 1, f) : 0;
+    if (f) fclose(f);
+    cfg[n] = 0;
+    char out[4096];
+    if (!from) {
+        snprintf(out, sizeof out, "%s", to);
+    } else {
+        char *at = strstr(cfg, from);
+        if (!at) {
+            out[0] = 0;
+        } else {
+            *at = 0;
+            snprintf(out, sizeof out, "%s%s%s", cfg, to, at + strlen(from));
+        }
+    }
+    snprintf(p, sizeof p, "%s/config.json", tmpdir);
+    f = fopen(p, "wb");
+    fputs(out, f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/pytorch_model.bin", tmpdir);
+    unlink(p);
+    if (symlink(GDIR "llama_pt/pytorch_model.bin", p) != 0) perror("symlink");
+}
+
+static void expect_error(const char *from, const char *to, ingot_status code, const char *where)
+{
+    folder_with_config(from, to);
+    ingot_backend *be = NULL;
+    ingot_error e;
+    memset(&e, 0, sizeof e);
+    ingot_lm *m = open_model("cpu", tmpdir, &be, &e);
+    ingot_backend_free(be);
+    ASSERT_TRUE(m == NULL);
+    CHECK(e.code == code, "'%s' -> '%s': %s, want %s (%s)", from ? from : "", to,
+          ingot_status_name(e.code), ingot_status_name(code), e.msg);
+    CHECK(!strcmp(e.where, where), "'%s' -> '%s': where '%s', want '%s'", from ? from : "", to,
+          e.where, where);
+}
+
+TEST(config_json_errors_name_the_key_or_tensor)
+{
+    expect_error("\"hidden_size\": 32", "\"hidden_size\": 48", INGOT_E_BAD_SHAPE,
+                 "model.embed_tokens.weight");
+    expect_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3", INGOT_E_NOT_FOUND,
+                 "model.layers.2.input_layernorm.weight");
+    expect_error("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 4", INGOT_E_BAD_SHAPE,
+                 "model.layers.0.self_attn.k_proj.weight");
+    expect_error("\"model_type\": \"llama\"", "\"model_type\": \"bert\"", INGOT_E_UNSUPPORTED,
+                 "model_type");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\"}",
+                 INGOT_E_UNSUPPORTED, "rope_scaling");
+    expect_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", INGOT_E_UNSUPPORTED,
+                 "hidden_act");
+    expect_error("\"intermediate_size\": 64,", "", INGOT_E_BAD_METADATA, "intermediate_size");
+    expect_error("\"num_attention_heads\": 4", "\"num_attention_heads\": 3", INGOT_E_BAD_METADATA,
+                 "config.json");
+    expect_error("\"vocab_size\": 64", "\"vocab_size\": -1", INGOT_E_BAD_METADATA, "vocab_size");
+    expect_error("\"vocab_size\": 64", "\"vocab_size\": 64, \"vocab_size\": 64",
+                 INGOT_E_DUPLICATE, "vocab_size");
+    expect_error(NULL, "[1, 2]", INGOT_E_BAD_METADATA, "config.json");
+    expect_error(NULL, "{\"model_type\": \"llama\",", INGOT_E_BAD_METADATA, "config.json");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"sliding_window\": -5",
+                 INGOT_E_BAD_METADATA, "sliding_window");
+    expect_error("\"tie_word_embeddings\": false", "\"tie_word_embeddings\": 0",
+                 INGOT_E_BAD_METADATA, "tie_word_embeddings");
+}
+
+/* Mistral's sliding window: a session longer than it would attend differently: refused */
+TEST(sliding_window_bounds_the_session)
+{
+    folder_with_config("\"rope_scaling\": null", "\"rope_scaling\": null, \"sliding_window\": 16");
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", tmpdir, &be, &e);
+    ASSERT_TRUE(m);
+    ASSERT_EQ(ingot_lm_get_config(m)->sliding_window, 16);
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, NULL, &s, &e)); /* the default: the window */
+    ASSERT_EQ(ingot_lm_session_ctx(s), 16);
+    ingot_lm_session_free(s);
+    ingot_lm_session_opts so = {0};
+    so.n_ctx = 17;
+    ASSERT_ST(ingot_lm_session_new(m, &so, &s, &e), INGOT_E_UNSUPPORTED);
+    ASSERT_STR(e.where, "sliding_window");
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+}
+
+TEST(weights_without_config_are_refused)
+{
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_file *f = NULL;
+    ASSERT_OK(ingot_file_open(GDIR "llama_pt/pytorch_model.bin", NULL, &f, NULL));
+    ingot_lm *m = NULL;
+    ingot_error e;
+    ASSERT_ST(ingot_lm_open(be, f, NULL, &m, &e), INGOT_E_BAD_METADATA);
+    ASSERT_STR(e.where, "config.json");
+    ingot_lm_opts o = {0};
+    o.config_path = GDIR "llama_pt/config.json";
+    ASSERT_OK(ingot_lm_open(be, f, &o, &m, &e));
+    ASSERT_EQ(ingot_lm_get_config(m)->n_head_kv, 2);
+    ingot_lm_free(m);
+    o.config_path = GDIR "no_such_config.json";
+    ASSERT_ST(ingot_lm_open(be, f, &o, &m, &e), INGOT_E_NOT_FOUND);
+    ingot_file_close(f);
+    ingot_backend_free(be);
+}
+
+RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
+          T(llama_gguf_permuted_qk), T(llama_gguf_ref_backend), T(qwen2_qkv_bias_tied_hf),
+          T(qwen2_qkv_bias_tied_gguf), T(moe_hf_experts), T(moe_gguf_merged_experts),
+          T(moe_ref_backend), T(gpt2_hub_safetensors), T(gpt2_lmhead_state_dict), T(gpt2_gguf),
+          T(gpt2_ref_backend), T(quantized_mixed_types), T(quantized_stories_q8_0),
+          T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),
+          T(lora_errors_name_the_key_or_tensor), T(config_json_errors_name_the_key_or_tensor),
+          T(sliding_window_bounds_the_session), T(weights_without_config_are_refused))

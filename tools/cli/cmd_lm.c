@@ -1,0 +1,673 @@
+/* cmd_lm.c - the language-model commands (include/ingot/lm.h):
+ *   ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16] [options]
+ *       float32 [T, vocab]: the logits at every position under teacher forcing.
+ *   ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P]
+ *       [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N] [--kv f32|f16] [--beams W]
+ *       [--length-penalty L] [--json] [options]
+ *       streams the generated tokens to stdout; --temp 0 is greedy; no prompt starts from BOS.
+ * Shared options: --config config.json, --lora ADAPTER[:SCALE] (a PEFT adapter folder or its
+ * .safetensors; merged at open, or with --lora-runtime applied per call), --threads N,
+ * --backend cpu|ref.
+ * Text in and out goes through the tokenizer (include/ingot/tokenizer.h, its own issue): until it
+ * is wired in, prompts are token ids and the output is ids; tokens_to_text() and
+ * text_to_tokens() below are the seam. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "ingot/ingot.h"
+
+typedef struct lm_args {
+    const char *model, *config, *backend, *out, *tokens, *prompt, *prompt_file;
+    char lora[4096];
+    double lora_scale;
+    bool lora_runtime;
+    unsigned threads, ctx, n, beams;
+    double length_penalty;
+    bool json, have_n, have_seed;
+    ingot_dtype kv;
+    ingot_sampler_params sp;
+} lm_args;
+
+static int fail(const char *cmd, const char *what, const ingot_error *e)
+{
+    char buf[320];
+    fprintf(stderr, "ingot %s: %s: %s\n", cmd, what, ingot_error_format(e, buf, sizeof buf));
+    return 1;
+}
+
+static void print_notice(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "notice: %s\n", msg);
+}
+
+static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-') return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s) return false;
+    double v = strtod(s, &end);
+    if (errno || *end || v != v) return false;
+    *out = v;
+    return true;
+}
+
+/* "1,2,3" -> ids (malloc'd). */
+static int parse_tokens(const char *cmd, const char *s, int32_t **out, size_t *n)
+{
+    size_t cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    int32_t *ids = malloc(cap * sizeof *ids);
+    if (!ids) return fprintf(stderr, "ingot %s: out of memory\n", cmd), 1;
+    size_t k = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
+            fprintf(stderr, "ingot %s: --tokens: '%s' is not a list of token ids\n", cmd, s);
+            free(ids);
+            return 2;
+        }
+        ids[k++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    *out = ids;
+    *n = k;
+    return 0;
+}
+
+static int usage_eval(void)
+{
+    fprintf(stderr, "usage: ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16] "
+                    "[--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]] "
+                    "[--threads N] [--backend cpu|ref]\n");
+    return 2;
+}
+
+static int usage_generate(void)
+{
+    fprintf(stderr,
+            "usage: ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
+            "         [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N]\n"
+            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--json]\n"
+            "         [--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]]\n"
+            "         [--threads N] [--backend cpu|ref]\n"
+            "  streams the generated token ids to stdout (text needs the tokenizer); --temp 0 is\n"
+            "  greedy; without --tokens it starts from BOS; --beams W > 1 runs beam search\n"
+            "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
+            "  are ignored; -n is required). --json prints one object: prompt_tokens, tokens,\n"
+            "  text, prefill_tokens_per_s, decode_tokens_per_s.\n");
+    return 2;
+}
+
+/* Parses the options both commands share plus generate's; returns 0, or 2 (usage). */
+static int parse_args(int argc, char **argv, bool generate, lm_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->backend = "cpu";
+    a->kv = INGOT_DTYPE_F32;
+    a->sp.temperature = 0.8;
+    a->sp.top_k = 40;
+    a->sp.top_p = 0.95;
+    a->sp.min_p = 0.05;
+    a->beams = 1;
+    a->length_penalty = 1.0;
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        unsigned long long u;
+        double d;
+        bool val = true;
+        if (!strcmp(o, "--config") && v) a->config = v;
+        else if (!strcmp(o, "--lora") && v && strlen(v) < sizeof a->lora) {
+            /* ADAPTER[:SCALE] */
+            snprintf(a->lora, sizeof a->lora, "%s", v);
+            char *colon = strrchr(a->lora, ':');
+            if (colon && parse_double(colon + 1, &d)) {
+                *colon = 0;
+                a->lora_scale = d;
+            }
+        } else if (!strcmp(o, "--lora-runtime")) {
+            a->lora_runtime = true;
+            val = false;
+        }
+        else if (!strcmp(o, "--backend") && v) a->backend = v;
+        else if (!strcmp(o, "--tokens") && v) a->tokens = v;
+        else if (!strcmp(o, "--threads") && parse_uint(v, 1024, &u)) a->threads = (unsigned)u;
+        else if (!strcmp(o, "--kv") && v && (!strcmp(v, "f32") || !strcmp(v, "f16")))
+            a->kv = !strcmp(v, "f16") ? INGOT_DTYPE_F16 : INGOT_DTYPE_F32;
+        else if (!generate && !strcmp(o, "-o") && v) a->out = v;
+        else if (generate && !strcmp(o, "--prompt") && v) a->prompt = v;
+        else if (generate && !strcmp(o, "--beams") && parse_uint(v, 256, &u) && u >= 1)
+            a->beams = (unsigned)u;
+        else if (generate && !strcmp(o, "--length-penalty") && parse_double(v, &d))
+            a->length_penalty = d;
+        else if (generate && !strcmp(o, "--prompt-file") && v) a->prompt_file = v;
+        else if (generate && !strcmp(o, "-n") && parse_uint(v, 1u << 30, &u)) {
+            a->n = (unsigned)u;
+            a->have_n = true;
+        } else if (generate && !strcmp(o, "--ctx") && parse_uint(v, 1u << 22, &u))
+            a->ctx = (unsigned)u;
+        else if (generate && !strcmp(o, "--temp") && parse_double(v, &d) && d >= 0)
+            a->sp.temperature = d;
+        else if (generate && !strcmp(o, "--top-k") && parse_uint(v, UINT32_MAX, &u))
+            a->sp.top_k = (uint32_t)u;
+        else if (generate && !strcmp(o, "--top-p") && parse_double(v, &d) && d >= 0)
+            a->sp.top_p = d;
+        else if (generate && !strcmp(o, "--min-p") && parse_double(v, &d) && d >= 0 && d <= 1)
+            a->sp.min_p = d;
+        else if (generate && !strcmp(o, "--repeat-penalty") && parse_double(v, &d) && d >= 0)
+            a->sp.repeat_penalty = d;
+        else if (generate && !strcmp(o, "--seed") && parse_uint(v, UINT64_MAX, &u)) {
+            a->sp.seed = u;
+            a->have_seed = true;
+        } else if (generate && !strcmp(o, "--json")) {
+            a->json = true;
+            val = false;
+        } else if (o[0] == '-' || a->model) {
+            fprintf(stderr, "ingot %s: bad or unknown argument '%s'\n",
+                    generate ? "generate" : "eval", o);
+            return 2;
+        } else {
+            a->model = o;
+            val = false;
+        }
+        if (val) i++;
+    }
+    return a->model ? 0 : 2;
+}
+
+/* The backend and the model; 0 or 1 (message printed). */
+static int open_model(const char *cmd, const lm_args *a, ingot_backend **be, ingot_lm **m)
+{
+    ingot_error e = {0};
+    ingot_backend_opts bo = {0};
+    bo.threads = a->threads;
+    if (ingot_backend_new(a->backend, &bo, be, &e) != INGOT_OK) return fail(cmd, a->backend, &e);
+    ingot_lm_opts lo = {0};
+    lo.config_path = a->config;
+    lo.notice = print_notice;
+    if (a->lora[0]) {
+        lo.lora_path = a->lora;
+        lo.lora_scale = a->lora_scale;
+        lo.lora_runtime = a->lora_runtime;
+    }
+    if (ingot_lm_open_path(*be, a->model, &lo, m, &e) != INGOT_OK) return fail(cmd, a->model, &e);
+    return 0;
+}
+
+int ingot_cli_eval(int argc, char **argv)
+{
+    lm_args a;
+    if (parse_args(argc, argv, false, &a) || !a.tokens || !a.out) return usage_eval();
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = parse_tokens("eval", a.tokens, &ids, &n);
+    if (rc) return rc;
+    if (n == 0) {
+        free(ids);
+        return usage_eval();
+    }
+    ingot_backend *be = NULL;
+    ingot_lm *m = NULL;
+    ingot_lm_session *s = NULL;
+    ingot_writer *w = NULL;
+    float *logits = NULL;
+    ingot_error e = {0};
+    rc = open_model("eval", &a, &be, &m);
+    if (rc) goto done;
+    rc = 1;
+    uint32_t vocab = ingot_lm_get_config(m)->vocab;
+    ingot_lm_session_opts so = {0};
+    so.n_ctx = (uint32_t)n;
+    so.kv_dtype = a.kv;
+    logits = malloc(n * vocab * sizeof *logits);
+    if (!logits) {
+        fprintf(stderr, "ingot eval: out of memory\n");
+        goto done;
+    }
+    if (ingot_lm_session_new(m, &so, &s, &e) != INGOT_OK) {
+        fail("eval", "session", &e);
+        goto done;
+    }
+    if (ingot_lm_eval(s, ids, n, INGOT_LM_LOGITS_ALL, logits, n * vocab, &e) != INGOT_OK) {
+        fail("eval", a.model, &e);
+        goto done;
+    }
+    ingot_writer_opts wo = {0};
+    wo.format = ingot_writer_format_for_path(a.out);
+    if (!wo.format) wo.format = "npy";
+    uint64_t shape[2] = {n, vocab};
+    if (ingot_writer_new(&wo, &w, &e) != INGOT_OK ||
+        ingot_writer_add_tensor(w, "logits", INGOT_DTYPE_F32, 2, shape, NULL, logits, &e) !=
+            INGOT_OK ||
+        ingot_writer_save(w, a.out, &e) != INGOT_OK) {
+        fail("eval", a.out, &e);
+        goto done;
+    }
+    rc = 0;
+done:
+    ingot_writer_free(w);
+    free(logits);
+    free(ids);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    return rc;
+}
+
+/* ---- generate ---- */
+
+/* The tokenizer seam: text -> ids. Until include/ingot/tokenizer.h lands, prompts are ids. */
+static int text_to_tokens(const lm_args *a, int32_t **ids, size_t *n)
+{
+    if (a->prompt || a->prompt_file) {
+        fprintf(stderr, "ingot generate: --prompt/--prompt-file need the tokenizer, which is not "
+                        "wired in yet; give the prompt as --tokens ID,ID,...\n");
+        return 1;
+    }
+    *ids = NULL;
+    *n = 0;
+    return a->tokens ? parse_tokens("generate", a->tokens, ids, n) : 0;
+}
+
+typedef struct gen_out {
+    bool json;
+    size_t count;
+} gen_out;
+
+/* The tokenizer seam: one generated id -> stdout (ids, space separated, for now). */
+static bool tokens_to_text(void *ctx, int32_t t)
+{
+    gen_out *g = ctx;
+    if (!g->json) {
+        printf(g->count ? " %d" : "%d", (int)t);
+        fflush(stdout);
+    }
+    g->count++;
+    return true;
+}
+
+int ingot_cli_generate(int argc, char **argv)
+{
+    lm_args a;
+    if (parse_args(argc, argv, true, &a)) return usage_generate();
+    if (!a.have_seed) a.sp.seed = (uint64_t)time(NULL);
+    int32_t *prompt = NULL, *out = NULL;
+    size_t np = 0, nout = 0;
+    int rc = text_to_tokens(&a, &prompt, &np);
+    if (rc) return rc;
+    ingot_backend *be = NULL;
+    ingot_lm *m = NULL;
+    ingot_lm_session *s = NULL;
+    ingot_sampler *sp = NULL;
+    ingot_error e = {0};
+    rc = open_model("generate", &a, &be, &m);
+    if (rc) goto done;
+    rc = 1;
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    ingot_lm_session_opts so = {0};
+    so.n_ctx = a.ctx;
+    so.kv_dtype = a.kv;
+    if (ingot_lm_session_new(m, &so, &s, &e) != INGOT_OK) {
+        fail("generate", "session", &e);
+        goto done;
+    }
+    uint32_t ctx = ingot_lm_session_ctx(s);
+    size_t cap = a.have_n ? a.n : ctx;
+    out = malloc((cap ? cap : 1) * sizeof *out);
+    if (!out || ingot_sampler_new(&a.sp, c->vocab, NULL, &sp, &e) != INGOT_OK) {
+        fail("generate", "sampler", &e);
+        goto done;
+    }
+    gen_out g = {a.json, 0};
+    if (a.beams > 1) {
+        if (!a.have_n) {
+            fprintf(stderr, "ingot generate: --beams needs -n\n");
+            rc = 2;
+            goto done;
+        }
+        ingot_lm_beam_opts bo = {a.beams, (uint32_t)cap, a.length_penalty, false};
+        ingot_lm_session_opts bso = so;
+        if (!bso.n_ctx) bso.n_ctx = (uint32_t)(np + cap + 1);
+        double score = 0;
+        uint64_t t0 = 0;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        t0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        if (ingot_lm_beam_search(m, &bso, prompt, np, &bo, out, cap, &nout, &score, &e) !=
+            INGOT_OK) {
+            fail("generate", "beam search", &e);
+            goto done;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double secs = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - t0) * 1e-9;
+        if (a.json) {
+            printf("{\"prompt_tokens\": %zu, \"tokens\": [", np ? np : 1);
+            for (size_t i = 0; i < nout; i++) printf(i ? ", %d" : "%d", (int)out[i]);
+            printf("], \"text\": \"\", \"score\": %.6f, \"beams\": %u, \"seconds\": %.3f}\n",
+                   score, a.beams, secs);
+        } else {
+            for (size_t i = 0; i < nout; i++) tokens_to_text(&g, out[i]);
+            printf("\n");
+            fflush(stdout);
+            fprintf(stderr, "ingot generate: beam search, %u beams, score %.4f, %.3f s\n",
+                    a.beams, score, secs);
+        }
+        rc = 0;
+        goto done;
+    }
+    ingot_lm_generate_opts go = {0};
+    go.max_tokens = (uint32_t)cap;
+    go.on_token = tokens_to_text;
+    go.ctx = &g;
+    ingot_lm_stats st;
+    if (cap && ingot_lm_generate(s, sp, prompt, np, &go, out, cap, &nout, &st, &e) != INGOT_OK) {
+        if (!a.json && g.count) printf("\n");
+        fail("generate", a.model, &e);
+        goto done;
+    }
+    if (!cap) memset(&st, 0, sizeof st);
+    double pre = st.prefill_ns ? st.prompt_tokens * 1e9 / (double)st.prefill_ns : 0;
+    double dec = st.decode_ns && nout > 1 ? (nout - 1) * 1e9 / (double)st.decode_ns : 0;
+    if (a.json) {
+        printf("{\"prompt_tokens\": %" PRIu64 ", \"tokens\": [", st.prompt_tokens);
+        for (size_t i = 0; i < nout; i++) printf(i ? ", %d" : "%d", (int)out[i]);
+        printf("], \"text\": \"\", \"prefill_tokens_per_s\": %.1f, \"decode_tokens_per_s\": "
+               "%.1f, \"seed\": %" PRIu64 "}\n", pre, dec, a.sp.seed);
+    } else {
+        printf("\n");
+        fflush(stdout);
+        fprintf(stderr, "ingot generate: %" PRIu64 " prompt tokens at %.1f tokens/s, %zu "
+                        "generated at %.1f tokens/s\n", st.prompt_tokens, pre, nout, dec);
+    }
+    rc = 0;
+done:
+    free(prompt);
+    free(out);
+    ingot_sampler_free(sp);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    return rc;
+}
+
+/* ---- ingot bench generate ---- */
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct read_job {
+    const uint64_t *p;
+    size_t n; /* words */
+    uint64_t sum;
+} read_job;
+
+/* Sums the words with 8 independent accumulators of the widest loads the CPU has (AVX2 where
+ * present, chosen at run time), so the loop is limited by memory, not by adds. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t n)
+{
+    __m256i a[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_add_epi64(a[k], _mm256_loadu_si256((const void *)(p + i + 4 * k)));
+    uint64_t l[4], s = 0;
+    for (int k = 0; k < 8; k++) {
+        _mm256_storeu_si256((void *)l, a[k]);
+        s += l[0] + l[1] + l[2] + l[3];
+    }
+    for (; i < n; i++) s += p[i];
+    return s;
+}
+#define HAVE_SUM_AVX2 1
+#endif
+
+static void *read_words(void *arg)
+{
+    read_job *j = arg;
+#ifdef HAVE_SUM_AVX2
+    if (__builtin_cpu_supports("avx2")) {
+        j->sum = sum_avx2(j->p, j->n);
+        return NULL;
+    }
+#endif
+    uint64_t a[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= j->n; i += 8)
+        for (int k = 0; k < 8; k++) a[k] += j->p[i + k];
+    for (; i < j->n; i++) a[0] += j->p[i];
+    j->sum = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+    return NULL;
+}
+
+/* Streaming read bandwidth (bytes/s) of `threads` threads over a 1 GiB buffer, best of 3. */
+static double read_bandwidth(unsigned threads)
+{
+    size_t bytes = (size_t)1 << 30, words = bytes / 8;
+    uint64_t *buf = malloc(bytes);
+    if (!buf) return 0;
+    for (size_t i = 0; i < words; i++) buf[i] = i;
+    double best = 0;
+    pthread_t th[64];
+    read_job jobs[64];
+    if (threads > 64) threads = 64;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now_s();
+        for (unsigned k = 0; k < threads; k++) {
+            size_t b = words / threads * k;
+            size_t e = k + 1 == threads ? words : words / threads * (k + 1);
+            jobs[k] = (read_job){buf + b, e - b, 0};
+            if (k) pthread_create(&th[k], NULL, read_words, &jobs[k]);
+        }
+        read_words(&jobs[0]);
+        for (unsigned k = 1; k < threads; k++) pthread_join(th[k], NULL);
+        double t = now_s() - t0;
+        if (bytes / t > best) best = bytes / t;
+    }
+    free(buf);
+    return best;
+}
+
+/* f32 GEMM rate (FLOP/s) of the backend's linear on [512, 2048] x [2048, 2048]^T, best of 3:
+ * the kernel prefill runs through. */
+static double sgemm_rate(ingot_backend *be)
+{
+    enum { M = 512, K = 2048, N = 2048 };
+    ingot_buffer *xb = NULL, *wb = NULL, *yb = NULL;
+    double best = 0;
+    if (ingot_buffer_alloc(be, (size_t)M * K * 4, &xb, NULL) == INGOT_OK &&
+        ingot_buffer_alloc(be, (size_t)N * K * 4, &wb, NULL) == INGOT_OK &&
+        ingot_buffer_alloc(be, (size_t)M * N * 4, &yb, NULL) == INGOT_OK) {
+        float *x = ingot_buffer_host(xb), *w = ingot_buffer_host(wb);
+        for (size_t i = 0; i < (size_t)M * K; i++) x[i] = (float)(i % 13) * 0.01f;
+        for (size_t i = 0; i < (size_t)N * K; i++) w[i] = (float)(i % 7) * 0.01f;
+        ingot_tensor X, W, Y;
+        int64_t xs[2] = {M, K}, ws[2] = {N, K}, ys[2] = {M, N};
+        ingot_tensor_init(&X, xb, 0, INGOT_DTYPE_F32, 2, xs, NULL);
+        ingot_tensor_init(&W, wb, 0, INGOT_DTYPE_F32, 2, ws, NULL);
+        ingot_tensor_init(&Y, yb, 0, INGOT_DTYPE_F32, 2, ys, NULL);
+        for (int rep = 0; rep < 4; rep++) {
+            double t0 = now_s();
+            if (ingot_op_linear(be, &Y, &X, &W, NULL, NULL) != INGOT_OK) break;
+            double t = now_s() - t0, r = 2.0 * M * K * N / t;
+            if (rep && r > best) best = r; /* the first call warms the pool */
+        }
+    }
+    ingot_buffer_free(xb);
+    ingot_buffer_free(wb);
+    ingot_buffer_free(yb);
+    return best;
+}
+
+/* Drops the file's pages from the page cache (clean pages; no privileges needed). */
+static void drop_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+/* Open + first token (a 1-token prefill with its logits): seconds, or -1. */
+static double first_token(const lm_args *a, ingot_backend *be)
+{
+    double t0 = now_s(), t = -1;
+    ingot_lm *m = NULL;
+    ingot_lm_session *s = NULL;
+    ingot_lm_opts lo = {0};
+    lo.config_path = a->config;
+    if (ingot_lm_open_path(be, a->model, &lo, &m, NULL) == INGOT_OK) {
+        const ingot_lm_config *c = ingot_lm_get_config(m);
+        ingot_lm_session_opts so = {0};
+        so.n_ctx = 16;
+        int32_t tok = c->bos >= 0 ? c->bos : 0;
+        float *lg = malloc((size_t)c->vocab * 4);
+        if (lg && ingot_lm_session_new(m, &so, &s, NULL) == INGOT_OK &&
+            ingot_lm_eval(s, &tok, 1, INGOT_LM_LOGITS_LAST, lg, c->vocab, NULL) == INGOT_OK)
+            t = now_s() - t0;
+        free(lg);
+    }
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    return t;
+}
+
+int ingot_cli_bench_generate(int argc, char **argv)
+{
+    lm_args a;
+    unsigned prompt = 128, decode = 64;
+    /* bench options on top of the shared ones */
+    int k = 0;
+    char *rest[64];
+    for (int i = 0; i < argc && k < 64; i++) {
+        unsigned long long u;
+        if (!strcmp(argv[i], "--prompt-tokens") && i + 1 < argc &&
+            parse_uint(argv[i + 1], 4096, &u))
+            prompt = (unsigned)u, i++;
+        else if (!strcmp(argv[i], "--decode-tokens") && i + 1 < argc &&
+                 parse_uint(argv[i + 1], 4096, &u))
+            decode = (unsigned)u, i++;
+        else rest[k++] = argv[i];
+    }
+    if (parse_args(k, rest, true, &a) || prompt < 1 || decode < 2) {
+        fprintf(stderr, "usage: ingot bench generate MODEL [--threads N] [--json] "
+                        "[--prompt-tokens P] [--decode-tokens D] [--config config.json]\n");
+        return 2;
+    }
+    ingot_backend *be = NULL;
+    ingot_lm *m = NULL;
+    ingot_lm_session *s = NULL;
+    int32_t *toks = NULL;
+    int rc = open_model("bench generate", &a, &be, &m);
+    if (rc) return rc;
+    rc = 1;
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    unsigned threads = ingot_backend_threads(be);
+    ingot_lm_estimate est;
+    ingot_lm_estimate_plan(m, prompt + decode + 1, INGOT_DTYPE_F32, 0, &est);
+    ingot_lm_session_opts so = {0};
+    so.n_ctx = prompt + decode + 1;
+    toks = malloc((prompt + decode) * sizeof *toks);
+    ingot_error e = {0};
+    if (!toks || ingot_lm_session_new(m, &so, &s, &e) != INGOT_OK) {
+        fail("bench generate", "session", &e);
+        goto done;
+    }
+    for (unsigned i = 0; i < prompt + decode; i++) toks[i] = (int32_t)((i * 7919u + 13) % c->vocab);
+    float *lg = malloc((size_t)c->vocab * 4);
+    /* warm-up: one prefill (weights paged in, scratch sized) */
+    if (!lg || ingot_lm_eval(s, toks, prompt, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) != INGOT_OK) {
+        free(lg);
+        fail("bench generate", "prefill", &e);
+        goto done;
+    }
+    double best_pre = 0, best_dec = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        ingot_lm_session_rewind(s, 0, NULL);
+        double t0 = now_s();
+        if (ingot_lm_eval(s, toks, prompt, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) != INGOT_OK)
+            break;
+        double tp = now_s() - t0;
+        t0 = now_s();
+        for (unsigned i = 0; i < decode; i++)
+            if (ingot_lm_eval(s, toks + prompt + i, 1, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) !=
+                INGOT_OK)
+                break;
+        double td = now_s() - t0;
+        if (prompt / tp > best_pre) best_pre = prompt / tp;
+        if (decode / td > best_dec) best_dec = decode / td;
+    }
+    free(lg);
+    ingot_lm_session_free(s);
+    s = NULL;
+    double bw = read_bandwidth(threads), gf = sgemm_rate(be);
+    double dec_bound = est.weight_bytes ? bw / (double)est.weight_bytes : 0;
+    double pre_bound = est.flops_per_token ? gf / (double)est.flops_per_token : 0;
+    /* time to first token: the model closed, its file dropped from the page cache, reopened */
+    ingot_lm_free(m);
+    m = NULL;
+    drop_cache(a.model);
+    double cold = first_token(&a, be), warm = first_token(&a, be);
+    if (a.json) {
+        printf("{\"model\": \"%s\", \"threads\": %u, \"weight_bytes\": %llu, "
+               "\"flops_per_token\": %llu, \"read_bytes_per_s\": %.4g, \"sgemm_flops_per_s\": "
+               "%.4g, \"prefill_tokens\": %u, \"prefill_tokens_per_s\": %.2f, "
+               "\"prefill_bound_tokens_per_s\": %.2f, \"prefill_ratio\": %.3f, "
+               "\"decode_tokens\": %u, \"decode_tokens_per_s\": %.2f, "
+               "\"decode_bound_tokens_per_s\": %.2f, \"decode_ratio\": %.3f, "
+               "\"ttft_cold_s\": %.4f, \"ttft_warm_s\": %.4f}\n",
+               a.model, threads, (unsigned long long)est.weight_bytes,
+               (unsigned long long)est.flops_per_token, bw, gf, prompt, best_pre, pre_bound,
+               pre_bound ? best_pre / pre_bound : 0, decode, best_dec, dec_bound,
+               dec_bound ? best_dec / dec_bound : 0, cold, warm);
+    } else {
+        printf("ingot bench generate %s: %u threads, %.1f MB of weights per token, %.1f MFLOP "
+               "per token\n", a.model, threads, est.weight_bytes / 1e6,
+               est.flops_per_token / 1e6);
+        printf("  read bandwidth %.1f GB/s -> decode bound %.1f tokens/s; decode %.1f tokens/s "
+               "(%.2f of the bound)\n", bw / 1e9, dec_bound, best_dec,
+               dec_bound ? best_dec / dec_bound : 0);
+        printf("  sgemm %.1f GFLOP/s -> prefill bound %.1f tokens/s; prefill of %u: %.1f "
+               "tokens/s (%.2f of the bound)\n", gf / 1e9, pre_bound, prompt, best_pre,
+               pre_bound ? best_pre / pre_bound : 0);
+        printf("  time to first token after open: cold %.1f ms, warm %.1f ms\n", cold * 1e3,
+               warm * 1e3);
+    }
+    rc = 0;
+done:
+    free(toks);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    return rc;
+}

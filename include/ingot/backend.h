@@ -224,6 +224,42 @@ INGOT_API bool ingot_backend_tracks_grad(const ingot_backend *b);
 /** Threads the instance uses (1 for ref). */
 INGOT_API uint32_t ingot_backend_threads(const ingot_backend *b);
 
+/* Instruction-set levels of the cpu backend's kernels, lowest first: X(NAME, value, "name").
+ *   SCALAR       portable C (what the compiler makes of it for the baseline target)
+ *   AVX2         AVX2 + FMA + F16C (Haswell, Zen 1 and later)
+ *   AVX_VNNI     AVX2 + AVX-VNNI: 256-bit int8 dot instructions (Alder Lake, Sapphire Rapids)
+ *   AVX512       AVX-512 F/BW/VL/DQ (Skylake-SP, Zen 4)
+ *   AVX512_VNNI  AVX512 + AVX512-VNNI (Cascade Lake, Ice Lake, Zen 4)
+ *   AMX          AVX512_VNNI + AVX512-BF16 + AMX tiles (INT8, BF16), which the OS must grant
+ *                (Linux: arch_prctl, asked once) (Sapphire Rapids)
+ * Levels are not nested (a CPU may have AVX512 without AVX_VNNI); a cap selects the best level the
+ * CPU and OS support at or below it. Every level computes the same ops; results differ between
+ * levels in the last bits (summation order) and are identical for any thread count. */
+#define INGOT_CPU_ISA_LIST(X)                                                                    \
+    X(SCALAR, 0, "scalar") X(AVX2, 1, "avx2") X(AVX_VNNI, 2, "avx_vnni") X(AVX512, 3, "avx512")  \
+    X(AVX512_VNNI, 4, "avx512_vnni") X(AMX, 5, "amx")
+typedef enum ingot_cpu_isa {
+#define INGOT_X_(n, v, s) INGOT_CPU_ISA_##n = v,
+    INGOT_CPU_ISA_LIST(INGOT_X_)
+#undef INGOT_X_
+} ingot_cpu_isa;
+#define INGOT_CPU_ISA_COUNT 6
+
+/** "avx512_vnni", ...; NULL for a value not in the list. */
+INGOT_API const char *ingot_cpu_isa_name(ingot_cpu_isa isa);
+/** Parses a level name (exact, lower case). NOT_FOUND if unknown. */
+INGOT_API ingot_status ingot_cpu_isa_from_name(const char *name, ingot_cpu_isa *out);
+/** True if this CPU and OS can run the level's kernels. Thread-safe. */
+INGOT_API bool ingot_cpu_isa_supported(ingot_cpu_isa isa);
+/** The level the cpu backend's kernels use now: the best supported level, capped by the
+ *  environment variable INGOT_ISA (a level name; read at first use; an unknown name is ignored,
+ *  and the cpu backend's device description says so) or by ingot_cpu_isa_set_cap(). */
+INGOT_API ingot_cpu_isa ingot_cpu_isa_current(void);
+/** Caps the level for the whole process (overriding INGOT_ISA): the best supported level at or
+ *  below cap is used from the next op on (an op already running keeps its level). Returns the
+ *  level now in effect. For tests and comparisons; INGOT_CPU_ISA_AMX removes the cap. */
+INGOT_API ingot_cpu_isa ingot_cpu_isa_set_cap(ingot_cpu_isa cap);
+
 /* ---------------------------------------------------------------------------------------------
  * 3. Buffers
  * ------------------------------------------------------------------------------------------- */

@@ -204,8 +204,8 @@ int ingot_cli_bench(int argc, char **argv)
     float *A = malloc(maxn * sizeof *A), *B = malloc(maxn * sizeof *B), *C = malloc(maxn * sizeof *C);
     int8_t *Wi = malloc(qv * qv);
     float *x = malloc(qv * sizeof *x), *y = malloc(qv * sizeof *y), *ws = malloc(qv * sizeof *ws);
-    int8_t *xi = malloc(qv);
-    uint8_t *Wq = malloc(qv * qrow), *xq = malloc(qrow);
+    void *xi = aligned_alloc(64, ingot__qx_bytes(INGOT_DTYPE_I8, qv));
+    uint8_t *Wq = malloc(qv * qrow), *xq = aligned_alloc(64, ingot__qx_bytes(INGOT_DTYPE_Q8_0, qv));
     if (!A || !B || !C || !Wi || !x || !y || !ws || !xi || !Wq || !xq) {
         fprintf(stderr, "ingot bench: out of memory\n");
         free(A), free(B), free(C), free(Wi), free(x), free(y), free(ws), free(xi), free(Wq), free(xq);
@@ -213,10 +213,11 @@ int ingot_cli_bench(int argc, char **argv)
     }
     fill(A, maxn, 1), fill(B, maxn, 2), fill(x, qv, 3);
     for (size_t i = 0; i < qv * qv; i++) Wi[i] = (int8_t)((int)(i * 2654435761u >> 24) % 255 - 127);
-    for (size_t i = 0; i < qv; i++) xi[i] = (int8_t)((int)(i * 40503u >> 8) % 255 - 127), ws[i] = 1e-3f;
+    for (size_t i = 0; i < qv; i++) ws[i] = 1e-3f;
+    ingot__qx_quantize(INGOT_DTYPE_I8, x, qv, xi);
     for (size_t r = 0; r < qv; r++) /* rows of A's values, qv at a time */
         ingot__quantize_q8_0(A + r * qv % (maxn - qv + 1), qv, Wq + r * qrow);
-    ingot__quantize_q8_0(x, qv, xq);
+    ingot__qx_quantize(INGOT_DTYPE_Q8_0, x, qv, xq);
 
     result res[32];
     int nres = 0;
@@ -291,8 +292,8 @@ int ingot_cli_bench(int argc, char **argv)
             double t1[REPS], t3[REPS], bytes = q ? (double)qv * qrow : (double)qv * qv;
             for (int r = 0; r < REPS; r++) {
                 double t0 = now();
-                if (q) ingot__gemv_q8_0(pool, qv, qv, Wq, xq, y);
-                else ingot__gemv_i8(pool, qv, qv, Wi, qv, ws, xi, 1.0f, y);
+                if (q) ingot__qgemm(pool, INGOT_DTYPE_Q8_0, qv, qv, Wq, qrow, NULL, xq, 1, false, y, qv);
+                else ingot__qgemm(pool, INGOT_DTYPE_I8, qv, qv, Wi, qv, ws, xi, 1, false, y, qv);
                 t1[r] = now() - t0;
                 t3[r] = bw_read(q ? (const void *)Wq : (const void *)Wi, (size_t)bytes, pool);
             }

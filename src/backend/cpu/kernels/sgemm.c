@@ -262,46 +262,54 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
     _mm256_storeu_ps(acc + 5 * NR2, c50), _mm256_storeu_ps(acc + 5 * NR2 + 8, c51);
     store_tile(acc, NR2, c, ldc, alpha, beta, mr, nr);
 }
-/* 12 x 32: 24 zmm accumulators, two zmm of B per k, A broadcast from memory into the FMAs. */
+/* 12 x 32: 24 zmm accumulators (named: an array of them ends up on the stack), two zmm of B
+ * per k, A broadcast from memory into the FMAs. */
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, float *c,
                                      size_t ldc, float alpha, float beta, size_t mr, size_t nr)
 {
-    __m512 acc[MR5][2];
-    for (int r = 0; r < MR5; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+#define FMA(r)                                                                                     \
+    {                                                                                              \
+        __m512 av = _mm512_set1_ps(a[r]);                                                          \
+        c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0), c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);    \
+    }
+    ROWS(DECL)
     for (size_t r = 0; r < mr; r++) {
         PREFETCH(c + r * ldc, 0);
         PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
     }
     for (size_t k = 0; k < kc; k++, a += MR5, b += NR5) {
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        if (!(k & 1)) PREFETCH(b, 8 * NR5 * sizeof(float));
-        for (int r = 0; r < MR5; r++) {
-            __m512 av = _mm512_set1_ps(a[r]);
-            acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
-        }
+        PREFETCH(b, 8 * NR5 * sizeof(float));
+        ROWS(FMA)
     }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     if (mr == MR5 && nr == NR5) {
-        for (int r = 0; r < MR5; r++) {
-            float *cr = c + (size_t)r * ldc;
-            __m512 v0 = _mm512_mul_ps(va, acc[r][0]), v1 = _mm512_mul_ps(va, acc[r][1]);
-            if (beta != 0.0f) {
-                v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr), v0);
-                v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr + 16), v1);
-            }
-            _mm512_storeu_ps(cr, v0);
-            _mm512_storeu_ps(cr + 16, v1);
-        }
+#define STORE(r)                                                                                   \
+    {                                                                                              \
+        float *cr = c + (size_t)(r) * ldc;                                                         \
+        __m512 v0 = _mm512_mul_ps(va, c##r##0), v1 = _mm512_mul_ps(va, c##r##1);                   \
+        if (beta != 0.0f) {                                                                        \
+            v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr), v0);                                     \
+            v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr + 16), v1);                                \
+        }                                                                                          \
+        _mm512_storeu_ps(cr, v0);                                                                  \
+        _mm512_storeu_ps(cr + 16, v1);                                                             \
+    }
+        ROWS(STORE)
         return;
     }
     float t[MR5 * NR5];
-    for (int r = 0; r < MR5; r++) {
-        _mm512_storeu_ps(t + r * NR5, acc[r][0]);
-        _mm512_storeu_ps(t + r * NR5 + 16, acc[r][1]);
-    }
+#define SPILL(r) _mm512_storeu_ps(t + (r) * NR5, c##r##0), _mm512_storeu_ps(t + (r) * NR5 + 16, c##r##1);
+    ROWS(SPILL)
     store_tile(t, NR5, c, ldc, alpha, beta, mr, nr);
+#undef ROWS
+#undef DECL
+#undef FMA
+#undef STORE
+#undef SPILL
 }
 #endif
 

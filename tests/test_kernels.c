@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "cpu/kernels/amx.h"
 #include "cpu/kernels/kernels.h"
 #include "harness.h"
 
@@ -551,6 +552,77 @@ TEST(gemm_half_levels)
     ingot__pool_destroy(pool);
 }
 
+/* ---- AMX tiles ---- */
+
+TEST(amx_tiles_against_dots)
+{
+    /* Batches of 16 and more activation rows run on AMX tiles at the AMX level (int8 with K a
+     * multiple of 64, Q8_0, BF16): int8 gives the same bits as the dot kernels (exact int32 sums,
+     * the same f32 scaling), Q8_0 matches the scalar dots (NMSE <= 1e-9), BF16 the double
+     * reference (NMSE <= 1e-7: activations split into two bf16 halves); 1 and 2 threads agree
+     * bitwise; partial tiles (17 weight rows, 17 and 33 activation rows) included. */
+    if (!ingot__isa_supported(INGOT__ISA_AMX)) {
+        fprintf(stderr, "amx: not supported here, not run\n");
+        return;
+    }
+    ingot__pool *pool = ingot__pool_create(NULL, 2);
+    static const size_t ms[] = {16, 17, 172}, nxs[] = {16, 17, 33};
+    static const ingot_dtype types[] = {INGOT_DTYPE_I8, INGOT_DTYPE_Q8_0, INGOT_DTYPE_BF16};
+    for (int ti = 0; ti < 3; ti++)
+        for (int ci = 0; ci < 3; ci++) {
+            ingot_dtype wt = types[ti];
+            size_t M = ms[ci], nx = nxs[(ci + (size_t)ti) % 3], K = ci == 2 ? 4096 : 128;
+            ASSERT_TRUE(ingot__amx_ok(wt, K, nx));
+            size_t ldw = wt == INGOT_DTYPE_I8 ? K : wt == INGOT_DTYPE_Q8_0 ? K / 32 * 34 : K * 2;
+            uint8_t *w = malloc(M * ldw);
+            float *ws = malloc(M * 4), *X = malloc(nx * K * 4), *Y0 = malloc(nx * M * 4);
+            float *Y1 = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+            for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+            if (wt == INGOT_DTYPE_BF16) {
+                float *wf = malloc(M * K * 4);
+                for (size_t i = 0; i < M * K; i++) wf[i] = frand();
+                ingot_f32_encode(wt, wf, M * K, w, M * ldw, NULL);
+                ingot_dequantize(wt, w, M * ldw, wf, M * K, NULL);
+                double *R = malloc(nx * M * sizeof *R);
+                for (size_t i = 0; i < nx; i++)
+                    for (size_t m = 0; m < M; m++) {
+                        double sum = 0;
+                        for (size_t k = 0; k < K; k++) sum += (double)wf[m * K + k] * X[i * K + k];
+                        R[i * M + m] = sum;
+                    }
+                ingot__set_isa(INGOT__ISA_AMX);
+                ingot__gemm_half(NULL, wt, M, K, w, K, nx, X, K, false, Y1, M);
+                ingot__gemm_half(pool, wt, M, K, w, K, nx, X, K, false, Y2, M);
+                double e = nmse(Y1, R, nx * M);
+                CHECK(e <= 1e-7, "BF16 amx M=%zu nx=%zu K=%zu: nmse %g", M, nx, K, e);
+                free(wf), free(R);
+            } else {
+                fill_weights(wt, w, M, K, ws);
+                size_t xb = ingot__qx_bytes(wt, K);
+                uint8_t *xq = aligned_alloc(64, nx * xb);
+                for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+                ingot__set_isa(INGOT__ISA_SCALAR);
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, nx, false, Y0, M));
+                ingot__set_isa(INGOT__ISA_AMX);
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, nx, false, Y1, M));
+                ASSERT_OK(ingot__qgemm(pool, wt, M, K, w, ldw, ws, xq, nx, false, Y2, M));
+                double *R0 = malloc(nx * M * sizeof *R0);
+                for (size_t i = 0; i < nx * M; i++) R0[i] = Y0[i];
+                double e = nmse(Y1, R0, nx * M);
+                if (wt == INGOT_DTYPE_I8)
+                    CHECK(memcmp(Y0, Y1, nx * M * 4) == 0, "I8 amx M=%zu nx=%zu: not exact", M, nx);
+                else
+                    CHECK(e <= 1e-9, "Q8_0 amx M=%zu nx=%zu K=%zu: nmse %g vs scalar", M, nx, K, e);
+                free(xq), free(R0);
+            }
+            CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "%s amx M=%zu nx=%zu: 1 and 2 threads differ",
+                  ingot_dtype_name(wt), M, nx);
+            ingot__set_isa(ingot__cpu_isa());
+            free(w), free(ws), free(X), free(Y0), free(Y1), free(Y2);
+        }
+    ingot__pool_destroy(pool);
+}
+
 /* ---- levels ---- */
 
 TEST(isa_levels_and_cap)
@@ -620,4 +692,4 @@ TEST(pool_runs_every_task_once)
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks), T(qdot_levels_conformance), T(qdot_threads_bitwise),
-          T(gemm_half_levels), T(pool_runs_every_task_once))
+          T(gemm_half_levels), T(amx_tiles_against_dots), T(pool_runs_every_task_once))

@@ -14,6 +14,7 @@
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #endif
 
+#include "cpu/kernels/amx.h"
 #include "cpu/kernels/kernels.h"
 
 #define COLS_PER_TASK 1024
@@ -398,6 +399,18 @@ void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, con
                       float *Y, size_t ldy)
 {
     if (M == 0 || nx == 0) return;
+    if (wt == INGOT_DTYPE_BF16 && ingot__get_isa() == INGOT__ISA_AMX &&
+        ingot__amx_ok(wt, K, nx) && ldx >= K) {
+        ingot__pool *own = pool ? NULL : ingot__pool_create(NULL, 1);
+        void *s = (pool || own) ? ingot__pool_scratch(pool ? pool : own, 0,
+                                                      ingot__amx_scratch(wt, K, nx))
+                                : NULL;
+        if (s) /* no scratch: the streaming kernels below */
+            ingot__amx_gemm(pool ? pool : own, wt, M, K, W, ldw * 2, NULL, X, ldx, nx,
+                            accumulate, Y, ldy, s);
+        ingot__pool_destroy(own);
+        if (s) return;
+    }
     half_job j = {wt == INGOT_DTYPE_BF16, accumulate, M, K, ldw, nx, ldx, ldy,
                   rows_per_task(M, K * 2 * nx, pool), W, X, Y, ingot__get_isa()};
     ingot__pool_run(pool, half_task, &j, (M + j.rows - 1) / j.rows);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu/kernels/amx.h"
 #include "cpu/kernels/qdot.h"
 
 float ingot__f16_to_f32(uint16_t h)
@@ -325,6 +326,16 @@ ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
                           bool accumulate, float *Y, size_t ldy)
 {
     if (M == 0 || nx == 0) return INGOT_OK;
+    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx)) {
+        ingot__pool *own = NULL;
+        if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
+        void *s = ingot__pool_scratch(pool, 0, ingot__amx_scratch(wt, K, nx));
+        if (s)
+            ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K), nx,
+                            accumulate, Y, ldy, s);
+        ingot__pool_destroy(own);
+        return s ? INGOT_OK : INGOT_NOMEM;
+    }
     qjob j = {pick(ingot__get_isa(), wt),
               wt,
               M,

@@ -302,7 +302,8 @@ AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, 
         return;
     }
     float t[MR5 * NR5];
-#define SPILL(r) _mm512_storeu_ps(t + (r) * NR5, c##r##0), _mm512_storeu_ps(t + (r) * NR5 + 16, c##r##1);
+#define SPILL(r)                                                                                   \
+    _mm512_storeu_ps(t + (r) * NR5, c##r##0), _mm512_storeu_ps(t + (r) * NR5 + 16, c##r##1);
     ROWS(SPILL)
     store_tile(t, NR5, c, ldc, alpha, beta, mr, nr);
 #undef ROWS

@@ -167,7 +167,7 @@ static void qlin_kernel(ctx *c)
     for (int64_t r = 0; r < c->batch; r++)
         ingot__qx_quantize(INGOT_DTYPE_Q8_0, c->x + r * N, N, (uint8_t *)c->xq + (size_t)r * xb);
     preload_bias(c->y, c->bias, c->batch);
-    ingot__qgemm(c->pool, INGOT_DTYPE_Q8_0, N, N, c->wq, N / 32 * 34, NULL, c->xq,
+    ingot__qgemm(c->pool, INGOT_DTYPE_Q8_0, N, N, c->wq, N / 32 * 34, NULL, c->xq, c->x, N,
                  (size_t)c->batch, true, c->y, N);
 }
 

@@ -347,7 +347,7 @@ TEST(qdot_levels_conformance)
                 ref_qgemm(wt, w, ldw, ws, M, K, X, nx, R);
                 ingot__set_isa(INGOT__ISA_SCALAR);
                 for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
-                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, nx, false, Y0, M));
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y0, M));
                 /* the same reference on the quantized activations (q * d, as laid out): only
                  * f32 rounding apart */
                 float *Xq = malloc(nx * K * 4);
@@ -371,10 +371,12 @@ TEST(qdot_levels_conformance)
                     if (!level_on(isa)) continue;
                     for (size_t i = 0; i < nx; i++)
                         ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
-                    ASSERT_OK(ingot__qgemm(pool, wt, M, K, w, ldw, ws, xq, nx, false, Y, M));
+                    ASSERT_OK(
+                        ingot__qgemm(pool, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y, M));
                     double d[1];
                     for (size_t i = 0; i < nx * M; i++) Y2[i] = 1.0f; /* accumulate onto ones */
-                    ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, nx, true, Y2, M));
+                    ASSERT_OK(
+                        ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, true, Y2, M));
                     double *R0 = malloc(nx * M * sizeof *R0), *R1 = malloc(nx * M * sizeof *R1);
                     for (size_t i = 0; i < nx * M; i++) R0[i] = Y0[i], R1[i] = Y[i] + 1.0;
                     d[0] = nmse(Y, R0, nx * M);
@@ -420,9 +422,9 @@ TEST(qdot_threads_bitwise)
         for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
             if (!level_on(isa)) continue;
             for (size_t nx = 1; nx <= 5; nx += 4) {
-                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, nx, false, y1, M));
-                ASSERT_OK(ingot__qgemm(p2, wt, M, K, w, ldw, ws, xq, nx, false, y2, M));
-                ASSERT_OK(ingot__qgemm(p3, wt, M, K, w, ldw, ws, xq, nx, false, y3, M));
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, y1, M));
+                ASSERT_OK(ingot__qgemm(p2, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, y2, M));
+                ASSERT_OK(ingot__qgemm(p3, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, y3, M));
                 CHECK(memcmp(y1, y2, nx * M * 4) == 0 && memcmp(y1, y3, nx * M * 4) == 0,
                       "%s %s nx=%zu: 1, 2 and 3 threads differ", ingot_dtype_name(wt),
                       ingot__isa_name((ingot__isa)isa), nx);
@@ -503,6 +505,78 @@ TEST(q8_0_ggml_blocks)
         }
     }
     free(x), free(xq);
+}
+
+TEST(qgemm_prefill_through_f32)
+{
+    /* From INGOT__QGEMM_DEQUANT_ROWS activation rows on, block-type weights (and F16 / BF16) are
+     * widened to f32 a panel of rows at a time and multiplied by the blocked f32 GEMM with the
+     * unquantized activations: against the double reference on the dequantized weights
+     * (NMSE <= 1e-9; on AMX tiles BF16 1e-7 and Q8_0, whose activations are quantized there,
+     * 5e-4), bitwise the same for 1 and 2 threads, panels of
+     * rows crossed (300 rows), accumulate adds onto y. */
+    static const ingot_dtype types[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
+                                        INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K, INGOT_DTYPE_F16,
+                                        INGOT_DTYPE_BF16};
+    ingot__pool *pool = ingot__pool_create(NULL, 2);
+    for (int ti = 0; ti < 7; ti++)
+        for (int ci = 0; ci < 2; ci++) {
+            ingot_dtype wt = types[ti];
+            bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+            size_t M = ci ? 300 : 17, K = ci ? 4352 : 256;
+            size_t nx = ci ? 40 : INGOT__QGEMM_DEQUANT_ROWS;
+            size_t ldw = half ? K * 2 : K / ingot_dtype_block_elems(wt) *
+                                            ingot_dtype_block_bytes(wt);
+            uint8_t *w = malloc(M * ldw);
+            float *X = malloc(nx * K * 4), *Y1 = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+            float *row = malloc(K * 4), ws[1];
+            double *R = malloc(nx * M * sizeof *R);
+            if (half) {
+                for (size_t i = 0; i < M * K; i++) {
+                    float v = frand();
+                    ingot_f32_encode(wt, &v, 1, w + 2 * i, 2, NULL);
+                }
+            } else {
+                fill_weights(wt, w, M, K, ws);
+            }
+            for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+            for (size_t m = 0; m < M; m++) {
+                ingot_dequantize(wt, w + m * ldw, ldw, row, K, NULL);
+                for (size_t i = 0; i < nx; i++) {
+                    double sum = 0;
+                    for (size_t k = 0; k < K; k++) sum += (double)row[k] * X[i * K + k];
+                    R[i * M + m] = sum + 1.0;
+                }
+            }
+            size_t xb = half ? 0 : ingot__qx_bytes(wt, K);
+            uint8_t *xq = aligned_alloc(64, half ? 64 : nx * xb);
+            for (size_t i = 0; !half && i < nx; i++)
+                ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+            for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+                if (!level_on(isa)) continue;
+                for (size_t i = 0; i < nx * M; i++) Y1[i] = Y2[i] = 1.0f;
+                if (half) {
+                    ingot__gemm_half(NULL, wt, M, K, w, K, nx, X, K, true, Y1, M);
+                    ingot__gemm_half(pool, wt, M, K, w, K, nx, X, K, true, Y2, M);
+                } else {
+                    ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, NULL, xq, X, K, nx, true, Y1,
+                                           M));
+                    ASSERT_OK(ingot__qgemm(pool, wt, M, K, w, ldw, NULL, xq, X, K, nx, true, Y2,
+                                           M));
+                }
+                double e = nmse(Y1, R, nx * M);
+                /* AMX: BF16 tiles with hi + lo activations; Q8_0 tiles on quantized ones */
+                double lim = isa != INGOT__ISA_AMX ? 1e-9 : wt == INGOT_DTYPE_BF16 ? 1e-7
+                           : wt == INGOT_DTYPE_Q8_0 ? 5e-4 : 1e-9;
+                CHECK(e <= lim, "%s %s M=%zu K=%zu nx=%zu: nmse %g", ingot_dtype_name(wt),
+                      ingot__isa_name((ingot__isa)isa), M, K, nx, e);
+                CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "%s %s: 1 and 2 threads differ",
+                      ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa));
+            }
+            ingot__set_isa(ingot__cpu_isa());
+            free(w), free(X), free(Y1), free(Y2), free(row), free(R), free(xq);
+        }
+    ingot__pool_destroy(pool);
 }
 
 /* ---- F16 / BF16 weights ---- */
@@ -602,10 +676,10 @@ TEST(amx_tiles_against_dots)
                 uint8_t *xq = aligned_alloc(64, nx * xb);
                 for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
                 ingot__set_isa(INGOT__ISA_SCALAR);
-                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, nx, false, Y0, M));
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y0, M));
                 ingot__set_isa(INGOT__ISA_AMX);
-                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, nx, false, Y1, M));
-                ASSERT_OK(ingot__qgemm(pool, wt, M, K, w, ldw, ws, xq, nx, false, Y2, M));
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y1, M));
+                ASSERT_OK(ingot__qgemm(pool, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y2, M));
                 double *R0 = malloc(nx * M * sizeof *R0);
                 for (size_t i = 0; i < nx * M; i++) R0[i] = Y0[i];
                 double e = nmse(Y1, R0, nx * M);
@@ -692,4 +766,5 @@ TEST(pool_runs_every_task_once)
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks), T(qdot_levels_conformance), T(qdot_threads_bitwise),
-          T(gemm_half_levels), T(amx_tiles_against_dots), T(pool_runs_every_task_once))
+          T(gemm_half_levels), T(qgemm_prefill_through_f32), T(amx_tiles_against_dots),
+          T(pool_runs_every_task_once))

@@ -253,7 +253,8 @@ static void run_gemv(const gemv_case *c, ingot__pool *pool)
         ingot__gemm_half(pool, c->wt, c->M, c->K, c->w, c->K, 1, c->x, c->K, false, c->y, c->M);
     else {
         ingot__qx_quantize(c->wt, c->x, c->K, c->xq);
-        ingot__qgemm(pool, c->wt, c->M, c->K, c->w, rb, c->wscale, c->xq, 1, false, c->y, c->M);
+        ingot__qgemm(pool, c->wt, c->M, c->K, c->w, rb, c->wscale, c->xq, c->x, c->K, 1, false,
+                     c->y, c->M);
     }
 }
 
@@ -292,7 +293,7 @@ static ingot_status run_gemm(ingot_dtype wt, size_t M, size_t K, const uint8_t *
     }
     size_t xb = ingot__qx_bytes(wt, K);
     for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, (uint8_t *)xq + i * xb);
-    return ingot__qgemm(pool, wt, M, K, w, row_bytes(wt, K), wscale, xq, nx, false, Y, M);
+    return ingot__qgemm(pool, wt, M, K, w, row_bytes(wt, K), wscale, xq, X, K, nx, false, Y, M);
 }
 
 #define MAXRES 96

@@ -347,8 +347,8 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
         ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
         size_t ldw = (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
         if (wt == INGOT_DTYPE_I8) ldw = (size_t)IN;
-        if (ingot__qgemm(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), ldw, ws, s, (size_t)M,
-                         bias != NULL, py, (size_t)ldy) != INGOT_OK)
+        if (ingot__qgemm(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), ldw, ws, s, px,
+                         (size_t)ldx, (size_t)M, bias != NULL, py, (size_t)ldy) != INGOT_OK)
             return nomem(err, "qlinear");
     }
     if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);

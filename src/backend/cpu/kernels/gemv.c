@@ -411,6 +411,10 @@ void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, con
         ingot__pool_destroy(own);
         if (s) return;
     }
+    if (nx >= INGOT__QGEMM_DEQUANT_ROWS &&
+        ingot__dequant_gemm(pool, wt, M, K, W, ldw * 2, X, ldx, nx, accumulate, Y, ldy) ==
+            INGOT_OK)
+        return; /* else (no scratch) the streaming kernels below */
     half_job j = {wt == INGOT_DTYPE_BF16, accumulate, M, K, ldw, nx, ldx, ldy,
                   rows_per_task(M, K * 2 * nx, pool), W, X, Y, ingot__get_isa()};
     ingot__pool_run(pool, half_task, &j, (M + j.rows - 1) / j.rows);

@@ -75,6 +75,12 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
  * (ingot__pool_scratch) to this once beforehand. */
 size_t ingot__sgemm_scratch_bytes(void);
 
+/* The blocked GEMM on the calling thread with caller scratch of ingot__sgemm_scratch_bytes()
+ * (64-byte aligned), K > 0 and alpha != 0: for kernels that run it inside their own tasks. */
+void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                         const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                         float *C, size_t ldc, void *scratch);
+
 /* ---- f32 GEMV: y[M] = alpha * A[M,N] . x[N] + beta * y  (trans: y[N] = alpha*A^T.x + beta*y) */
 void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha, const float *A,
                   size_t lda, const float *x, float beta, float *y);
@@ -109,11 +115,16 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out);
 /* Y[i * ldy + m] = sum_k deq(W)[m, k] * deq(X_i)[k] (+ Y[...] if accumulate) for m < M, i < nx,
  * with X_i = xq + i * ingot__qx_bytes(wt, K). wscale: per-row weight scales for I8, else
  * ignored. Rows of W are split over the pool; with nx > 1 every block of rows is kept in cache
- * while it meets all nx activation rows (at the AMX level, int8 and Q8_0 weights with at least
- * 16 activation rows run on tiles). NOMEM if the AMX path cannot get its pool scratch. */
+ * while it meets all nx activation rows.
+ * Prefill-sized batches take faster routes: at the AMX level, int8 and Q8_0 weights with 16 or
+ * more rows run on tiles; block types with INGOT__QGEMM_DEQUANT_ROWS or more rows and the f32
+ * activations X (row stride ldx; NULL: not available) are dequantized to f32 a panel of rows at
+ * a time into pool scratch and multiplied by the blocked f32 GEMM (the activations then enter
+ * unquantized: the result is closer to the exact one). NOMEM if scratch cannot be had. */
+#define INGOT__QGEMM_DEQUANT_ROWS 32
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
-                          size_t ldw, const float *wscale, const void *xq, size_t nx,
-                          bool accumulate, float *Y, size_t ldy);
+                          size_t ldw, const float *wscale, const void *xq, const float *X,
+                          size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy);
 
 /* Quantizes x[K] (K multiple of 32) to GGML Q8_0 blocks (per 32 elements an f16 d = max|x|/127,
  * then 32 int8 rounded half away from zero), as GGML's reference quantizer does. */

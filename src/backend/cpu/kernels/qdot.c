@@ -5,10 +5,12 @@
  * and the GEMV/GEMM driver over the pool. The SIMD kernels live in one file per level.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu/kernels/amx.h"
 #include "cpu/kernels/qdot.h"
+#include "ingot/quant.h"
 
 float ingot__f16_to_f32(uint16_t h)
 {
@@ -321,9 +323,70 @@ static void qtask(void *ctx, size_t t, unsigned worker)
     }
 }
 
+/* ---- prefill through f32: a panel of weight rows widened, then the blocked GEMM ---- */
+
+typedef struct {
+    ingot_dtype wt;
+    size_t M, K, ldw, nx, ldx, ldy, rows; /* rows per panel */
+    const uint8_t *W;
+    const float *X;
+    bool acc;
+    float *Y;
+    ingot__pool *pool_;
+    atomic_int failed;
+} dq_job;
+
+static void dq_task(void *ctx, size_t t, unsigned worker)
+{
+    dq_job *j = ctx;
+    size_t r0 = t * j->rows, n = j->M - r0 < j->rows ? j->M - r0 : j->rows;
+    size_t gs = ingot__sgemm_scratch_bytes();
+    uint8_t *s = ingot__pool_scratch(j->pool_, worker, gs + j->rows * j->K * sizeof(float));
+    if (!s) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    float *panel = (float *)(void *)(s + gs);
+    for (size_t r = 0; r < n; r++)
+        (void)ingot_dequantize(j->wt, j->W + (r0 + r) * j->ldw, j->ldw, panel + r * j->K, j->K,
+                               NULL);
+    ingot__sgemm_serial(false, true, j->nx, n, j->K, 1.0f, j->X, j->ldx, panel, j->K,
+                        j->acc ? 1.0f : 0.0f, j->Y + r0, j->ldy, s);
+}
+
+ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+                                 const void *W, size_t ldw, const float *X, size_t ldx, size_t nx,
+                                 bool accumulate, float *Y, size_t ldy)
+{
+    if (M == 0 || nx == 0) return INGOT_OK;
+    ingot__pool *own = NULL;
+    if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
+    /* Panels of about 2 MiB of f32 (an L2), 32 to 256 rows, a multiple of the AVX-512 tile's
+     * 32 columns; fixed by K alone, so the results do not depend on the thread count. */
+    size_t rows = ((size_t)2 << 20) / (K * sizeof(float) + 1);
+    rows = rows < 32 ? 32 : rows > 256 ? 256 : rows & ~(size_t)31;
+    dq_job j = {.wt = wt,
+                .M = M,
+                .K = K,
+                .ldw = ldw,
+                .nx = nx,
+                .ldx = ldx,
+                .ldy = ldy,
+                .rows = rows,
+                .W = W,
+                .X = X,
+                .acc = accumulate,
+                .Y = Y,
+                .pool_ = pool};
+    atomic_init(&j.failed, 0);
+    ingot__pool_run(pool, dq_task, &j, (M + rows - 1) / rows);
+    ingot__pool_destroy(own);
+    return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
+}
+
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
-                          size_t ldw, const float *wscale, const void *xq, size_t nx,
-                          bool accumulate, float *Y, size_t ldy)
+                          size_t ldw, const float *wscale, const void *xq, const float *X,
+                          size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy)
 {
     if (M == 0 || nx == 0) return INGOT_OK;
     if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx)) {
@@ -336,6 +399,8 @@ ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
         ingot__pool_destroy(own);
         return s ? INGOT_OK : INGOT_NOMEM;
     }
+    if (X && wt != INGOT_DTYPE_I8 && nx >= INGOT__QGEMM_DEQUANT_ROWS)
+        return ingot__dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy);
     qjob j = {pick(ingot__get_isa(), wt),
               wt,
               M,

@@ -35,6 +35,14 @@ ingot__qdot_fn ingot__qdot_avx_vnni(ingot_dtype wt);
 ingot__qdot_fn ingot__qdot_avx512(ingot_dtype wt);
 ingot__qdot_fn ingot__qdot_avx512_vnni(ingot_dtype wt);
 
+/* Y[i * ldy + m] (+)= sum_k deq(W)[m, k] X[i * ldx + k]: rows of W of any dtype
+ * ingot_dequantize decodes (ldw bytes apart) widened to f32 a panel at a time in pool scratch,
+ * then the blocked f32 GEMM; the prefill route of ingot__qgemm and ingot__gemm_half. NOMEM if
+ * scratch cannot be had. */
+ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+                                 const void *W, size_t ldw, const float *X, size_t ldx, size_t nx,
+                                 bool accumulate, float *Y, size_t ldy);
+
 /* f16 -> f32 (exact), for the scalar paths. */
 float ingot__f16_to_f32(uint16_t h);
 

@@ -558,6 +558,19 @@ static void task(void *ctx, size_t t, unsigned worker)
     else block_gemm(j, lo, hi, 0, j->N, ap, bp);
 }
 
+void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                         const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                         float *C, size_t ldc, void *scratch)
+{
+    if (M == 0 || N == 0 || K == 0) return;
+    job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+             .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .isa = ingot__get_isa()};
+    bool wide = j.isa >= INGOT__ISA_AVX512;
+    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 144 : 120;
+    float *ap = scratch;
+    block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
+}
+
 ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t M, size_t N,
                           size_t K, float alpha, const float *A, size_t lda, const float *B,
                           size_t ldb, float beta, float *C, size_t ldc)

@@ -22,6 +22,11 @@ F __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
 F __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 F __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 
+#ifndef PFD
+#define PFD 16384
+#endif
+#define PF(p, off) _mm_prefetch((const char *)((uintptr_t)(p) + PFD + (off)), _MM_HINT_T0)
+
 F float hsum_f32(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 F int32_t hsum256_i32(__m256i v)
@@ -136,6 +141,7 @@ TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__q
         __m512i s0 = _mm512_setzero_si512(), s1 = s0;
         size_t k = 0;
         for (; k + 128 <= kv; k += 128) {
+            PF(w + k, 0), PF(w + k, 64);
             s0 = dot_s8(s0, ld512(w + k), ld512(x->q + k));
             s1 = dot_s8(s1, ld512(w + k + 64), ld512(x->q + k + 64));
         }
@@ -177,6 +183,7 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         __m512 sum = _mm512_setzero_ps();
         for (size_t b = 0; b < nv; b += 16) {
             const uint8_t *blk = w + b * 34;
+            for (int i = 0; i < 9; i++) PF(blk, 64 * i);
             __m512i v[8];
             for (int i = 0; i < 8; i++) {
                 const uint8_t *p = blk + 68 * i + 2;
@@ -212,6 +219,7 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         __m512 sum = _mm512_setzero_ps();
         for (size_t b = 0; b < nv; b += 16) {
             const uint8_t *blk = w + b * 18;
+            for (int i = 0; i < 5; i++) PF(blk, 64 * i);
             __m512i v[8];
             for (int i = 0; i < 8; i++)
                 v[i] = dot_u8(_mm512_setzero_si512(), q4_0_pair(blk + 36 * i),
@@ -272,6 +280,7 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
         for (size_t b = 0; b < x->nb; b++) {
             const uint8_t *blk = w + b * bb, *qs = blk + (five ? 48 : 16);
             const int8_t *xq = x->q + b * 256;
+            PF(blk, 0), PF(blk, 64), PF(blk, 128);
             __m512i sc;
             __m256i mn16;
             k_scales(blk + 4, &sc, &mn16);
@@ -337,6 +346,7 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         for (size_t b = 0; b < x->nb; b++) {
             const uint8_t *blk = w + b * 210;
             const int8_t *xq = x->q + b * 256;
+            PF(blk, 0), PF(blk, 64), PF(blk, 128), PF(blk, 192);
             __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
             __m512i scz = _mm512_castsi256_si512(sc16);
             __m512i A = _mm512_setzero_si512();

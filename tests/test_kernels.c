@@ -356,7 +356,8 @@ TEST(qdot_levels_conformance)
                     const uint8_t *p = xq + i * xb;
                     const float *d = (const float *)(const void *)(p + (K + 63) / 64 * 64);
                     size_t B = wt == INGOT_DTYPE_I8 ? K : be;
-                    for (size_t k = 0; k < K; k++) Xq[i * K + k] = (float)(int8_t)p[k] * d[k / B];
+                    for (size_t k = 0; k < K; k++)
+                        Xq[i * K + k] = (float)(int8_t)p[ingot__qx_index(wt, k)] * d[k / B];
                 }
                 ref_qgemm(wt, w, ldw, ws, M, K, Xq, nx, Rq);
                 double e0 = nmse(Y0, Rq, nx * M);
@@ -458,7 +459,7 @@ TEST(qx_quantize_rounding)
                   ingot_dtype_name(wt), b, d[b], amax);
             int sum = 0;
             for (size_t i = 0; i < B; i++) {
-                int qi = (int8_t)q[b * B + i];
+                int qi = (int8_t)q[ingot__qx_index(wt, b * B + i)];
                 double want = amax > 0 ? x[b * B + i] / ((float)amax / 127.0f) : 0;
                 CHECK(abs(qi) <= 127 && fabs(qi - want) <= 0.5 + 1e-4, "%s elem %zu: %d vs %g",
                       ingot_dtype_name(wt), b * B + i, qi, want);

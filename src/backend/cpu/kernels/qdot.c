@@ -116,6 +116,13 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
             for (int i = 0; i < 16; i++) sum += q[g * 16 + (size_t)i];
             bs[g] = (int16_t)sum;
         }
+    if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K)
+        for (size_t e = 0; e < K; e += 128) { /* sub-blocks 0, 2, 1, 3 (ingot__qx_index) */
+            int8_t t[32];
+            memcpy(t, q + e + 32, 32);
+            memcpy(q + e + 32, q + e + 64, 32);
+            memcpy(q + e + 64, t, 32);
+        }
 }
 
 /* ---- scalar kernels: the definition of each dot ---- */
@@ -192,7 +199,7 @@ static void sc_q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx 
                 for (int l = 0; l < 32; l++) {
                     int v = (q[l] >> sh) & 15;
                     if (five) v |= ((qh[l] >> k) & 1) << 4;
-                    dk += v * xq[k * 32 + l];
+                    dk += v * xq[ingot__qx_index(INGOT_DTYPE_Q4_K, (size_t)(k * 32 + l))];
                 }
                 A += sc[k] * dk;
                 M += mn[k] * (bs[2 * k] + bs[2 * k + 1]);

@@ -11,7 +11,11 @@
  *   int8  q[kpad]    kpad = K rounded up to 64, zero past K
  *   float d[nb]      per block: 32 elements (Q8_0, Q4_0 weights), 256 (K-quants), the row (I8)
  *   int32 s[nb]      per block: sum of q (32-blocks and I8)
- *   int16 bs[K/16]   per 16 elements: sum of q (K-quants) */
+ *   int16 bs[K/16]   per 16 elements: sum of q (K-quants)
+ * For Q4_K / Q5_K weights the four 32-element sub-blocks of every 128 elements are stored in the
+ * order 0, 2, 1, 3 (ingot__qx_index): a 64-byte load of the weights' nibbles holds sub-blocks
+ * 2c and 2c + 2 in its low nibbles, and one 64-byte load of q then meets them (bs stays in
+ * element order). */
 typedef struct {
     const int8_t *q;
     const float *d;
@@ -21,6 +25,15 @@ typedef struct {
 } ingot__qx;
 
 void ingot__qx_view(ingot_dtype wt, size_t K, const void *xq, ingot__qx *v);
+
+/* Where element e of an activation row lies in q (sub-blocks 1 and 2 of each 128 swapped for
+ * Q4_K / Q5_K). */
+static inline size_t ingot__qx_index(ingot_dtype wt, size_t e)
+{
+    if (wt != INGOT_DTYPE_Q4_K && wt != INGOT_DTYPE_Q5_K) return e;
+    size_t sb = (e >> 5) & 3;
+    return sb == 1 || sb == 2 ? e ^ 96 : e; /* 32 <-> 64 within each 128 */
+}
 
 /* rows weight rows (w, then every ldw bytes) against one activation row: for r < rows,
  * y[r] = (acc ? y[r] : 0) + dot(row r, x), I8 rows also times wscale[r]. */

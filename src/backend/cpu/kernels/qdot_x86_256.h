@@ -264,8 +264,10 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
                     lo = _mm256_or_si256(lo, _mm256_and_si256(hl, bit));
                     hi = _mm256_or_si256(hi, _mm256_and_si256(hh, bit));
                 }
-                A = dot_u8_scaled(A, lo, ld256(xq + 64 * c), bcast16(scs, 2 * c));
-                A = dot_u8_scaled(A, hi, ld256(xq + 64 * c + 32), bcast16(scs, 2 * c + 1));
+                /* sub-blocks 2c and 2c + 1 where ingot__qx_index put them */
+                const int8_t *x0 = xq + 128 * (c / 2) + 32 * (c & 1);
+                A = dot_u8_scaled(A, lo, ld256(x0), bcast16(scs, 2 * c));
+                A = dot_u8_scaled(A, hi, ld256(x0 + 64), bcast16(scs, 2 * c + 1));
             }
             __m256i M = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
             float d = f16(blk) * x->d[b], dmin = f16(blk + 2) * x->d[b];

@@ -286,18 +286,21 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
             k_scales(blk + 4, &sc, &mn16);
             __m512i qh = five ? _mm512_broadcast_i64x4(ld256(blk + 16)) : _mm512_setzero_si512();
             __m512i A = _mm512_setzero_si512();
-            for (int c = 0; c < 4; c++) { /* sub-blocks 2c (low nibbles) and 2c + 1 (high) */
-                __m256i q = ld256(qs + 32 * c);
-                __m512i z =
-                    _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
-                z = _mm512_and_si512(z, m4);
-                if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
-                    __m512i hb =
-                        _mm512_and_si512(_mm512_srlv_epi16(qh, two16(2 * c, 2 * c + 1)), one);
-                    z = _mm512_or_si512(z, _mm512_slli_epi16(hb, 4));
+            for (int h = 0; h < 2; h++) { /* qs bytes 64h..64h+63: sub-blocks 4h..4h+3 */
+                __m512i q = ld512(qs + 64 * h);
+                /* low nibbles: sub-blocks 4h, 4h + 2; high: 4h + 1, 4h + 3 (the order
+                 * ingot__qx_index stores the activations in) */
+                __m512i z[2] = {_mm512_and_si512(q, m4),
+                                _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
+                for (int n = 0; n < 2; n++) {
+                    __m512i idx = two16(4 * h + n, 4 * h + n + 2);
+                    if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
+                        __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, idx), one);
+                        z[n] = _mm512_or_si512(z[n], _mm512_slli_epi16(hb, 4));
+                    }
+                    A = dot_u8_scaled(A, z[n], ld512(xq + 128 * h + 64 * n),
+                                      _mm512_permutexvar_epi16(idx, sc));
                 }
-                __m512i s16 = _mm512_permutexvar_epi16(two16(2 * c, 2 * c + 1), sc);
-                A = dot_u8_scaled(A, z, ld512(xq + 64 * c), s16);
             }
             __m256i M = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
             float d = f16(blk) * x->d[b], dmin = f16(blk + 2) * x->d[b];

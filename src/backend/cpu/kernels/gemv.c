@@ -326,6 +326,10 @@ AVX512_TARGET static void half_row_avx512(bool bf, const uint8_t *w, size_t K, c
     for (size_t i = 0; i < HX; i++) a[i][0] = a[i][1] = a[i][2] = a[i][3] = _mm512_setzero_ps();
     size_t k = 0;
     for (; k + 64 <= K; k += 64) {
+        /* 8 KiB ahead, one prefetch per line, as the AVX-512 quantized dots (F16 / BF16 GEMV
+         * 0.73-0.82 -> 0.85-1.01 of the read rate, one thread, Xeon) */
+        _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8192), _MM_HINT_T0);
+        _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8256), _MM_HINT_T0);
         __m512 w0 = widen16(bf, w + 2 * k), w1 = widen16(bf, w + 2 * k + 32);
         __m512 w2 = widen16(bf, w + 2 * k + 64), w3 = widen16(bf, w + 2 * k + 96);
         for (size_t i = 0; i < nx; i++) {

@@ -291,10 +291,12 @@ AVX2_TARGET static inline __m256 widen8(bool bf, const uint8_t *p)
 AVX2_TARGET static void half_row_avx2(bool bf, const uint8_t *w, size_t K, const float *X,
                                       size_t ldx, size_t nx, float *out)
 {
+    const bool pf = ingot__cpu_prefetch();
     __m256 a0[HX], a1[HX];
     for (size_t i = 0; i < HX; i++) a0[i] = a1[i] = _mm256_setzero_ps();
     size_t k = 0;
     for (; k + 16 <= K; k += 16) {
+        if (pf && !(k & 31)) _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8192), _MM_HINT_T0);
         __m256 w0 = widen8(bf, w + 2 * k), w1 = widen8(bf, w + 2 * k + 16);
         for (size_t i = 0; i < nx; i++) {
             const float *x = X + i * ldx + k;
@@ -322,14 +324,17 @@ AVX512_TARGET static inline __m512 widen16(bool bf, const uint8_t *p)
 AVX512_TARGET static void half_row_avx512(bool bf, const uint8_t *w, size_t K, const float *X,
                                           size_t ldx, size_t nx, float *out)
 {
+    const bool pf = ingot__cpu_prefetch();
     __m512 a[HX][4];
     for (size_t i = 0; i < HX; i++) a[i][0] = a[i][1] = a[i][2] = a[i][3] = _mm512_setzero_ps();
     size_t k = 0;
     for (; k + 64 <= K; k += 64) {
-        /* 8 KiB ahead, one prefetch per line, as the AVX-512 quantized dots (F16 / BF16 GEMV
+        /* 8 KiB ahead, one prefetch per line, on Intel, as the quantized dots (F16 / BF16 GEMV
          * 0.73-0.82 -> 0.85-1.01 of the read rate, one thread, Xeon) */
-        _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8192), _MM_HINT_T0);
-        _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8256), _MM_HINT_T0);
+        if (pf) {
+            _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8192), _MM_HINT_T0);
+            _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8256), _MM_HINT_T0);
+        }
         __m512 w0 = widen16(bf, w + 2 * k), w1 = widen16(bf, w + 2 * k + 32);
         __m512 w2 = widen16(bf, w + 2 * k + 64), w3 = widen16(bf, w + 2 * k + 96);
         for (size_t i = 0; i < nx; i++) {

@@ -37,6 +37,8 @@ bool ingot__isa_supported(ingot__isa isa);
  * the best supported level at or below isa is used. Returns the level now in effect. */
 ingot__isa ingot__set_isa(ingot__isa isa);
 ingot__isa ingot__get_isa(void);
+/* Whether the streaming kernels prefetch ahead (on Intel CPUs: see isa.c). */
+bool ingot__cpu_prefetch(void);
 /* Forgets the level in effect, so that the next kernel reads INGOT_ISA again (tests). */
 void ingot__isa_reset(void);
 /* True if INGOT_ISA is set to a name that is not a level (it is then ignored). */

@@ -16,6 +16,12 @@
 #include "cpu/kernels/qdot.h"
 
 #define F TGT static inline
+/* Software prefetch 8 KiB ahead of the weights, one per cache line, on Intel only
+ * (ingot__cpu_prefetch; see qdot_x86_512.h). pf is the kernel's local copy of the flag. */
+#define PF(p, off)                                                                                 \
+    do {                                                                                           \
+        if (pf) _mm_prefetch((const char *)((uintptr_t)(p) + 8192 + (off)), _MM_HINT_T0);          \
+    } while (0)
 
 /* ---- small helpers ---- */
 
@@ -107,6 +113,7 @@ F void put(float *y, bool acc, float v) { *y = acc ? *y + v : v; }
 TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                        const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     size_t K = x->K, kv = K / 32 * 32;
     int32_t xtail = 0;
     for (size_t k = kv; k < K; k++) xtail += x->q[k];
@@ -115,6 +122,7 @@ TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__q
         __m256i s0 = _mm256_setzero_si256(), s1 = s0;
         size_t k = 0;
         for (; k + 64 <= kv; k += 64) {
+            PF(wr + k, 0);
             s0 = dot_s8(s0, ld256(wr + k), ld256(x->q + k));
             s1 = dot_s8(s1, ld256(wr + k + 32), ld256(x->q + k + 32));
         }
@@ -157,12 +165,14 @@ F int32_t block_q4_0(const uint8_t *blk, const int8_t *xq, int32_t xs)
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     size_t nb = x->nb, nv = nb / 8 * 8;
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m256 sum = _mm256_setzero_ps();
         for (size_t b = 0; b < nv; b += 8) {
             const uint8_t *blk = w + b * 34;
+            for (int i = 0; i < 5; i++) PF(blk, 64 * i);
             __m256i v[8];
             for (int i = 0; i < 8; i++)
                 v[i] = dot_s8(_mm256_setzero_si256(), ld256(blk + i * 34 + 2),
@@ -185,12 +195,16 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     size_t nb = x->nb, nv = nb / 8 * 8;
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m256 sum = _mm256_setzero_ps();
         for (size_t b = 0; b < nv; b += 8) {
             const uint8_t *blk = w + b * 18;
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
             __m256i v[8];
             for (int i = 0; i < 8; i++)
                 v[i] = dot_u8(_mm256_setzero_si256(), q4_0_quants(blk + i * 18 + 2),
@@ -238,6 +252,7 @@ F __m256i bcast16(__m256i s, int k)
 F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
              bool five)
 {
+    const bool pf = ingot__cpu_prefetch();
     size_t bb = five ? 176 : 144;
     const __m256i m4 = _mm256_set1_epi8(15), bit = _mm256_set1_epi8(0x10);
     for (size_t r = 0; r < rows; r++, w += ldw) {
@@ -245,6 +260,9 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
         for (size_t b = 0; b < x->nb; b++) {
             const uint8_t *blk = w + b * bb, *qs = blk + (five ? 48 : 16);
             const int8_t *xq = x->q + b * 256;
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
             __m128i sc8;
             __m256i mn16;
             k_scales(blk + 4, &sc8, &mn16);
@@ -295,6 +313,7 @@ TGT static void QN(q5_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
     for (size_t r = 0; r < rows; r++, w += ldw) {
@@ -302,6 +321,10 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         for (size_t b = 0; b < x->nb; b++) {
             const uint8_t *blk = w + b * 210;
             const int8_t *xq = x->q + b * 256;
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
+            PF(blk, 192);
             __m128i sc8 = ld128(blk + 192);
             __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
             __m256i A = _mm256_setzero_si256();

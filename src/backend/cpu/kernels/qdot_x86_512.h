@@ -25,7 +25,10 @@ F __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 #ifndef PFD
 #define PFD 16384
 #endif
-#define PF(p, off) _mm_prefetch((const char *)((uintptr_t)(p) + PFD + (off)), _MM_HINT_T0)
+#define PF(p, off)                                                                                 \
+    do {                                                                                           \
+        if (pf) _mm_prefetch((const char *)((uintptr_t)(p) + PFD + (off)), _MM_HINT_T0);           \
+    } while (0)
 
 F float hsum_f32(__m512 v) { return _mm512_reduce_add_ps(v); }
 
@@ -135,13 +138,15 @@ F __m512 scales16(const uint8_t *p, int stride)
 TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                        const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     size_t K = x->K, kv = K / 64 * 64;
     __mmask64 tail = K > kv ? ~0ull >> (64 - (K - kv)) : 0;
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m512i s0 = _mm512_setzero_si512(), s1 = s0;
         size_t k = 0;
         for (; k + 128 <= kv; k += 128) {
-            PF(w + k, 0), PF(w + k, 64);
+            PF(w + k, 0);
+            PF(w + k, 64);
             s0 = dot_s8(s0, ld512(w + k), ld512(x->q + k));
             s1 = dot_s8(s1, ld512(w + k + 64), ld512(x->q + k + 64));
         }
@@ -177,6 +182,7 @@ F __m512i q4_0_pair(const uint8_t *blk)
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     size_t nb = x->nb, nv = nb / 16 * 16;
     for (size_t r = 0; r < rows; r++, w += ldw) {
@@ -213,6 +219,7 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     size_t nb = x->nb, nv = nb / 16 * 16;
     for (size_t r = 0; r < rows; r++, w += ldw) {
@@ -273,6 +280,7 @@ F __m256i fold(__m512i v)
 F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
              bool five)
 {
+    const bool pf = ingot__cpu_prefetch();
     size_t bb = five ? 176 : 144;
     const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);
     for (size_t r = 0; r < rows; r++, w += ldw) {
@@ -280,7 +288,9 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
         for (size_t b = 0; b < x->nb; b++) {
             const uint8_t *blk = w + b * bb, *qs = blk + (five ? 48 : 16);
             const int8_t *xq = x->q + b * 256;
-            PF(blk, 0), PF(blk, 64), PF(blk, 128);
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
             __m512i sc;
             __m256i mn16;
             k_scales(blk + 4, &sc, &mn16);
@@ -341,6 +351,7 @@ F __m512i four16(int g)
 TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
+    const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
     const __m512i sh_a = two16(4, 2), sh_b = two16(0, 2);
@@ -349,7 +360,10 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         for (size_t b = 0; b < x->nb; b++) {
             const uint8_t *blk = w + b * 210;
             const int8_t *xq = x->q + b * 256;
-            PF(blk, 0), PF(blk, 64), PF(blk, 128), PF(blk, 192);
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
+            PF(blk, 192);
             __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
             __m512i scz = _mm512_castsi256_si512(sc16);
             __m512i A = _mm512_setzero_si512();

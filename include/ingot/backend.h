@@ -505,8 +505,9 @@ INGOT_API ingot_status ingot_op_multinomial(ingot_backend *b, ingot_tensor *dst,
 /* Module ops (float group). */
 /** Fully connected layer y = x . w^T + bias, torch/HF/GGUF layout: w is [out, in] (NOT Burn's
  *  [in, out]: transpose a Burn weight view first). x [..., in], y [..., out], bias [out] or NULL.
- *  w may be F32/F16/BF16/F64 (float linear) or Q8_0/Q4_0 (dequantised on the fly, see
- *  ingot_op_qlinear). */
+ *  w may be F32/F16/BF16/F64 (float linear, x of the same dtype), a GGML block type (Q8_0, Q4_0,
+ *  Q4_K, Q5_K, Q6_K: dequantised on the fly, see ingot_op_qlinear), or F16/BF16 with F32 x
+ *  (also routed to ingot_op_qlinear: the weights are widened exactly as they are read). */
 INGOT_API ingot_status ingot_op_linear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                                        const ingot_tensor *w, const ingot_tensor *bias,
                                        ingot_error *err);
@@ -585,20 +586,24 @@ INGOT_API ingot_status ingot_op_attention(ingot_backend *b, ingot_tensor *dst,
 
 /* Quantized ops. Block formats are GGML's (docs: ../shared/formats/gguf.md): Q8_0 = 32 values
  * as f16 d + 32 int8 (x = d q), Q4_0 = f16 d + 16 bytes of nibbles (x = d (q - 8); element j in
- * the low nibble of byte j, element j+16 in the high nibble). Per-row int8 is an I8 tensor
- * [rows, cols] with an F32 scale tensor [rows] (x = scale[r] q, scale = max|row| / 127,
- * q = round-half-away(x / scale)). */
+ * the low nibble of byte j, element j+16 in the high nibble); Q4_K, Q5_K, Q6_K = super-blocks of
+ * 256 values with 6- or 8-bit sub-block scales, decoded as ggml's dequantize_row_q*_K (and
+ * ingot_dequantize) do. Per-row int8 is an I8 tensor [rows, cols] with an F32 scale tensor
+ * [rows] (x = scale[r] q, scale = max|row| / 127, q = round-half-away(x / scale)). */
 /** Quantizes F32 src [rows, cols] into dst Q8_0 / Q4_0 (cols multiple of 32; GGML's reference
  *  rounding) or I8 with `scale` (F32 [rows]); scale must be NULL for the block types. */
 INGOT_API ingot_status ingot_op_quantize(ingot_backend *b, ingot_tensor *dst, ingot_tensor *scale,
                                          const ingot_tensor *src, ingot_error *err);
-/** Inverse of ingot_op_quantize into F32 dst. */
+/** Inverse of ingot_op_quantize into F32 dst; also decodes Q4_K, Q5_K and Q6_K src. */
 INGOT_API ingot_status ingot_op_dequantize(ingot_backend *b, ingot_tensor *dst,
                                            const ingot_tensor *src, const ingot_tensor *scale,
                                            ingot_error *err);
-/** y = x . deq(w)^T + bias with w Q8_0 / Q4_0 [out, in] (scale NULL) or I8 [out, in] with
- *  scale [out]; x F32 [..., in]. ref computes exactly that in f64; fast backends may quantize x
- *  to int8 per 32-block and use int8 dots (NMSE <= 5e-4 against ref). */
+/** y = x . deq(w)^T + bias with w [out, in] of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, F16 or BF16 (scale
+ *  NULL) or I8 with scale [out]; x F32 [..., in]. ref computes exactly that in f64. cpu: F16 /
+ *  BF16 weights are widened exactly (f32 sums, NMSE <= 1e-7 against ref); the other types
+ *  quantize x once per row to int8 (per 32 elements for Q8_0 / Q4_0, per 256 for the K-quants,
+ *  per row for I8) and use exact integer dots, or for batches of 32 and more rows widen the
+ *  weights to f32 a panel at a time (NMSE <= 5e-4 against ref either way). */
 INGOT_API ingot_status ingot_op_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                                         const ingot_tensor *w, const ingot_tensor *scale,
                                         const ingot_tensor *bias, ingot_error *err);

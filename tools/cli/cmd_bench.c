@@ -322,6 +322,7 @@ int ingot_cli_bench(int argc, char **argv)
     const char *want_core = ingot__isa_supported(INGOT__ISA_AVX512) ? "SkylakeX"
                             : ingot__isa_supported(INGOT__ISA_AVX2) ? "Haswell"
                                                                     : NULL;
+    (void)want_core; /* used only where OpenBLAS is */
 #if defined(INGOT_HAVE_OPENBLAS) && defined(__linux__)
     /* argv is main's argv + 2 ("ingot", "bench"): re-execute the whole command line once. */
     bool set_t = !getenv("OPENBLAS_THREAD_TIMEOUT"),
@@ -441,7 +442,8 @@ int ingot_cli_bench(int argc, char **argv)
             fill_weights(wt, W, M, K, 7 + (uint32_t)gi);
             gemv_case c = {wt, M, K, W, x, ws, xq, y};
             run_gemv(&c, pool); /* warm */
-            double t1[REPS], t2[REPS], t3[REPS];
+            double t1[REPS], t2[REPS] = {0}, t3[REPS];
+            (void)t2; /* OpenBLAS's sgemv times, when it is there */
             for (int r = 0; r < REPS; r++) {
                 double t0 = now();
                 run_gemv(&c, pool);

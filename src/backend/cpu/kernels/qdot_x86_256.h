@@ -115,8 +115,10 @@ TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__q
 {
     const bool pf = ingot__cpu_prefetch();
     size_t K = x->K, kv = K / 32 * 32;
-    int32_t xtail = 0;
+#if VNNI
+    int32_t xtail = 0; /* the correction covers the vector part only */
     for (size_t k = kv; k < K; k++) xtail += x->q[k];
+#endif
     for (size_t r = 0; r < rows; r++, w += ldw) {
         const int8_t *wr = (const int8_t *)w;
         __m256i s0 = _mm256_setzero_si256(), s1 = s0;

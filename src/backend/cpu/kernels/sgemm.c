@@ -28,7 +28,7 @@
 #define MR_MAX 12
 #define NR_MAX 32
 #define KC 256
-#define MC_MAX 144 /* multiple of both MRs; an A block (MC x KC floats, <= 144 KB) stays in L2 */
+#define MC_MAX 120 /* the largest MC (a multiple of the MRs); an A block (MC x KC floats) in L2 */
 #define NC 3072    /* multiple of both NRs; a B block (KC x NC floats, 3 MB) stays in L3 */
 
 typedef struct {
@@ -272,7 +272,7 @@ AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, 
 #define DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
 #define FMA(r)                                                                                     \
     {                                                                                              \
-        __m512 av = _mm512_set1_ps(a[r]);                                                          \
+        __m512 av = _mm512_set1_ps(a_[r]);                                                         \
         c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0), c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);    \
     }
     ROWS(DECL)
@@ -280,11 +280,23 @@ AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, 
         PREFETCH(c + r * ldc, 0);
         PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
     }
-    for (size_t k = 0; k < kc; k++, a += MR5, b += NR5) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        PREFETCH(b, 8 * NR5 * sizeof(float));
-        ROWS(FMA)
+#define KSTEP(o)                                                                                   \
+    {                                                                                              \
+        const float *a_ = a + (o) * MR5;                                                           \
+        __m512 b0 = _mm512_load_ps(b + (o) * NR5), b1 = _mm512_load_ps(b + (o) * NR5 + 16);        \
+        ROWS(FMA)                                                                                  \
     }
+    size_t k = 0;
+    for (; k + 4 <= kc; k += 4, a += 4 * MR5, b += 4 * NR5) {
+        PREFETCH(b, 8 * NR5 * sizeof(float));
+        PREFETCH(b, 8 * NR5 * sizeof(float) + 64);
+        PREFETCH(a, 8 * MR5 * sizeof(float));
+        KSTEP(0)
+        KSTEP(1)
+        KSTEP(2)
+        KSTEP(3)
+    }
+    for (; k < kc; k++, a += MR5, b += NR5) KSTEP(0)
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     if (mr == MR5 && nr == NR5) {
 #define STORE(r)                                                                                   \
@@ -309,6 +321,7 @@ AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, 
 #undef ROWS
 #undef DECL
 #undef FMA
+#undef KSTEP
 #undef STORE
 #undef SPILL
 }
@@ -566,7 +579,7 @@ void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t 
     job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .isa = ingot__get_isa()};
     bool wide = j.isa >= INGOT__ISA_AVX512;
-    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 144 : 120;
+    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
     float *ap = scratch;
     block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
 }
@@ -590,8 +603,11 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .pool = pool,
              .isa = ingot__get_isa()};
+    /* AVX-512: an A block of 48 rows (48 KB), small beside AVX2's 120: on the Xeon of issue 16
+     * (thread CPU time, best of 15) MC = 36-60 ran 0.89-1.03x OpenBLAS SkylakeX at 1024^3 and
+     * 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384 were no better. */
     bool wide = j.isa >= INGOT__ISA_AVX512;
-    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 144 : 120;
+    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
     atomic_init(&j.failed, 0);
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */

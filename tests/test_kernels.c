@@ -272,7 +272,8 @@ static void fill_weights(ingot_dtype wt, uint8_t *w, size_t rows, size_t K, floa
     for (size_t i = 0; i < n; i++) w[i] = (uint8_t)(rng_next() >> 24);
     if (wt == INGOT_DTYPE_I8) {
         for (size_t r = 0; r < rows; r++) wscale[r] = 0.01f * (1.0f + frand());
-        w[0] = 0x80, w[1] = 0x7f; /* -128 and 127: the extreme products */
+        w[0] = 0x80; /* -128 and 127: the extreme products */
+        if (n > 1) w[1] = 0x7f;
         return;
     }
     for (size_t b = 0; b < n / bb; b++) {

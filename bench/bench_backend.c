@@ -4,8 +4,8 @@
  *   linear   y[B,1024] = x[B,1024] . W[1024,1024]^T + b through ingot_op_linear, against
  *            ingot__sgemv (B = 1) / ingot__sgemm (B > 1) with the bias preloaded (beta = 1),
  *            the calls the backend is meant to make;
- *   qlinear  the same with Q8_0 weights: ingot_op_linear against ingot__quantize_q8_0 +
- *            ingot__gemv_q8_0 per row + bias;
+ *   qlinear  the same with Q8_0 weights: ingot_op_linear against ingot__qx_quantize per row +
+ *            ingot__qgemm onto the preloaded bias;
  *   mlp      ingot_mlp_forward of a 1024-1024-1024-1024 relu/relu/identity stack (written to an
  *            .ingot file, weights mapped), against the same layers composed from kernel calls.
  * Each rep times the backend and the kernel back to back, alternating which goes first; the
@@ -103,7 +103,7 @@ typedef struct ctx {
     float *x, *w, *bias, *y;
     ingot_buffer *xb, *wb, *bb, *yb, *qb;
     void *wq; /* W as Q8_0 blocks */
-    void *xq; /* one row of x as Q8_0 blocks */
+    void *xq; /* the rows of x quantized for Q8_0 weights (ingot__qx_quantize) */
     int64_t batch;
     /* mlp */
     ingot_mlp *mlp;
@@ -163,12 +163,12 @@ static void qlin_backend(ctx *c)
 
 static void qlin_kernel(ctx *c)
 {
-    for (int64_t r = 0; r < c->batch; r++) {
-        float *y = c->y + r * N;
-        ingot__quantize_q8_0(c->x + r * N, N, c->xq);
-        ingot__gemv_q8_0(c->pool, N, N, c->wq, c->xq, y);
-        for (int i = 0; i < N; i++) y[i] += c->bias[i];
-    }
+    size_t xb = ingot__qx_bytes(INGOT_DTYPE_Q8_0, N);
+    for (int64_t r = 0; r < c->batch; r++)
+        ingot__qx_quantize(INGOT_DTYPE_Q8_0, c->x + r * N, N, (uint8_t *)c->xq + (size_t)r * xb);
+    preload_bias(c->y, c->bias, c->batch);
+    ingot__qgemm(c->pool, INGOT_DTYPE_Q8_0, N, N, c->wq, N / 32 * 34, NULL, c->xq, c->x, N,
+                 (size_t)c->batch, true, c->y, N);
 }
 
 static void mlp_backend(ctx *c)
@@ -288,7 +288,8 @@ int main(int argc, char **argv)
     float *x = aligned_alloc(64, big * 4), *y = aligned_alloc(64, big * 4);
     float *w = aligned_alloc(64, big * 4), *bias = aligned_alloc(64, N * 4);
     float *h0 = aligned_alloc(64, big * 4), *h1 = aligned_alloc(64, big * 4);
-    void *wq = malloc(big / 32 * 34), *xq = malloc(N / 32 * 34);
+    void *wq = malloc(big / 32 * 34);
+    void *xq = aligned_alloc(64, (size_t)N * ingot__qx_bytes(INGOT_DTYPE_Q8_0, N)); /* N rows */
     float *mw[3], *mb[3];
     fill(x, big, 1, 2.0f);
     fill(w, big, 2, 0.1f);

@@ -31,7 +31,7 @@ OUT_DIR = os.path.join(ROOT, "tests", "golden", "backend")
 MLP_DIR = os.path.join(ROOT, "tests", "golden", "mlp")
 
 DT = {"F64": 1, "F32": 2, "F16": 3, "BF16": 4, "I64": 7, "I32": 8, "I16": 9, "I8": 10, "U8": 14,
-      "BOOL": 15, "Q4_0": 258, "Q8_0": 264}
+      "BOOL": 15, "Q4_0": 258, "Q8_0": 264, "Q4_K": 268, "Q5_K": 269, "Q6_K": 270}
 NP = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
       "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 FLOATS = ["F32", "F16", "BF16"]
@@ -738,6 +738,113 @@ for dt in FLOATS:
         add(f"top_p/{dt}/{i}", "top_p", [p, 0], [dense(x, dt)],
             [out_t(y, dt), dense(keep, "BOOL")], LIM[dt])
 
+
+
+# ---------------------------------------------------------------- appended in issue 16
+# Quantized linear with the K-quants (Q4_K, Q5_K, Q6_K: random block bytes, which are all valid,
+# with d and dmin set to modest f16 values) and Q4_0 / Q8_0 at sizes that take the kernels' long
+# steps and their tails (K of 1, 3 and 17 Q8_0 blocks; 1 and 2 super-blocks; 172 output rows),
+# 1, 3 and 17 activation rows; and F16 / BF16 weights against F32 activations (ops qlinear and
+# linear). Weights are dequantized here from the GGML layouts (element order as ggml's
+# dequantize_row_q*_K), in float32 as ggml does, and the reference is the float64 product.
+KQ_BYTES = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}
+
+
+def kq_scale_min(s):
+    sc = np.zeros(8, np.int64)
+    mn = np.zeros(8, np.int64)
+    for j in range(8):
+        if j < 4:
+            sc[j], mn[j] = s[j] & 63, s[j + 4] & 63
+        else:
+            sc[j] = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4)
+            mn[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4)
+    return sc, mn
+
+
+def deq_kq(raw, dtype, rows, cols):
+    bb, out = KQ_BYTES[dtype], np.zeros((rows, cols), dtype=np.float32)
+    nb = cols // 256
+    for r in range(rows):
+        for b in range(nb):
+            blk = np.frombuffer(raw, dtype=np.uint8, count=bb, offset=(r * nb + b) * bb)
+            y = out[r, b * 256:(b + 1) * 256]
+            if dtype == "Q6_K":
+                ql, qh = blk[:128].astype(np.int64), blk[128:192].astype(np.int64)
+                sc = blk[192:208].view(np.int8).astype(np.float32)
+                d = np.frombuffer(blk[208:210].tobytes(), np.float16)[0].astype(np.float32)
+                for n in range(2):  # halves of 128
+                    lq, hq, s8 = ql[64 * n:], qh[32 * n:], sc[8 * n:]
+                    for l in range(32):
+                        is_ = l // 16
+                        q1 = ((lq[l] & 0xF) | (((hq[l] >> 0) & 3) << 4)) - 32
+                        q2 = ((lq[l + 32] & 0xF) | (((hq[l] >> 2) & 3) << 4)) - 32
+                        q3 = ((lq[l] >> 4) | (((hq[l] >> 4) & 3) << 4)) - 32
+                        q4 = ((lq[l + 32] >> 4) | (((hq[l] >> 6) & 3) << 4)) - 32
+                        y[128 * n + l] = d * s8[is_] * np.float32(q1)
+                        y[128 * n + l + 32] = d * s8[is_ + 2] * np.float32(q2)
+                        y[128 * n + l + 64] = d * s8[is_ + 4] * np.float32(q3)
+                        y[128 * n + l + 96] = d * s8[is_ + 6] * np.float32(q4)
+                continue
+            d = np.frombuffer(blk[0:2].tobytes(), np.float16)[0].astype(np.float32)
+            dmin = np.frombuffer(blk[2:4].tobytes(), np.float16)[0].astype(np.float32)
+            sc, mn = kq_scale_min(blk[4:16].astype(np.int64))
+            five = dtype == "Q5_K"
+            qh = blk[16:48].astype(np.int64) if five else None
+            qs = blk[48:176].astype(np.int64) if five else blk[16:144].astype(np.int64)
+            for j in range(4):  # 64 elements: low nibbles, then high nibbles
+                for half in range(2):
+                    k = 2 * j + half
+                    q = (qs[32 * j:32 * j + 32] >> (4 * half)) & 0xF
+                    if five:
+                        q = q | (((qh >> k) & 1) << 4)
+                    d1, m1 = d * np.float32(sc[k]), dmin * np.float32(mn[k])
+                    y[32 * k:32 * k + 32] = d1 * q.astype(np.float32) - m1
+    return out
+
+
+def kq_random(dtype, rows, cols):
+    bb, nb = KQ_BYTES[dtype], rows * cols // 256
+    raw = bytearray(rng.integers(0, 256, size=nb * bb, dtype=np.uint8).tobytes())
+    for b in range(nb):
+        o = b * bb
+        if dtype == "Q6_K":
+            raw[o + 208:o + 210] = f16_bits(rng.uniform(0.002, 0.006))
+        else:
+            raw[o:o + 2] = f16_bits(rng.uniform(0.001, 0.004))
+            raw[o + 2:o + 4] = f16_bits(rng.uniform(0.005, 0.03))
+    return bytes(raw)
+
+
+for i, (m, k, n, vk) in enumerate([(1, 256, 172, "contig"), (3, 512, 40, "contig"),
+                                   (17, 256, 33, "step")]):
+    x = rng.normal(0, 1, size=(m, k)).astype(np.float32)
+    b = rng.normal(0, 0.5, size=(n,)).astype(np.float32)
+    for qd in ("Q4_K", "Q5_K", "Q6_K"):
+        raw = kq_random(qd, n, k)
+        wd = deq_kq(raw, qd, n, k).astype(np.float64)
+        y = x.astype(np.float64) @ wd.T + b
+        add(f"qlinear/{qd}/{i}", "qlinear", [1], [view(x, "F32", vk), qtensor(raw, qd, n, k),
+                                                  dense(b, "F32")], [dense(y, "F32")], 5e-4)
+for i, (m, k, n) in enumerate([(1, 544, 172), (3, 96, 40), (17, 32, 20)], start=6):
+    x = rng.normal(0, 1, size=(m, k)).astype(np.float32)
+    w = rng.normal(0, 0.5, size=(n, k)).astype(np.float32)
+    b = rng.normal(0, 0.5, size=(n,)).astype(np.float32)
+    for qd, fn in (("Q8_0", q8_0), ("Q4_0", q4_0)):
+        raw = fn(w)
+        y = x.astype(np.float64) @ deq(raw, qd, n, k).astype(np.float64).T + b
+        add(f"qlinear/{qd}/{i}", "qlinear", [1], [dense(x, "F32"), qtensor(raw, qd, n, k),
+                                                  dense(b, "F32")], [dense(y, "F32")], 5e-4)
+for hd in ("F16", "BF16"):
+    for i, (m, k, n, wk) in enumerate([(1, 100, 172, "contig"), (3, 64, 40, "contig"),
+                                       (17, 33, 20, "step")]):
+        x = rng.normal(0, 1, size=(m, k)).astype(np.float32)
+        w = round_to(rng.normal(0, 0.5, size=(n, k)), hd)
+        b = rng.normal(0, 0.5, size=(n,)).astype(np.float32)
+        y = x.astype(np.float64) @ w.T + b
+        op = "qlinear" if i != 1 else "linear"
+        add(f"{op}/{hd}w/{i}", op, [1], [dense(x, "F32"), view(w, hd, wk), dense(b, "F32")],
+            [dense(y, "F32")], 1e-7)
 
 # ---------------------------------------------------------------- write
 def wstr(f, s):

@@ -3,7 +3,8 @@
  * scripts/gen_backend_goldens.py with torch/numpy) on every registered backend and compares:
  * floats by NMSE = sum((a-b)^2)/sum(a^2) against the case's limit (1e-7 f32, 5e-4 f16/bf16 and
  * quantized paths; limit 0 = exact), ints, bools and quantized blocks exactly. Prints totals
- * (cases, ops, op x dtype pairs) per backend.
+ * (cases, ops, op x dtype pairs) per backend; the cpu backend runs once per ISA level the CPU has
+ * (ingot_cpu_isa_set_cap), and the levels it lacks are named as not run.
  */
 #include <math.h>
 
@@ -382,7 +383,25 @@ TEST(test_conformance_all_backends)
     uint8_t *file = load_file(GOLDEN, &size);
     ASSERT_TRUE(file != NULL);
     ASSERT_TRUE(size > 12 && memcmp(file, "IGBK0001", 8) == 0);
-    for (uint32_t i = 0; i < ingot_backend_count(); i++) run_backend(ingot_backend_name_at(i), file, size);
+    for (uint32_t i = 0; i < ingot_backend_count(); i++) {
+        const char *name = ingot_backend_name_at(i);
+        if (strcmp(name, "cpu") != 0) {
+            run_backend(name, file, size);
+            continue;
+        }
+        /* cpu: once per ISA level this CPU runs; the others are named as not run */
+        for (int l = 0; l < INGOT_CPU_ISA_COUNT; l++) {
+            if (!ingot_cpu_isa_supported((ingot_cpu_isa)l)) {
+                fprintf(stderr, "  conformance cpu at %s: not run (this CPU lacks it)\n",
+                        ingot_cpu_isa_name((ingot_cpu_isa)l));
+                continue;
+            }
+            ASSERT_EQ(ingot_cpu_isa_set_cap((ingot_cpu_isa)l), l);
+            fprintf(stderr, "  conformance cpu at %s:\n", ingot_cpu_isa_name((ingot_cpu_isa)l));
+            run_backend(name, file, size);
+        }
+        ingot_cpu_isa_set_cap(INGOT_CPU_ISA_AMX);
+    }
     free(file);
 }
 

@@ -6,15 +6,43 @@
  * against a block-by-block definition.
  */
 #include <math.h>
+#include <stdlib.h>
 
+#include "cpu/kernels/amx.h"
 #include "cpu/kernels/kernels.h"
 #include "harness.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) /* uniform in [-1, 1) */
+static uint64_t rng_next(void)
 {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+    return rng;
+}
+static float frand(void) /* uniform in [-1, 1) */
+{
+    return (float)((rng_next() >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+/* Levels this CPU runs (each test loops over them and leaves the best one set); the names of
+ * those it cannot run are printed once. */
+static bool level_on(int isa)
+{
+    static bool said;
+    if (!said) {
+        said = true;
+        fprintf(stderr, "ISA levels run:");
+        for (int l = 0; l < INGOT__ISA_COUNT; l++)
+            if (ingot__isa_supported((ingot__isa)l))
+                fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l));
+        fprintf(stderr, "; not supported here (not run):");
+        int none = 1;
+        for (int l = 0; l < INGOT__ISA_COUNT; l++)
+            if (!ingot__isa_supported((ingot__isa)l))
+                fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l)), none = 0;
+        fprintf(stderr, "%s\n", none ? " none" : "");
+    }
+    if (!ingot__isa_supported((ingot__isa)isa)) return false;
+    return ingot__set_isa((ingot__isa)isa) == (ingot__isa)isa;
 }
 
 /* Normalised mean squared error of got against ref. */
@@ -52,8 +80,8 @@ TEST(sgemm_shapes_isas_threads)
     ingot__pool *pool2 = ingot__pool_create(NULL, 2);
     ASSERT_TRUE(pool2 != NULL);
     int cases = 0;
-    for (int isa = 0; isa <= (int)ingot__cpu_isa(); isa++) {
-        ingot__set_isa((ingot__isa)isa);
+    for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+        if (!level_on(isa)) continue;
         for (size_t mi = 0; mi < 8; mi++)
             for (size_t ni = 0; ni < 8; ni++)
                 for (size_t ki = 0; ki < 7; ki++) {
@@ -114,16 +142,20 @@ TEST(sgemm_large_blocks_cross)
     for (size_t i = 0; i < M * K; i++) A[i] = frand();
     for (size_t i = 0; i < K * N; i++) B[i] = frand();
     ingot__pool *pool = ingot__pool_create(NULL, 2);
-    ASSERT_EQ(ingot__sgemm(pool, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N), INGOT_OK);
     /* reference on a sample of rows (the full double loop would dominate the test's time) */
     for (size_t i = 0; i < M; i += 37) ref_gemm(false, false, 1, N, K, 1.0f, A + i * K, K, B, N, 0.0f, NULL, 0, R + i * N);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < M; i += 37)
-        for (size_t j = 0; j < N; j++) {
-            double d = C[i * N + j] - R[i * N + j];
-            num += d * d, den += R[i * N + j] * R[i * N + j];
-        }
-    ASSERT_TRUE(num / den <= 1e-10);
+    for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+        if (!level_on(isa)) continue;
+        ASSERT_OK(ingot__sgemm(pool, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
+        double num = 0, den = 0;
+        for (size_t i = 0; i < M; i += 37)
+            for (size_t j = 0; j < N; j++) {
+                double d = C[i * N + j] - R[i * N + j];
+                num += d * d, den += R[i * N + j] * R[i * N + j];
+            }
+        CHECK(num / den <= 1e-10, "%s: nmse %g", ingot__isa_name((ingot__isa)isa), num / den);
+    }
+    ingot__set_isa(ingot__cpu_isa());
     ingot__pool_destroy(pool);
     free(A), free(B), free(C), free(R);
 }
@@ -136,6 +168,8 @@ TEST(sgemm_small_m_streaming)
     static const size_t ms[] = {1, 3, 16}, ns[] = {5, 2053}, ks[] = {7, 8, 37};
     ingot__pool *pool2 = ingot__pool_create(NULL, 2);
     ASSERT_TRUE(pool2 != NULL);
+    for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+    if (!level_on(isa)) continue;
     for (int mi = 0; mi < 3; mi++)
         for (int ni = 0; ni < 2; ni++)
             for (int ki = 0; ki < 3; ki++)
@@ -160,21 +194,24 @@ TEST(sgemm_small_m_streaming)
                                            C2, ldc), INGOT_OK);
                     for (size_t i = 0; i < M; i++) memcpy(got + i * N, C1 + i * ldc, N * 4);
                     double e = nmse(got, R, M * N);
-                    CHECK(e <= 1e-10, "M=%zu N=%zu K=%zu tb=%d: nmse %g", M, N, K, tb, e);
+                    CHECK(e <= 1e-10, "%s M=%zu N=%zu K=%zu tb=%d: nmse %g",
+                          ingot__isa_name((ingot__isa)isa), M, N, K, tb, e);
                     CHECK(memcmp(C1, C2, M * ldc * 4) == 0,
                           "M=%zu N=%zu K=%zu tb=%d: 1 and 2 threads differ", M, N, K, tb);
                     for (size_t i = 0; i < M; i++) /* the padding column is never written */
                         CHECK(memcmp(&C1[i * ldc + N], &C0[i * ldc + N], 4) == 0, "pad %zu", i);
                     free(A), free(B), free(C0), free(C1), free(C2), free(got), free(R);
                 }
+    }
+    ingot__set_isa(ingot__cpu_isa());
     ingot__pool_destroy(pool2);
 }
 
 TEST(sgemv_both_ways)
 {
     ingot__pool *pool = ingot__pool_create(NULL, 2);
-    for (int isa = 0; isa <= (int)ingot__cpu_isa(); isa++) {
-        ingot__set_isa((ingot__isa)isa);
+    for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+        if (!level_on(isa)) continue;
         static const size_t ms[] = {1, 7, 64, 65, 300}, ns[] = {1, 9, 31, 32, 1100};
         for (int a = 0; a < 5; a++)
             for (int b = 0; b < 5; b++) {
@@ -210,48 +247,252 @@ TEST(sgemv_both_ways)
     ingot__pool_destroy(pool);
 }
 
-TEST(gemv_i8_exact)
-{
-    size_t M = 70, K = 1000;
-    int8_t *W = malloc(M * K), *x = malloc(K);
-    float ws[70], y[70];
-    for (size_t i = 0; i < M * K; i++) W[i] = (int8_t)(frand() * 127.0f);
-    for (size_t i = 0; i < K; i++) x[i] = (int8_t)(frand() * 127.0f);
-    W[0] = -127, x[0] = -127, W[1] = -127, x[1] = 127; /* the extreme products */
-    W[K] = 127, x[2] = 127;
-    for (size_t i = 0; i < M; i++) ws[i] = 0.01f * (float)(i + 1);
-    for (int isa = 0; isa <= (int)ingot__cpu_isa(); isa++) {
-        ingot__set_isa((ingot__isa)isa);
-        ingot__gemv_i8(NULL, M, K, W, K, ws, x, 0.5f, y);
-        for (size_t i = 0; i < M; i++) {
-            int64_t s = 0;
-            for (size_t k = 0; k < K; k++) s += (int64_t)W[i * K + k] * x[k];
-            CHECK(y[i] == (float)s * (ws[i] * 0.5f), "%s row %zu: %g vs %lld",
-                  ingot__isa_name((ingot__isa)isa), i, y[i], (long long)s);
-        }
-    }
-    ingot__set_isa(ingot__cpu_isa());
-    free(W), free(x);
-}
+/* ---- quantized dots ---- */
 
 static double half(uint16_t h)
 {
-    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    int sg = h >> 15, e = (h >> 10) & 31, m = h & 1023;
     double v = e == 0 ? ldexp(m, -24) : ldexp(m + 1024, e - 25);
-    return s ? -v : v;
+    return sg ? -v : v;
 }
 
-TEST(q8_0_quantize_and_gemv)
+static uint16_t f16_bits(float v)
 {
-    size_t M = 33, K = 256, nb = K / 32;
-    float *Wf = malloc(M * K * 4), *x = malloc(K * 4), y[33], y1[33], y2[33];
-    for (size_t i = 0; i < M * K; i++) Wf[i] = frand() * 3.0f;
+    uint16_t h;
+    ingot_f32_encode(INGOT_DTYPE_F16, &v, 1, &h, 2, NULL);
+    return h;
+}
+
+/* Random but valid weight rows of dtype wt: random quants and scales of a size that keeps the
+ * dequantized values around 1 (K-quant d and dmin small, their 6-bit multipliers random). */
+static void fill_weights(ingot_dtype wt, uint8_t *w, size_t rows, size_t K, float *wscale)
+{
+    size_t bb = ingot_dtype_block_bytes(wt), be = ingot_dtype_block_elems(wt);
+    size_t n = wt == INGOT_DTYPE_I8 ? rows * K : rows * (K / be) * bb;
+    for (size_t i = 0; i < n; i++) w[i] = (uint8_t)(rng_next() >> 24);
+    if (wt == INGOT_DTYPE_I8) {
+        for (size_t r = 0; r < rows; r++) wscale[r] = 0.01f * (1.0f + frand());
+        w[0] = 0x80; /* -128 and 127: the extreme products */
+        if (n > 1) w[1] = 0x7f;
+        return;
+    }
+    for (size_t b = 0; b < n / bb; b++) {
+        uint8_t *blk = w + b * bb;
+        uint16_t d = f16_bits(frand() * 0.05f), dm = f16_bits(0.02f * (1.0f + frand()));
+        if (wt == INGOT_DTYPE_Q6_K) memcpy(blk + 208, &d, 2);
+        else memcpy(blk, &d, 2);
+        if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K) {
+            d = f16_bits(0.002f * (1.0f + frand()));
+            memcpy(blk, &d, 2);
+            memcpy(blk + 2, &dm, 2);
+        }
+    }
+    if (wt == INGOT_DTYPE_Q8_0) w[2] = 0x80; /* a -128 quant (GGML's quantizer never makes one) */
+}
+
+static const ingot_dtype qtypes[] = {INGOT_DTYPE_I8, INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0,
+                                     INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
+
+/* Reference: the weights dequantized by the core decoder (bit-exact with gguf-py) against the
+ * unquantized activations, in double. */
+static void ref_qgemm(ingot_dtype wt, const uint8_t *w, size_t ldw, const float *wscale, size_t M,
+                      size_t K, const float *X, size_t nx, double *R)
+{
+    float *row = malloc(K * 4);
+    for (size_t m = 0; m < M; m++) {
+        if (wt == INGOT_DTYPE_I8)
+            for (size_t k = 0; k < K; k++) row[k] = wscale[m] * (float)(int8_t)w[m * ldw + k];
+        else
+            ingot_dequantize(wt, w + m * ldw, ldw, row, K, NULL);
+        for (size_t i = 0; i < nx; i++) {
+            double s = 0;
+            for (size_t k = 0; k < K; k++) s += (double)row[k] * X[i * K + k];
+            R[i * M + m] = s;
+        }
+    }
+    free(row);
+}
+
+TEST(qdot_levels_conformance)
+{
+    /* Every weight type on every level: rows of 1, 17 and 172, K of one block, of blocks that
+     * leave a tail after the 8- and 16-block steps, and long rows; 1, 3 and 17 activation rows.
+     * Scalar against the double reference on the dequantized weights and the activations as
+     * quantized (NMSE <= 1e-9: f32 rounding only) and, over all shapes of a type, on the
+     * unquantized activations (NMSE <= 5e-4: the 8-bit activations' error); every other level
+     * against scalar (the same integer dots: NMSE <= 1e-9), accumulate included. */
+    static const size_t ms[] = {1, 17, 172}, nxs[] = {1, 3, 17};
+    ingot__pool *pool = ingot__pool_create(NULL, 2);
+    int cases = 0;
+    double num[6] = {0}, den[6] = {0};
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+        ingot_dtype wt = qtypes[ti];
+        size_t be = wt == INGOT_DTYPE_I8 ? 1 : ingot_dtype_block_elems(wt);
+        size_t ks32[] = {32, 96, 544, 4128}, ksk[] = {256, 768, 4352};
+        size_t ksi[] = {1, 33, 100, 1000, 4097};
+        const size_t *ks = be == 32 ? ks32 : be == 256 ? ksk : ksi;
+        size_t nk = be == 32 ? 4 : be == 256 ? 3 : 5;
+        for (size_t ki = 0; ki < nk; ki++)
+            for (size_t mi = 0; mi < 3; mi++) {
+                size_t K = ks[ki], M = ms[mi], nx = nxs[(ki + mi) % 3];
+                size_t ldw = wt == INGOT_DTYPE_I8 ? K : K / be * ingot_dtype_block_bytes(wt);
+                uint8_t *w = malloc(M * ldw);
+                float *ws = malloc(M * 4), *X = malloc(nx * K * 4);
+                fill_weights(wt, w, M, K, ws);
+                for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+                if (K >= 64) memset(X, 0, 32 * 4); /* an all-zero block: d = 0 */
+                size_t xb = ingot__qx_bytes(wt, K);
+                uint8_t *xq = aligned_alloc(64, nx * xb);
+                double *R = malloc(nx * M * sizeof *R);
+                float *Y0 = malloc(nx * M * 4), *Y = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+                ref_qgemm(wt, w, ldw, ws, M, K, X, nx, R);
+                ingot__set_isa(INGOT__ISA_SCALAR);
+                for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y0, M));
+                /* the same reference on the quantized activations (q * d, as laid out): only
+                 * f32 rounding apart */
+                float *Xq = malloc(nx * K * 4);
+                double *Rq = malloc(nx * M * sizeof *Rq);
+                for (size_t i = 0; i < nx; i++) {
+                    const uint8_t *p = xq + i * xb;
+                    const float *d = (const float *)(const void *)(p + (K + 63) / 64 * 64);
+                    size_t B = wt == INGOT_DTYPE_I8 ? K : be;
+                    for (size_t k = 0; k < K; k++)
+                        Xq[i * K + k] = (float)(int8_t)p[ingot__qx_index(wt, k)] * d[k / B];
+                }
+                ref_qgemm(wt, w, ldw, ws, M, K, Xq, nx, Rq);
+                double e0 = nmse(Y0, Rq, nx * M);
+                CHECK(e0 <= 1e-9, "%s scalar M=%zu K=%zu nx=%zu: nmse %g vs the quantized-x "
+                      "reference", ingot_dtype_name(wt), M, K, nx, e0);
+                for (size_t i = 0; i < nx * M; i++) {
+                    num[ti] += (Y0[i] - R[i]) * (Y0[i] - R[i]);
+                    den[ti] += R[i] * R[i];
+                }
+                free(Xq), free(Rq);
+                for (int isa = 1; isa < INGOT__ISA_COUNT; isa++) {
+                    if (!level_on(isa)) continue;
+                    for (size_t i = 0; i < nx; i++)
+                        ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+                    ASSERT_OK(
+                        ingot__qgemm(pool, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y, M));
+                    double d[1];
+                    for (size_t i = 0; i < nx * M; i++) Y2[i] = 1.0f; /* accumulate onto ones */
+                    ASSERT_OK(
+                        ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, true, Y2, M));
+                    double *R0 = malloc(nx * M * sizeof *R0), *R1 = malloc(nx * M * sizeof *R1);
+                    for (size_t i = 0; i < nx * M; i++) R0[i] = Y0[i], R1[i] = Y[i] + 1.0;
+                    d[0] = nmse(Y, R0, nx * M);
+                    CHECK(d[0] <= 1e-9, "%s %s M=%zu K=%zu nx=%zu: nmse %g vs scalar",
+                          ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), M, K, nx, d[0]);
+                    CHECK(nmse(Y2, R1, nx * M) <= 1e-12, "%s %s: accumulate", ingot_dtype_name(wt),
+                          ingot__isa_name((ingot__isa)isa));
+                    if (wt == INGOT_DTYPE_I8) /* exact int32 dots, the same f32 scaling */
+                        CHECK(memcmp(Y, Y0, nx * M * 4) == 0, "I8 %s M=%zu K=%zu: not exact",
+                              ingot__isa_name((ingot__isa)isa), M, K);
+                    free(R0), free(R1);
+                    cases++;
+                }
+                ingot__set_isa(ingot__cpu_isa());
+                free(w), free(ws), free(X), free(xq), free(R), free(Y0), free(Y), free(Y2);
+            }
+    }
+    ingot__pool_destroy(pool);
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++)
+        CHECK(num[ti] / den[ti] <= 5e-4, "%s: nmse %g against the unquantized activations",
+              ingot_dtype_name(qtypes[ti]), num[ti] / den[ti]);
+    ASSERT_TRUE(cases > 0 || ingot__cpu_isa() == INGOT__ISA_SCALAR);
+}
+
+TEST(qdot_threads_bitwise)
+{
+    /* Weights of several hundred KiB are split over the workers: 1, 2 and 3 threads give the
+     * same bits on every level, for one and for several activation rows. */
+    size_t M = 300, K = 4096;
+    ingot__pool *p2 = ingot__pool_create(NULL, 2), *p3 = ingot__pool_create(NULL, 3);
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+        ingot_dtype wt = qtypes[ti];
+        size_t ldw = wt == INGOT_DTYPE_I8 ? K : K / ingot_dtype_block_elems(wt) *
+                                                ingot_dtype_block_bytes(wt);
+        uint8_t *w = malloc(M * ldw);
+        float ws[300], *X = malloc(5 * K * 4), *y1 = malloc(5 * M * 4), *y2 = malloc(5 * M * 4),
+              *y3 = malloc(5 * M * 4);
+        fill_weights(wt, w, M, K, ws);
+        for (size_t i = 0; i < 5 * K; i++) X[i] = frand();
+        size_t xb = ingot__qx_bytes(wt, K);
+        uint8_t *xq = aligned_alloc(64, 5 * xb);
+        for (size_t i = 0; i < 5; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            for (size_t nx = 1; nx <= 5; nx += 4) {
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, y1, M));
+                ASSERT_OK(ingot__qgemm(p2, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, y2, M));
+                ASSERT_OK(ingot__qgemm(p3, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, y3, M));
+                CHECK(memcmp(y1, y2, nx * M * 4) == 0 && memcmp(y1, y3, nx * M * 4) == 0,
+                      "%s %s nx=%zu: 1, 2 and 3 threads differ", ingot_dtype_name(wt),
+                      ingot__isa_name((ingot__isa)isa), nx);
+            }
+        }
+        ingot__set_isa(ingot__cpu_isa());
+        free(w), free(X), free(y1), free(y2), free(y3), free(xq);
+    }
+    ingot__pool_destroy(p2);
+    ingot__pool_destroy(p3);
+}
+
+TEST(qx_quantize_rounding)
+{
+    /* Per block d = max|x| / 127 and q = round(x / d) half away from zero; the sums the dots
+     * use are the sums of q; an all-zero block has d = 0; NaN makes d NaN (the dot then NaN). */
+    size_t K = 512;
+    float *x = malloc(K * 4);
+    for (size_t i = 0; i < K; i++) x[i] = frand() * 3.0f;
+    for (size_t i = 0; i < 32; i++) x[i] = 0.0f;
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+        ingot_dtype wt = qtypes[ti];
+        uint8_t *q = aligned_alloc(64, ingot__qx_bytes(wt, K));
+        ingot__qx_quantize(wt, x, K, q);
+        size_t B = wt == INGOT_DTYPE_I8 ? K : ingot_dtype_block_elems(wt);
+        const float *d = (const float *)(const void *)(q + K);
+        for (size_t b = 0; b < K / B; b++) {
+            double amax = 0;
+            for (size_t i = 0; i < B; i++) amax = fmax(amax, fabs(x[b * B + i]));
+            CHECK(d[b] == (float)amax / 127.0f, "%s block %zu: d %g, amax %g",
+                  ingot_dtype_name(wt), b, d[b], amax);
+            int sum = 0;
+            for (size_t i = 0; i < B; i++) {
+                int qi = (int8_t)q[ingot__qx_index(wt, b * B + i)];
+                double want = amax > 0 ? x[b * B + i] / ((float)amax / 127.0f) : 0;
+                CHECK(abs(qi) <= 127 && fabs(qi - want) <= 0.5 + 1e-4, "%s elem %zu: %d vs %g",
+                      ingot_dtype_name(wt), b * B + i, qi, want);
+                sum += qi;
+            }
+            if (B != 256) {
+                const uint8_t *sp = q + K + (K / B * 4 + 63) / 64 * 64;
+                const int32_t *s = (const int32_t *)(const void *)sp;
+                CHECK(s[b] == sum, "%s block %zu: sum %d vs %d", ingot_dtype_name(wt), b, s[b],
+                      sum);
+            }
+        }
+        free(q);
+    }
+    x[7] = NAN;
+    uint8_t *q = aligned_alloc(64, ingot__qx_bytes(INGOT_DTYPE_Q8_0, K));
+    ingot__qx_quantize(INGOT_DTYPE_Q8_0, x, K, q);
+    ASSERT_TRUE(isnan(((const float *)(const void *)(q + K))[0]));
+    free(q);
+    free(x);
+}
+
+TEST(q8_0_ggml_blocks)
+{
+    /* ingot__quantize_q8_0 (the GGML reference quantizer): per block an f16 d = amax / 127 and
+     * q = round(x / d) half away from zero; an all-zero block gives d = 0 and q = 0. */
+    size_t K = 256, nb = K / 32;
+    float *x = malloc(K * 4);
     for (size_t i = 0; i < K; i++) x[i] = frand();
-    for (size_t i = 0; i < 32; i++) x[i] = 0.0f; /* an all-zero block: d = 0 */
-    uint8_t *Wq = malloc(M * nb * 34), *xq = malloc(nb * 34);
-    for (size_t i = 0; i < M; i++) ingot__quantize_q8_0(Wf + i * K, K, Wq + i * nb * 34);
+    for (size_t i = 0; i < 32; i++) x[i] = 0.0f;
+    uint8_t *xq = malloc(nb * 34);
     ingot__quantize_q8_0(x, K, xq);
-    /* quantisation: per block d = amax / 127 (as f16), q = round(x / d) */
     for (size_t b = 0; b < nb; b++) {
         uint16_t h;
         memcpy(&h, xq + b * 34, 2);
@@ -265,58 +506,239 @@ TEST(q8_0_quantize_and_gemv)
             CHECK(abs(q - (int)want) <= 1, "block %zu elem %d: q %d want %g", b, i, q, want);
         }
     }
-    ingot__set_isa(INGOT__ISA_SCALAR);
-    ingot__gemv_q8_0(NULL, M, K, Wq, xq, y);
-    ingot__set_isa(ingot__cpu_isa());
-    ingot__pool *pool = ingot__pool_create(NULL, 2);
-    ingot__gemv_q8_0(NULL, M, K, Wq, xq, y1);
-    ingot__gemv_q8_0(pool, M, K, Wq, xq, y2);
-    ingot__pool_destroy(pool);
-    for (size_t i = 0; i < M; i++) {
-        double s = 0;
-        for (size_t b = 0; b < nb; b++) {
-            uint16_t hw, hx;
-            memcpy(&hw, Wq + (i * nb + b) * 34, 2);
-            memcpy(&hx, xq + b * 34, 2);
-            long dot = 0;
-            for (int k = 0; k < 32; k++)
-                dot += (long)(int8_t)Wq[(i * nb + b) * 34 + 2 + k] * (int8_t)xq[b * 34 + 2 + k];
-            s += half(hw) * half(hx) * (double)dot;
-        }
-        CHECK(fabs(y[i] - s) <= 1e-4 * (1 + fabs(s)), "row %zu: %g vs %g", i, y[i], s);
-        CHECK(fabs(y1[i] - s) <= 1e-4 * (1 + fabs(s)), "row %zu: %s %g vs %g", i,
-              ingot__isa_name(ingot__cpu_isa()), y1[i], s);
-        CHECK(y1[i] == y2[i], "row %zu: 1 and 2 threads differ", i);
-    }
-    free(Wf), free(x), free(Wq), free(xq);
+    free(x), free(xq);
 }
 
-TEST(gemv_q8_0_i8_threads)
+TEST(qgemm_prefill_through_f32)
 {
-    /* Large enough (over 256 KiB of weights) to be split over the workers: results must not
-     * depend on the thread count, and the int8 ones stay exact. */
-    size_t M = 300, K = 1024, nb = K / 32;
-    float *Wf = malloc(M * K * 4), *x = malloc(K * 4), *y1 = malloc(M * 4), *y2 = malloc(M * 4);
-    uint8_t *Wq = malloc(M * nb * 34), *xq = malloc(nb * 34);
-    int8_t *Wi = malloc(M * K), *xi = malloc(K);
-    float *ws = malloc(M * 4);
-    for (size_t i = 0; i < M * K; i++) Wf[i] = frand(), Wi[i] = (int8_t)(frand() * 127.0f);
-    for (size_t i = 0; i < K; i++) x[i] = frand(), xi[i] = (int8_t)(frand() * 127.0f);
-    for (size_t i = 0; i < M; i++) ws[i] = 1.0f;
-    for (size_t i = 0; i < M; i++) ingot__quantize_q8_0(Wf + i * K, K, Wq + i * nb * 34);
-    ingot__quantize_q8_0(x, K, xq);
+    /* From INGOT__QGEMM_DEQUANT_ROWS activation rows on, block-type weights (and F16 / BF16) are
+     * widened to f32 a panel of rows at a time and multiplied by the blocked f32 GEMM with the
+     * unquantized activations: against the double reference on the dequantized weights
+     * (NMSE <= 1e-9; on AMX tiles BF16 1e-7 and Q8_0, whose activations are quantized there,
+     * 5e-4), bitwise the same for 1 and 2 threads, panels of
+     * rows crossed (300 rows), accumulate adds onto y. */
+    static const ingot_dtype types[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
+                                        INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K, INGOT_DTYPE_F16,
+                                        INGOT_DTYPE_BF16};
     ingot__pool *pool = ingot__pool_create(NULL, 2);
-    ingot__gemv_q8_0(NULL, M, K, Wq, xq, y1);
-    ingot__gemv_q8_0(pool, M, K, Wq, xq, y2);
-    CHECK(memcmp(y1, y2, M * 4) == 0, "Q8_0: 1 and 2 threads differ");
-    ingot__gemv_i8(pool, M, K, Wi, K, ws, xi, 1.0f, y2);
-    for (size_t i = 0; i < M; i++) {
-        int64_t s = 0;
-        for (size_t k = 0; k < K; k++) s += (int64_t)Wi[i * K + k] * xi[k];
-        CHECK(y2[i] == (float)s, "int8 row %zu: %g vs %lld", i, y2[i], (long long)s);
+    for (int ti = 0; ti < 7; ti++)
+        for (int ci = 0; ci < 2; ci++) {
+            ingot_dtype wt = types[ti];
+            bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+            size_t M = ci ? 300 : 17, K = ci ? 4352 : 256;
+            size_t nx = ci ? 40 : INGOT__QGEMM_DEQUANT_ROWS;
+            size_t ldw = half ? K * 2 : K / ingot_dtype_block_elems(wt) *
+                                            ingot_dtype_block_bytes(wt);
+            uint8_t *w = malloc(M * ldw);
+            float *X = malloc(nx * K * 4), *Y1 = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+            float *row = malloc(K * 4), ws[1];
+            double *R = malloc(nx * M * sizeof *R);
+            if (half) {
+                for (size_t i = 0; i < M * K; i++) {
+                    float v = frand();
+                    ingot_f32_encode(wt, &v, 1, w + 2 * i, 2, NULL);
+                }
+            } else {
+                fill_weights(wt, w, M, K, ws);
+            }
+            for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+            for (size_t m = 0; m < M; m++) {
+                ingot_dequantize(wt, w + m * ldw, ldw, row, K, NULL);
+                for (size_t i = 0; i < nx; i++) {
+                    double sum = 0;
+                    for (size_t k = 0; k < K; k++) sum += (double)row[k] * X[i * K + k];
+                    R[i * M + m] = sum + 1.0;
+                }
+            }
+            size_t xb = half ? 0 : ingot__qx_bytes(wt, K);
+            uint8_t *xq = aligned_alloc(64, half ? 64 : nx * xb);
+            for (size_t i = 0; !half && i < nx; i++)
+                ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+            for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+                if (!level_on(isa)) continue;
+                for (size_t i = 0; i < nx * M; i++) Y1[i] = Y2[i] = 1.0f;
+                if (half) {
+                    ingot__gemm_half(NULL, wt, M, K, w, K, nx, X, K, true, Y1, M);
+                    ingot__gemm_half(pool, wt, M, K, w, K, nx, X, K, true, Y2, M);
+                } else {
+                    ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, NULL, xq, X, K, nx, true, Y1,
+                                           M));
+                    ASSERT_OK(ingot__qgemm(pool, wt, M, K, w, ldw, NULL, xq, X, K, nx, true, Y2,
+                                           M));
+                }
+                double e = nmse(Y1, R, nx * M);
+                /* AMX: BF16 tiles with hi + lo activations; Q8_0 tiles on quantized ones */
+                double lim = isa != INGOT__ISA_AMX ? 1e-9 : wt == INGOT_DTYPE_BF16 ? 1e-7
+                           : wt == INGOT_DTYPE_Q8_0 ? 5e-4 : 1e-9;
+                CHECK(e <= lim, "%s %s M=%zu K=%zu nx=%zu: nmse %g", ingot_dtype_name(wt),
+                      ingot__isa_name((ingot__isa)isa), M, K, nx, e);
+                CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "%s %s: 1 and 2 threads differ",
+                      ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa));
+            }
+            ingot__set_isa(ingot__cpu_isa());
+            free(w), free(X), free(Y1), free(Y2), free(row), free(R), free(xq);
+        }
+    ingot__pool_destroy(pool);
+}
+
+/* ---- F16 / BF16 weights ---- */
+
+TEST(gemm_half_levels)
+{
+    /* F16 and BF16 weight rows against 1..5 f32 activation rows, K with and without tails of
+     * the 16- and 64-element steps, on every level: against a double reference of the exactly
+     * widened weights (NMSE <= 1e-7), bitwise the same for 1 and 2 threads, accumulate adds. */
+    static const size_t ks[] = {1, 15, 64, 100, 1030}, ms[] = {1, 9, 172};
+    ingot__pool *pool = ingot__pool_create(NULL, 2);
+    for (int bf = 0; bf < 2; bf++) {
+        ingot_dtype wt = bf ? INGOT_DTYPE_BF16 : INGOT_DTYPE_F16;
+        for (size_t ki = 0; ki < 5; ki++)
+            for (size_t mi = 0; mi < 3; mi++) {
+                size_t K = ks[ki], M = ms[mi], nx = 1 + (ki + mi) % 5, ldw = K + 3;
+                float *wf = malloc(M * ldw * 4), *X = malloc(nx * K * 4);
+                uint16_t *w = malloc(M * ldw * 2);
+                for (size_t i = 0; i < M * ldw; i++) wf[i] = frand();
+                ingot_f32_encode(wt, wf, M * ldw, w, M * ldw * 2, NULL);
+                ingot_dequantize(wt, w, M * ldw * 2, wf, M * ldw, NULL); /* exact widening */
+                for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+                double *R = malloc(nx * M * sizeof *R);
+                for (size_t i = 0; i < nx; i++)
+                    for (size_t m = 0; m < M; m++) {
+                        double s = 0;
+                        for (size_t k = 0; k < K; k++) s += (double)wf[m * ldw + k] * X[i * K + k];
+                        R[i * M + m] = s;
+                    }
+                float *Y1 = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+                for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+                    if (!level_on(isa)) continue;
+                    ingot__gemm_half(NULL, wt, M, K, w, ldw, nx, X, K, false, Y1, M);
+                    for (size_t i = 0; i < nx * M; i++) Y2[i] = 2.0f;
+                    ingot__gemm_half(pool, wt, M, K, w, ldw, nx, X, K, true, Y2, M);
+                    double e = nmse(Y1, R, nx * M);
+                    CHECK(e <= 1e-7, "%s %s M=%zu K=%zu nx=%zu: nmse %g", ingot_dtype_name(wt),
+                          ingot__isa_name((ingot__isa)isa), M, K, nx, e);
+                    for (size_t i = 0; i < nx * M; i++)
+                        CHECK(Y2[i] == 2.0f + Y1[i], "%s %s: 2 threads + accumulate differ at %zu",
+                              ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), i);
+                }
+                ingot__set_isa(ingot__cpu_isa());
+                free(wf), free(X), free(w), free(R), free(Y1), free(Y2);
+            }
     }
     ingot__pool_destroy(pool);
-    free(Wf), free(x), free(y1), free(y2), free(Wq), free(xq), free(Wi), free(xi), free(ws);
+}
+
+/* ---- AMX tiles ---- */
+
+TEST(amx_tiles_against_dots)
+{
+    /* Batches of 16 and more activation rows run on AMX tiles at the AMX level (int8 with K a
+     * multiple of 64, Q8_0, BF16): int8 gives the same bits as the dot kernels (exact int32 sums,
+     * the same f32 scaling), Q8_0 matches the scalar dots (NMSE <= 1e-9), BF16 the double
+     * reference (NMSE <= 1e-7: activations split into two bf16 halves); 1 and 2 threads agree
+     * bitwise; partial tiles (17 weight rows, 17 and 33 activation rows) included. */
+    if (!ingot__isa_supported(INGOT__ISA_AMX)) {
+        fprintf(stderr, "amx: not supported here, not run\n");
+        return;
+    }
+    ingot__pool *pool = ingot__pool_create(NULL, 2);
+    static const size_t ms[] = {16, 17, 172}, nxs[] = {16, 17, 33};
+    static const ingot_dtype types[] = {INGOT_DTYPE_I8, INGOT_DTYPE_Q8_0, INGOT_DTYPE_BF16};
+    for (int ti = 0; ti < 3; ti++)
+        for (int ci = 0; ci < 3; ci++) {
+            ingot_dtype wt = types[ti];
+            size_t M = ms[ci], nx = nxs[(ci + (size_t)ti) % 3], K = ci == 2 ? 4096 : 128;
+            ASSERT_TRUE(ingot__amx_ok(wt, K, nx));
+            size_t ldw = wt == INGOT_DTYPE_I8 ? K : wt == INGOT_DTYPE_Q8_0 ? K / 32 * 34 : K * 2;
+            uint8_t *w = malloc(M * ldw);
+            float *ws = malloc(M * 4), *X = malloc(nx * K * 4), *Y0 = malloc(nx * M * 4);
+            float *Y1 = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+            for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+            if (wt == INGOT_DTYPE_BF16) {
+                float *wf = malloc(M * K * 4);
+                for (size_t i = 0; i < M * K; i++) wf[i] = frand();
+                ingot_f32_encode(wt, wf, M * K, w, M * ldw, NULL);
+                ingot_dequantize(wt, w, M * ldw, wf, M * K, NULL);
+                double *R = malloc(nx * M * sizeof *R);
+                for (size_t i = 0; i < nx; i++)
+                    for (size_t m = 0; m < M; m++) {
+                        double sum = 0;
+                        for (size_t k = 0; k < K; k++) sum += (double)wf[m * K + k] * X[i * K + k];
+                        R[i * M + m] = sum;
+                    }
+                ingot__set_isa(INGOT__ISA_AMX);
+                ingot__gemm_half(NULL, wt, M, K, w, K, nx, X, K, false, Y1, M);
+                ingot__gemm_half(pool, wt, M, K, w, K, nx, X, K, false, Y2, M);
+                double e = nmse(Y1, R, nx * M);
+                CHECK(e <= 1e-7, "BF16 amx M=%zu nx=%zu K=%zu: nmse %g", M, nx, K, e);
+                free(wf), free(R);
+            } else {
+                fill_weights(wt, w, M, K, ws);
+                size_t xb = ingot__qx_bytes(wt, K);
+                uint8_t *xq = aligned_alloc(64, nx * xb);
+                for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+                ingot__set_isa(INGOT__ISA_SCALAR);
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y0, M));
+                ingot__set_isa(INGOT__ISA_AMX);
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y1, M));
+                ASSERT_OK(ingot__qgemm(pool, wt, M, K, w, ldw, ws, xq, NULL, 0, nx, false, Y2, M));
+                double *R0 = malloc(nx * M * sizeof *R0);
+                for (size_t i = 0; i < nx * M; i++) R0[i] = Y0[i];
+                double e = nmse(Y1, R0, nx * M);
+                if (wt == INGOT_DTYPE_I8)
+                    CHECK(memcmp(Y0, Y1, nx * M * 4) == 0, "I8 amx M=%zu nx=%zu: not exact", M, nx);
+                else
+                    CHECK(e <= 1e-9, "Q8_0 amx M=%zu nx=%zu K=%zu: nmse %g vs scalar", M, nx, K, e);
+                free(xq), free(R0);
+            }
+            CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "%s amx M=%zu nx=%zu: 1 and 2 threads differ",
+                  ingot_dtype_name(wt), M, nx);
+            ingot__set_isa(ingot__cpu_isa());
+            free(w), free(ws), free(X), free(Y0), free(Y1), free(Y2);
+        }
+    ingot__pool_destroy(pool);
+}
+
+/* ---- levels ---- */
+
+TEST(isa_levels_and_cap)
+{
+    /* Names round-trip; the scalar level is always there; a cap picks the best supported level
+     * at or below it; INGOT_ISA caps at first use (re-read after a reset); an unknown name is
+     * ignored and reported. */
+    for (int l = 0; l < INGOT_CPU_ISA_COUNT; l++) {
+        ingot_cpu_isa back;
+        ASSERT_OK(ingot_cpu_isa_from_name(ingot_cpu_isa_name((ingot_cpu_isa)l), &back));
+        ASSERT_EQ(back, l);
+    }
+    ASSERT_ST(ingot_cpu_isa_from_name("avx1024", NULL), INGOT_E_NOT_FOUND);
+    ASSERT_TRUE(ingot_cpu_isa_name((ingot_cpu_isa)99) == NULL);
+    ASSERT_TRUE(ingot_cpu_isa_supported(INGOT_CPU_ISA_SCALAR));
+    ASSERT_TRUE(!ingot_cpu_isa_supported((ingot_cpu_isa)INGOT_CPU_ISA_COUNT));
+    for (int cap = 0; cap < INGOT_CPU_ISA_COUNT; cap++) {
+        int want = 0;
+        for (int l = 0; l <= cap; l++)
+            if (ingot_cpu_isa_supported((ingot_cpu_isa)l)) want = l;
+        ASSERT_EQ(ingot_cpu_isa_set_cap((ingot_cpu_isa)cap), want);
+        ASSERT_EQ(ingot_cpu_isa_current(), want);
+    }
+    ASSERT_EQ(ingot_cpu_isa_current(), ingot__cpu_isa());
+    setenv("INGOT_ISA", "avx2", 1);
+    ingot__isa_reset();
+    ASSERT_EQ(ingot__get_isa(), ingot__isa_supported(INGOT__ISA_AVX2) ? INGOT__ISA_AVX2
+                                                                       : INGOT__ISA_SCALAR);
+    ASSERT_TRUE(!ingot__isa_env_ignored());
+    setenv("INGOT_ISA", "scalar", 1);
+    ingot__isa_reset();
+    ASSERT_EQ(ingot__get_isa(), INGOT__ISA_SCALAR);
+    setenv("INGOT_ISA", "fastest", 1);
+    ingot__isa_reset();
+    ASSERT_EQ(ingot__get_isa(), ingot__cpu_isa());
+    ASSERT_TRUE(ingot__isa_env_ignored());
+    unsetenv("INGOT_ISA");
+    ingot__isa_reset();
+    ASSERT_EQ(ingot__get_isa(), ingot__cpu_isa());
+    ASSERT_TRUE(!ingot__isa_env_ignored());
 }
 
 static _Atomic int hits[1000];
@@ -343,6 +765,8 @@ TEST(pool_runs_every_task_once)
     ASSERT_TRUE(workers_seen[0] == 1);
 }
 
-RUN_TESTS(T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross), T(sgemm_small_m_streaming),
-          T(sgemv_both_ways), T(gemv_i8_exact), T(q8_0_quantize_and_gemv),
-          T(gemv_q8_0_i8_threads), T(pool_runs_every_task_once))
+RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
+          T(sgemm_small_m_streaming), T(sgemv_both_ways), T(qx_quantize_rounding),
+          T(q8_0_ggml_blocks), T(qdot_levels_conformance), T(qdot_threads_bitwise),
+          T(gemm_half_levels), T(qgemm_prefill_through_f32), T(amx_tiles_against_dots),
+          T(pool_runs_every_task_once))

@@ -224,6 +224,42 @@ INGOT_API bool ingot_backend_tracks_grad(const ingot_backend *b);
 /** Threads the instance uses (1 for ref). */
 INGOT_API uint32_t ingot_backend_threads(const ingot_backend *b);
 
+/* Instruction-set levels of the cpu backend's kernels, lowest first: X(NAME, value, "name").
+ *   SCALAR       portable C (what the compiler makes of it for the baseline target)
+ *   AVX2         AVX2 + FMA + F16C (Haswell, Zen 1 and later)
+ *   AVX_VNNI     AVX2 + AVX-VNNI: 256-bit int8 dot instructions (Alder Lake, Sapphire Rapids)
+ *   AVX512       AVX-512 F/BW/VL/DQ (Skylake-SP, Zen 4)
+ *   AVX512_VNNI  AVX512 + AVX512-VNNI (Cascade Lake, Ice Lake, Zen 4)
+ *   AMX          AVX512_VNNI + AVX512-BF16 + AMX tiles (INT8, BF16), which the OS must grant
+ *                (Linux: arch_prctl, asked once) (Sapphire Rapids)
+ * Levels are not nested (a CPU may have AVX512 without AVX_VNNI); a cap selects the best level the
+ * CPU and OS support at or below it. Every level computes the same ops; results differ between
+ * levels in the last bits (summation order) and are identical for any thread count. */
+#define INGOT_CPU_ISA_LIST(X)                                                                    \
+    X(SCALAR, 0, "scalar") X(AVX2, 1, "avx2") X(AVX_VNNI, 2, "avx_vnni") X(AVX512, 3, "avx512")  \
+    X(AVX512_VNNI, 4, "avx512_vnni") X(AMX, 5, "amx")
+typedef enum ingot_cpu_isa {
+#define INGOT_X_(n, v, s) INGOT_CPU_ISA_##n = v,
+    INGOT_CPU_ISA_LIST(INGOT_X_)
+#undef INGOT_X_
+} ingot_cpu_isa;
+#define INGOT_CPU_ISA_COUNT 6
+
+/** "avx512_vnni", ...; NULL for a value not in the list. */
+INGOT_API const char *ingot_cpu_isa_name(ingot_cpu_isa isa);
+/** Parses a level name (exact, lower case). NOT_FOUND if unknown. */
+INGOT_API ingot_status ingot_cpu_isa_from_name(const char *name, ingot_cpu_isa *out);
+/** True if this CPU and OS can run the level's kernels. Thread-safe. */
+INGOT_API bool ingot_cpu_isa_supported(ingot_cpu_isa isa);
+/** The level the cpu backend's kernels use now: the best supported level, capped by the
+ *  environment variable INGOT_ISA (a level name; read at first use; an unknown name is ignored,
+ *  and the cpu backend's device description says so) or by ingot_cpu_isa_set_cap(). */
+INGOT_API ingot_cpu_isa ingot_cpu_isa_current(void);
+/** Caps the level for the whole process (overriding INGOT_ISA): the best supported level at or
+ *  below cap is used from the next op on (an op already running keeps its level). Returns the
+ *  level now in effect. For tests and comparisons; INGOT_CPU_ISA_AMX removes the cap. */
+INGOT_API ingot_cpu_isa ingot_cpu_isa_set_cap(ingot_cpu_isa cap);
+
 /* ---------------------------------------------------------------------------------------------
  * 3. Buffers
  * ------------------------------------------------------------------------------------------- */
@@ -471,8 +507,9 @@ INGOT_API ingot_status ingot_op_multinomial(ingot_backend *b, ingot_tensor *dst,
 /* Module ops (float group). */
 /** Fully connected layer y = x . w^T + bias, torch/HF/GGUF layout: w is [out, in] (NOT Burn's
  *  [in, out]: transpose a Burn weight view first). x [..., in], y [..., out], bias [out] or NULL.
- *  w may be F32/F16/BF16/F64 (float linear) or Q8_0/Q4_0 (dequantised on the fly, see
- *  ingot_op_qlinear). */
+ *  w may be F32/F16/BF16/F64 (float linear, x of the same dtype), a GGML block type (Q8_0, Q4_0,
+ *  Q4_K, Q5_K, Q6_K: dequantised on the fly, see ingot_op_qlinear), or F16/BF16 with F32 x
+ *  (also routed to ingot_op_qlinear: the weights are widened exactly as they are read). */
 INGOT_API ingot_status ingot_op_linear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                                        const ingot_tensor *w, const ingot_tensor *bias,
                                        ingot_error *err);
@@ -551,20 +588,24 @@ INGOT_API ingot_status ingot_op_attention(ingot_backend *b, ingot_tensor *dst,
 
 /* Quantized ops. Block formats are GGML's (docs: ../shared/formats/gguf.md): Q8_0 = 32 values
  * as f16 d + 32 int8 (x = d q), Q4_0 = f16 d + 16 bytes of nibbles (x = d (q - 8); element j in
- * the low nibble of byte j, element j+16 in the high nibble). Per-row int8 is an I8 tensor
- * [rows, cols] with an F32 scale tensor [rows] (x = scale[r] q, scale = max|row| / 127,
- * q = round-half-away(x / scale)). */
+ * the low nibble of byte j, element j+16 in the high nibble); Q4_K, Q5_K, Q6_K = super-blocks of
+ * 256 values with 6- or 8-bit sub-block scales, decoded as ggml's dequantize_row_q*_K (and
+ * ingot_dequantize) do. Per-row int8 is an I8 tensor [rows, cols] with an F32 scale tensor
+ * [rows] (x = scale[r] q, scale = max|row| / 127, q = round-half-away(x / scale)). */
 /** Quantizes F32 src [rows, cols] into dst Q8_0 / Q4_0 (cols multiple of 32; GGML's reference
  *  rounding) or I8 with `scale` (F32 [rows]); scale must be NULL for the block types. */
 INGOT_API ingot_status ingot_op_quantize(ingot_backend *b, ingot_tensor *dst, ingot_tensor *scale,
                                          const ingot_tensor *src, ingot_error *err);
-/** Inverse of ingot_op_quantize into F32 dst. */
+/** Inverse of ingot_op_quantize into F32 dst; also decodes Q4_K, Q5_K and Q6_K src. */
 INGOT_API ingot_status ingot_op_dequantize(ingot_backend *b, ingot_tensor *dst,
                                            const ingot_tensor *src, const ingot_tensor *scale,
                                            ingot_error *err);
-/** y = x . deq(w)^T + bias with w Q8_0 / Q4_0 [out, in] (scale NULL) or I8 [out, in] with
- *  scale [out]; x F32 [..., in]. ref computes exactly that in f64; fast backends may quantize x
- *  to int8 per 32-block and use int8 dots (NMSE <= 5e-4 against ref). */
+/** y = x . deq(w)^T + bias with w [out, in] of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, F16 or BF16 (scale
+ *  NULL) or I8 with scale [out]; x F32 [..., in]. ref computes exactly that in f64. cpu: F16 /
+ *  BF16 weights are widened exactly (f32 sums, NMSE <= 1e-7 against ref); the other types
+ *  quantize x once per row to int8 (per 32 elements for Q8_0 / Q4_0, per 256 for the K-quants,
+ *  per row for I8) and use exact integer dots, or for batches of 32 and more rows widen the
+ *  weights to f32 a panel at a time (NMSE <= 5e-4 against ref either way). */
 INGOT_API ingot_status ingot_op_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                                         const ingot_tensor *w, const ingot_tensor *scale,
                                         const ingot_tensor *bias, ingot_error *err);

@@ -408,10 +408,10 @@ INGOT_API ingot_status ingot_tensor_init_strided(ingot_tensor *t, ingot_buffer *
                               "tensor_init: element count overflows");
     }
     if (quant) {
-        if (rank == 0 || shape[rank - 1] % 32)
+        if (rank == 0 || shape[rank - 1] % ingot_dtype_block_elems(dtype))
             return ingot__err(err, INGOT_E_BAD_SHAPE, INGOT_NO_OFFSET, NULL, 0,
-                              "tensor_init: %s innermost dimension must be a multiple of 32",
-                              ingot_dtype_name(dtype));
+                              "tensor_init: %s innermost dimension must be a multiple of %u",
+                              ingot_dtype_name(dtype), ingot_dtype_block_elems(dtype));
     }
     t->buf = buf;
     t->offset = offset;
@@ -435,7 +435,8 @@ INGOT_API ingot_status ingot_tensor_init_strided(ingot_tensor *t, ingot_buffer *
     uint64_t lo = offset, hi;
     if (quant) {
         uint64_t bytes;
-        if (!ing_mul(n / 32, ingot_dtype_block_bytes(dtype), &bytes)) bytes = UINT64_MAX;
+        if (!ing_mul(n / ingot_dtype_block_elems(dtype), ingot_dtype_block_bytes(dtype), &bytes))
+            bytes = UINT64_MAX;
         if (!ing_add(offset, bytes, &hi)) hi = UINT64_MAX;
     } else {
         int64_t es = (int64_t)ing_esize(dtype), neg = 0, pos = 0;

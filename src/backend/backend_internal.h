@@ -53,7 +53,8 @@ static inline int ing_kind(ingot_dtype dt)
         return ING_K_INT;
     case INGOT_DTYPE_BOOL:
         return ING_K_BOOL;
-    case INGOT_DTYPE_Q8_0: case INGOT_DTYPE_Q4_0:
+    case INGOT_DTYPE_Q8_0: case INGOT_DTYPE_Q4_0: case INGOT_DTYPE_Q4_K: case INGOT_DTYPE_Q5_K:
+    case INGOT_DTYPE_Q6_K:
         return ING_K_QUANT;
     default:
         return ING_K_NONE;

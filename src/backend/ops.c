@@ -61,7 +61,8 @@ static void extent(const ingot_tensor *t, uint64_t *lo, uint64_t *hi)
     int64_t es = (int64_t)ing_esize(t->dtype), neg = 0, pos = 0;
     if (ing_kind(t->dtype) == ING_K_QUANT) {
         *lo = t->offset;
-        *hi = t->offset + (uint64_t)ing_nelem(t) / 32 * ingot_dtype_block_bytes(t->dtype);
+        *hi = t->offset + (uint64_t)ing_nelem(t) / ingot_dtype_block_elems(t->dtype) *
+                         ingot_dtype_block_bytes(t->dtype);
         return;
     }
     for (uint32_t i = 0; i < t->rank; i++) {
@@ -859,6 +860,9 @@ INGOT_API ingot_status ingot_op_linear(ingot_backend *b, ingot_tensor *dst, cons
     if (!b) return OPERR(INGOT_E_MISUSE, "linear: backend is NULL");
     ING_TRY(chk(b, op, "w", w, err));
     if (ing_kind(w->dtype) == ING_K_QUANT) return ingot_op_qlinear(b, dst, x, w, NULL, bias, err);
+    if ((w->dtype == INGOT_DTYPE_F16 || w->dtype == INGOT_DTYPE_BF16) && x &&
+        x->dtype == INGOT_DTYPE_F32) /* half weights, f32 activations: widened as they are read */
+        return ingot_op_qlinear(b, dst, x, w, NULL, bias, err);
     ING_TRY(chk(b, op, "x", x, err));
     ING_TRY(chk_dst(b, op, "dst", dst, err));
     ING_TRY(chk_kind(op, "x", x, ING_K_FLOAT, err));
@@ -1118,13 +1122,27 @@ INGOT_API ingot_status ingot_op_attention(ingot_backend *b, ingot_tensor *dst,
 
 /* ---- quantized ---- */
 
+/* Quantized operands: `quantize` writes Q8_0 / Q4_0 / I8; `dequantize` also reads the K-quants;
+ * `qlinear` also takes F16 / BF16 weights (widened exactly). */
+enum { QW_QUANTIZE, QW_DEQUANTIZE, QW_LINEAR };
+
 static ingot_status chk_qweight(ingot_backend *b, const char *op, const ingot_tensor *w,
-                                const ingot_tensor *scale, ingot_error *err)
+                                const ingot_tensor *scale, int use, ingot_error *err)
 {
     ING_TRY(chk(b, op, "w", w, err));
-    if (w->dtype != INGOT_DTYPE_Q8_0 && w->dtype != INGOT_DTYPE_Q4_0 && w->dtype != INGOT_DTYPE_I8)
+    ingot_dtype dt = w->dtype;
+    bool basic = dt == INGOT_DTYPE_Q8_0 || dt == INGOT_DTYPE_Q4_0 || dt == INGOT_DTYPE_I8;
+    bool kq = dt == INGOT_DTYPE_Q4_K || dt == INGOT_DTYPE_Q5_K || dt == INGOT_DTYPE_Q6_K;
+    bool half = dt == INGOT_DTYPE_F16 || dt == INGOT_DTYPE_BF16;
+    if (use == QW_QUANTIZE && !basic)
         return OPERR(INGOT_E_BAD_TYPE, "%s: operand 'w' has dtype %s, expected Q8_0, Q4_0 or I8",
-                     op, dtname(w->dtype));
+                     op, dtname(dt));
+    if (use == QW_DEQUANTIZE && !basic && !kq)
+        return OPERR(INGOT_E_BAD_TYPE, "%s: operand 'w' has dtype %s, expected Q8_0, Q4_0, "
+                     "Q4_K, Q5_K, Q6_K or I8", op, dtname(dt));
+    if (use == QW_LINEAR && !basic && !kq && !half)
+        return OPERR(INGOT_E_BAD_TYPE, "%s: operand 'w' has dtype %s, expected Q8_0, Q4_0, "
+                     "Q4_K, Q5_K, Q6_K, I8, F16 or BF16", op, dtname(dt));
     if (w->rank != 2) return OPERR(INGOT_E_BAD_NDIMS, "%s: operand 'w' must be [rows, cols]", op);
     if (w->dtype == INGOT_DTYPE_I8) {
         if (!scale)
@@ -1147,7 +1165,7 @@ INGOT_API ingot_status ingot_op_quantize(ingot_backend *b, ingot_tensor *dst, in
     ING_TRY(chk(b, op, "src", src, err));
     ING_TRY(chk_same_dtype(op, "src", src, INGOT_DTYPE_F32, err));
     ING_TRY(chk_dst(b, op, "dst", dst, err));
-    ING_TRY(chk_qweight(b, op, dst, scale, err));
+    ING_TRY(chk_qweight(b, op, dst, scale, QW_QUANTIZE, err));
     if (scale) ING_TRY(chk_dst(b, op, "scale", scale, err));
     ING_TRY(chk_shape_eq(op, "src", src, dst->rank, dst->shape, err));
     ING_TRY(chk_alias(op, dst, "src", src, false, err));
@@ -1167,7 +1185,7 @@ INGOT_API ingot_status ingot_op_dequantize(ingot_backend *b, ingot_tensor *dst,
 {
     const char *op = "dequantize";
     if (!b) return OPERR(INGOT_E_MISUSE, "dequantize: backend is NULL");
-    ING_TRY(chk_qweight(b, op, src, scale, err));
+    ING_TRY(chk_qweight(b, op, src, scale, QW_DEQUANTIZE, err));
     ING_TRY(chk_dst(b, op, "dst", dst, err));
     ING_TRY(chk_same_dtype(op, "dst", dst, INGOT_DTYPE_F32, err));
     ING_TRY(chk_shape_eq(op, "dst", dst, src->rank, src->shape, err));
@@ -1185,7 +1203,7 @@ INGOT_API ingot_status ingot_op_qlinear(ingot_backend *b, ingot_tensor *dst, con
 {
     const char *op = "qlinear";
     if (!b) return OPERR(INGOT_E_MISUSE, "qlinear: backend is NULL");
-    ING_TRY(chk_qweight(b, op, w, scale, err));
+    ING_TRY(chk_qweight(b, op, w, scale, QW_LINEAR, err));
     ING_TRY(chk(b, op, "x", x, err));
     ING_TRY(chk_dst(b, op, "dst", dst, err));
     ING_TRY(chk_same_dtype(op, "x", x, INGOT_DTYPE_F32, err));

@@ -1,24 +1,29 @@
 /*
- * cmd_bench.c - `ingot bench gemm [--threads N] [--json] [--quick]`: the CPU kernels against
- * OpenBLAS measured in the same run (cblas_sgemm / cblas_sgemv with the same thread count), and
- * the GEMVs against this machine's streaming read bandwidth. Every figure is the median of
- * several repetitions, ours and the baseline interleaved; ratios are ours / baseline.
- * OpenBLAS's core type is printed: the environment variable OPENBLAS_CORETYPE forces one
- * (Haswell halves it on AVX-512 cores).
+ * cmd_bench.c - `ingot bench gemm [--threads N] [--json] [--quick]`: the CPU kernels at the ISA
+ * level in effect (INGOT_ISA caps it) against baselines measured in the same run:
+ *   - f32 GEMM and GEMV against OpenBLAS (cblas_sgemm / cblas_sgemv, same thread count);
+ *   - GEMV (decode) on f32, F16, BF16, int8, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K weights against the
+ *     streaming read rate of the same weight buffer;
+ *   - quantized GEMM (prefill, 64 and 512 activation rows) against the f32 GEMM on the weights
+ *     dequantized to f32.
+ * Every figure is the median of several repetitions, ours and the baseline interleaved; ratios
+ * are ours / baseline.
  *
- * The read bandwidth is a streaming read of the GEMV's own weight buffer (64 MiB or more, twice
- * the L3 of the machines this was tuned on): every byte loaded (256-bit loads with AVX2), eight
- * independent accumulators, each thread one contiguous slice, as many threads as the case. A
- * GEMV reads its weights once, so its bytes per second over this figure is the fraction of the
- * machine's read bandwidth it reaches.
+ * OpenBLAS: the core type it picks is printed. Unless the caller set OPENBLAS_CORETYPE, the bench
+ * sets it for the CPU (SkylakeX where AVX-512 runs, Haswell where AVX2 is the widest: OpenBLAS
+ * 0.3.21 otherwise may pick Haswell kernels on an AVX-512 Xeon it does not know); it also sets
+ * OPENBLAS_THREAD_TIMEOUT=4 unless set (OpenBLAS's idle workers spin after each call and, with as
+ * many threads as cores, take the core our pool's worker needs next). OpenBLAS reads both only
+ * when it loads, so the bench re-executes itself once with them; the values are printed.
  *
- * OpenBLAS's idle workers spin (yielding) for a while after each call. With as many threads as
- * cores, that spinning takes the core our pool's worker needs in the next repetition, and our
- * 2-thread figures (and the 2-thread read baseline) halve at random. Unless the caller set
- * OPENBLAS_THREAD_TIMEOUT, the bench re-executes itself once with it set to 4 (OpenBLAS's
- * shortest spin), which OpenBLAS reads only when it loads; the value used is printed.
+ * Decode weights are sized by the last-level cache the CPU reports (sysconf, else sysfs): at
+ * least twice the L3 (1.25 times with --quick), so that they stream from memory. The read rate is
+ * a streaming read of the same buffer with the widest loads the CPU has (512-bit with AVX-512,
+ * else 256-bit), every byte loaded, independent accumulators, one contiguous slice per thread,
+ * the case's thread count: a GEMV reads its weights once, so bytes per second over this is the
+ * fraction of the machine's read rate it reaches.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sysconf(_SC_LEVEL3_CACHE_SIZE) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +39,7 @@
 
 #include "cli.h"
 #include "cpu/kernels/kernels.h"
+#include "ingot/quant.h"
 
 #ifdef INGOT_HAVE_OPENBLAS
 #include <cblas.h>
@@ -60,68 +66,77 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
+
 static void fill(float *p, size_t n, uint32_t seed)
 {
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (float)(seed >> 8) * (1.0f / 16777216.0f) - 0.5f;
-    }
+    for (size_t i = 0; i < n; i++) p[i] = (float)(lcg(&seed) >> 8) * (1.0f / 16777216.0f) - 0.5f;
 }
 
 typedef struct {
-    const char *name;
+    char name[40];
     unsigned threads;
-    double ours, base; /* GFLOP/s, or GB/s for bandwidth cases */
-    const char *unit;
-    const char *base_name;
-    double bytes; /* bandwidth cases: bytes streamed */
+    double ours, base; /* GFLOP/s, or GB/s for read-rate cases */
+    const char *unit, *base_name;
+    double bytes; /* read-rate cases: bytes streamed */
 } result;
 
-/* Streaming read bandwidth: one contiguous slice of the buffer per thread, summed as floats
- * with every byte loaded and eight independent accumulators (the sums are kept so the loads
- * cannot be dropped). */
+/* ---- streaming read rate ---- */
+
 typedef struct {
-    const float *p;
-    size_t n; /* floats */
-    size_t per; /* floats per slice, a multiple of 64 */
-    bool avx2;
+    const uint8_t *p;
+    size_t n, per; /* bytes; bytes per slice (a multiple of 256) */
+    int width;     /* 512, 256 or 0 (scalar) */
     float sums[256];
 } bw_job;
 
 #ifdef HAVE_X86
-__attribute__((target("avx2"))) static float bw_sum_avx2(const float *p, size_t n)
+__attribute__((target("avx512f"))) static float bw_sum512(const uint8_t *p, size_t n)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+    __m512 s[8];
+    for (int i = 0; i < 8; i++) s[i] = _mm512_setzero_ps();
     size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        s0 = _mm256_add_ps(s0, _mm256_loadu_ps(p + i));
-        s1 = _mm256_add_ps(s1, _mm256_loadu_ps(p + i + 8));
-        s2 = _mm256_add_ps(s2, _mm256_loadu_ps(p + i + 16));
-        s3 = _mm256_add_ps(s3, _mm256_loadu_ps(p + i + 24));
-        s4 = _mm256_add_ps(s4, _mm256_loadu_ps(p + i + 32));
-        s5 = _mm256_add_ps(s5, _mm256_loadu_ps(p + i + 40));
-        s6 = _mm256_add_ps(s6, _mm256_loadu_ps(p + i + 48));
-        s7 = _mm256_add_ps(s7, _mm256_loadu_ps(p + i + 56));
-    }
-    __m256 t = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)),
-                             _mm256_add_ps(_mm256_add_ps(s4, s5), _mm256_add_ps(s6, s7)));
-    float l[8];
-    _mm256_storeu_ps(l, t);
-    float r = l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+    for (; i + 512 <= n; i += 512)
+        for (int k = 0; k < 8; k++)
+            s[k] = _mm512_add_ps(
+                s[k], _mm512_loadu_ps((const float *)(const void *)(p + i + 64 * (size_t)k)));
+    for (int k = 1; k < 8; k++) s[0] = _mm512_add_ps(s[0], s[k]);
+    float r = _mm512_reduce_add_ps(s[0]);
+    for (; i < n; i++) r += p[i];
+    return r;
+}
+
+__attribute__((target("avx2"))) static float bw_sum256(const uint8_t *p, size_t n)
+{
+    __m256 s[8];
+    for (int i = 0; i < 8; i++) s[i] = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 256 <= n; i += 256)
+        for (int k = 0; k < 8; k++)
+            s[k] = _mm256_add_ps(
+                s[k], _mm256_loadu_ps((const float *)(const void *)(p + i + 32 * (size_t)k)));
+    for (int k = 1; k < 8; k++) s[0] = _mm256_add_ps(s[0], s[k]);
+    float l[8], r = 0;
+    _mm256_storeu_ps(l, s[0]);
+    for (int k = 0; k < 8; k++) r += l[k];
     for (; i < n; i++) r += p[i];
     return r;
 }
 #endif
 
-static float bw_sum_scalar(const float *p, size_t n)
+static float bw_sum_scalar(const uint8_t *p, size_t n)
 {
-    float s[8] = {0};
+    uint64_t s[8] = {0};
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) s[k] += p[i + (size_t)k];
-    float r = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 8; k++) {
+            uint64_t v;
+            memcpy(&v, p + i + 8 * (size_t)k, 8);
+            s[k] += v;
+        }
+    uint64_t r = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
     for (; i < n; i++) r += p[i];
-    return r;
+    return (float)r;
 }
 
 static void bw_task(void *ctx, size_t t, unsigned worker)
@@ -130,26 +145,158 @@ static void bw_task(void *ctx, size_t t, unsigned worker)
     size_t lo = t * j->per, n = j->n - lo < j->per ? j->n - lo : j->per;
     float s;
 #ifdef HAVE_X86
-    if (j->avx2) s = bw_sum_avx2(j->p + lo, n);
+    if (j->width == 512)
+        s = bw_sum512(j->p + lo, n);
+    else if (j->width == 256)
+        s = bw_sum256(j->p + lo, n);
     else
 #endif
         s = bw_sum_scalar(j->p + lo, n);
     j->sums[worker & 255] += s;
 }
 
+static int read_width(void)
+{
+    return ingot__isa_supported(INGOT__ISA_AVX512) ? 512
+           : ingot__isa_supported(INGOT__ISA_AVX2) ? 256
+                                                   : 0;
+}
+
 /* Seconds to read bytes bytes at p with the pool's threads (one slice each). */
 static double bw_read(const void *p, size_t bytes, ingot__pool *pool)
 {
-    size_t threads = ingot__pool_threads(pool), n = bytes / sizeof(float);
-    bw_job j = {.p = p, .n = n, .avx2 = ingot__get_isa() == INGOT__ISA_AVX2};
-    j.per = ((n + threads - 1) / threads + 63) / 64 * 64;
+    size_t threads = ingot__pool_threads(pool);
+    bw_job j = {.p = p, .n = bytes, .width = read_width()};
+    j.per = ((bytes + threads - 1) / threads + 255) / 256 * 256;
     double t0 = now();
-    ingot__pool_run(pool, bw_task, &j, (n + j.per - 1) / j.per);
+    ingot__pool_run(pool, bw_task, &j, (bytes + j.per - 1) / j.per);
     double t = now() - t0;
     volatile float sink = j.sums[0];
     (void)sink;
     return t;
 }
+
+/* ---- weights ---- */
+
+static uint64_t l3_bytes(void)
+{
+    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return (uint64_t)v;
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    unsigned long n = 0;
+    char unit = 0;
+    if (f) {
+        if (fscanf(f, "%lu%c", &n, &unit) < 1) n = 0;
+        fclose(f);
+    }
+    return unit == 'M' ? (uint64_t)n << 20 : unit == 'K' ? (uint64_t)n << 10 : n;
+}
+
+/* Bytes of one row of K elements of dtype wt. */
+static size_t row_bytes(ingot_dtype wt, size_t K)
+{
+    if (wt == INGOT_DTYPE_F32) return K * 4;
+    if (wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16) return K * 2;
+    if (wt == INGOT_DTYPE_I8) return K;
+    return K / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
+}
+
+/* rows x K weights of dtype wt in w: float values in [-0.5, 0.5) for the float types, random
+ * quants with f16 scales of a sane size for the block types (every byte pattern is valid). */
+static void fill_weights(ingot_dtype wt, uint8_t *w, size_t rows, size_t K, uint32_t seed)
+{
+    size_t rb = row_bytes(wt, K), n = rows * rb;
+    if (wt == INGOT_DTYPE_F32) {
+        fill((float *)(void *)w, n / 4, seed);
+        return;
+    }
+    if (wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16) {
+        float tmp[1024];
+        for (size_t i = 0; i < n / 2; i += 1024) {
+            size_t c = n / 2 - i < 1024 ? n / 2 - i : 1024;
+            fill(tmp, c, seed + (uint32_t)i);
+            ingot_f32_encode(wt, tmp, c, w + 2 * i, 2 * c, NULL);
+        }
+        return;
+    }
+    for (size_t i = 0; i + 4 <= n; i += 4) {
+        uint32_t v = lcg(&seed);
+        memcpy(w + i, &v, 4);
+    }
+    if (wt == INGOT_DTYPE_I8) return;
+    size_t bb = ingot_dtype_block_bytes(wt), off = wt == INGOT_DTYPE_Q6_K ? 208 : 0;
+    uint16_t d = 0x1c00, dmin = 0x2000; /* 2^-8 and 2^-7 */
+    for (size_t b = 0; b < n / bb; b++) {
+        memcpy(w + b * bb + off, &d, 2);
+        if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K) memcpy(w + b * bb + 2, &dmin, 2);
+    }
+}
+
+/* One GEMV (decode) on the weights, activations quantized inside the timed call as the backend
+ * does. */
+typedef struct {
+    ingot_dtype wt;
+    size_t M, K;
+    const uint8_t *w;
+    const float *x, *wscale;
+    void *xq;
+    float *y;
+} gemv_case;
+
+static void run_gemv(const gemv_case *c, ingot__pool *pool)
+{
+    size_t rb = row_bytes(c->wt, c->K);
+    if (c->wt == INGOT_DTYPE_F32)
+        ingot__sgemv(pool, false, c->M, c->K, 1.0f, (const float *)(const void *)c->w, c->K, c->x,
+                     0.0f, c->y);
+    else if (c->wt == INGOT_DTYPE_F16 || c->wt == INGOT_DTYPE_BF16)
+        ingot__gemm_half(pool, c->wt, c->M, c->K, c->w, c->K, 1, c->x, c->K, false, c->y, c->M);
+    else {
+        ingot__qx_quantize(c->wt, c->x, c->K, c->xq);
+        ingot__qgemm(pool, c->wt, c->M, c->K, c->w, rb, c->wscale, c->xq, c->x, c->K, 1, false,
+                     c->y, c->M);
+    }
+}
+
+static const ingot_dtype gemv_types[] = {INGOT_DTYPE_F32,  INGOT_DTYPE_F16,  INGOT_DTYPE_BF16,
+                                         INGOT_DTYPE_I8,   INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0,
+                                         INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
+static const ingot_dtype gemm_types[] = {INGOT_DTYPE_F16,  INGOT_DTYPE_BF16, INGOT_DTYPE_I8,
+                                         INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
+                                         INGOT_DTYPE_Q6_K};
+
+static const char *lname(ingot_dtype wt)
+{
+    switch (wt) {
+    case INGOT_DTYPE_F32: return "f32";
+    case INGOT_DTYPE_F16: return "f16";
+    case INGOT_DTYPE_BF16: return "bf16";
+    case INGOT_DTYPE_I8: return "i8";
+    case INGOT_DTYPE_Q8_0: return "q8_0";
+    case INGOT_DTYPE_Q4_0: return "q4_0";
+    case INGOT_DTYPE_Q4_K: return "q4_k";
+    case INGOT_DTYPE_Q5_K: return "q5_k";
+    case INGOT_DTYPE_Q6_K: return "q6_k";
+    default: return "?";
+    }
+}
+
+/* Quantized / half GEMM of nx activation rows on [M, K] weights, activations quantized inside
+ * the timed call. */
+static ingot_status run_gemm(ingot_dtype wt, size_t M, size_t K, const uint8_t *w,
+                             const float *wscale, const float *X, size_t nx, void *xq, float *Y,
+                             ingot__pool *pool)
+{
+    if (wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16) {
+        ingot__gemm_half(pool, wt, M, K, w, K, nx, X, K, false, Y, M);
+        return INGOT_OK;
+    }
+    size_t xb = ingot__qx_bytes(wt, K);
+    for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, (uint8_t *)xq + i * xb);
+    return ingot__qgemm(pool, wt, M, K, w, row_bytes(wt, K), wscale, xq, X, K, nx, false, Y, M);
+}
+
+#define MAXRES 96
 
 int ingot_cli_bench(int argc, char **argv)
 {
@@ -164,8 +311,10 @@ int ingot_cli_bench(int argc, char **argv)
     const char *only_s = "";
     int json = 0, quick = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc && atoi(argv[i + 1]) > 0)
             only_s = argv[++i], only = (unsigned)atoi(only_s);
         else {
@@ -173,55 +322,72 @@ int ingot_cli_bench(int argc, char **argv)
             return 2;
         }
     }
-    const char *coretype_env = getenv("OPENBLAS_CORETYPE");
+    const char *want_core = ingot__isa_supported(INGOT__ISA_AVX512) ? "SkylakeX"
+                            : ingot__isa_supported(INGOT__ISA_AVX2) ? "Haswell"
+                                                                    : NULL;
+    (void)want_core; /* used only where OpenBLAS is */
 #if defined(INGOT_HAVE_OPENBLAS) && defined(__linux__)
     /* argv is main's argv + 2 ("ingot", "bench"): re-execute the whole command line once. */
-    if (!getenv("OPENBLAS_THREAD_TIMEOUT") && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0) {
+    bool set_t = !getenv("OPENBLAS_THREAD_TIMEOUT"),
+         set_c = !getenv("OPENBLAS_CORETYPE") && want_core;
+    if ((set_t || set_c) && !getenv("INGOT_BENCH_REEXEC")) {
+        if (set_t) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+        if (set_c) setenv("OPENBLAS_CORETYPE", want_core, 1);
+        setenv("INGOT_BENCH_REEXEC", set_c ? "coretype" : "timeout", 1);
         fflush(stdout);
         execv("/proc/self/exe", argv - 2);
-        /* exec failed: measure anyway, the timeout line below says "unset" */
-        unsetenv("OPENBLAS_THREAD_TIMEOUT");
+        /* exec failed: measure anyway; the lines below say what is set */
     }
 #endif
-    const char *timeout_env = getenv("OPENBLAS_THREAD_TIMEOUT");
+    const char *coretype_env = getenv("OPENBLAS_CORETYPE"),
+               *timeout_env = getenv("OPENBLAS_THREAD_TIMEOUT");
+    const char *reexec = getenv("INGOT_BENCH_REEXEC");
+    bool coretype_ours = reexec && !strcmp(reexec, "coretype");
 #ifdef INGOT_HAVE_OPENBLAS
     const char *core = openblas_get_corename();
 #else
     const char *core = "none (OpenBLAS not found at build time)";
 #endif
-    /* f32 GEMM n^3 for n = 1024 and big; f32 GEMV gv x gv (64 MiB); int8 and Q8_0 GEMV
-     * qv x qv (64 and 68 MiB): every GEMV's weights are twice a 32 MiB L3, so they stream from
-     * memory. */
-    size_t big = quick ? 2048 : 4096, gv = 4096, qv = 8192;
+    const char *isa = ingot__isa_name(ingot__get_isa());
+    uint64_t l3 = l3_bytes();
+    /* Decode weights: K = 8192 columns, rows for at least 2 x L3 (64 MiB when unknown). */
+    size_t K = 8192, target = l3 ? (size_t)(quick ? l3 * 5 / 4 : l3 * 2) : (size_t)64 << 20;
+    if (target < ((size_t)64 << 20)) target = (size_t)64 << 20;
+    size_t big = quick ? 2048 : 4096, pk = quick ? 2048 : 4096; /* GEMM sizes; prefill K = N */
     if (!json) {
-        printf("ingot bench gemm%s%s%s: kernels isa %s; OpenBLAS core %s (OPENBLAS_CORETYPE=%s, "
+        printf("ingot bench gemm%s%s%s: kernels isa %s; OpenBLAS core %s (OPENBLAS_CORETYPE=%s%s, "
                "OPENBLAS_THREAD_TIMEOUT=%s)\n",
-               only ? " --threads " : "", only_s, quick ? " --quick" : "",
-               ingot__isa_name(ingot__get_isa()), core, coretype_env ? coretype_env : "unset",
+               only ? " --threads " : "", only_s, quick ? " --quick" : "", isa, core,
+               coretype_env ? coretype_env : "unset", coretype_ours ? ", set by the bench" : "",
                timeout_env ? timeout_env : "unset");
-        printf("read bandwidth: streaming read of each GEMV's weights (%s loads of every byte, 8 "
-               "accumulators, one contiguous slice per thread, same threads as the case)\n",
-               ingot__get_isa() == INGOT__ISA_AVX2 ? "256-bit" : "scalar");
+        printf("last-level cache reported: %.1f MiB; decode weights %.0f MiB each (%s x L3), K = "
+               "%zu\n",
+               (double)l3 / 1048576.0, (double)target / 1048576.0, quick ? "1.25" : "2", K);
+        printf("read rate: streaming read of each GEMV's weights (%d-bit loads of every byte, one "
+               "contiguous slice per thread, same threads as the case)\n",
+               read_width());
     }
-    size_t maxn = (big > gv ? big : gv) * (big > gv ? big : gv), qrow = qv / 32 * 34;
-    float *A = malloc(maxn * sizeof *A), *B = malloc(maxn * sizeof *B), *C = malloc(maxn * sizeof *C);
-    int8_t *Wi = malloc(qv * qv);
-    float *x = malloc(qv * sizeof *x), *y = malloc(qv * sizeof *y), *ws = malloc(qv * sizeof *ws);
-    int8_t *xi = malloc(qv);
-    uint8_t *Wq = malloc(qv * qrow), *xq = malloc(qrow);
-    if (!A || !B || !C || !Wi || !x || !y || !ws || !xi || !Wq || !xq) {
+    size_t maxn = big * big;
+    float *A = malloc(maxn * sizeof *A), *B = malloc(maxn * sizeof *B),
+          *C = malloc(maxn * sizeof *C);
+    size_t wbytes = target + ((size_t)1 << 20);
+    uint8_t *W = aligned_alloc(64, wbytes);
+    size_t maxrows = target / (K / 2) + 1024; /* Q4_0 has the shortest rows: K / 32 * 18 bytes */
+    float *x = malloc(K * sizeof *x), *y = malloc(maxrows * sizeof *y);
+    float *ws = malloc(maxrows * sizeof *ws);
+    void *xq = aligned_alloc(64, 512 * (2 * pk + 256) + 4 * K); /* > any ingot__qx_bytes */
+    float *X = malloc(512 * pk * sizeof *X), *Yg = malloc(512 * pk * sizeof *Yg);
+    float *Wd = malloc(pk * pk * sizeof *Wd);
+    if (!A || !B || !C || !W || !x || !y || !ws || !xq || !X || !Yg || !Wd) {
         fprintf(stderr, "ingot bench: out of memory\n");
-        free(A), free(B), free(C), free(Wi), free(x), free(y), free(ws), free(xi), free(Wq), free(xq);
+        free(A), free(B), free(C), free(W), free(x), free(y), free(ws), free(xq), free(X);
+        free(Yg), free(Wd);
         return 1;
     }
-    fill(A, maxn, 1), fill(B, maxn, 2), fill(x, qv, 3);
-    for (size_t i = 0; i < qv * qv; i++) Wi[i] = (int8_t)((int)(i * 2654435761u >> 24) % 255 - 127);
-    for (size_t i = 0; i < qv; i++) xi[i] = (int8_t)((int)(i * 40503u >> 8) % 255 - 127), ws[i] = 1e-3f;
-    for (size_t r = 0; r < qv; r++) /* rows of A's values, qv at a time */
-        ingot__quantize_q8_0(A + r * qv % (maxn - qv + 1), qv, Wq + r * qrow);
-    ingot__quantize_q8_0(x, qv, xq);
+    fill(A, maxn, 1), fill(B, maxn, 2), fill(x, K, 3), fill(X, 512 * pk, 4);
+    for (size_t i = 0; i < maxrows; i++) ws[i] = 1e-3f;
 
-    result res[32];
+    result res[MAXRES];
     int nres = 0;
     unsigned tlist[2] = {1, 2};
     int nt = only ? 1 : 2;
@@ -236,13 +402,14 @@ int ingot_cli_bench(int argc, char **argv)
 #ifdef INGOT_HAVE_OPENBLAS
         openblas_set_num_threads((int)th);
 #endif
+        /* f32 GEMM n^3 against OpenBLAS */
         size_t sizes[2] = {1024, big};
         for (int si = 0; si < 2; si++) {
             size_t n = sizes[si];
             int reps = n <= 1024 ? 11 : 5;
             double flops = 2.0 * n * n * n, t1[11], t2[11];
             ingot__sgemm(pool, false, false, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n); /* warm */
-            for (int r = 0; r < reps; r++) {
+            for (int r = 0; r < reps; r++)
                 for (int half = 0; half < 2; half++) { /* ours first on even reps */
                     double t0 = now();
                     if ((half ^ r) & 1) {
@@ -258,51 +425,100 @@ int ingot_cli_bench(int argc, char **argv)
                         t1[r] = now() - t0;
                     }
                 }
-            }
-            static char names[2][32];
-            snprintf(names[si], sizeof names[si], "sgemm_%zu", n);
-            res[nres++] = (result){names[si], th, flops / median(t1, reps) * 1e-9,
-                                   flops / median(t2, reps) * 1e-9, "GFLOP/s", "openblas", 0};
+            result *r = &res[nres++];
+            *r = (result){"",
+                          th,
+                          flops / median(t1, reps) * 1e-9,
+                          flops / median(t2, reps) * 1e-9,
+                          "GFLOP/s",
+                          "openblas",
+                          0};
+            snprintf(r->name, sizeof r->name, "sgemm_%zu", n);
         }
-        enum { REPS = 15 };
-        /* GEMV gv^2 f32 vs OpenBLAS (GFLOP/s) and vs the read bandwidth (bytes of A/s). */
-        {
-            double t1[REPS], t2[REPS], t3[REPS], bytes = (double)gv * gv * 4;
+        /* GEMV (decode) on every weight type against the read rate of the same buffer; f32 also
+         * against OpenBLAS's sgemv. */
+        enum { REPS = 9 };
+        for (size_t gi = 0; gi < sizeof gemv_types / sizeof gemv_types[0]; gi++) {
+            ingot_dtype wt = gemv_types[gi];
+            size_t rb = row_bytes(wt, K), M = (target / rb + 63) / 64 * 64, bytes = M * rb;
+            if (bytes > wbytes) M = wbytes / rb, bytes = M * rb;
+            fill_weights(wt, W, M, K, 7 + (uint32_t)gi);
+            gemv_case c = {wt, M, K, W, x, ws, xq, y};
+            run_gemv(&c, pool); /* warm */
+            double t1[REPS], t2[REPS] = {0}, t3[REPS];
+            (void)t2; /* OpenBLAS's sgemv times, when it is there */
             for (int r = 0; r < REPS; r++) {
                 double t0 = now();
-                ingot__sgemv(pool, false, gv, gv, 1.0f, A, gv, x, 0.0f, y);
+                run_gemv(&c, pool);
                 t1[r] = now() - t0;
+                t3[r] = bw_read(W, bytes, pool);
 #ifdef INGOT_HAVE_OPENBLAS
-                t0 = now();
-                cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)gv, (int)gv, 1.0f, A, (int)gv, x, 1,
-                            0.0f, y, 1);
-                t2[r] = now() - t0;
-#else
-                t2[r] = NAN;
+                if (wt == INGOT_DTYPE_F32) {
+                    t0 = now();
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)M, (int)K, 1.0f,
+                                (const float *)(const void *)W, (int)K, x, 1, 0.0f, y, 1);
+                    t2[r] = now() - t0;
+                }
 #endif
-                t3[r] = bw_read(A, gv * gv * sizeof(float), pool);
             }
-            double flops = 2.0 * gv * gv, m1 = median(t1, REPS), m3 = median(t3, REPS);
-            res[nres++] = (result){"sgemv_4096", th, flops / m1 * 1e-9,
-                                   flops / median(t2, REPS) * 1e-9, "GFLOP/s", "openblas", 0};
-            res[nres++] = (result){"sgemv_4096_bandwidth", th, bytes / m1 * 1e-9,
-                                   bytes / m3 * 1e-9, "GB/s", "read_bandwidth", bytes};
+            double m1 = median(t1, REPS);
+            if (wt == INGOT_DTYPE_F32) {
+#ifdef INGOT_HAVE_OPENBLAS
+                double m2 = median(t2, REPS);
+#else
+                double m2 = NAN;
+#endif
+                result *r = &res[nres++];
+                *r = (result){
+                    "",         th, 2.0 * M * K / m1 * 1e-9, 2.0 * M * K / m2 * 1e-9, "GFLOP/s",
+                    "openblas", 0};
+                snprintf(r->name, sizeof r->name, "sgemv_%zux%zu", M, K);
+            }
+            result *r = &res[nres++];
+            *r = (result){"",     th,          bytes / m1 * 1e-9, bytes / median(t3, REPS) * 1e-9,
+                          "GB/s", "read_rate", (double)bytes};
+            snprintf(r->name, sizeof r->name, "gemv_%s_%zux%zu", lname(wt), M, K);
         }
-        /* int8 and Q8_0 GEMV qv^2: bytes of the weights per second vs the read bandwidth of
-         * the same weights. */
-        for (int q = 0; q < 2; q++) {
-            double t1[REPS], t3[REPS], bytes = q ? (double)qv * qrow : (double)qv * qv;
-            for (int r = 0; r < REPS; r++) {
-                double t0 = now();
-                if (q) ingot__gemv_q8_0(pool, qv, qv, Wq, xq, y);
-                else ingot__gemv_i8(pool, qv, qv, Wi, qv, ws, xi, 1.0f, y);
-                t1[r] = now() - t0;
-                t3[r] = bw_read(q ? (const void *)Wq : (const void *)Wi, (size_t)bytes, pool);
+        /* Prefill: nx activation rows against [pk, pk] weights, against the f32 GEMM on the
+         * weights dequantized (x . W^T, the backend's linear). */
+        size_t nxs[2] = {64, 512};
+        for (int ni = 0; ni < (quick ? 1 : 2); ni++) {
+            size_t nx = nxs[ni];
+            for (size_t gi = 0; gi < sizeof gemm_types / sizeof gemm_types[0]; gi++) {
+                ingot_dtype wt = gemm_types[gi];
+                size_t rb = row_bytes(wt, pk);
+                fill_weights(wt, W, pk, pk, 11 + (uint32_t)gi);
+                for (size_t m = 0; m < pk; m++) {
+                    if (wt == INGOT_DTYPE_I8)
+                        for (size_t k = 0; k < pk; k++)
+                            Wd[m * pk + k] = ws[m] * (float)(int8_t)W[m * rb + k];
+                    else
+                        ingot_dequantize(wt, W + m * rb, rb, Wd + m * pk, pk, NULL);
+                }
+                int reps = nx > 64 ? 3 : 5;
+                double t1[5], t2[5], flops = 2.0 * nx * pk * pk;
+                if (run_gemm(wt, pk, pk, W, ws, X, nx, xq, Yg, pool) != INGOT_OK) {
+                    fprintf(stderr, "ingot bench: out of memory\n");
+                    break;
+                }
+                for (int r = 0; r < reps; r++) {
+                    double t0 = now();
+                    run_gemm(wt, pk, pk, W, ws, X, nx, xq, Yg, pool);
+                    t1[r] = now() - t0;
+                    t0 = now();
+                    ingot__sgemm(pool, false, true, nx, pk, pk, 1.0f, X, pk, Wd, pk, 0.0f, Yg, pk);
+                    t2[r] = now() - t0;
+                }
+                result *r = &res[nres++];
+                *r = (result){"",
+                              th,
+                              flops / median(t1, reps) * 1e-9,
+                              flops / median(t2, reps) * 1e-9,
+                              "GFLOP/s",
+                              "f32_gemm_dequantized",
+                              0};
+                snprintf(r->name, sizeof r->name, "gemm_%s_%zux%zux%zu", lname(wt), nx, pk, pk);
             }
-            res[nres++] = (result){q ? "gemv_q8_0_8192_bandwidth" : "gemv_i8_8192_bandwidth", th,
-                                   bytes / median(t1, REPS) * 1e-9,
-                                   bytes / median(t3, REPS) * 1e-9, "GB/s", "read_bandwidth",
-                                   bytes};
         }
         ingot__pool_destroy(pool);
     }
@@ -312,27 +528,32 @@ int ingot_cli_bench(int argc, char **argv)
         double ratio = r->ours / r->base;
         if (json) {
             printf("%s\n {\"case\": \"%s\", \"threads\": %u, \"isa\": \"%s\", \"unit\": \"%s\", ",
-                   i ? "," : "", r->name, r->threads, ingot__isa_name(ingot__get_isa()), r->unit);
+                   i ? "," : "", r->name, r->threads, isa, r->unit);
             if (!strcmp(r->base_name, "openblas"))
                 printf("\"gflops\": %.2f, \"openblas_gflops\": %.2f, \"ratio\": %.3f, "
                        "\"openblas_core\": \"%s\", \"openblas_coretype_env\": \"%s\", "
+                       "\"openblas_coretype_set_by_bench\": %s, "
                        "\"openblas_thread_timeout_env\": \"%s\"}",
                        r->ours, r->base, ratio, core, coretype_env ? coretype_env : "",
-                       timeout_env ? timeout_env : "");
+                       coretype_ours ? "true" : "false", timeout_env ? timeout_env : "");
+            else if (!strcmp(r->base_name, "read_rate"))
+                printf("\"gbps\": %.2f, \"read_rate_gbps\": %.2f, \"ratio\": %.3f, "
+                       "\"bytes\": %.0f, \"l3_bytes\": %llu, \"read_rate_method\": \"streaming "
+                       "read of the same buffer, %d-bit loads of every byte, %u contiguous "
+                       "slice%s\"}",
+                       r->ours, r->base, ratio, r->bytes, (unsigned long long)l3, read_width(),
+                       r->threads, r->threads == 1 ? "" : "s");
             else
-                printf("\"gbps\": %.2f, \"read_bandwidth_gbps\": %.2f, \"ratio\": %.3f, "
-                       "\"bytes\": %.0f, \"read_bandwidth_method\": \"streaming read of the same "
-                       "buffer, %s loads of every byte, 8 accumulators, %u contiguous slice%s\"}",
-                       r->ours, r->base, ratio, r->bytes,
-                       ingot__get_isa() == INGOT__ISA_AVX2 ? "256-bit" : "scalar", r->threads,
-                       r->threads == 1 ? "" : "s");
+                printf("\"gflops\": %.2f, \"f32_gemm_dequantized_gflops\": %.2f, \"ratio\": %.3f}",
+                       r->ours, r->base, ratio);
         } else {
-            printf("  %-26s %u thread%s  ours %8.2f %-7s  %-14s %8.2f  ratio %.3f\n", r->name,
-                   r->threads, r->threads == 1 ? " " : "s", r->ours, r->unit, r->base_name,
+            printf("  %-26s %u thread%s %-12s ours %8.2f %-7s  %-20s %8.2f  ratio %.3f\n", r->name,
+                   r->threads, r->threads == 1 ? " " : "s", isa, r->ours, r->unit, r->base_name,
                    r->base, ratio);
         }
     }
     if (json) printf("\n]\n");
-    free(A), free(B), free(C), free(Wi), free(x), free(y), free(ws), free(xi), free(Wq), free(xq);
+    free(A), free(B), free(C), free(W), free(x), free(y), free(ws), free(xq), free(X), free(Yg);
+    free(Wd);
     return 0;
 }

@@ -6,9 +6,11 @@
  *     written into y first and the kernel accumulates onto it (beta = 1);
  *   - f32 matmul (batched, broadcast batch axes): ingot__sgemm per batch item (ingot__sgemv for a
  *     single row);
- *   - quantized linear with Q8_0 or per-row int8 weights: activations quantized once per row
- *     (Q8_0 blocks as ggml, or int8 with one scale per row), then the int8 GEMV kernels over
- *     blocks of weight rows, each block reused for every activation row while it is in cache;
+ *   - quantized linear (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K or per-row int8 weights, read in place):
+ *     activations quantized once per row to int8 (per 32 or 256 elements, or per row), then the
+ *     quantized dot kernels (ingot__qgemm) over blocks of weight rows, each block reused for every
+ *     activation row while it is in cache; F16 / BF16 weights against f32 activations
+ *     (ingot__gemm_half), widened as they are read;
  *   - contiguous f32 activations and last-axis softmax, threaded.
  * Operands the kernels can read through their leading dimensions (row-major or transposed views
  * with unit stride on one axis) are passed as they are; any other view (negative, zero or
@@ -269,90 +271,22 @@ static ingot_status cpu_matmul(ingot_backend *b, ingot_tensor *dst, const ingot_
     return INGOT_OK;
 }
 
-/* ---- quantized linear (Q8_0 and per-row int8 weights) ---- */
-
-#define Q8_BYTES 34 /* f16 scale + 32 int8 */
+/* ---- quantized linear (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, per-row int8) and F16 / BF16 weights ---- */
 
 typedef struct qlin_job {
-    bool q8;
-    const uint8_t *w;     /* weight rows */
-    size_t wrow;          /* bytes per weight row */
-    const float *wscale;  /* I8: per-row weight scales (contiguous) */
-    uint8_t *xq;          /* quantized activation rows */
-    size_t xrow;          /* bytes per quantized activation row */
-    float *xs;            /* I8: per-row activation scales */
-    const float *x;       /* quantization input rows */
-    int64_t ldx;
-    const float *bias;
-    int64_t bstride;
-    float *y;
-    int64_t ldy, M, IN;
+    ingot_dtype wt;
+    const float *x; /* activation rows */
+    int64_t ldx, IN;
+    uint8_t *xq;    /* quantized activation rows, xrow bytes apart */
+    size_t xrow;
 } qlin_job;
 
-/* Activation row m to Q8_0 blocks (ggml's rounding) or to int8 with one scale per row. */
+/* Activation rows [b, e) quantized for the dot with wt (qdot.h's layout). */
 static void qlin_quant_task(void *arg, int64_t b, int64_t e)
 {
     const qlin_job *j = arg;
-    for (int64_t m = b; m < e; m++) {
-        const float *x = j->x + m * j->ldx;
-        uint8_t *q = j->xq + (size_t)m * j->xrow;
-        if (j->q8) {
-            ingot__quantize_q8_0(x, (size_t)j->IN, q);
-            continue;
-        }
-        float amax = 0;
-        for (int64_t i = 0; i < j->IN; i++) amax = fmaxf(amax, fabsf(x[i]));
-        float s = amax / 127.0f, inv = s != 0.0f ? 1.0f / s : 0.0f;
-        for (int64_t i = 0; i < j->IN; i++) {
-            float v = roundf(x[i] * inv); /* half away from zero */
-            q[i] = (uint8_t)(int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
-        }
-        j->xs[m] = s;
-    }
-}
-
-/* The int8 kernel's contract excludes -128; such a block is computed here with the same
- * formula (exact int32 dot times wscale * xscale), so the result is the same. */
-static bool has_min_i8(const uint8_t *w, size_t n)
-{
-    bool any = false;
-    for (size_t i = 0; i < n; i++) any |= w[i] == 0x80;
-    return any;
-}
-
-static void i8_rows_exact(const int8_t *w, size_t rows, size_t K, const float *wscale,
-                          const int8_t *x, float xscale, float *y)
-{
-    for (size_t r = 0; r < rows; r++) {
-        int32_t d = 0;
-        for (size_t k = 0; k < K; k++) d += (int32_t)w[r * K + k] * x[k];
-        y[r] = (float)d * (wscale[r] * xscale);
-    }
-}
-
-/* Weight rows [o0, o1) against every activation row: the block stays in cache while the rows
- * of x stream past (the kernels run on this thread: pool NULL). */
-static void qlin_task(void *arg, int64_t o0, int64_t o1)
-{
-    const qlin_job *j = arg;
-    size_t R = (size_t)(o1 - o0);
-    const uint8_t *wb = j->w + (size_t)o0 * j->wrow;
-    bool exact = !j->q8 && has_min_i8(wb, R * j->wrow);
-    for (int64_t m = 0; m < j->M; m++) {
-        float *y = j->y + m * j->ldy + o0;
-        const uint8_t *xq = j->xq + (size_t)m * j->xrow;
-        if (j->q8)
-            ingot__gemv_q8_0(NULL, R, (size_t)j->IN, wb, xq, y);
-        else if (!exact)
-            ingot__gemv_i8(NULL, R, (size_t)j->IN, (const int8_t *)(const void *)wb,
-                           (size_t)j->IN, j->wscale + o0, (const int8_t *)(const void *)xq,
-                           j->xs[m], y);
-        else
-            i8_rows_exact((const int8_t *)(const void *)wb, R, (size_t)j->IN, j->wscale + o0,
-                          (const int8_t *)(const void *)xq, j->xs[m], y);
-        if (j->bias)
-            for (size_t i = 0; i < R; i++) y[i] += j->bias[((int64_t)i + o0) * j->bstride];
-    }
+    for (int64_t m = b; m < e; m++)
+        ingot__qx_quantize(j->wt, j->x + m * j->ldx, (size_t)j->IN, j->xq + (size_t)m * j->xrow);
 }
 
 static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
@@ -360,62 +294,63 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
                                 const ingot_tensor *bias, ingot_error *err)
 {
     int64_t OUT = w->shape[0], IN = w->shape[1];
-    bool q8 = w->dtype == INGOT_DTYPE_Q8_0;
-    if ((!q8 && w->dtype != INGOT_DTYPE_I8) || IN == 0 || (!q8 && IN > 65536) || !f32_host(x) ||
-        !f32_host(dst) || (bias && !f32_host(bias)) || (scale && !f32_host(scale)) || !ing_ptr(w))
+    ingot_dtype wt = w->dtype;
+    bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+    bool wt_ok = half ? w->strides[1] == 1 && w->strides[0] >= IN &&
+                            (uintptr_t)ing_ptr(w) % 2 == 0
+                      : ingot__qdot_k_ok(wt, (size_t)IN);
+    if (!wt_ok || !f32_host(x) || !f32_host(dst) || (bias && !f32_host(bias)) ||
+        (scale && !f32_host(scale)) || !ing_ptr(w))
         return ingot__ref_qlinear(b, dst, x, w, scale, bias, err);
     cpu_ctx *c = ctx_of(b);
     int64_t M = ing_nelem(dst) / OUT, xr, ldx, yr, ldy;
     bool x_ok = rows_view(x, &xr, &ldx), y_ok = rows_view(dst, &yr, &ldy);
-    bool s_ok = q8 || OUT == 1 || scale->strides[0] == 1;
-    size_t xrow = q8 ? (size_t)IN / 32 * Q8_BYTES : (size_t)IN;
-    size_t qbytes = round64(xrow * (size_t)M), sbytes = q8 ? 0 : round64((size_t)M * 4);
+    bool s_ok = wt != INGOT_DTYPE_I8 || OUT == 1 || scale->strides[0] == 1;
+    size_t xrow = half ? 0 : ingot__qx_bytes(wt, (size_t)IN);
+    size_t qbytes = round64(xrow * (size_t)M);
     size_t xbytes = x_ok ? 0 : round64((size_t)(M * IN) * 4);
     size_t ybytes = y_ok ? 0 : round64((size_t)(M * OUT) * 4);
     size_t wsbytes = s_ok ? 0 : round64((size_t)OUT * 4);
     uint8_t *s = NULL;
-    ING_TRY(scratch(b, qbytes + sbytes + xbytes + ybytes + wsbytes, "qlinear", (void **)&s, err));
-    qlin_job j = {0};
-    j.q8 = q8;
-    j.w = ing_ptr(w);
-    j.wrow = q8 ? (size_t)IN / 32 * Q8_BYTES : (size_t)IN;
-    j.xq = s;
-    j.xrow = xrow;
-    j.xs = (float *)(void *)(s + qbytes);
-    j.x = cfp(x);
-    j.ldx = ldx;
-    j.bias = bias ? cfp(bias) : NULL;
-    j.bstride = bias ? bias->strides[0] : 0;
-    j.y = fp(dst);
-    j.ldy = ldy;
-    j.M = M;
-    j.IN = IN;
-    uint8_t *rest = s + qbytes + sbytes;
+    if (qbytes + xbytes + ybytes + wsbytes)
+        ING_TRY(scratch(b, qbytes + xbytes + ybytes + wsbytes, "qlinear", (void **)&s, err));
+    const float *px = cfp(x), *ws = NULL;
+    float *py = fp(dst);
+    uint8_t *rest = s + qbytes;
     ingot_buffer sbx, sby;
     ingot_tensor tx, ty;
     if (!x_ok) {
         tmp_tensor(b, &sbx, &tx, rest, x);
         ING_TRY(ingot__ref_copy(b, &tx, x, err));
-        j.x = (const float *)(const void *)rest, j.ldx = IN;
+        px = (const float *)(const void *)rest, ldx = IN;
     }
     if (!y_ok) {
         tmp_tensor(b, &sby, &ty, rest + xbytes, dst);
-        j.y = (float *)(void *)(rest + xbytes), j.ldy = OUT;
+        py = (float *)(void *)(rest + xbytes), ldy = OUT;
     }
-    if (!q8) {
+    if (wt == INGOT_DTYPE_I8) {
         if (s_ok) {
-            j.wscale = cfp(scale);
+            ws = cfp(scale);
         } else {
-            float *ws = (float *)(void *)(rest + xbytes + ybytes);
+            float *wsc = (float *)(void *)(rest + xbytes + ybytes);
             const float *ps = cfp(scale);
-            for (int64_t o = 0; o < OUT; o++) ws[o] = ps[o * scale->strides[0]];
-            j.wscale = ws;
+            for (int64_t o = 0; o < OUT; o++) wsc[o] = ps[o * scale->strides[0]];
+            ws = wsc;
         }
     }
-    ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
-    /* Blocks of weight rows of about 32 KiB, a multiple of 4 rows. */
-    int64_t rows = (int64_t)(32768 / j.wrow) & ~(int64_t)3;
-    ingot__cpu_run(c, OUT, rows < 4 ? 4 : rows, qlin_task, &j);
+    preload_bias(py, ldy, M, OUT, bias);
+    if (half) {
+        ingot__gemm_half(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), (size_t)w->strides[0],
+                         (size_t)M, px, (size_t)ldx, bias != NULL, py, (size_t)ldy);
+    } else {
+        qlin_job j = {wt, px, ldx, IN, s, xrow};
+        ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
+        size_t ldw = (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
+        if (wt == INGOT_DTYPE_I8) ldw = (size_t)IN;
+        if (ingot__qgemm(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), ldw, ws, s, px,
+                         (size_t)ldx, (size_t)M, bias != NULL, py, (size_t)ldy) != INGOT_OK)
+            return nomem(err, "qlinear");
+    }
     if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);
     return INGOT_OK;
 }
@@ -542,8 +477,9 @@ static ingot_status cpu_init(ingot_backend *b, const ingot_backend_opts *o, ingo
                           "thread pool of %u threads and its GEMM buffers", t);
     }
     c->threads = ingot__pool_threads(c->pool);
-    ingot__fmt(c->desc, sizeof c->desc, "host CPU, %s kernels, %u threads",
-               ingot__isa_name(ingot__get_isa()), c->threads);
+    ingot__fmt(c->desc, sizeof c->desc, "host CPU, %s kernels, %u threads%s",
+               ingot__isa_name(ingot__get_isa()), c->threads,
+               ingot__isa_env_ignored() ? " (INGOT_ISA is not a level name: ignored)" : "");
     return INGOT_OK;
 }
 
@@ -552,6 +488,33 @@ static void cpu_info(const ingot_backend *b, ingot_device_info *out)
     const cpu_ctx *c = ingot_backend_ctx(b);
     out->description = c->desc;
     out->threads = c->threads;
+}
+
+/* ---- ISA levels (ingot/backend.h) ---- */
+
+INGOT_API const char *ingot_cpu_isa_name(ingot_cpu_isa isa)
+{
+    return (unsigned)isa < INGOT_CPU_ISA_COUNT ? ingot__isa_name((ingot__isa)isa) : NULL;
+}
+
+INGOT_API ingot_status ingot_cpu_isa_from_name(const char *name, ingot_cpu_isa *out)
+{
+    int l = name ? ingot__isa_from_name(name) : -1;
+    if (l < 0) return INGOT_E_NOT_FOUND;
+    if (out) *out = (ingot_cpu_isa)l;
+    return INGOT_OK;
+}
+
+INGOT_API bool ingot_cpu_isa_supported(ingot_cpu_isa isa)
+{
+    return ingot__isa_supported((ingot__isa)isa);
+}
+
+INGOT_API ingot_cpu_isa ingot_cpu_isa_current(void) { return (ingot_cpu_isa)ingot__get_isa(); }
+
+INGOT_API ingot_cpu_isa ingot_cpu_isa_set_cap(ingot_cpu_isa cap)
+{
+    return (ingot_cpu_isa)ingot__set_isa((ingot__isa)cap);
 }
 
 /* ---- tables: ref members except where a kernel takes over ---- */

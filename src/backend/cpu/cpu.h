@@ -1,7 +1,7 @@
 /*
  * cpu.h - the cpu backend's instance state. The compute kernels and the one thread pool come from
- * src/backend/cpu/kernels/ (kernels.h: ingot__sgemm, ingot__sgemv, ingot__gemv_i8,
- * ingot__gemv_q8_0, ingot__pool_*); cpu.c routes the backend's ops onto them.
+ * src/backend/cpu/kernels/ (kernels.h: ingot__sgemm, ingot__sgemv, ingot__gemm_half,
+ * ingot__qx_quantize + ingot__qgemm, ingot__pool_*); cpu.c routes the backend's ops onto them.
  */
 #ifndef INGOT_CPU_H
 #define INGOT_CPU_H

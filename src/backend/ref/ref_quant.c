@@ -1,9 +1,11 @@
 /*
  * ref_quant.c - "ref" quantized ops: GGML Q8_0 / Q4_0 blocks (reference rounding of ggml's
  * quantize_row_q8_0_ref / quantize_row_q4_0_ref, ../shared/formats/gguf.md) and per-row int8
- * with an F32 scale; dequantize; qlinear as dequantize-then-f64-dot (the definition the fast
+ * with an F32 scale; dequantize (also Q4_K, Q5_K, Q6_K through the core decoder); qlinear as
+ * dequantize-then-f64-dot, for those and F16 / BF16 weights (the definition the fast
  * int8 paths are measured against).
  */
+#include "ingot/quant.h"
 #include "ref.h"
 
 /* ggml's rounding is defined without fused multiply-add. */
@@ -59,7 +61,18 @@ void ingot__ref_dequant_row(const ingot_tensor *w, const ingot_tensor *scale, in
         for (int64_t j = 0; j < cols; j++) out[j] = s * (float)q[j];
         return;
     }
-    uint32_t bb = ingot_dtype_block_bytes(w->dtype);
+    if (w->dtype == INGOT_DTYPE_F16 || w->dtype == INGOT_DTYPE_BF16) {
+        const uint8_t *p = ing_ptr(w) + r * w->strides[0] * 2;
+        for (int64_t j = 0; j < cols; j++)
+            out[j] = (float)ing_ld(w->dtype, p + j * w->strides[1] * 2);
+        return;
+    }
+    uint32_t bb = ingot_dtype_block_bytes(w->dtype), be = ingot_dtype_block_elems(w->dtype);
+    if (be != 32) { /* K-quants: the core decoder (bit-exact with gguf-py) */
+        const uint8_t *row = ing_ptr(w) + r * (cols / be) * bb;
+        (void)ingot_dequantize(w->dtype, row, (size_t)(cols / be) * bb, out, (uint64_t)cols, NULL);
+        return;
+    }
     const uint8_t *row = ing_ptr(w) + r * (cols / 32) * bb;
     for (int64_t blk = 0; blk < cols / 32; blk++) {
         const uint8_t *p = row + blk * bb;

@@ -1,8 +1,8 @@
 /*
- * gemv.c - matrix-vector kernels: f32 (A.x and A^T.x), int8 x int8 with per-row scales, and GGML
- * Q8_0 blocks. All are memory-bound: they stream the matrix once, split into row (or column)
- * ranges over the pool's workers; each output is reduced in a fixed order, whatever the thread
- * count.
+ * gemv.c - matrix-vector kernels on float weights: f32 (A.x and A^T.x) and F16 / BF16 rows
+ * against f32 activations (one to a few rows of them). All are memory-bound: they stream the
+ * matrix once, split into row (or column) ranges over the pool's workers; each output is reduced
+ * in a fixed order, whatever the thread count. The quantized dots are in qdot.c.
  */
 #include <math.h>
 #include <string.h>
@@ -10,9 +10,11 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define HAVE_X86 1
-#define AVX2_TARGET __attribute__((target("avx2,fma")))
+#define AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #endif
 
+#include "cpu/kernels/amx.h"
 #include "cpu/kernels/kernels.h"
 
 #define COLS_PER_TASK 1024
@@ -30,38 +32,6 @@ static size_t rows_per_task(size_t M, size_t row_bytes, ingot__pool *pool)
     size_t r = (M + parts - 1) / parts;
     r = (r + 7) / 8 * 8;
     return r < 16 ? 16 : r;
-}
-
-/* ---- f16 <-> f32 (Q8_0 scales) ---- */
-
-static float f16_to_f32(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023;
-    float v;
-    if (e == 0) v = ldexpf((float)m, -24);
-    else if (e == 31) v = m ? NAN : INFINITY;
-    else v = ldexpf((float)(m | 1024), (int)e - 25);
-    return s ? -v : v;
-}
-
-static uint16_t f32_to_f16(float f) /* round to nearest even */
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
-    if (ax >= 0x7f800000) return (uint16_t)(sign | (ax > 0x7f800000 ? 0x7e00 : 0x7c00));
-    if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
-    if (ax < 0x38800000) { /* subnormal half (or zero) */
-        float a;
-        memcpy(&a, &ax, 4);
-        float q = a * 16777216.0f; /* a / 2^-24 */
-        uint32_t r = (uint32_t)lrintf(q);
-        return (uint16_t)(sign | r);
-    }
-    uint32_t mant = ax & 0x7fffff, exp = (ax >> 23) - 112;
-    uint32_t h = exp << 10 | mant >> 13, rest = mant & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
-    return (uint16_t)(sign | h);
 }
 
 /* ---- f32 ---- */
@@ -161,6 +131,40 @@ AVX2_TARGET static void axpy4_avx2(const float *s, const float *a, size_t lda, f
 }
 #endif
 
+#ifdef HAVE_X86
+/* The AVX-512 forms of dot_avx2 / dot8_avx2: 16 lanes, the same shape for one row and for
+ * eight (so a row's bits do not depend on the split). */
+AVX512_TARGET static float dot_avx512(const float *a, const float *x, size_t n)
+{
+    __m512 s0 = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 16 <= n; k += 16)
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(x + k), s0);
+    float t = _mm512_reduce_add_ps(s0);
+    for (; k < n; k++) t += a[k] * x[k];
+    return t;
+}
+
+AVX512_TARGET static void dot8_avx512(const float *a, size_t lda, const float *x, size_t n,
+                                      float *out)
+{
+    __m512 p[8];
+    for (int r = 0; r < 8; r++) p[r] = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m512 xv = _mm512_loadu_ps(x + k);
+        for (int r = 0; r < 8; r++)
+            p[r] = _mm512_fmadd_ps(_mm512_loadu_ps(a + (size_t)r * lda + k), xv, p[r]);
+    }
+    for (int r = 0; r < 8; r++) {
+        const float *ar = a + (size_t)r * lda;
+        float t = _mm512_reduce_add_ps(p[r]);
+        for (size_t q = k; q < n; q++) t += ar[q] * x[q];
+        out[r] = t;
+    }
+}
+#endif
+
 static void axpy_scalar(float a, const float *x, float *y, size_t n)
 {
     for (size_t k = 0; k < n; k++) y[k] += a * x[k];
@@ -185,8 +189,11 @@ static void gemv_task(void *ctx, size_t t, unsigned worker)
         float d[8];
         size_t got = 1;
 #ifdef HAVE_X86
-        if (j->isa == INGOT__ISA_AVX2 && i + 8 <= hi) dot8_avx2(row, j->lda, j->x, j->N, d), got = 8;
-        else if (j->isa == INGOT__ISA_AVX2) d[0] = dot_avx2(row, j->x, j->N);
+        bool eight = i + 8 <= hi;
+        if (j->isa >= INGOT__ISA_AVX512 && eight) dot8_avx512(row, j->lda, j->x, j->N, d), got = 8;
+        else if (j->isa >= INGOT__ISA_AVX512) d[0] = dot_avx512(row, j->x, j->N);
+        else if (j->isa >= INGOT__ISA_AVX2 && eight) dot8_avx2(row, j->lda, j->x, j->N, d), got = 8;
+        else if (j->isa >= INGOT__ISA_AVX2) d[0] = dot_avx2(row, j->x, j->N);
         else
 #endif
             d[0] = dot_scalar(row, j->x, j->N);
@@ -206,12 +213,12 @@ static void gemvt_task(void *ctx, size_t t, unsigned worker)
     memset(acc, 0, w * sizeof(float));
     size_t i = 0;
 #ifdef HAVE_X86
-    if (j->isa == INGOT__ISA_AVX2)
+    if (j->isa >= INGOT__ISA_AVX2)
         for (; i + 4 <= j->M; i += 4) axpy4_avx2(j->x + i, j->A + i * j->lda + lo, j->lda, acc, w);
 #endif
     for (; i < j->M; i++) {
 #ifdef HAVE_X86
-        if (j->isa == INGOT__ISA_AVX2) axpy_avx2(j->x[i], j->A + i * j->lda + lo, acc, w);
+        if (j->isa >= INGOT__ISA_AVX2) axpy_avx2(j->x[i], j->A + i * j->lda + lo, acc, w);
         else
 #endif
             axpy_scalar(j->x[i], j->A + i * j->lda + lo, acc, w);
@@ -229,167 +236,195 @@ void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha
     else ingot__pool_run(pool, gemvt_task, &j, (N + COLS_PER_TASK - 1) / COLS_PER_TASK);
 }
 
-/* ---- int8 ---- */
 
-static int32_t dot_i8_scalar(const int8_t *a, const int8_t *b, size_t n)
+/* ---- F16 / BF16 weight rows against f32 activation rows ----
+ * One weight row against up to HX activation rows at a time (the row is widened once for all
+ * of them); per activation row a fixed set of lane accumulators over k, summed horizontally in
+ * a fixed order, then the k tail in scalar order: an output's bits do not depend on how many
+ * activation rows shared the pass, nor on the thread split. */
+
+#define HX 4
+
+static float bf16_f32(uint16_t h)
 {
-    int32_t s = 0;
-    for (size_t k = 0; k < n; k++) s += (int32_t)a[k] * b[k];
-    return s;
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float half_at(bool bf, const uint8_t *w, size_t k)
+{
+    uint16_t h;
+    memcpy(&h, w + 2 * k, 2);
+    if (bf) return bf16_f32(h);
+    uint32_t e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                                       : ldexpf((float)(m | 1024), (int)e - 25);
+    return (h >> 15) ? -v : v;
+}
+
+static void half_row_scalar(bool bf, const uint8_t *w, size_t K, const float *X, size_t ldx,
+                            size_t nx, float *out)
+{
+    for (size_t i = 0; i < nx; i++) {
+        const float *x = X + i * ldx;
+        float s[8] = {0};
+        size_t k = 0;
+        for (; k + 8 <= K; k += 8)
+            for (int l = 0; l < 8; l++) s[l] += half_at(bf, w, k + (size_t)l) * x[k + (size_t)l];
+        float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+        for (; k < K; k++) t += half_at(bf, w, k) * x[k];
+        out[i] = t;
+    }
 }
 
 #ifdef HAVE_X86
-/* Unaligned 32-byte load from any byte pointer (void * converts without a cast-align cast). */
-AVX2_TARGET static inline __m256i load32(const void *p) { return _mm256_loadu_si256(p); }
-
-/* 32 int8 products w * x summed into 8 int32 lanes, given ax = |x|: |x| (as u8) times w with x's
- * sign, pairs added in int16 (at most 2 * 127 * 127 = 32258 in magnitude: never saturates),
- * then pairs of int16 into int32. */
-AVX2_TARGET static inline __m256i dot32_i8(__m256i w, __m256i x, __m256i ax)
+AVX2_TARGET static inline __m256 widen8(bool bf, const uint8_t *p)
 {
-    __m256i p16 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w, x));
-    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (bf) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
 }
 
-AVX2_TARGET static int32_t hsum_i32(__m256i v)
+/* Two accumulators of 8 lanes per activation row, 16 elements a step. */
+AVX2_TARGET static void half_row_avx2(bool bf, const uint8_t *w, size_t K, const float *X,
+                                      size_t ldx, size_t nx, float *out)
 {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
-/* One row of W against x. (Four rows sharing the loads of x, as the f32 GEMV does, streamed
- * 20% slower here: int8 rows are a quarter as long.) */
-AVX2_TARGET static int32_t dot_i8_avx2(const int8_t *w, const int8_t *x, size_t n)
-{
-    __m256i s0 = _mm256_setzero_si256();
+    const bool pf = ingot__cpu_prefetch();
+    __m256 a0[HX], a1[HX];
+    for (size_t i = 0; i < HX; i++) a0[i] = a1[i] = _mm256_setzero_ps();
     size_t k = 0;
-    for (; k + 32 <= n; k += 32) {
-        __m256i xv = load32(x + k);
-        s0 = _mm256_add_epi32(s0, dot32_i8(load32(w + k), xv, _mm256_abs_epi8(xv)));
-    }
-    return hsum_i32(s0) + dot_i8_scalar(w + k, x + k, n - k);
-}
-#endif
-
-typedef struct {
-    size_t M, K, ldw;
-    const int8_t *W, *x;
-    const float *wscale;
-    float xscale;
-    float *y;
-    ingot__isa isa;
-    size_t rows; /* per task */
-} i8_job;
-
-static void i8_task(void *ctx, size_t t, unsigned worker)
-{
-    (void)worker;
-    const i8_job *j = ctx;
-    size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
-    for (size_t i = lo; i < hi; i++) {
-        int32_t d;
-#ifdef HAVE_X86
-        if (j->isa == INGOT__ISA_AVX2) d = dot_i8_avx2(j->W + i * j->ldw, j->x, j->K);
-        else
-#endif
-            d = dot_i8_scalar(j->W + i * j->ldw, j->x, j->K);
-        j->y[i] = (float)d * (j->wscale[i] * j->xscale);
-    }
-}
-
-void ingot__gemv_i8(ingot__pool *pool, size_t M, size_t K, const int8_t *W, size_t ldw,
-                    const float *wscale, const int8_t *x, float xscale, float *y)
-{
-    i8_job j = {M, K, ldw, W, x, wscale, xscale, y, ingot__get_isa(), rows_per_task(M, K, pool)};
-    ingot__pool_run(pool, i8_task, &j, (M + j.rows - 1) / j.rows);
-}
-
-/* ---- Q8_0 ---- */
-
-#define Q8_BLOCK 32
-#define Q8_BYTES 34
-
-static float q8_row_scalar(const uint8_t *w, const uint8_t *x, size_t nb)
-{
-    float s = 0.0f;
-    for (size_t b = 0; b < nb; b++, w += Q8_BYTES, x += Q8_BYTES) {
-        uint16_t dw, dx;
-        memcpy(&dw, w, 2);
-        memcpy(&dx, x, 2);
-        int32_t d = dot_i8_scalar((const int8_t *)w + 2, (const int8_t *)x + 2, Q8_BLOCK);
-        s += (float)d * (f16_to_f32(dw) * f16_to_f32(dx));
-    }
-    return s;
-}
-
-#ifdef HAVE_X86
-/* One Q8_0 row against x. Per block: the exact int32 dot in 8 lanes, scaled by d_w * d_x and
- * accumulated in 8 float lanes (no horizontal sum per block); scales decoded with F16C, |x|
- * computed once per block for the sign trick. Rounding differs from the scalar path's
- * per-block sums (both are within float rounding of the exact value); a row's result does not
- * depend on the thread count. (Four rows sharing x's loads streamed 20-30% slower.) */
-#define Q8_TARGET __attribute__((target("avx2,fma,f16c")))
-Q8_TARGET static float q8_row_avx2(const uint8_t *w, const uint8_t *x, size_t nb)
-{
-    __m256 acc = _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; b++, w += Q8_BYTES, x += Q8_BYTES) {
-        uint16_t dw, dx;
-        memcpy(&dw, w, 2);
-        memcpy(&dx, x, 2);
-        __m256i xv = load32(x + 2);
-        __m256i p = dot32_i8(load32(w + 2), xv, _mm256_abs_epi8(xv));
-        __m256 sc = _mm256_set1_ps(_cvtsh_ss(dw) * _cvtsh_ss(dx));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sc, acc);
-    }
-    return hsum256(acc);
-}
-#endif
-
-typedef struct {
-    size_t M, nb;
-    const uint8_t *W, *x;
-    float *y;
-    ingot__isa isa;
-    size_t rows; /* per task */
-} q8_job;
-
-static void q8_task(void *ctx, size_t t, unsigned worker)
-{
-    (void)worker;
-    const q8_job *j = ctx;
-    size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
-    size_t ldw = j->nb * Q8_BYTES;
-    for (size_t i = lo; i < hi; i++) {
-        const uint8_t *row = j->W + i * ldw;
-#ifdef HAVE_X86
-        if (j->isa == INGOT__ISA_AVX2) {
-            j->y[i] = q8_row_avx2(row, j->x, j->nb);
-            continue;
+    for (; k + 16 <= K; k += 16) {
+        if (pf && !(k & 31)) _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8192), _MM_HINT_T0);
+        __m256 w0 = widen8(bf, w + 2 * k), w1 = widen8(bf, w + 2 * k + 16);
+        for (size_t i = 0; i < nx; i++) {
+            const float *x = X + i * ldx + k;
+            a0[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x), a0[i]);
+            a1[i] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 8), a1[i]);
         }
+    }
+    for (size_t i = 0; i < nx; i++) {
+        const float *x = X + i * ldx;
+        float t = hsum256(_mm256_add_ps(a0[i], a1[i]));
+        for (size_t q = k; q < K; q++) t += half_at(bf, w, q) * x[q];
+        out[i] = t;
+    }
+}
+
+AVX512_TARGET static inline __m512 widen16(bool bf, const uint8_t *p)
+{
+    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    if (bf) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+/* Four accumulators of 16 lanes per activation row, 64 elements a step, then one more 16-element
+ * step at a time into the first. */
+AVX512_TARGET static void half_row_avx512(bool bf, const uint8_t *w, size_t K, const float *X,
+                                          size_t ldx, size_t nx, float *out)
+{
+    const bool pf = ingot__cpu_prefetch();
+    __m512 a[HX][4];
+    for (size_t i = 0; i < HX; i++) a[i][0] = a[i][1] = a[i][2] = a[i][3] = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+        /* 8 KiB ahead, one prefetch per line, on Intel, as the quantized dots (F16 / BF16 GEMV
+         * 0.73-0.82 -> 0.85-1.01 of the read rate, one thread, Xeon) */
+        if (pf) {
+            _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8192), _MM_HINT_T0);
+            _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8256), _MM_HINT_T0);
+        }
+        __m512 w0 = widen16(bf, w + 2 * k), w1 = widen16(bf, w + 2 * k + 32);
+        __m512 w2 = widen16(bf, w + 2 * k + 64), w3 = widen16(bf, w + 2 * k + 96);
+        for (size_t i = 0; i < nx; i++) {
+            const float *x = X + i * ldx + k;
+            a[i][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x), a[i][0]);
+            a[i][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 16), a[i][1]);
+            a[i][2] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + 32), a[i][2]);
+            a[i][3] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + 48), a[i][3]);
+        }
+    }
+    for (; k + 16 <= K; k += 16) {
+        __m512 w0 = widen16(bf, w + 2 * k);
+        for (size_t i = 0; i < nx; i++)
+            a[i][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(X + i * ldx + k), a[i][0]);
+    }
+    for (size_t i = 0; i < nx; i++) {
+        const float *x = X + i * ldx;
+        __m512 s = _mm512_add_ps(_mm512_add_ps(a[i][0], a[i][1]), _mm512_add_ps(a[i][2], a[i][3]));
+        float t = _mm512_reduce_add_ps(s);
+        for (size_t q = k; q < K; q++) t += half_at(bf, w, q) * x[q];
+        out[i] = t;
+    }
+}
 #endif
-        j->y[i] = q8_row_scalar(row, j->x, j->nb);
+
+typedef struct {
+    bool bf, acc;
+    size_t M, K, ldw, nx, ldx, ldy, rows;
+    const uint8_t *W;
+    const float *X;
+    float *Y;
+    ingot__isa isa;
+} half_job;
+
+#define HALF_BLOCK_BYTES ((size_t)32 << 10)
+
+static void half_task(void *ctx, size_t t, unsigned worker)
+{
+    (void)worker;
+    const half_job *j = ctx;
+    size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
+    size_t rb = j->K * 2, br = HALF_BLOCK_BYTES / (rb ? rb : 1);
+    if (br < 1 || j->nx <= HX) br = hi - lo; /* one pass: the rows meet every x row at once */
+    for (size_t r0 = lo; r0 < hi; r0 += br) {
+        size_t r1 = hi - r0 < br ? hi : r0 + br;
+        for (size_t i0 = 0; i0 < j->nx; i0 += HX) {
+            size_t nx = j->nx - i0 < HX ? j->nx - i0 : HX;
+            const float *X = j->X + i0 * j->ldx;
+            for (size_t r = r0; r < r1; r++) {
+                const uint8_t *w = j->W + r * j->ldw * 2;
+                float out[HX];
+#ifdef HAVE_X86
+                if (j->isa >= INGOT__ISA_AVX512)
+                    half_row_avx512(j->bf, w, j->K, X, j->ldx, nx, out);
+                else if (j->isa >= INGOT__ISA_AVX2)
+                    half_row_avx2(j->bf, w, j->K, X, j->ldx, nx, out);
+                else
+#endif
+                    half_row_scalar(j->bf, w, j->K, X, j->ldx, nx, out);
+                for (size_t i = 0; i < nx; i++) {
+                    float *y = j->Y + (i0 + i) * j->ldy + r;
+                    *y = j->acc ? *y + out[i] : out[i];
+                }
+            }
+        }
     }
 }
 
-void ingot__gemv_q8_0(ingot__pool *pool, size_t M, size_t K, const void *W, const void *x,
-                      float *y)
+void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
+                      size_t ldw, size_t nx, const float *X, size_t ldx, bool accumulate,
+                      float *Y, size_t ldy)
 {
-    size_t nb = K / Q8_BLOCK;
-    q8_job j = {M, nb, W, x, y, ingot__get_isa(), rows_per_task(M, nb * Q8_BYTES, pool)};
-    ingot__pool_run(pool, q8_task, &j, (M + j.rows - 1) / j.rows);
-}
-
-void ingot__quantize_q8_0(const float *x, size_t K, void *out)
-{
-    uint8_t *o = out;
-    for (size_t b = 0; b < K / Q8_BLOCK; b++, x += Q8_BLOCK, o += Q8_BYTES) {
-        float amax = 0.0f;
-        for (int i = 0; i < Q8_BLOCK; i++) amax = fmaxf(amax, fabsf(x[i]));
-        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        uint16_t h = f32_to_f16(d);
-        memcpy(o, &h, 2);
-        for (int i = 0; i < Q8_BLOCK; i++) o[2 + i] = (uint8_t)(int8_t)roundf(x[i] * id); /* ggml rounds half away from zero */
+    if (M == 0 || nx == 0) return;
+    if (wt == INGOT_DTYPE_BF16 && ingot__get_isa() == INGOT__ISA_AMX &&
+        ingot__amx_ok(wt, K, nx) && ldx >= K) {
+        ingot__pool *own = pool ? NULL : ingot__pool_create(NULL, 1);
+        void *s = (pool || own) ? ingot__pool_scratch(pool ? pool : own, 0,
+                                                      ingot__amx_scratch(wt, K, nx))
+                                : NULL;
+        if (s) /* no scratch: the streaming kernels below */
+            ingot__amx_gemm(pool ? pool : own, wt, M, K, W, ldw * 2, NULL, X, ldx, nx,
+                            accumulate, Y, ldy, s);
+        ingot__pool_destroy(own);
+        if (s) return;
     }
+    if (nx >= INGOT__QGEMM_DEQUANT_ROWS &&
+        ingot__dequant_gemm(pool, wt, M, K, W, ldw * 2, X, ldx, nx, accumulate, Y, ldy) ==
+            INGOT_OK)
+        return; /* else (no scratch) the streaming kernels below */
+    half_job j = {wt == INGOT_DTYPE_BF16, accumulate, M, K, ldw, nx, ldx, ldy,
+                  rows_per_task(M, K * 2 * nx, pool), W, X, Y, ingot__get_isa()};
+    ingot__pool_run(pool, half_task, &j, (M + j.rows - 1) / j.rows);
 }

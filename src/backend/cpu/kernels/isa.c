@@ -1,50 +1,177 @@
-/* isa.c - run-time ISA selection for the CPU kernels (CPUID through the compiler builtins). */
+/*
+ * isa.c - run-time ISA levels of the CPU kernels: what the CPU and the OS allow (CPUID, XCR0
+ * through XGETBV, and on Linux the AMX tile-data permission asked for with arch_prctl), the cap
+ * from the INGOT_ISA environment variable or ingot_cpu_isa_set_cap(), and the level in effect.
+ * Feature bits: Intel SDM vol. 2A, CPUID leaf 1 and leaf 7 (sub-leaves 0 and 1).
+ */
+#define _DEFAULT_SOURCE /* syscall() */
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include "cpu/kernels/kernels.h"
 
-static atomic_int chosen = -1;
+static const char *const names[INGOT__ISA_COUNT] = {
+#define INGOT_X_(n, v, s) [v] = s,
+    INGOT_CPU_ISA_LIST(INGOT_X_)
+#undef INGOT_X_
+};
 
-ingot__isa ingot__cpu_isa(void)
+#if defined(__x86_64__) || defined(__i386__)
+static uint64_t xgetbv0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+/* Linux gives a process the AMX tile data state only once it asks (arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA = 18, kernel 5.16+); until then a tile
+ * instruction faults. Asked once per process; the grant is process-wide. */
+static bool amx_permitted(void)
+{
+#if defined(__linux__) && defined(__x86_64__)
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) == 0;
+#else
+    return false;
+#endif
+}
+
+static unsigned probe(void)
+{
+    unsigned a, b, c, d, mask = 1u << INGOT__ISA_SCALAR;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return mask;
+    bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
+    if (!osxsave || !avx || __get_cpuid_max(0, NULL) < 7) return mask;
+    uint64_t xcr0 = xgetbv0();
+    bool ymm_os = (xcr0 & 6) == 6, zmm_os = (xcr0 & 0xe6) == 0xe6;
+    bool tile_os = (xcr0 & 0x60000) == 0x60000;
+    unsigned b7, c7, d7, a71 = 0, t;
+    __cpuid_count(7, 0, a, b7, c7, d7);
+    unsigned max7 = a;
+    if (max7 >= 1) __cpuid_count(7, 1, a71, t, t, t);
+    bool avx2 = b7 >> 5 & 1, f = b7 >> 16 & 1, dq = b7 >> 17 & 1, bw = b7 >> 30 & 1;
+    bool vl = b7 >> 31 & 1, vnni512 = c7 >> 11 & 1, amx_bf16 = d7 >> 22 & 1;
+    bool amx_tile = d7 >> 24 & 1, amx_int8 = d7 >> 25 & 1;
+    bool avx_vnni = a71 >> 4 & 1, bf16_512 = a71 >> 5 & 1;
+    bool l_avx2 = ymm_os && avx2 && fma && f16c;
+    bool l_512 = l_avx2 && zmm_os && f && dq && bw && vl;
+    if (l_avx2) mask |= 1u << INGOT__ISA_AVX2;
+    if (l_avx2 && avx_vnni) mask |= 1u << INGOT__ISA_AVX_VNNI;
+    if (l_512) mask |= 1u << INGOT__ISA_AVX512;
+    if (l_512 && vnni512) mask |= 1u << INGOT__ISA_AVX512_VNNI;
+    if (l_512 && vnni512 && bf16_512 && tile_os && amx_tile && amx_int8 && amx_bf16 &&
+        amx_permitted())
+        mask |= 1u << INGOT__ISA_AMX;
+    return mask;
+}
+#else
+static unsigned probe(void) { return 1u << INGOT__ISA_SCALAR; }
+#endif
+
+/* Software prefetch in the streaming kernels: on Intel it lifts the quantized GEMVs from about
+ * 0.5-0.85 to 0.85-1.0 of the read rate (Xeon, one thread); on AMD Zen it slowed every kernel
+ * (docs/PERFORMANCE.md), so it is only used on Intel. */
+bool ingot__cpu_prefetch(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    /* F16C is CPUID.1:ECX[29]; clang 14's __builtin_cpu_supports does not know "f16c". AVX2's
-     * check already covers the OS saving the YMM state. */
-    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
-        return INGOT__ISA_AVX2;
+    static atomic_int v = -1;
+    int r = atomic_load_explicit(&v, memory_order_relaxed);
+    if (r < 0) {
+        unsigned a, b = 0, c = 0, d = 0;
+        r = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547 && d == 0x49656e69 &&
+            c == 0x6c65746e; /* "GenuineIntel" */
+        atomic_store_explicit(&v, r, memory_order_relaxed);
+    }
+    return r;
+#else
+    return false;
 #endif
+}
+
+static atomic_uint supported_mask; /* 0: not probed yet */
+static atomic_int chosen = -1;     /* the level in effect; -1: not chosen yet */
+static atomic_int env_state;       /* 0 unread, 1 unset or valid, 2 set to an unknown name */
+
+static unsigned supported(void)
+{
+    unsigned m = atomic_load_explicit(&supported_mask, memory_order_relaxed);
+    if (!m) {
+        m = probe();
+        atomic_store_explicit(&supported_mask, m, memory_order_relaxed);
+    }
+    return m;
+}
+
+bool ingot__isa_supported(ingot__isa isa)
+{
+    return (unsigned)isa < INGOT__ISA_COUNT && (supported() >> isa & 1);
+}
+
+/* The best supported level at or below cap (levels are not nested: a CPU may have AVX-512
+ * without AVX-VNNI, whose level sits below it). */
+static ingot__isa best_below(int cap)
+{
+    unsigned m = supported();
+    if (cap >= INGOT__ISA_COUNT) cap = INGOT__ISA_COUNT - 1;
+    for (int l = cap; l > 0; l--)
+        if (m >> l & 1) return (ingot__isa)l;
     return INGOT__ISA_SCALAR;
 }
+
+ingot__isa ingot__cpu_isa(void) { return best_below(INGOT__ISA_COUNT - 1); }
 
 ingot__isa ingot__get_isa(void)
 {
     int c = atomic_load_explicit(&chosen, memory_order_relaxed);
-    if (c < 0) {
-        c = (int)ingot__cpu_isa();
-        atomic_store_explicit(&chosen, c, memory_order_relaxed);
+    if (c >= 0) return (ingot__isa)c;
+    int cap = INGOT__ISA_COUNT - 1;
+    const char *env = getenv("INGOT_ISA");
+    int st = 1;
+    if (env && *env) {
+        int l = ingot__isa_from_name(env);
+        if (l >= 0)
+            cap = l;
+        else
+            st = 2;
     }
-    return (ingot__isa)c;
+    atomic_store_explicit(&env_state, st, memory_order_relaxed);
+    ingot__isa isa = best_below(cap);
+    int expect = -1; /* a concurrent ingot__set_isa wins */
+    atomic_compare_exchange_strong(&chosen, &expect, (int)isa);
+    return (ingot__isa)atomic_load_explicit(&chosen, memory_order_relaxed);
 }
 
 ingot__isa ingot__set_isa(ingot__isa isa)
 {
-    ingot__isa best = ingot__cpu_isa();
-    if ((int)isa > (int)best) isa = best;
-    atomic_store_explicit(&chosen, (int)isa, memory_order_relaxed);
-    return isa;
+    ingot__isa l = best_below((int)isa < 0 ? 0 : (int)isa);
+    atomic_store_explicit(&chosen, (int)l, memory_order_relaxed);
+    return l;
+}
+
+void ingot__isa_reset(void) { atomic_store_explicit(&chosen, -1, memory_order_relaxed); }
+
+bool ingot__isa_env_ignored(void)
+{
+    (void)ingot__get_isa();
+    return atomic_load_explicit(&env_state, memory_order_relaxed) == 2;
 }
 
 const char *ingot__isa_name(ingot__isa isa)
 {
-    switch (isa) {
-    case INGOT__ISA_AVX2: return "avx2";
-    case INGOT__ISA_SCALAR: return "scalar";
-    }
-    return "?";
+    return (unsigned)isa < INGOT__ISA_COUNT ? names[isa] : "?";
+}
+
+int ingot__isa_from_name(const char *s)
+{
+    for (int l = 0; l < INGOT__ISA_COUNT; l++)
+        if (strcmp(s, names[l]) == 0) return l;
+    return -1;
 }

@@ -1,12 +1,15 @@
 /*
- * kernels.h - the CPU backend's compute kernels: a persistent thread pool, run-time ISA selection,
- * cache-blocked f32 GEMM, f32 GEMV and int8 x int8 GEMV (per-row int8 and GGML Q8_0 blocks).
+ * kernels.h - the CPU backend's compute kernels: a persistent thread pool, run-time ISA levels,
+ * cache-blocked f32 GEMM, f32 / F16 / BF16 GEMV, and the quantized dots (int8 with per-row
+ * scales, GGML Q8_0, Q4_0, Q4_K, Q5_K, Q6_K weights read in their stored layout) for GEMV and GEMM.
  *
- * Every kernel is compiled for several ISAs in the same object (GCC target attributes); the ISA
- * is chosen once at run time from CPUID (ingot__cpu_isa) and can be lowered for tests with
- * ingot__set_isa. Matrices are row-major with explicit leading dimensions, in elements.
+ * Every kernel exists for each ISA level (ingot_cpu_isa in ingot/backend.h: scalar, AVX2,
+ * AVX-VNNI, AVX-512, AVX-512 VNNI, AMX), compiled into the same library with GCC/clang target
+ * attributes; the level is chosen once at run time from CPUID (ingot__cpu_isa), capped by
+ * INGOT_ISA or ingot__set_isa. A kernel reads the level once per call. Matrices are row-major
+ * with explicit leading dimensions, in elements (bytes for quantized weights).
  *
- * Determinism: for a fixed ISA, results do not depend on the thread count (work is split over
+ * Determinism: for a fixed level, results do not depend on the thread count (work is split over
  * output rows or columns; each output element is always reduced in the same order).
  * Threads: a pool runs one job at a time; kernels called with the same pool from several
  * threads are serialised by the pool. pool may be NULL: the kernel then runs on the calling
@@ -16,21 +19,32 @@
 #define INGOT_KERNELS_H
 
 #include "deps.h"
+#include "ingot/backend.h"
 #include "ingot/core.h"
 
 typedef enum {
-    INGOT__ISA_SCALAR = 0, /* portable C; what the compiler vectorises for the baseline target */
-    INGOT__ISA_AVX2 = 1,   /* AVX2 + FMA + F16C (Haswell, Zen 1+) */
+#define INGOT_X_(n, v, s) INGOT__ISA_##n = v,
+    INGOT_CPU_ISA_LIST(INGOT_X_)
+#undef INGOT_X_
+        INGOT__ISA_COUNT
 } ingot__isa;
 
-/* Best ISA this CPU supports. */
+/* Best level this CPU and OS support. */
 ingot__isa ingot__cpu_isa(void);
-/* The ISA kernels use (default: ingot__cpu_isa()). Setting one the CPU lacks clamps it down.
- * Returns the ISA now in effect. For tests and benchmarks; not thread-safe against running
- * kernels. */
+/* Whether the CPU and OS support a level (they may support AVX512 without AVX_VNNI). */
+bool ingot__isa_supported(ingot__isa isa);
+/* The level kernels use (default: ingot__cpu_isa() capped by INGOT_ISA). Setting one caps it:
+ * the best supported level at or below isa is used. Returns the level now in effect. */
 ingot__isa ingot__set_isa(ingot__isa isa);
 ingot__isa ingot__get_isa(void);
+/* Whether the streaming kernels prefetch ahead (on Intel CPUs: see isa.c). */
+bool ingot__cpu_prefetch(void);
+/* Forgets the level in effect, so that the next kernel reads INGOT_ISA again (tests). */
+void ingot__isa_reset(void);
+/* True if INGOT_ISA is set to a name that is not a level (it is then ignored). */
+bool ingot__isa_env_ignored(void);
 const char *ingot__isa_name(ingot__isa isa);
+int ingot__isa_from_name(const char *s); /* -1 if unknown */
 
 /* ---- thread pool ---- */
 typedef struct ingot__pool ingot__pool;
@@ -50,8 +64,8 @@ void *ingot__pool_scratch(ingot__pool *p, unsigned worker, size_t n);
 /* ---- f32 GEMM: C[M,N] = alpha * op(A)[M,K] . op(B)[K,N] + beta * C ----
  * op(A) = A (M x K, lda >= K) or, with trans_a, A^T where A is K x M (lda >= M); likewise B.
  * beta == 0 does not read C (it may hold NaN). NOMEM if scratch cannot be had.
- * Up to 16 rows of C (without trans_a, AVX2) B is streamed once instead of packed, and one row
- * against B^T runs the GEMV, so a batch of rows against [out, in] weights (trans_b) is best
+ * Up to 16 rows of C (without trans_a, AVX2 and up) B is streamed once instead of packed, and one
+ * row against B^T runs the GEMV, so a batch of rows against [out, in] weights (trans_b) is best
  * done here in one call rather than as one ingot__sgemv per row (4096 x 4096 weights, 1
  * thread: 1 row 2.9 ms either way; 2 rows 4.5 ms vs 6.1; 8 rows 9.2 ms vs 24; 16: 15 vs 48). */
 ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t M, size_t N,
@@ -63,24 +77,59 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
  * (ingot__pool_scratch) to this once beforehand. */
 size_t ingot__sgemm_scratch_bytes(void);
 
+/* The blocked GEMM on the calling thread with caller scratch of ingot__sgemm_scratch_bytes()
+ * (64-byte aligned), K > 0 and alpha != 0: for kernels that run it inside their own tasks. */
+void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                         const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                         float *C, size_t ldc, void *scratch);
+
 /* ---- f32 GEMV: y[M] = alpha * A[M,N] . x[N] + beta * y  (trans: y[N] = alpha*A^T.x + beta*y) */
 void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha, const float *A,
                   size_t lda, const float *x, float beta, float *y);
 
-/* ---- int8 GEMV, per-row scales: y[m] = wscale[m] * xscale * sum_k W[m,k] * x[k]
- * Operands are symmetric int8 in [-127, 127] (what symmetric quantisation, Q8_0 included,
- * produces; -128 is outside the contract: the AVX2 sign trick cannot represent +128).
- * Exact int32 accumulation; K up to 2^16 so no overflow is possible. */
-void ingot__gemv_i8(ingot__pool *pool, size_t M, size_t K, const int8_t *W, size_t ldw,
-                    const float *wscale, const int8_t *x, float xscale, float *y);
+/* ---- F16 / BF16 weights, f32 activations: Y[i, m] = sum_k W[m, k] X[i, k] (+ Y if accumulate)
+ * W is [M, K] of dtype wt (INGOT_DTYPE_F16 or BF16, row stride ldw elements), X is [nx, K] f32
+ * (row stride ldx), Y is [nx, M] (row stride ldy). Weights are widened to f32 exactly (F16C /
+ * AVX-512 conversions, BF16 by a shift) and the products summed in f32, one row of W streamed
+ * once for up to 4 rows of X. */
+void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
+                      size_t ldw, size_t nx, const float *X, size_t ldx, bool accumulate, float *Y,
+                      size_t ldy);
 
-/* ---- Q8_0 GEMV (GGML block layout: per 32 elements an f16 scale then 32 int8):
- * y[m] = sum_b d_w[m,b] * d_x[b] * sum_i q_w[m,b,i] * q_x[b,i]; K multiple of 32;
- * W rows are K/32 blocks of 34 bytes; x is K/32 blocks. */
-void ingot__gemv_q8_0(ingot__pool *pool, size_t M, size_t K, const void *W, const void *x,
-                      float *y);
-/* Quantizes x[K] (K multiple of 32) to Q8_0 blocks as GGML does (d = max|x|/127, round half
- * away from zero; values land in [-127, 127]). */
+/* ---- quantized dots ----
+ * Weights stay as stored (zero copy): INGOT_DTYPE_I8 rows with one f32 scale per row, or GGML
+ * blocks Q8_0, Q4_0 (32 elements), Q4_K, Q5_K, Q6_K (256 elements) back to back, ldw bytes from
+ * one row to the next. Activations are quantized once per row to int8 for the dot: per block of
+ * 32 (Q8_0 / Q4_0 weights), of 256 (K-quants) or per row (I8): d = max|x| / 127, q = round(x / d)
+ * (half away from zero) in [-127, 127], kept with d as f32 and the sums of q the dots need for
+ * the weights' offsets and minimums. The integer dots are exact; each block's (or row's) result
+ * is scaled in f32. */
+
+/* True for the weight dtypes above. */
+bool ingot__qdot_supported(ingot_dtype wt);
+/* K must be a multiple of the weight block (any K >= 1 for I8, at most 65536 so that the int32
+ * sums cannot overflow). */
+bool ingot__qdot_k_ok(ingot_dtype wt, size_t K);
+/* Bytes of one quantized activation row (a multiple of 64); rows of a batch are this far apart. */
+size_t ingot__qx_bytes(ingot_dtype wt, size_t K);
+/* Quantizes x[K] for dots with weights of dtype wt into out (ingot__qx_bytes, 64-byte aligned). */
+void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out);
+/* Y[i * ldy + m] = sum_k deq(W)[m, k] * deq(X_i)[k] (+ Y[...] if accumulate) for m < M, i < nx,
+ * with X_i = xq + i * ingot__qx_bytes(wt, K). wscale: per-row weight scales for I8, else
+ * ignored. Rows of W are split over the pool; with nx > 1 every block of rows is kept in cache
+ * while it meets all nx activation rows.
+ * Prefill-sized batches take faster routes: at the AMX level, int8 and Q8_0 weights with 16 or
+ * more rows run on tiles; block types with INGOT__QGEMM_DEQUANT_ROWS or more rows and the f32
+ * activations X (row stride ldx; NULL: not available) are dequantized to f32 a panel of rows at
+ * a time into pool scratch and multiplied by the blocked f32 GEMM (the activations then enter
+ * unquantized: the result is closer to the exact one). NOMEM if scratch cannot be had. */
+#define INGOT__QGEMM_DEQUANT_ROWS 32
+ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
+                          size_t ldw, const float *wscale, const void *xq, const float *X,
+                          size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy);
+
+/* Quantizes x[K] (K multiple of 32) to GGML Q8_0 blocks (per 32 elements an f16 d = max|x|/127,
+ * then 32 int8 rounded half away from zero), as GGML's reference quantizer does. */
 void ingot__quantize_q8_0(const float *x, size_t K, void *out);
 
 #endif

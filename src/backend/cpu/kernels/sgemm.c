@@ -23,11 +23,13 @@
 
 #include "cpu/kernels/kernels.h"
 
-#define MR 6
-#define NR 16
+/* Tile of the micro-kernel: MR x NR (scalar and AVX2: 6 x 16, two ymm columns; AVX-512:
+ * 12 x 32, two zmm columns, 24 accumulators). MR and NR below are the job's. */
+#define MR_MAX 12
+#define NR_MAX 32
 #define KC 256
-#define MC 120  /* multiple of MR; an A block (MC x KC floats, 120 KB) stays in L2 */
-#define NC 3072 /* multiple of NR; a B block (KC x NC floats, 3 MB) stays in L3 */
+#define MC_MAX 120 /* the largest MC (a multiple of the MRs); an A block (MC x KC floats) in L2 */
+#define NC 3072    /* multiple of both NRs; a B block (KC x NC floats, 3 MB) stays in L3 */
 
 typedef struct {
     bool ta, tb;
@@ -42,21 +44,28 @@ typedef struct {
     size_t ldx;
     ingot__pool *pool;
     ingot__isa isa;
+    size_t mr, nr, mc; /* tile and A block of the level */
     atomic_int failed;
 } job;
+
+/* The AVX2 micro-kernel's tile (the scalar one uses it too) and the AVX-512 one's. */
+#define MR2 6
+#define NR2 16
+#define MR5 12
+#define NR5 32
 
 /* ---- packing: zero-padded panels, k-major inside a panel ---- */
 
 static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, float *ap)
 {
+    size_t MR = j->mr;
     for (size_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
         size_t mr = mc - ir < MR ? mc - ir : MR;
         if (!j->ta && mr == MR) {
-            const float *s0 = j->A + (ic + ir) * j->lda + pc, *s1 = s0 + j->lda, *s2 = s1 + j->lda;
-            const float *s3 = s2 + j->lda, *s4 = s3 + j->lda, *s5 = s4 + j->lda;
+            const float *s0 = j->A + (ic + ir) * j->lda + pc;
             for (size_t k = 0; k < kc; k++) {
                 float *d = ap + k * MR;
-                d[0] = s0[k], d[1] = s1[k], d[2] = s2[k], d[3] = s3[k], d[4] = s4[k], d[5] = s5[k];
+                for (size_t r = 0; r < MR; r++) d[r] = s0[r * j->lda + k];
             }
             continue;
         }
@@ -105,12 +114,13 @@ AVX2_TARGET static inline void tr8(__m256 r[8])
 AVX2_TARGET static void pack_b_panel_avx2(const job *j, size_t pc, size_t kc, size_t col,
                                           float *bp)
 {
+    size_t NR = j->nr;
     if (!j->tb) {
         const float *src = j->B + pc * j->ldb + col;
         for (size_t k = 0; k < kc; k++, src += j->ldb) {
             PREFETCH(src, 16 * j->ldb * sizeof(float));
-            _mm256_store_ps(bp + k * NR, _mm256_loadu_ps(src));
-            _mm256_store_ps(bp + k * NR + 8, _mm256_loadu_ps(src + 8));
+            for (size_t h = 0; h < NR; h += 8)
+                _mm256_store_ps(bp + k * NR + h, _mm256_loadu_ps(src + h));
         }
         return;
     }
@@ -136,11 +146,12 @@ AVX2_TARGET static void pack_b_panel_avx2(const job *j, size_t pc, size_t kc, si
 static void pack_b(const job *j, size_t pc, size_t kc, size_t col, size_t nr, float *bp)
 {
 #ifdef HAVE_X86
-    if (j->isa == INGOT__ISA_AVX2 && nr == NR) {
+    if (j->isa >= INGOT__ISA_AVX2 && nr == j->nr) {
         pack_b_panel_avx2(j, pc, kc, col, bp);
         return;
     }
 #endif
+    size_t NR = j->nr;
     if (!j->tb) {
         for (size_t k = 0; k < kc; k++) {
             const float *src = j->B + (pc + k) * j->ldb + col;
@@ -158,13 +169,13 @@ static void pack_b(const job *j, size_t pc, size_t kc, size_t col, size_t nr, fl
     }
 }
 
-/* C tile = alpha * acc + beta * C (beta == 0: C not read). */
-static void store_tile(const float *acc, float *c, size_t ldc, float alpha, float beta, size_t mr,
-                       size_t nr)
+/* C tile = alpha * acc + beta * C (beta == 0: C not read); acc rows are lda floats apart. */
+static void store_tile(const float *acc, size_t lda, float *c, size_t ldc, float alpha, float beta,
+                       size_t mr, size_t nr)
 {
     for (size_t r = 0; r < mr; r++)
         for (size_t q = 0; q < nr; q++) {
-            float v = alpha * acc[r * NR + q];
+            float v = alpha * acc[r * lda + q];
             c[r * ldc + q] = beta == 0.0f ? v : v + beta * c[r * ldc + q];
         }
 }
@@ -174,11 +185,11 @@ static void store_tile(const float *acc, float *c, size_t ldc, float alpha, floa
 static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                        float alpha, float beta, size_t mr, size_t nr)
 {
-    float acc[MR * NR] = {0};
-    for (size_t k = 0; k < kc; k++, a += MR, b += NR)
-        for (size_t r = 0; r < MR; r++)
-            for (size_t q = 0; q < NR; q++) acc[r * NR + q] += a[r] * b[q];
-    store_tile(acc, c, ldc, alpha, beta, mr, nr);
+    float acc[MR2 * NR2] = {0};
+    for (size_t k = 0; k < kc; k++, a += MR2, b += NR2)
+        for (size_t r = 0; r < MR2; r++)
+            for (size_t q = 0; q < NR2; q++) acc[r * NR2 + q] += a[r] * b[q];
+    store_tile(acc, NR2, c, ldc, alpha, beta, mr, nr);
 }
 
 #ifdef HAVE_X86
@@ -193,18 +204,18 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
     __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
 #define STEP(o)                                                                                    \
     do {                                                                                           \
-        __m256 b0 = _mm256_load_ps(b + (o) * NR), b1 = _mm256_load_ps(b + (o) * NR + 8);           \
-        __m256 av = _mm256_broadcast_ss(a + (o) * MR + 0);                                         \
+        __m256 b0 = _mm256_load_ps(b + (o) * NR2), b1 = _mm256_load_ps(b + (o) * NR2 + 8);         \
+        __m256 av = _mm256_broadcast_ss(a + (o) * MR2 + 0);                                        \
         c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);                    \
-        av = _mm256_broadcast_ss(a + (o) * MR + 1);                                                \
+        av = _mm256_broadcast_ss(a + (o) * MR2 + 1);                                               \
         c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);                    \
-        av = _mm256_broadcast_ss(a + (o) * MR + 2);                                                \
+        av = _mm256_broadcast_ss(a + (o) * MR2 + 2);                                               \
         c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);                    \
-        av = _mm256_broadcast_ss(a + (o) * MR + 3);                                                \
+        av = _mm256_broadcast_ss(a + (o) * MR2 + 3);                                               \
         c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);                    \
-        av = _mm256_broadcast_ss(a + (o) * MR + 4);                                                \
+        av = _mm256_broadcast_ss(a + (o) * MR2 + 4);                                               \
         c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);                    \
-        av = _mm256_broadcast_ss(a + (o) * MR + 5);                                                \
+        av = _mm256_broadcast_ss(a + (o) * MR2 + 5);                                               \
         c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);                    \
     } while (0)
     for (size_t r = 0; r < mr; r++) {
@@ -212,27 +223,27 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
         PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
     }
     size_t k = 0;
-    for (; k + 4 <= kc; k += 4, a += 4 * MR, b += 4 * NR) {
-        PREFETCH(b, 8 * NR * sizeof(float));
+    for (; k + 4 <= kc; k += 4, a += 4 * MR2, b += 4 * NR2) {
+        PREFETCH(b, 8 * NR2 * sizeof(float));
         STEP(0);
         STEP(1);
         STEP(2);
         STEP(3);
     }
-    for (; k < kc; k++, a += MR, b += NR) STEP(0);
+    for (; k < kc; k++, a += MR2, b += NR2) STEP(0);
 #undef STEP
-    if (mr == MR && nr == NR) {
+    if (mr == MR2 && nr == NR2) {
         __m256 va = _mm256_set1_ps(alpha);
-        __m256 rows[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+        __m256 rows[MR2][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                               {c30, c31}, {c40, c41}, {c50, c51}};
         if (beta == 0.0f) {
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MR2; r++) {
                 _mm256_storeu_ps(c + r * ldc, _mm256_mul_ps(va, rows[r][0]));
                 _mm256_storeu_ps(c + r * ldc + 8, _mm256_mul_ps(va, rows[r][1]));
             }
         } else {
             __m256 vb = _mm256_set1_ps(beta);
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MR2; r++) {
                 float *cr = c + r * ldc;
                 _mm256_storeu_ps(cr, _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr),
                                                      _mm256_mul_ps(va, rows[r][0])));
@@ -242,14 +253,77 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
         }
         return;
     }
-    float acc[MR * NR];
-    _mm256_storeu_ps(acc + 0 * NR, c00), _mm256_storeu_ps(acc + 0 * NR + 8, c01);
-    _mm256_storeu_ps(acc + 1 * NR, c10), _mm256_storeu_ps(acc + 1 * NR + 8, c11);
-    _mm256_storeu_ps(acc + 2 * NR, c20), _mm256_storeu_ps(acc + 2 * NR + 8, c21);
-    _mm256_storeu_ps(acc + 3 * NR, c30), _mm256_storeu_ps(acc + 3 * NR + 8, c31);
-    _mm256_storeu_ps(acc + 4 * NR, c40), _mm256_storeu_ps(acc + 4 * NR + 8, c41);
-    _mm256_storeu_ps(acc + 5 * NR, c50), _mm256_storeu_ps(acc + 5 * NR + 8, c51);
-    store_tile(acc, c, ldc, alpha, beta, mr, nr);
+    float acc[MR2 * NR2];
+    _mm256_storeu_ps(acc + 0 * NR2, c00), _mm256_storeu_ps(acc + 0 * NR2 + 8, c01);
+    _mm256_storeu_ps(acc + 1 * NR2, c10), _mm256_storeu_ps(acc + 1 * NR2 + 8, c11);
+    _mm256_storeu_ps(acc + 2 * NR2, c20), _mm256_storeu_ps(acc + 2 * NR2 + 8, c21);
+    _mm256_storeu_ps(acc + 3 * NR2, c30), _mm256_storeu_ps(acc + 3 * NR2 + 8, c31);
+    _mm256_storeu_ps(acc + 4 * NR2, c40), _mm256_storeu_ps(acc + 4 * NR2 + 8, c41);
+    _mm256_storeu_ps(acc + 5 * NR2, c50), _mm256_storeu_ps(acc + 5 * NR2 + 8, c51);
+    store_tile(acc, NR2, c, ldc, alpha, beta, mr, nr);
+}
+/* 12 x 32: 24 zmm accumulators (named: an array of them ends up on the stack), two zmm of B
+ * per k, A broadcast from memory into the FMAs. */
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, float *c,
+                                     size_t ldc, float alpha, float beta, size_t mr, size_t nr)
+{
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+#define FMA(r)                                                                                     \
+    {                                                                                              \
+        __m512 av = _mm512_set1_ps(a_[r]);                                                         \
+        c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0), c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);    \
+    }
+    ROWS(DECL)
+    for (size_t r = 0; r < mr; r++) {
+        PREFETCH(c + r * ldc, 0);
+        PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+    }
+#define KSTEP(o)                                                                                   \
+    {                                                                                              \
+        const float *a_ = a + (o) * MR5;                                                           \
+        __m512 b0 = _mm512_load_ps(b + (o) * NR5), b1 = _mm512_load_ps(b + (o) * NR5 + 16);        \
+        ROWS(FMA)                                                                                  \
+    }
+    size_t k = 0;
+    for (; k + 4 <= kc; k += 4, a += 4 * MR5, b += 4 * NR5) {
+        PREFETCH(b, 8 * NR5 * sizeof(float));
+        PREFETCH(b, 8 * NR5 * sizeof(float) + 64);
+        PREFETCH(a, 8 * MR5 * sizeof(float));
+        KSTEP(0)
+        KSTEP(1)
+        KSTEP(2)
+        KSTEP(3)
+    }
+    for (; k < kc; k++, a += MR5, b += NR5) KSTEP(0)
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    if (mr == MR5 && nr == NR5) {
+#define STORE(r)                                                                                   \
+    {                                                                                              \
+        float *cr = c + (size_t)(r) * ldc;                                                         \
+        __m512 v0 = _mm512_mul_ps(va, c##r##0), v1 = _mm512_mul_ps(va, c##r##1);                   \
+        if (beta != 0.0f) {                                                                        \
+            v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr), v0);                                     \
+            v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr + 16), v1);                                \
+        }                                                                                          \
+        _mm512_storeu_ps(cr, v0);                                                                  \
+        _mm512_storeu_ps(cr + 16, v1);                                                             \
+    }
+        ROWS(STORE)
+        return;
+    }
+    float t[MR5 * NR5];
+#define SPILL(r)                                                                                   \
+    _mm512_storeu_ps(t + (r) * NR5, c##r##0), _mm512_storeu_ps(t + (r) * NR5 + 16, c##r##1);
+    ROWS(SPILL)
+    store_tile(t, NR5, c, ldc, alpha, beta, mr, nr);
+#undef ROWS
+#undef DECL
+#undef FMA
+#undef KSTEP
+#undef STORE
+#undef SPILL
 }
 #endif
 
@@ -262,8 +336,10 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
 {
     ukr_fn ukr = ukr_scalar;
 #ifdef HAVE_X86
-    if (j->isa == INGOT__ISA_AVX2) ukr = ukr_avx2;
+    if (j->isa >= INGOT__ISA_AVX512) ukr = ukr_avx512;
+    else if (j->isa >= INGOT__ISA_AVX2) ukr = ukr_avx2;
 #endif
+    size_t MR = j->mr, NR = j->nr, MC = j->mc;
     /* One A block: every B panel is used once, right after packing, so one panel's buffer
      * (which stays in L1) replaces the whole block's. */
     bool once = m1 - m0 <= MC;
@@ -466,7 +542,7 @@ static void small_task(void *ctx, size_t t, unsigned worker)
 }
 #endif
 
-#define AP_FLOATS ((size_t)MC * KC)
+#define AP_FLOATS ((size_t)MC_MAX * KC)
 #define BP_FLOATS ((size_t)KC * NC)
 #define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))
 
@@ -495,6 +571,19 @@ static void task(void *ctx, size_t t, unsigned worker)
     else block_gemm(j, lo, hi, 0, j->N, ap, bp);
 }
 
+void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                         const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                         float *C, size_t ldc, void *scratch)
+{
+    if (M == 0 || N == 0 || K == 0) return;
+    job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+             .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .isa = ingot__get_isa()};
+    bool wide = j.isa >= INGOT__ISA_AVX512;
+    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
+    float *ap = scratch;
+    block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
+}
+
 ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t M, size_t N,
                           size_t K, float alpha, const float *A, size_t lda, const float *B,
                           size_t ldb, float beta, float *C, size_t ldc)
@@ -514,12 +603,17 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .pool = pool,
              .isa = ingot__get_isa()};
+    /* AVX-512: an A block of 48 rows (48 KB), small beside AVX2's 120: on the Xeon of issue 16
+     * (thread CPU time, best of 15) MC = 36-60 ran 0.89-1.03x OpenBLAS SkylakeX at 1024^3 and
+     * 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384 were no better. */
+    bool wide = j.isa >= INGOT__ISA_AVX512;
+    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
     atomic_init(&j.failed, 0);
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */
     if ((double)M * (double)N * (double)K < 64.0 * 64 * 64) threads = 1;
 #ifdef HAVE_X86
-    if (j.isa == INGOT__ISA_AVX2 && M <= SMALL_M && !trans_a) {
+    if (j.isa >= INGOT__ISA_AVX2 && M <= SMALL_M && !trans_a) {
         j.X = A, j.ldx = lda;
         size_t unit = trans_b ? 4 : 64, units = (N + unit - 1) / unit;
         j.chunk = (units + threads - 1) / threads * unit;
@@ -529,7 +623,7 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     }
 #endif
     j.split_n = N >= M;
-    size_t total = j.split_n ? N : M, unit = j.split_n ? NR : MR;
+    size_t total = j.split_n ? N : M, unit = j.split_n ? j.nr : j.mr;
     size_t units = (total + unit - 1) / unit;
     size_t per = (units + threads - 1) / threads;
     j.chunk = per * unit;

@@ -1,0 +1,470 @@
+/*
+ * qdot.c - quantized dots: activation rows quantized once to int8 (the layout in qdot.h), the
+ * scalar kernels that define each weight type's dot (GGML block layouts of
+ * ../shared/formats/gguf.md §5: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; per-row int8), the level dispatch
+ * and the GEMV/GEMM driver over the pool. The SIMD kernels live in one file per level.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "cpu/kernels/amx.h"
+#include "cpu/kernels/qdot.h"
+#include "ingot/quant.h"
+
+float ingot__f16_to_f32(uint16_t h)
+{
+    uint32_t e = (h >> 10) & 31, m = h & 1023;
+    float v;
+    if (e == 0)
+        v = ldexpf((float)m, -24);
+    else if (e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(m | 1024), (int)e - 25);
+    return (h >> 15) ? -v : v;
+}
+
+static uint16_t ld16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* ---- activation rows ---- */
+
+bool ingot__qdot_supported(ingot_dtype wt)
+{
+    return wt == INGOT_DTYPE_I8 || wt == INGOT_DTYPE_Q8_0 || wt == INGOT_DTYPE_Q4_0 ||
+           wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K || wt == INGOT_DTYPE_Q6_K;
+}
+
+static size_t block_of(ingot_dtype wt, size_t K)
+{
+    if (wt == INGOT_DTYPE_I8) return K ? K : 1;
+    return wt == INGOT_DTYPE_Q8_0 || wt == INGOT_DTYPE_Q4_0 ? 32 : 256;
+}
+
+static bool kquant(ingot_dtype wt)
+{
+    return wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K || wt == INGOT_DTYPE_Q6_K;
+}
+
+bool ingot__qdot_k_ok(ingot_dtype wt, size_t K)
+{
+    if (!ingot__qdot_supported(wt) || K == 0) return false;
+    if (wt == INGOT_DTYPE_I8) return K <= 65536;
+    return K % block_of(wt, K) == 0;
+}
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+size_t ingot__qx_bytes(ingot_dtype wt, size_t K)
+{
+    size_t nb = K / block_of(wt, K), n = up64(K) + up64(nb * 4);
+    return kquant(wt) ? n + up64(K / 16 * 2) : n + up64(nb * 4);
+}
+
+void ingot__qx_view(ingot_dtype wt, size_t K, const void *xq, ingot__qx *v)
+{
+    const uint8_t *p = xq;
+    size_t nb = K / block_of(wt, K);
+    v->K = K;
+    v->nb = nb;
+    v->q = (const int8_t *)p;
+    p += up64(K);
+    v->d = (const float *)(const void *)p;
+    p += up64(nb * 4);
+    v->s = kquant(wt) ? NULL : (const int32_t *)(const void *)p;
+    v->bs = kquant(wt) ? (const int16_t *)(const void *)p : NULL;
+}
+
+void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
+{
+    size_t B = block_of(wt, K), nb = K / B;
+    uint8_t *p = out;
+    int8_t *q = (int8_t *)p;
+    float *d = (float *)(void *)(p + up64(K));
+    int32_t *s = (int32_t *)(void *)(p + up64(K) + up64(nb * 4));
+    int16_t *bs = (int16_t *)(void *)s;
+    memset(q + K, 0, up64(K) - K);
+    for (size_t b = 0; b < nb; b++) {
+        const float *xb = x + b * B;
+        float amax = 0.0f;
+        bool nan = false;
+        for (size_t i = 0; i < B; i++) {
+            float a = fabsf(xb[i]);
+            nan |= a != a;
+            amax = a > amax ? a : amax;
+        }
+        float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        if (nan || isinf(amax)) db = NAN, id = 0.0f; /* q = 0: the row's dots come out NaN */
+        d[b] = db;
+        int32_t sum = 0;
+        for (size_t i = 0; i < B; i++) {
+            float v = roundf(xb[i] * id); /* half away from zero, as GGML */
+            int qi = v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
+            q[b * B + i] = (int8_t)qi;
+            sum += qi;
+        }
+        if (!kquant(wt)) s[b] = sum;
+    }
+    if (kquant(wt))
+        for (size_t g = 0; g < K / 16; g++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += q[g * 16 + (size_t)i];
+            bs[g] = (int16_t)sum;
+        }
+    if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K)
+        for (size_t e = 0; e < K; e += 128) { /* sub-blocks 0, 2, 1, 3 (ingot__qx_index) */
+            int8_t t[32];
+            memcpy(t, q + e + 32, 32);
+            memcpy(q + e + 32, q + e + 64, 32);
+            memcpy(q + e + 64, t, 32);
+        }
+}
+
+/* ---- scalar kernels: the definition of each dot ---- */
+
+static int32_t dot_i8(const int8_t *a, const int8_t *b, size_t n)
+{
+    int32_t s = 0;
+    for (size_t k = 0; k < n; k++) s += (int32_t)a[k] * b[k];
+    return s;
+}
+
+static void put(float *y, bool acc, float v) { *y = acc ? *y + v : v; }
+
+static void sc_i8(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                  const float *wscale, bool acc, float *y)
+{
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        int32_t d = dot_i8((const int8_t *)w, x->q, x->K);
+        put(y + r, acc, (float)d * (wscale[r] * x->d[0]));
+    }
+}
+
+static void sc_q8_0(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                    const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        float sum = 0.0f;
+        for (size_t b = 0; b < x->nb; b++) {
+            const uint8_t *blk = w + b * 34;
+            int32_t d = dot_i8((const int8_t *)(blk + 2), x->q + b * 32, 32);
+            sum += (float)d * (ingot__f16_to_f32(ld16(blk)) * x->d[b]);
+        }
+        put(y + r, acc, sum);
+    }
+}
+
+static void sc_q4_0(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                    const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        float sum = 0.0f;
+        for (size_t b = 0; b < x->nb; b++) {
+            const uint8_t *blk = w + b * 18;
+            const int8_t *xq = x->q + b * 32;
+            int32_t d = 0;
+            for (int j = 0; j < 16; j++)
+                d += (blk[2 + j] & 15) * xq[j] + (blk[2 + j] >> 4) * xq[16 + j];
+            d -= 8 * x->s[b];
+            sum += (float)d * (ingot__f16_to_f32(ld16(blk)) * x->d[b]);
+        }
+        put(y + r, acc, sum);
+    }
+}
+
+/* Q4_K and Q5_K: sum_k sc_k * dot_k and sum_k mn_k * (sum of x over sub-block k), exact. */
+static void sc_q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc,
+                     float *y, bool five)
+{
+    size_t bb = five ? 176 : 144;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        float sum = 0.0f;
+        for (size_t b = 0; b < x->nb; b++) {
+            const uint8_t *blk = w + b * bb, *qh = blk + 16, *qs = blk + (five ? 48 : 16);
+            uint8_t sc[8], mn[8];
+            ingot__k_scale_min(blk + 4, sc, mn);
+            const int8_t *xq = x->q + b * 256;
+            const int16_t *bs = x->bs + b * 16;
+            int32_t A = 0, M = 0;
+            for (int k = 0; k < 8; k++) {
+                const uint8_t *q = qs + (k / 2) * 32;
+                int sh = 4 * (k & 1), dk = 0;
+                for (int l = 0; l < 32; l++) {
+                    int v = (q[l] >> sh) & 15;
+                    if (five) v |= ((qh[l] >> k) & 1) << 4;
+                    dk += v * xq[ingot__qx_index(INGOT_DTYPE_Q4_K, (size_t)(k * 32 + l))];
+                }
+                A += sc[k] * dk;
+                M += mn[k] * (bs[2 * k] + bs[2 * k + 1]);
+            }
+            float d = ingot__f16_to_f32(ld16(blk)), dmin = ingot__f16_to_f32(ld16(blk + 2));
+            sum += x->d[b] * (d * (float)A - dmin * (float)M);
+        }
+        put(y + r, acc, sum);
+    }
+}
+
+static void sc_q4_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                    const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    sc_q45_k(w, ldw, rows, x, acc, y, false);
+}
+
+static void sc_q5_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                    const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    sc_q45_k(w, ldw, rows, x, acc, y, true);
+}
+
+/* Q6_K: sum_j sc_j * (dot_j - 32 * sum of x over the 16 elements of group j), exact. */
+static void sc_q6_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                    const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        float sum = 0.0f;
+        for (size_t b = 0; b < x->nb; b++) {
+            const uint8_t *blk = w + b * 210, *ql = blk, *qh = blk + 128;
+            const int8_t *sc = (const int8_t *)(blk + 192), *xq = x->q + b * 256;
+            const int16_t *bs = x->bs + b * 16;
+            int32_t A = 0;
+            for (int g = 0; g < 16; g++) { /* elements e = g*16 .. g*16+15 */
+                int dg = 0;
+                for (int e = g * 16; e < g * 16 + 16; e++) {
+                    int h = e / 128, rr = e % 128, l = rr % 32, s = rr / 32;
+                    int lo = (ql[h * 64 + (s & 1) * 32 + l] >> (4 * (s >> 1))) & 15;
+                    int hi = (qh[h * 32 + l] >> (2 * s)) & 3;
+                    dg += (lo | hi << 4) * xq[e];
+                }
+                A += sc[g] * (dg - 32 * bs[g]);
+            }
+            sum += x->d[b] * (ingot__f16_to_f32(ld16(blk + 208)) * (float)A);
+        }
+        put(y + r, acc, sum);
+    }
+}
+
+ingot__qdot_fn ingot__qdot_scalar(ingot_dtype wt)
+{
+    switch (wt) {
+    case INGOT_DTYPE_I8: return sc_i8;
+    case INGOT_DTYPE_Q8_0: return sc_q8_0;
+    case INGOT_DTYPE_Q4_0: return sc_q4_0;
+    case INGOT_DTYPE_Q4_K: return sc_q4_k;
+    case INGOT_DTYPE_Q5_K: return sc_q5_k;
+    case INGOT_DTYPE_Q6_K: return sc_q6_k;
+    default: return NULL;
+    }
+}
+
+/* The kernel of the level in effect: its own, or the nearest level below that has one. */
+static ingot__qdot_fn pick(ingot__isa isa, ingot_dtype wt)
+{
+    ingot__qdot_fn f = NULL;
+    switch (isa) {
+    case INGOT__ISA_AMX: /* AMX tiles serve the GEMM path; dots are AVX-512 VNNI's */
+    case INGOT__ISA_AVX512_VNNI:
+        f = ingot__qdot_avx512_vnni(wt);
+        if (f) break; /* fall through */
+    case INGOT__ISA_AVX512:
+        f = ingot__qdot_avx512(wt);
+        if (f) break; /* fall through */
+    case INGOT__ISA_AVX2: f = ingot__qdot_avx2(wt); break;
+    case INGOT__ISA_AVX_VNNI:
+        f = ingot__qdot_avx_vnni(wt);
+        if (!f) f = ingot__qdot_avx2(wt);
+        break;
+    default: break;
+    }
+    return f ? f : ingot__qdot_scalar(wt);
+}
+
+/* ---- driver ---- */
+
+#define TASKS_PER_THREAD 4
+#define SMALL_BYTES ((size_t)256 << 10)
+#define GEMM_BLOCK_BYTES ((size_t)32 << 10)
+
+typedef struct {
+    ingot__qdot_fn fn;
+    ingot_dtype wt;
+    size_t M, K, ldw, nx, xbytes, ldy, rows;
+    const uint8_t *W, *xq;
+    const float *wscale;
+    bool acc;
+    float *Y;
+} qjob;
+
+static void qtask(void *ctx, size_t t, unsigned worker)
+{
+    (void)worker;
+    const qjob *j = ctx;
+    size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
+    if (j->nx == 1) {
+        ingot__qx x;
+        ingot__qx_view(j->wt, j->K, j->xq, &x);
+        j->fn(j->W + lo * j->ldw, j->ldw, hi - lo, &x, j->wscale ? j->wscale + lo : NULL, j->acc,
+              j->Y + lo);
+        return;
+    }
+    /* Blocks of weight rows that stay in cache while every activation row meets them. */
+    size_t br = GEMM_BLOCK_BYTES / (j->ldw ? j->ldw : 1);
+    br = br < 4 ? 4 : br & ~(size_t)3;
+    for (size_t r0 = lo; r0 < hi; r0 += br) {
+        size_t n = hi - r0 < br ? hi - r0 : br;
+        for (size_t i = 0; i < j->nx; i++) {
+            ingot__qx x;
+            ingot__qx_view(j->wt, j->K, j->xq + i * j->xbytes, &x);
+            j->fn(j->W + r0 * j->ldw, j->ldw, n, &x, j->wscale ? j->wscale + r0 : NULL, j->acc,
+                  j->Y + i * j->ldy + r0);
+        }
+    }
+}
+
+/* ---- prefill through f32: a panel of weight rows widened, then the blocked GEMM ---- */
+
+typedef struct {
+    ingot_dtype wt;
+    size_t M, K, ldw, nx, ldx, ldy, rows; /* rows per panel */
+    const uint8_t *W;
+    const float *X;
+    bool acc;
+    float *Y;
+    ingot__pool *pool_;
+    atomic_int failed;
+} dq_job;
+
+static void dq_task(void *ctx, size_t t, unsigned worker)
+{
+    dq_job *j = ctx;
+    size_t r0 = t * j->rows, n = j->M - r0 < j->rows ? j->M - r0 : j->rows;
+    size_t gs = ingot__sgemm_scratch_bytes();
+    uint8_t *s = ingot__pool_scratch(j->pool_, worker, gs + j->rows * j->K * sizeof(float));
+    if (!s) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    float *panel = (float *)(void *)(s + gs);
+    for (size_t r = 0; r < n; r++)
+        (void)ingot_dequantize(j->wt, j->W + (r0 + r) * j->ldw, j->ldw, panel + r * j->K, j->K,
+                               NULL);
+    ingot__sgemm_serial(false, true, j->nx, n, j->K, 1.0f, j->X, j->ldx, panel, j->K,
+                        j->acc ? 1.0f : 0.0f, j->Y + r0, j->ldy, s);
+}
+
+ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+                                 const void *W, size_t ldw, const float *X, size_t ldx, size_t nx,
+                                 bool accumulate, float *Y, size_t ldy)
+{
+    if (M == 0 || nx == 0) return INGOT_OK;
+    ingot__pool *own = NULL;
+    if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
+    /* Panels of about 2 MiB of f32 (an L2), 32 to 256 rows, a multiple of the AVX-512 tile's
+     * 32 columns; fixed by K alone, so the results do not depend on the thread count. */
+    size_t rows = ((size_t)2 << 20) / (K * sizeof(float) + 1);
+    rows = rows < 32 ? 32 : rows > 256 ? 256 : rows & ~(size_t)31;
+    dq_job j = {.wt = wt,
+                .M = M,
+                .K = K,
+                .ldw = ldw,
+                .nx = nx,
+                .ldx = ldx,
+                .ldy = ldy,
+                .rows = rows,
+                .W = W,
+                .X = X,
+                .acc = accumulate,
+                .Y = Y,
+                .pool_ = pool};
+    atomic_init(&j.failed, 0);
+    ingot__pool_run(pool, dq_task, &j, (M + rows - 1) / rows);
+    ingot__pool_destroy(own);
+    return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
+}
+
+ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
+                          size_t ldw, const float *wscale, const void *xq, const float *X,
+                          size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy)
+{
+    if (M == 0 || nx == 0) return INGOT_OK;
+    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx)) {
+        ingot__pool *own = NULL;
+        if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
+        void *s = ingot__pool_scratch(pool, 0, ingot__amx_scratch(wt, K, nx));
+        if (s)
+            ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K), nx,
+                            accumulate, Y, ldy, s);
+        ingot__pool_destroy(own);
+        return s ? INGOT_OK : INGOT_NOMEM;
+    }
+    if (X && wt != INGOT_DTYPE_I8 && nx >= INGOT__QGEMM_DEQUANT_ROWS)
+        return ingot__dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy);
+    qjob j = {pick(ingot__get_isa(), wt),
+              wt,
+              M,
+              K,
+              ldw,
+              nx,
+              ingot__qx_bytes(wt, K),
+              ldy,
+              M,
+              W,
+              xq,
+              wt == INGOT_DTYPE_I8 ? wscale : NULL,
+              accumulate,
+              Y};
+    /* A few contiguous row ranges per worker, in multiples of 8 rows (the pool's counter
+     * balances them); everything in one task when the work is small (waking workers costs
+     * more). Results do not depend on it: every row is reduced the same way. */
+    if (M * ldw * nx > SMALL_BYTES) {
+        size_t parts = (size_t)ingot__pool_threads(pool) * TASKS_PER_THREAD;
+        size_t r = (M + parts - 1) / parts;
+        r = (r + 7) / 8 * 8;
+        j.rows = r < 16 ? 16 : r;
+    }
+    ingot__pool_run(pool, qtask, &j, (M + j.rows - 1) / j.rows);
+    return INGOT_OK;
+}
+
+/* ---- GGML Q8_0 blocks (tests and benchmarks build weights with it) ---- */
+
+static uint16_t f32_to_f16(float f) /* round to nearest even */
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+    if (ax >= 0x7f800000) return (uint16_t)(sign | (ax > 0x7f800000 ? 0x7e00 : 0x7c00));
+    if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
+    if (ax < 0x38800000) {                                  /* subnormal half (or zero) */
+        float a;
+        memcpy(&a, &ax, 4);
+        return (uint16_t)(sign | (uint32_t)lrintf(a * 16777216.0f)); /* a / 2^-24 */
+    }
+    uint32_t mant = ax & 0x7fffff, exp = (ax >> 23) - 112;
+    uint32_t h = exp << 10 | mant >> 13, rest = mant & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+void ingot__quantize_q8_0(const float *x, size_t K, void *out)
+{
+    uint8_t *o = out;
+    for (size_t b = 0; b < K / 32; b++, x += 32, o += 34) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t h = f32_to_f16(d);
+        memcpy(o, &h, 2);
+        for (int i = 0; i < 32; i++) /* GGML rounds half away from zero */
+            o[2 + i] = (uint8_t)(int8_t)roundf(x[i] * id);
+    }
+}

@@ -1,0 +1,393 @@
+/*
+ * qdot_x86_512.h - the 512-bit quantized dots, written once for two levels: qdot_avx512.c
+ * includes it with VNNI 0 (AVX-512 BW: vpmaddubsw / vpmaddwd) and qdot_avx512_vnni.c with VNNI 1
+ * (vpdpbusd / vpdpwssd). The includer defines TGT, VNNI and QN(name), as for
+ * qdot_x86_256.h, whose comment explains the signed-product tricks used here too (AVX-512 has
+ * no vpsignb: x takes w's sign through a mask from vpmovb2m).
+ *
+ * Fewer instructions per block is what reaches the read rate (a Q8_0 GEMV is compute-bound at
+ * about 3 ns per block in one-block-per-step code): 16 Q8_0 / Q4_0 blocks per step, two per
+ * register, their 16 exact integer dots reduced into one vector by a shuffle tree, the 16 weight
+ * scales fetched by one gather, then one multiply-add in f32; K-quants take 64 elements per
+ * instruction with the sub-block scales in the int16 step.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/kernels/qdot.h"
+
+#define F TGT static inline
+
+F __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
+F __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+F __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+
+#ifndef PFD
+#define PFD 16384
+#endif
+#define PF(p, off)                                                                                 \
+    do {                                                                                           \
+        if (pf) _mm_prefetch((const char *)((uintptr_t)(p) + PFD + (off)), _MM_HINT_T0);           \
+    } while (0)
+
+F float hsum_f32(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+F int32_t hsum256_i32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+F float f16(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+F void put(float *y, bool acc, float v) { *y = acc ? *y + v : v; }
+
+/* acc + products of signed int8 w and x (|x| <= 127) in 16 int32 lanes; with VNNI plus
+ * 128 * sum(x). */
+F __m512i dot_s8(__m512i acc, __m512i w, __m512i x)
+{
+#if VNNI
+    return _mm512_dpbusd_epi32(acc, _mm512_xor_si512(w, _mm512_set1_epi8(-128)), x);
+#else
+    __m512i xs = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+    __m512i p = _mm512_maddubs_epi16(_mm512_abs_epi8(w), xs);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, _mm512_set1_epi16(1)));
+#endif
+}
+
+F __m512i dot_u8(__m512i acc, __m512i u, __m512i x)
+{
+#if VNNI
+    return _mm512_dpbusd_epi32(acc, u, x);
+#else
+    return _mm512_add_epi32(acc,
+                            _mm512_madd_epi16(_mm512_maddubs_epi16(u, x), _mm512_set1_epi16(1)));
+#endif
+}
+
+F __m512i dot_u8_scaled(__m512i acc, __m512i u, __m512i x, __m512i s16)
+{
+    __m512i p = _mm512_maddubs_epi16(u, x);
+#if VNNI
+    return _mm512_dpwssd_epi32(acc, p, s16);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s16));
+#endif
+}
+
+/* 256-bit forms for single blocks at the end of a row. */
+F __m256i dot_s8_256(__m256i w, __m256i x)
+{
+#if VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(w, _mm256_set1_epi8(-128)),
+                               x);
+#else
+    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+#endif
+}
+
+F __m256i dot_u8_256(__m256i u, __m256i x)
+{
+#if VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+#endif
+}
+
+/* Eight vectors, each holding two blocks (lanes 0-7 block 2i, 8-15 block 2i + 1), to one vector
+ * of the 16 block sums in order: 128-bit quarters, then pairs of lanes, then lanes are added. */
+F __m512i reduce16(const __m512i v[8])
+{
+    __m512i s[4];
+    for (int p = 0; p < 4; p++) /* quarter j of s[p]: block 4p + j */
+        s[p] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * p], v[2 * p + 1], 0x88),
+                                _mm512_shuffle_i32x4(v[2 * p], v[2 * p + 1], 0xdd));
+    /* quarter j: two partial sums of block j (or 8 + j), two of block 4 + j (or 12 + j) */
+    __m512i w0 =
+        _mm512_add_epi32(_mm512_unpacklo_epi64(s[0], s[1]), _mm512_unpackhi_epi64(s[0], s[1]));
+    __m512i w1 =
+        _mm512_add_epi32(_mm512_unpacklo_epi64(s[2], s[3]), _mm512_unpackhi_epi64(s[2], s[3]));
+    __m512i x = _mm512_unpacklo_epi32(w0, w1), y = _mm512_unpackhi_epi32(w0, w1);
+    /* quarter j: blocks j, 8 + j, 4 + j, 12 + j */
+    __m512i z = _mm512_add_epi32(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15);
+    return _mm512_permutexvar_epi32(order, z);
+}
+
+/* The f16 scales of 16 blocks stride bytes apart as 16 floats (one gather). */
+F __m512 scales16(const uint8_t *p, int stride)
+{
+    __m512i idx =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(stride));
+    __m512i g = _mm512_i32gather_epi32(idx, (const void *)p, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
+}
+
+/* ---- int8 rows, per-row scales: 64 per step, the tail through a masked load ---- */
+
+TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                       const float *wscale, bool acc, float *y)
+{
+    const bool pf = ingot__cpu_prefetch();
+    size_t K = x->K, kv = K / 64 * 64;
+    __mmask64 tail = K > kv ? ~0ull >> (64 - (K - kv)) : 0;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0;
+        size_t k = 0;
+        for (; k + 128 <= kv; k += 128) {
+            PF(w + k, 0);
+            PF(w + k, 64);
+            s0 = dot_s8(s0, ld512(w + k), ld512(x->q + k));
+            s1 = dot_s8(s1, ld512(w + k + 64), ld512(x->q + k + 64));
+        }
+        if (k < kv) s0 = dot_s8(s0, ld512(w + k), ld512(x->q + k)), k += 64;
+        if (tail) /* past K: w bytes 0 (x is zero there too, so VNNI's w + 128 adds nothing) */
+            s1 = dot_s8(s1, _mm512_maskz_loadu_epi8(tail, w + k), ld512(x->q + k));
+        int32_t d = _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));
+#if VNNI
+        d -= 128 * x->s[0];
+#endif
+        put(y + r, acc, (float)d * (wscale[r] * x->d[0]));
+    }
+}
+
+/* ---- Q8_0 and Q4_0 ---- */
+
+F __m256i q4_0_quants(const uint8_t *qs) /* 16 bytes of nibbles -> 32 values 0..15, in order */
+{
+    __m128i v = ld128(qs);
+    __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
+    return _mm256_and_si256(b, _mm256_set1_epi8(15));
+}
+
+/* Blocks i and i + 1 of a Q4_0 row (at blk): [block i 0..31 | block i + 1 0..31] */
+F __m512i q4_0_pair(const uint8_t *blk)
+{
+    __m256i p = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(blk + 2)), ld128(blk + 20), 1);
+    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(p), _mm256_srli_epi16(p, 4), 1);
+    z = _mm512_shuffle_i64x2(z, z, 0xd8); /* quarters 0, 2, 1, 3: lo, hi of each block */
+    return _mm512_and_si512(z, _mm512_set1_epi8(15));
+}
+
+TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                         const float *wscale, bool acc, float *y)
+{
+    const bool pf = ingot__cpu_prefetch();
+    (void)wscale;
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        __m512 sum = _mm512_setzero_ps();
+        for (size_t b = 0; b < nv; b += 16) {
+            const uint8_t *blk = w + b * 34;
+            for (int i = 0; i < 9; i++) PF(blk, 64 * i);
+            __m512i v[8];
+            for (int i = 0; i < 8; i++) {
+                const uint8_t *p = blk + 68 * i + 2;
+                __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(p)), ld256(p + 34), 1);
+                v[i] = dot_s8(_mm512_setzero_si512(), wv, ld512(x->q + (b + 2 * (size_t)i) * 32));
+            }
+            __m512i d = reduce16(v);
+#if VNNI
+            d = _mm512_sub_epi32(d, _mm512_slli_epi32(ld512(x->s + b), 7));
+#endif
+            __m512 sc = _mm512_mul_ps(scales16(blk, 34), _mm512_loadu_ps(x->d + b));
+            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
+        }
+        float t = hsum_f32(sum);
+        for (size_t b = nv; b < nb; b++) {
+            const uint8_t *blk = w + b * 34;
+            int32_t d = hsum256_i32(dot_s8_256(ld256(blk + 2), ld256(x->q + b * 32)));
+#if VNNI
+            d -= 128 * x->s[b];
+#endif
+            t += (float)d * (f16(blk) * x->d[b]);
+        }
+        put(y + r, acc, t);
+    }
+}
+
+TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                         const float *wscale, bool acc, float *y)
+{
+    const bool pf = ingot__cpu_prefetch();
+    (void)wscale;
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        __m512 sum = _mm512_setzero_ps();
+        for (size_t b = 0; b < nv; b += 16) {
+            const uint8_t *blk = w + b * 18;
+            for (int i = 0; i < 5; i++) PF(blk, 64 * i);
+            __m512i v[8];
+            for (int i = 0; i < 8; i++)
+                v[i] = dot_u8(_mm512_setzero_si512(), q4_0_pair(blk + 36 * i),
+                              ld512(x->q + (b + 2 * (size_t)i) * 32));
+            __m512i d = _mm512_sub_epi32(reduce16(v), _mm512_slli_epi32(ld512(x->s + b), 3));
+            __m512 sc = _mm512_mul_ps(scales16(blk, 18), _mm512_loadu_ps(x->d + b));
+            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
+        }
+        float t = hsum_f32(sum);
+        for (size_t b = nv; b < nb; b++) {
+            const uint8_t *blk = w + b * 18;
+            int32_t d = hsum256_i32(dot_u8_256(q4_0_quants(blk + 2), ld256(x->q + b * 32)));
+            t += (float)(d - 8 * x->s[b]) * (f16(blk) * x->d[b]);
+        }
+        put(y + r, acc, t);
+    }
+}
+
+/* ---- K-quants ---- */
+
+/* Q4_K / Q5_K packed scales: the 8 scales as int16 in lanes 0-7 of *sc, and the 8 mins each
+ * twice (lanes 2k, 2k + 1: sub-block k) in *mn16. */
+F void k_scales(const uint8_t *s, __m512i *sc, __m256i *mn16)
+{
+    uint32_t u0, u1, u2;
+    memcpy(&u0, s, 4);
+    memcpy(&u1, s + 4, 4);
+    memcpy(&u2, s + 8, 4);
+    uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
+    uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
+    uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
+    __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
+    *sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(v));
+    __m128i m = _mm_shuffle_epi8(
+        v, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
+    *mn16 = _mm256_cvtepu8_epi16(m);
+}
+
+/* int16 lanes 0-15 = lane a of s, lanes 16-31 = lane b (a vpermw index). */
+F __m512i two16(int a, int b)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)a)),
+                              _mm256_set1_epi16((short)b), 1);
+}
+
+F __m256i fold(__m512i v)
+{
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
+             bool five)
+{
+    const bool pf = ingot__cpu_prefetch();
+    size_t bb = five ? 176 : 144;
+    const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        __m256 sum = _mm256_setzero_ps();
+        for (size_t b = 0; b < x->nb; b++) {
+            const uint8_t *blk = w + b * bb, *qs = blk + (five ? 48 : 16);
+            const int8_t *xq = x->q + b * 256;
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
+            __m512i sc;
+            __m256i mn16;
+            k_scales(blk + 4, &sc, &mn16);
+            __m512i qh = five ? _mm512_broadcast_i64x4(ld256(blk + 16)) : _mm512_setzero_si512();
+            __m512i A = _mm512_setzero_si512();
+            for (int h = 0; h < 2; h++) { /* qs bytes 64h..64h+63: sub-blocks 4h..4h+3 */
+                __m512i q = ld512(qs + 64 * h);
+                /* low nibbles: sub-blocks 4h, 4h + 2; high: 4h + 1, 4h + 3 (the order
+                 * ingot__qx_index stores the activations in) */
+                __m512i z[2] = {_mm512_and_si512(q, m4),
+                                _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
+                for (int n = 0; n < 2; n++) {
+                    __m512i idx = two16(4 * h + n, 4 * h + n + 2);
+                    if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
+                        __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, idx), one);
+                        z[n] = _mm512_or_si512(z[n], _mm512_slli_epi16(hb, 4));
+                    }
+                    A = dot_u8_scaled(A, z[n], ld512(xq + 128 * h + 64 * n),
+                                      _mm512_permutexvar_epi16(idx, sc));
+                }
+            }
+            __m256i M = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
+            float d = f16(blk) * x->d[b], dmin = f16(blk + 2) * x->d[b];
+            sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(A)), _mm256_set1_ps(d), sum);
+            sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_set1_ps(dmin), sum);
+        }
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        put(y + r, acc, _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1))));
+    }
+}
+
+TGT static void QN(q4_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                         const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    q45_k(w, ldw, rows, x, acc, y, false);
+}
+
+TGT static void QN(q5_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                         const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    q45_k(w, ldw, rows, x, acc, y, true);
+}
+
+/* int16 lanes 8j .. 8j + 7 = lane g + j, for j < 4 (a vpermw index). */
+F __m512i four16(int g)
+{
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_set1_epi16((short)g)), _mm_set1_epi16((short)(g + 1)), 1)),
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)(g + 2))),
+                                _mm_set1_epi16((short)(g + 3)), 1),
+        1);
+}
+
+TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                         const float *wscale, bool acc, float *y)
+{
+    const bool pf = ingot__cpu_prefetch();
+    (void)wscale;
+    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+    const __m512i sh_a = two16(4, 2), sh_b = two16(0, 2);
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        __m512 sum = _mm512_setzero_ps();
+        for (size_t b = 0; b < x->nb; b++) {
+            const uint8_t *blk = w + b * 210;
+            const int8_t *xq = x->q + b * 256;
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
+            PF(blk, 192);
+            __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
+            __m512i scz = _mm512_castsi256_si512(sc16);
+            __m512i A = _mm512_setzero_si512();
+            for (int h = 0; h < 2; h++) {
+                __m512i l = ld512(blk + 64 * h); /* ql bytes of elements 128h + 0..63 */
+                __m512i qh = _mm512_broadcast_i64x4(ld256(blk + 128 + 32 * h));
+                /* [r 0..31 | r 32..63]: qh bits 0-1 | bits 2-3 as bits 4-5 */
+                __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4),
+                                             _mm512_and_si512(_mm512_sllv_epi16(qh, sh_a), m30));
+                /* [r 64..95 | r 96..127]: high nibbles, qh bits 4-5 | bits 6-7 */
+                __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                             _mm512_and_si512(_mm512_srlv_epi16(qh, sh_b), m30));
+                A = dot_u8_scaled(A, qa, ld512(xq + 128 * h),
+                                  _mm512_permutexvar_epi16(four16(8 * h), scz));
+                A = dot_u8_scaled(A, qb, ld512(xq + 128 * h + 64),
+                                  _mm512_permutexvar_epi16(four16(8 * h + 4), scz));
+            }
+            __m256i off = _mm256_madd_epi16(sc16, ld256(x->bs + b * 16));
+            A = _mm512_sub_epi32(A, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
+            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_set1_ps(f16(blk + 208) * x->d[b]),
+                                  sum);
+        }
+        put(y + r, acc, hsum_f32(sum));
+    }
+}
+
+#undef F

@@ -110,7 +110,7 @@ ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingo
 ingot_status ingot__file_head_copy(ingot_file *f, uint64_t n, const uint8_t **p,
                                    ingot_error *err)
 {
-    if (!f->base || f->fd < 0) return ingot__file_head(f, n, p, err);
+    if (!f->base || f->fd < 0 || n > INGOT__HEAD_COPY_MAX) return ingot__file_head(f, n, p, err);
     if (n > f->size)
         return ingot__err(err, INGOT_TRUNCATED, f->size, "header", 6,
                           "need %llu bytes, file has %llu", (unsigned long long)n,

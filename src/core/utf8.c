@@ -375,6 +375,12 @@ int ingot__utf8_limit(int level)
     return (s & CAP_AVX512) ? 3 : (s & CAP_AVX2) ? 2 : (s & CAP_SSE) ? 1 : 0;
 }
 
+int ingot__utf8_level(void)
+{
+    int c = caps();
+    return (c & CAP_AVX512) ? 3 : (c & CAP_AVX2) ? 2 : (c & CAP_SSE) ? 1 : 0;
+}
+
 /* Below this length the portable code's ASCII loop is as fast (most names and keys). */
 #define VECTOR_MIN 16
 
@@ -395,6 +401,8 @@ int ingot__utf8_limit(int level)
     (void)level;
     return 0;
 }
+
+int ingot__utf8_level(void) { return 0; }
 
 size_t ingot__utf8_prefix(const uint8_t *s, size_t n, bool allow_nul)
 {

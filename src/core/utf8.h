@@ -21,4 +21,7 @@ size_t ingot__utf8_prefix_sw(const uint8_t *s, size_t n, bool allow_nul);
  * x86-64). A level of 3 or more restores the default. */
 int ingot__utf8_limit(int level);
 
+/* The level in force (as above); other scans of string sections take their vector path from it. */
+int ingot__utf8_level(void);
+
 #endif

@@ -3,6 +3,8 @@
  * bounds and UTF-8, element by element in order, at each vector level and in the portable code),
  * headers larger than INGOT__HEAD_COPY_MAX read through the mapping. Expected results come from
  * the damage each case does, not from the reader. */
+#include <sys/resource.h>
+
 #include "file.h"
 #include "harness.h"
 #include "ingot/native.h"
@@ -246,5 +248,83 @@ TEST(test_string_array_other_layouts)
     free(f.img);
 }
 
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* An npz of 200 members 64 KiB apart: each local header on a page of its own. */
+static const char *write_npz(void)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/test_open_fast.npz", INGOT_BINARY_DIR);
+    ingot_writer_opts wo = {.format = "npz"};
+    ingot_writer *w;
+    ingot_error e;
+    if (ingot_writer_new(&wo, &w, &e)) return NULL;
+    static float data[16384];
+    for (int i = 0; i < 16384; i++) data[i] = (float)i;
+    for (int k = 0; k < 200; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "m%03d", (k * 7) % 200); /* not in name order */
+        uint64_t shape[2] = {64, 256};
+        if (ingot_writer_add_tensor(w, name, INGOT_DTYPE_F32, 2, shape, NULL, data, &e))
+            return NULL;
+    }
+    if (ingot_writer_save(w, path, &e)) return NULL;
+    ingot_writer_free(w);
+    return path;
+}
+
+/* The npz reader reads its local and npy headers with pread at open: the fresh mapping takes no
+ * page fault per member (it took one each before), and the tables are those of a pread-mode and
+ * a buffer open. */
+TEST(test_npz_open_reads_no_member_page)
+{
+    const char *path = write_npz();
+    ASSERT_TRUE(path != NULL);
+    ingot_file *f, *g, *h;
+    ingot_open_opts po = {.io = INGOT_IO_PREAD};
+    ASSERT_OK(ingot_file_open(path, NULL, &f, NULL)); /* warm: page cache, allocator */
+    ingot_file_close(f);
+    long before = minor_faults();
+    ASSERT_OK(ingot_file_open(path, NULL, &f, NULL));
+    long faults = minor_faults() - before;
+    ASSERT_OK(ingot_file_open(path, &po, &g, NULL));
+    FILE *fp = fopen(path, "rb");
+    ASSERT_TRUE(fp != NULL);
+    static uint8_t img[14u << 20];
+    size_t n = fread(img, 1, sizeof img, fp);
+    fclose(fp);
+    ASSERT_TRUE(n < sizeof img);
+    ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &h, NULL));
+    printf("  minor faults of an mmap open of 200 members: %ld\n", faults);
+    ASSERT_TRUE(faults < 40);
+    ASSERT_U64(ingot_file_tensor_count(f), 200);
+    for (uint64_t i = 0; i < 200; i++) {
+        ingot_tensor_info a, b, c;
+        ASSERT_OK(ingot_file_tensor_at(f, i, &a));
+        ASSERT_OK(ingot_file_tensor_at(g, i, &b));
+        ASSERT_OK(ingot_file_tensor_at(h, i, &c));
+        ASSERT_STR(a.name, b.name);
+        ASSERT_STR(a.name, c.name);
+        ASSERT_U64(a.offset, b.offset);
+        ASSERT_U64(a.offset, c.offset);
+        ASSERT_U64(a.nbytes, 65536);
+        ASSERT_TRUE(a.shape[0] == 64 && a.shape[1] == 256 && c.shape[1] == 256);
+        ASSERT_TRUE(a.data && memcmp(a.data, c.data, 65536) == 0);
+        ingot_tensor_info t;
+        ASSERT_OK(ingot_file_tensor_find(f, a.name, &t));
+        ASSERT_U64(t.index, i);
+    }
+    ingot_file_close(f);
+    ingot_file_close(g);
+    ingot_file_close(h);
+    remove(path);
+}
+
 RUN_TESTS(T(test_string_array_valid_and_contiguous), T(test_string_array_each_element),
-          T(test_string_array_first_fault_wins), T(test_string_array_other_layouts))
+          T(test_string_array_first_fault_wins), T(test_string_array_other_layouts),
+          T(test_npz_open_reads_no_member_page))

@@ -123,6 +123,12 @@ ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingo
 ingot_status ingot__file_head_copy(ingot_file *f, uint64_t n, const uint8_t **p,
                                    ingot_error *err);
 
+/* As ingot__file_read, but by pread whenever the descriptor is open (mmap mode while the adapter
+ * opens the file, pread mode): for structures read once at open, where a pread costs less than
+ * the page faults of a fresh mapping. */
+ingot_status ingot__file_pread(const ingot_file *f, uint64_t off, void *dst, size_t n,
+                               ingot_error *err);
+
 /* Copies [off, off+n) of the file into dst: guarded memcpy from the mapping or pread. */
 ingot_status ingot__file_read(const ingot_file *f, uint64_t off, void *dst, size_t n,
                               ingot_error *err);

@@ -325,6 +325,74 @@ TEST(test_npz_open_reads_no_member_page)
     remove(path);
 }
 
+/* An allocator that counts. */
+typedef struct {
+    long calls, live;
+} counting;
+
+static void *cnt_alloc(void *ctx, size_t size, size_t align)
+{
+    counting *c = ctx;
+    (void)align;
+    c->calls++;
+    c->live++;
+    return malloc(size);
+}
+
+static void cnt_free(void *ctx, void *p, size_t size)
+{
+    counting *c = ctx;
+    (void)size;
+    c->live--;
+    free(p);
+}
+
+/* GGUF in pread mode reads the header in growing pieces but parses it once: the parse allocates
+ * its index once (it allocated it, and freed it, once per piece: 64 KiB, 128 KiB, ...), and every
+ * mode gives the same tables. */
+TEST(test_gguf_pread_parses_once)
+{
+    const char *path = INGOT_FIXTURES "/gguf/ggml-vocab-llama-spm.gguf";
+    long calls[3];
+    ingot_file *f[3];
+    for (int mode = 0; mode < 3; mode++) {
+        counting c = {0, 0};
+        ingot_allocator a = {cnt_alloc, cnt_free, &c};
+        ingot_open_opts o = {.io = mode == 2 ? INGOT_IO_PREAD : INGOT_IO_MMAP, .allocator = &a};
+        ASSERT_OK(ingot_file_open(path, &o, &f[mode], NULL));
+        calls[mode] = c.calls;
+        if (mode == 1) {
+            ingot_file_close(f[1]);
+            ASSERT_EQ(c.live, 0);
+            ASSERT_OK(ingot_file_open(path, NULL, &f[1], NULL));
+        }
+    }
+    printf("  allocations at open: mmap %ld, pread %ld\n", calls[0], calls[2]);
+    /* the file, its path, the header pieces (4 KiB, then as the lengths say), the index and the
+     * names: a parse per piece would add two per piece */
+    ASSERT_TRUE(calls[2] <= 9);
+    for (int k = 1; k < 3; k++) {
+        ASSERT_U64(ingot_file_meta_count(f[k]), ingot_file_meta_count(f[0]));
+        for (uint64_t i = 0; i < ingot_file_meta_count(f[0]); i++) {
+            ingot_meta_info a, b;
+            ASSERT_OK(ingot_file_meta_at(f[0], i, &a));
+            ASSERT_OK(ingot_file_meta_at(f[k], i, &b));
+            ASSERT_STR(a.key, b.key);
+            ASSERT_U64(a.count, b.count);
+            if (a.is_array && a.type == INGOT_META_STRING) {
+                for (uint64_t j = 0; j < a.count; j += 997) {
+                    const char *x, *y;
+                    size_t xl, yl;
+                    ASSERT_OK(ingot_file_meta_array_string(f[0], i, j, &x, &xl));
+                    ASSERT_OK(ingot_file_meta_array_string(f[k], i, j, &y, &yl));
+                    ASSERT_TRUE(xl == yl && memcmp(x, y, xl) == 0);
+                }
+            }
+        }
+    }
+    for (int k = 0; k < 3; k++) ingot_file_close(f[k]);
+}
+
 RUN_TESTS(T(test_string_array_valid_and_contiguous), T(test_string_array_each_element),
           T(test_string_array_first_fault_wins), T(test_string_array_other_layouts),
-          T(test_npz_open_reads_no_member_page))
+          T(test_npz_open_reads_no_member_page), T(test_gguf_pread_parses_once))

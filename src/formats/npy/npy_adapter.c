@@ -395,14 +395,15 @@ static ingot_status open_npy(ingot_file *f, ingot_error *err)
     size_t nl;
     stem_of(f, &nm, &nl);
     size_t first = f->size < 12 ? (size_t)f->size : 12;
-    ING_TRY(ingot__file_head(f, first, &p, err));
+    /* pread copies while the mapping is fresh (file.h); data pointers come from f->base */
+    ING_TRY(ingot__file_head_copy(f, first, &p, err));
     npy_header h;
     ING_TRY(ingot__npy_preamble(p, first, &h, 0, nm, nl, err));
     if (h.data_offset > f->size)
         return ingot__err(err, INGOT_TRUNCATED, f->size, nm, nl,
                           "npy: file ends inside the %llu-byte header",
                           (unsigned long long)h.data_offset);
-    ING_TRY(ingot__file_head(f, h.data_offset, &p, err));
+    ING_TRY(ingot__file_head_copy(f, h.data_offset, &p, err));
     ING_TRY(ingot__npy_parse(p, &h, false, 0, nm, nl, err));
     uint64_t end;
     if (!ing_add(h.data_offset, h.nbytes, &end) || end > f->size)

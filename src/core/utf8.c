@@ -275,12 +275,12 @@ typedef struct {
     __m512i th, tl, tc, nib, err, prev, open;
 } avx512_st;
 
-/* valid: the bytes of the block that belong to the input (the others read as 0 and count as the
- * end of the input, not as NUL bytes). */
-AVX512_TARGET static inline bool avx512_block(avx512_st *st, __m512i in, __mmask64 valid,
-                                              bool allow_nul)
+/* One block. valid: the bytes of the block that belong to the input (the others read as 0 and
+ * count as the end of the input, not as NUL bytes). NUL bytes, when not allowed, go to *nul. */
+AVX512_TARGET static inline void avx512_block(avx512_st *st, __m512i in, __mmask64 valid,
+                                              bool allow_nul, __mmask64 *nul)
 {
-    __mmask64 bad = allow_nul ? 0 : _mm512_mask_testn_epi8_mask(valid, in, in);
+    if (!allow_nul) *nul |= _mm512_mask_testn_epi8_mask(valid, in, in);
     if (_mm512_movepi8_mask(in) == 0) {
         st->err = _mm512_or_si512(st->err, st->open);
         st->open = _mm512_setzero_si512();
@@ -304,7 +304,11 @@ AVX512_TARGET static inline bool avx512_block(avx512_st *st, __m512i in, __mmask
         st->open = _mm512_subs_epu8(in, _mm512_loadu_si512((const void *)tab_open_end));
     }
     st->prev = in;
-    return !bad && !_mm512_test_epi64_mask(st->err, st->err);
+}
+
+AVX512_TARGET static inline bool avx512_ok(const avx512_st *st, __mmask64 nul)
+{
+    return !nul && !_mm512_test_epi64_mask(st->err, st->err);
 }
 
 AVX512_TARGET static size_t prefix_avx512(const uint8_t *s, size_t n, bool allow_nul)
@@ -315,15 +319,25 @@ AVX512_TARGET static size_t prefix_avx512(const uint8_t *s, size_t n, bool allow
     st.tc = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)tab_cur_high));
     st.nib = _mm512_set1_epi8(0x0F);
     st.err = st.prev = st.open = _mm512_setzero_si512();
+    const __mmask64 all = ~(__mmask64)0;
+    __mmask64 nul = 0;
     size_t b = 0;
-    for (; n - b >= BLOCK; b += BLOCK)
-        if (!avx512_block(&st, _mm512_loadu_si512((const void *)(s + b)), ~(__mmask64)0,
-                          allow_nul))
-            return prefix_from_block(s, n, allow_nul, b);
+    /* two blocks per check: an error is placed in the pair, the portable code finds it */
+    for (; n - b >= 2 * BLOCK; b += 2 * BLOCK) {
+        avx512_block(&st, _mm512_loadu_si512((const void *)(s + b)), all, allow_nul, &nul);
+        avx512_block(&st, _mm512_loadu_si512((const void *)(s + b + BLOCK)), all, allow_nul,
+                     &nul);
+        if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
+    }
+    if (n - b >= BLOCK) {
+        avx512_block(&st, _mm512_loadu_si512((const void *)(s + b)), all, allow_nul, &nul);
+        if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
+        b += BLOCK;
+    }
     /* Masked-off bytes are not read (no fault past the end) and load as 0: the end. */
     __mmask64 m = n - b ? ~0ull >> (BLOCK - (n - b)) : 0;
-    if (!avx512_block(&st, _mm512_maskz_loadu_epi8(m, s + b), m, allow_nul))
-        return prefix_from_block(s, n, allow_nul, b);
+    avx512_block(&st, _mm512_maskz_loadu_epi8(m, s + b), m, allow_nul, &nul);
+    if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
     return n;
 }
 

@@ -61,9 +61,9 @@ static ingot_status walk(ingot__zip *z, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ingot__zip z1, z2;
-    ingot__zip_source s1 = {data, size, NULL, NULL};
+    ingot__zip_source s1 = {data, size, NULL, NULL, 0};
     cbsrc c = {data, size};
-    ingot__zip_source s2 = {NULL, size, cb_read, &c};
+    ingot__zip_source s2 = {NULL, size, cb_read, &c, 0};
     ingot_error e1, e2;
     fz_err_reset(&e1);
     fz_err_reset(&e2);

@@ -161,6 +161,10 @@ TEST(strings_escapes_and_utf8)
         {"\"\xe2\x82\"", 1},          /* truncated sequence */
         {"\"\xe2\x82", 1},            /* truncated at end of input */
         {"{\"k\\q\":1}", 3},          /* bad escape in a key */
+        /* long runs of text (validated by the vector code): the first bad sequence's offset */
+        {"\"\xc3\xa9\xe2\x82\xac abc \xf0\x9f\x98\x80\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xed\xa0\x80z\"", 25},
+        {"\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xe2\x82\"", 19},
+        {"\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\x80\"", 47},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ingot_error e;

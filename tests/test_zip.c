@@ -1,7 +1,8 @@
 /*
  * test_zip.c - the zip container reader (src/core/zip.h): CRC-32, end records, zip64, central
  * directory rules, local headers, the real numpy archives, pread-mode sources, the malformed
- * catalogue (RELIABILITY.md §1 as it applies to zip) and an allocation-failure loop.
+ * catalogue (RELIABILITY.md §1 as it applies to zip), an allocation-failure loop, and the local
+ * header prefetch of issue 17 (same verdicts as without it, one read per run of headers).
  */
 #include <zlib.h>
 
@@ -24,7 +25,7 @@ typedef struct {
 enum { Z_PLAIN = 0, Z_END64 = 1, Z_EXTRA64 = 2 };
 
 typedef struct {
-    uint8_t buf[8192];
+    uint8_t buf[1 << 16];
     size_t len;
     size_t lho[8], cdh[8];
     size_t cd_off, cd_size, eocd, z64eocd, z64loc;
@@ -85,7 +86,7 @@ static const zmem three[] = {
 
 static ingot_status zopen(ingot__zip *z, const zimg *im, size_t len, ingot_error *err)
 {
-    ingot__zip_source src = {im->buf, len, NULL, NULL};
+    ingot__zip_source src = {im->buf, len, NULL, NULL, 0};
     return ingot__zip_open(z, &src, NULL, NULL, err);
 }
 
@@ -93,7 +94,7 @@ static ingot_status zopen(ingot__zip *z, const zimg *im, size_t len, ingot_error
 static ingot_status zopen_all(const uint8_t *buf, size_t len, ingot_error *err)
 {
     ingot__zip z;
-    ingot__zip_source src = {buf, len, NULL, NULL};
+    ingot__zip_source src = {buf, len, NULL, NULL, 0};
     ingot_status st = ingot__zip_open(&z, &src, NULL, NULL, err);
     if (st != INGOT_OK) return st;
     for (uint64_t i = 0; i < z.count && st == INGOT_OK; i++) {
@@ -268,7 +269,7 @@ TEST(test_zip_read_callback_source)
     for (int mode = Z_PLAIN; mode <= Z_EXTRA64; mode++) {
         zbuild(&im, three, 3, mode);
         cbsrc c = {im.buf, im.len, 0};
-        ingot__zip_source src = {NULL, im.len, cb_read, &c};
+        ingot__zip_source src = {NULL, im.len, cb_read, &c, 0};
         ingot__zip z;
         ASSERT_OK(ingot__zip_open(&z, &src, NULL, NULL, NULL));
         ASSERT_TRUE(z.cd_owned != NULL);
@@ -305,7 +306,7 @@ TEST(test_zip_allocation_failure_loop)
     static zimg im;
     zbuild(&im, three, 3, Z_EXTRA64);
     cbsrc c = {im.buf, im.len, 0};
-    ingot__zip_source src = {NULL, im.len, cb_read, &c};
+    ingot__zip_source src = {NULL, im.len, cb_read, &c, 0};
     int n;
     for (n = 1; n < 50; n++) {
         failalloc fa = {n, 0, 0};
@@ -366,7 +367,7 @@ static void check_npz(const char *file, const npz_fact *facts, size_t nf)
     uint8_t *p = slurp(path, &n);
     ASSERT_TRUE(p != NULL);
     ingot__zip z;
-    ingot__zip_source src = {p, n, NULL, NULL};
+    ingot__zip_source src = {p, n, NULL, NULL, 0};
     ingot_error err;
     ingot_status st = ingot__zip_open(&z, &src, NULL, NULL, &err);
     if (st != INGOT_OK) {
@@ -651,7 +652,7 @@ TEST(test_zip_limits)
     static zimg im;
     zbuild(&im, three, 3, Z_PLAIN);
     ingot__zip z;
-    ingot__zip_source src = {im.buf, im.len, NULL, NULL};
+    ingot__zip_source src = {im.buf, im.len, NULL, NULL, 0};
     ingot__zip_limits lim = {2, 0};
     ASSERT_ST(ingot__zip_open(&z, &src, NULL, &lim, NULL), INGOT_LIMIT);
     lim.max_entries = 3;
@@ -659,18 +660,106 @@ TEST(test_zip_limits)
     ASSERT_ST(ingot__zip_open(&z, &src, NULL, &lim, NULL), INGOT_LIMIT);
 }
 
+/* Opens, prefetches the local headers (ingot__zip_prefetch) and locates every entry, the archive
+ * given as how: 0 a byte image (nothing to prefetch), 1 an image whose structures are read by
+ * callback (copy_max, as a mapped file while it opens), 2 a read callback alone (pread mode).
+ * Returns the first failure; *calls counts the callback's reads during the prefetch. */
+static ingot_status zopen_pf(const uint8_t *buf, size_t len, int how, ingot_error *err,
+                             unsigned *calls)
+{
+    cbsrc c = {buf, len, 0};
+    ingot__zip_source src = {how == 2 ? NULL : buf, len, how ? cb_read : NULL, &c,
+                             how == 1 ? 1u << 17 : 0};
+    ingot__zip z;
+    ingot_status st = ingot__zip_open(&z, &src, NULL, NULL, err);
+    if (st != INGOT_OK) return st;
+    unsigned before = c.calls;
+    st = ingot__zip_prefetch(&z, 16, err);
+    if (calls) *calls = c.calls - before;
+    for (uint64_t i = 0; i < z.count && st == INGOT_OK; i++) st = ingot__zip_locate(&z, i, err);
+    ingot__zip_close(&z);
+    return st;
+}
+
+/* Same verdict, offset and message whether local headers come from the prefetched windows or
+ * from the image, for every single-bit damage of three layouts. */
+static int same_verdicts(const zimg *im)
+{
+    int bad = 0;
+    ingot_error e0, e;
+    ingot_status s0 = zopen_pf(im->buf, im->len, 0, &e0, NULL);
+    for (int how = 1; how <= 2; how++) {
+        memset(&e, 0, sizeof e);
+        ingot_status s = zopen_pf(im->buf, im->len, how, &e, NULL);
+        if (s != s0 || (s0 && (e.offset != e0.offset || strcmp(e.msg, e0.msg) != 0))) {
+            if (bad++ < 5)
+                fprintf(stderr, "  how %d: %s at %llu (%s), image: %s at %llu (%s)\n", how,
+                        ingot_status_name(s), (unsigned long long)e.offset, e.msg,
+                        ingot_status_name(s0), (unsigned long long)e0.offset, e0.msg);
+        }
+    }
+    return bad;
+}
+
 TEST(test_zip_byte_flips_never_crash)
 {
     static zimg im;
+    int bad = 0;
     for (int mode = Z_PLAIN; mode <= Z_EXTRA64; mode++) {
         zbuild(&im, three, 3, mode);
         for (size_t i = 0; i < im.len; i++)
             for (int b = 0; b < 8; b += 3) {
                 im.buf[i] ^= (uint8_t)(1u << b);
                 (void)zopen_all(im.buf, im.len, NULL);
+                bad += same_verdicts(&im);
                 im.buf[i] ^= (uint8_t)(1u << b);
             }
     }
+    ASSERT_EQ(bad, 0);
+}
+
+/* Members' local headers come in one read per run of headers at most 2 KiB apart, in offset
+ * order, and the located entries are those of the image. */
+TEST(test_zip_prefetch_reads)
+{
+    static zimg im;
+    static char big[3][3000];
+    for (int k = 0; k < 3; k++) memset(big[k], 'a' + k, sizeof big[k] - 1);
+    const zmem m[6] = {{"a", "x", 0, 0},       {"b", "yy", 0, 0},     {"c", big[0], 0, 0},
+                       {"d", big[1], 0, 0},    {"e", big[2], 0, 0},   {"f", "z", 0, 0}};
+    zbuild(&im, m, 6, Z_PLAIN);
+    unsigned calls = 0;
+    ASSERT_OK(zopen_pf(im.buf, im.len, 1, NULL, &calls));
+    /* a, b, c close together (one read); d and e each 3 KB after the previous header; f 3 KB
+     * after e's: four reads in all */
+    ASSERT_EQ(calls, 4);
+    ASSERT_OK(zopen_pf(im.buf, im.len, 2, NULL, &calls));
+    ASSERT_EQ(calls, 4);
+    ASSERT_OK(zopen_pf(im.buf, im.len, 0, NULL, &calls));
+    ASSERT_EQ(calls, 0); /* a byte image: nothing to prefetch */
+    /* the same data offsets either way, and peek serves member bytes from the windows */
+    cbsrc c = {im.buf, im.len, 0};
+    ingot__zip_source s1 = {im.buf, im.len, cb_read, &c, 1u << 17};
+    ingot__zip_source s0 = {im.buf, im.len, NULL, NULL, 0};
+    ingot__zip z1, z0;
+    ASSERT_OK(ingot__zip_open(&z1, &s1, NULL, NULL, NULL));
+    ASSERT_OK(ingot__zip_open(&z0, &s0, NULL, NULL, NULL));
+    ASSERT_OK(ingot__zip_prefetch(&z1, 16, NULL));
+    for (uint64_t i = 0; i < 6; i++) {
+        ASSERT_OK(ingot__zip_locate(&z1, i, NULL));
+        ASSERT_OK(ingot__zip_locate(&z0, i, NULL));
+        ASSERT_U64(z1.entries[i].data_offset, z0.entries[i].data_offset);
+        ASSERT_U64(z1.entries[i].data_offset, im.lho[i] + 30 + 1);
+        size_t dl = strlen(m[i].data), pk = dl < 16 ? dl : 16;
+        const uint8_t *p = ingot__zip_peek(&z1, i, z1.entries[i].data_offset, pk);
+        ASSERT_TRUE(p != NULL && memcmp(p, m[i].data, pk) == 0);
+        ASSERT_TRUE(p < im.buf || p >= im.buf + im.len); /* from the windows, not the image */
+        /* past the window: not served */
+        ASSERT_TRUE(ingot__zip_peek(&z1, i, z1.entries[i].data_offset, 16 + 96 + 1) == NULL ||
+                    dl < 17);
+    }
+    ingot__zip_close(&z1);
+    ingot__zip_close(&z0);
 }
 
 RUN_TESTS(T(test_zip_crc32_known_vectors), T(test_zip_crc32_matches_zlib_every_length_and_alignment),
@@ -683,4 +772,4 @@ RUN_TESTS(T(test_zip_crc32_known_vectors), T(test_zip_crc32_matches_zlib_every_l
           T(test_zip_bad_central_entries), T(test_zip_bad_overlap_and_offsets),
           T(test_zip_bad_local_headers), T(test_zip_bad_crc_mismatch),
           T(test_zip_bad_method_kept_for_adapter), T(test_zip_limits),
-          T(test_zip_byte_flips_never_crash))
+          T(test_zip_byte_flips_never_crash), T(test_zip_prefetch_reads))

@@ -110,7 +110,7 @@ ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingo
 ingot_status ingot__file_head_copy(ingot_file *f, uint64_t n, const uint8_t **p,
                                    ingot_error *err)
 {
-    if (!f->base || f->fd < 0) return ingot__file_head(f, n, p, err);
+    if (!f->base || f->fd < 0 || n > INGOT__HEAD_COPY_MAX) return ingot__file_head(f, n, p, err);
     if (n > f->size)
         return ingot__err(err, INGOT_TRUNCATED, f->size, "header", 6,
                           "need %llu bytes, file has %llu", (unsigned long long)n,
@@ -133,6 +133,18 @@ static ingot_status do_copy(void *arg)
     return INGOT_OK;
 }
 
+static ingot_status read_fd(const ingot_file *f, uint64_t off, void *dst, size_t n,
+                            ingot_error *err);
+
+ingot_status ingot__file_pread(const ingot_file *f, uint64_t off, void *dst, size_t n,
+                               ingot_error *err)
+{
+    if (f->fd < 0) return ingot__file_read(f, off, dst, n, err);
+    if (!ing_in_bounds(off, n, f->size))
+        return ingot__err(err, INGOT_RANGE, off, 0, 0, "read past the end of the file");
+    return read_fd(f, off, dst, n, err);
+}
+
 ingot_status ingot__file_read(const ingot_file *f, uint64_t off, void *dst, size_t n,
                               ingot_error *err)
 {
@@ -146,6 +158,12 @@ ingot_status ingot__file_read(const ingot_file *f, uint64_t off, void *dst, size
                               "SIGBUS reading the mapping: the file was truncated or changed");
         return st;
     }
+    return read_fd(f, off, dst, n, err);
+}
+
+static ingot_status read_fd(const ingot_file *f, uint64_t off, void *dst, size_t n,
+                            ingot_error *err)
+{
     size_t done = 0;
     while (done < n) {
         ssize_t r = ingot__io->pread(f->fd, (uint8_t *)dst + done, n - done, (off_t)(off + done));

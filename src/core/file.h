@@ -120,10 +120,19 @@ ingot_status ingot__file_head(ingot_file *f, uint64_t n, const uint8_t **p, ingo
 
 /* As ingot__file_head, but in mmap mode, while the adapter's open runs, reads the bytes with pread
  * into a private copy (f->head, valid until close) instead of pointing into the mapping: on a fresh
- * mapping that saves the page faults, which cost more than the copy. Data pointers must then come
- * from f->base, not from *p. Elsewhere (pread mode, a caller's buffer) it is ingot__file_head. */
+ * mapping that saves the page faults, which cost more than the copy up to INGOT__HEAD_COPY_MAX
+ * bytes. Larger headers are read through the mapping (*p == f->base): the kernel maps 16 pages
+ * per fault there, which beats copying them (docs/PERFORMANCE.md, "Opening: pread or page
+ * faults"). Data pointers must come from f->base, not from *p. Elsewhere (pread mode, a caller's
+ * buffer) it is ingot__file_head. */
 ingot_status ingot__file_head_copy(ingot_file *f, uint64_t n, const uint8_t **p,
                                    ingot_error *err);
+
+/* As ingot__file_read, but by pread whenever the descriptor is open (mmap mode while the adapter
+ * opens the file, pread mode): for structures read once at open, where a pread costs less than
+ * the page faults of a fresh mapping. */
+ingot_status ingot__file_pread(const ingot_file *f, uint64_t off, void *dst, size_t n,
+                               ingot_error *err);
 
 /* Copies [off, off+n) of the file into dst: guarded memcpy from the mapping or pread. */
 ingot_status ingot__file_read(const ingot_file *f, uint64_t off, void *dst, size_t n,
@@ -146,6 +155,12 @@ size_t ingot__first_non_bool(const uint8_t *p, size_t n);
  * element it reaches is neither 0 nor 1; OK for every other dtype. Reads through the SIGBUS guard
  * or pread (src/core/copy.c). */
 ingot_status ingot__tensor_check_values(const ingot_file *f, uint64_t i, ingot_error *err);
+
+/* Headers up to this size are copied with pread in mmap mode (ingot__file_head_copy). Measured on
+ * the Xeon of issue 17 (CPU time of open + fstat + mmap + read + munmap + close): 64 KiB by pread
+ * 4.5 us over the floor, through the mapping 10 us; 1 MiB by pread 85 us, through the mapping
+ * 15 us. */
+#define INGOT__HEAD_COPY_MAX (128u * 1024u)
 
 /* Number of bytes every probe may see (fewer only if the file is shorter). */
 #define INGOT__PROBE_BYTES 4096

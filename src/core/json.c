@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "utf8.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -109,30 +110,25 @@ static int32_t hex4(const uint8_t *b, size_t pos, size_t len)
 
 static size_t utf8_len(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
 
-/* Validates one multi-byte UTF-8 sequence starting at b[pos] (b[pos] >= 0x80). Returns its length
- * or 0 if invalid. */
-static size_t utf8_seq(const uint8_t *b, size_t pos, size_t len)
+/* The first byte at or after pos that is '"', '\\' or a control character (len if none): the end
+ * of a run of text, ASCII or not. */
+static size_t text_run(const uint8_t *b, size_t pos, size_t len)
 {
-    uint8_t c = b[pos];
-    size_t n;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else
-        return 0;
-    if (len - pos < n) return 0;
-    uint8_t c1 = b[pos + 1];
-    if (c1 < lo || c1 > hi) return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((b[pos + i] & 0xC0) != 0x80) return 0;
-    return n;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  ctl = _mm_set1_epi8(0x1F);
+    while (len - pos >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + pos));
+        /* unsigned v <= 0x1F: min(v, 0x1F) == v */
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                 _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
+        unsigned mask = (unsigned)_mm_movemask_epi8(m);
+        if (mask) return pos + (unsigned)__builtin_ctz(mask);
+        pos += 16;
+    }
+#endif
+    while (pos < len && b[pos] >= 0x20 && b[pos] != '"' && b[pos] != '\\') pos++;
+    return pos;
 }
 
 /* Returns the position of the first byte at or after pos that ends a plain run inside a string:
@@ -229,11 +225,16 @@ static ING_HOT_INLINE ingot_status scan_string(ingot__json *j, ingot__json_tok *
         case 3:
             return fail(j, err, INGOT_BAD_STRING, pos, "control character in string");
         default: {
-            size_t n = utf8_seq(b, pos, len);
-            if (n == 0) return fail(j, err, INGOT_BAD_STRING, pos, "invalid UTF-8 in string");
+            /* Non-ASCII text: the run up to the next '"', '\\' or control character, validated in
+             * one call (src/core/utf8.c; vector code for long runs). The first invalid sequence
+             * is the one a sequence-by-sequence check finds: none can span those ASCII bytes. */
+            size_t end = text_run(b, pos, len);
+            size_t ok = ingot__utf8_prefix(b + pos, end - pos, true);
+            if (ok != end - pos)
+                return fail(j, err, INGOT_BAD_STRING, pos + ok, "invalid UTF-8 in string");
             flags |= ING_JSON_NONASCII;
-            dlen += n;
-            pos += n;
+            dlen += end - pos;
+            pos = end;
             break;
         }
         }

@@ -23,6 +23,7 @@
 #define CDH_LEN 46u
 #define LFH_LEN 30u
 #define MAX_COMMENT 65535u
+#define EOCD_PEEK 1024u /* the end of an archive read first when reading by callback */
 #define S16 0xFFFFu
 #define S32 0xFFFFFFFFu
 #define CRC_CHUNK 65536u
@@ -532,7 +533,7 @@ uint32_t ingot__crc32_table(uint32_t crc, const void *buf, size_t n)
 
 static ingot_status file_read_cb(void *ctx, uint64_t off, void *dst, size_t n, ingot_error *err)
 {
-    return ingot__file_read((const ingot_file *)ctx, off, dst, n, err);
+    return ingot__file_pread((const ingot_file *)ctx, off, dst, n, err);
 }
 
 void ingot__zip_source_file(ingot__zip_source *src, const struct ingot_file *f)
@@ -541,6 +542,13 @@ void ingot__zip_source_file(ingot__zip_source *src, const struct ingot_file *f)
     src->size = f->size;
     src->read = file_read_cb;
     src->ctx = (void *)(uintptr_t)f;
+    src->copy_max = f->base && f->fd >= 0 ? INGOT__HEAD_COPY_MAX : 0;
+}
+
+/* Whether n bytes of structure are copied with the read callback rather than through base. */
+static bool by_read(const ingot__zip_source *s, uint64_t n)
+{
+    return !s->base || (s->read && n <= s->copy_max);
 }
 
 /* Copies [off, off+n) of the archive into dst; TRUNCATED naming `what` if it is not there. */
@@ -551,7 +559,7 @@ static ingot_status src_read(const ingot__zip_source *s, uint64_t off, void *dst
         return ingot__err(err, INGOT_TRUNCATED, off, what, what ? ing_strlen(what) : 0,
                           "zip: %zu bytes at offset %llu lie past the end of the file (%llu bytes)",
                           n, (unsigned long long)off, (unsigned long long)s->size);
-    if (s->base) {
+    if (s->base && !by_read(s, n)) {
         ING_MEMCPY(dst, s->base + off, n);
         return INGOT_OK;
     }
@@ -613,7 +621,9 @@ static void sift(const ingot__zip_entry *e, uint32_t *v, size_t root, size_t n, 
 
 static void heapsort_idx(const ingot__zip_entry *e, uint32_t *v, size_t n, cmp_fn cmp)
 {
-    if (n < 2) return;
+    size_t k = 1; /* writers list members in file order, often in name order: no sort then */
+    while (k < n && cmp(e, v[k - 1], v[k]) < 0) k++;
+    if (k >= n) return;
     for (size_t i = n / 2; i-- > 0;) sift(e, v, i, n, cmp);
     for (size_t end = n - 1; end > 0; end--) {
         uint32_t t = v[0];
@@ -641,9 +651,23 @@ static ingot_status find_eocd(const ingot__zip_source *s, const ingot_allocator 
                           "zip: file of %llu bytes is shorter than an end record (22)",
                           (unsigned long long)size);
     uint64_t tail = size < MAX_COMMENT + EOCD_LEN ? size : MAX_COMMENT + EOCD_LEN;
+    if (by_read(s, tail) && tail > EOCD_PEEK) {
+        /* Most archives have no comment: look at the last bytes first. An end record whose
+         * comment runs exactly to the end is what the whole search below would take too (it
+         * takes the one closest to the end); anything else goes to that search. */
+        uint8_t small[EOCD_PEEK];
+        ING_TRY(src_read(s, size - EOCD_PEEK, small, EOCD_PEEK, "end of central directory", err));
+        for (uint64_t i = EOCD_PEEK - EOCD_LEN + 1; i-- > 0;) {
+            if (small[i] != 0x50 || ing_ld32(small + i) != SIG_EOCD) continue;
+            if (ing_ld16(small + i + 20) != EOCD_PEEK - i - EOCD_LEN) break;
+            *eocd_pos = size - EOCD_PEEK + i;
+            ING_MEMCPY(rec, small + i, EOCD_LEN);
+            return INGOT_OK;
+        }
+    }
     const uint8_t *t;
     uint8_t *owned = NULL;
-    if (s->base) {
+    if (!by_read(s, tail)) {
         t = s->base + (size - tail);
     } else {
         owned = ingot__alloc(a, (size_t)tail);
@@ -780,6 +804,10 @@ void ingot__zip_close(ingot__zip *z)
     if (!z) return;
     if (z->entries) ingot__free(&z->alloc, z->entries, (size_t)z->count * sizeof *z->entries);
     if (z->by_name) ingot__free(&z->alloc, z->by_name, (size_t)z->count * sizeof *z->by_name);
+    if (z->by_lho) ingot__free(&z->alloc, z->by_lho, (size_t)z->count * sizeof *z->by_lho);
+    if (z->pf) ingot__free(&z->alloc, z->pf, z->pf_size);
+    if (z->pf_at) ingot__free(&z->alloc, z->pf_at, (size_t)z->count * sizeof *z->pf_at);
+    if (z->pf_len) ingot__free(&z->alloc, z->pf_len, (size_t)z->count * sizeof *z->pf_len);
     if (z->cd_owned) ingot__free(&z->alloc, z->cd_owned, (size_t)z->cd_size);
     ING_MEMSET(z, 0, sizeof *z);
 }
@@ -935,7 +963,8 @@ static ingot_status index_entries(ingot__zip *z, ingot_error *err)
         e->limit = nx->lho;
     }
 done:
-    ingot__free(&z->alloc, tmp, n * sizeof *tmp);
+    if (st == INGOT_OK) z->by_lho = tmp; /* kept for ingot__zip_prefetch; freed at close */
+    else ingot__free(&z->alloc, tmp, n * sizeof *tmp);
     return st;
 }
 
@@ -982,7 +1011,7 @@ ingot_status ingot__zip_open(ingot__zip *z, const ingot__zip_source *src,
     z->cd_offset = e.cd_off;
     z->cd_size = e.cd_size;
     z->end_records = e.end_records;
-    if (src->base) {
+    if (!by_read(src, e.cd_size)) {
         z->cd = src->base + e.cd_off;
     } else if (e.cd_size) {
         z->cd_owned = ingot__alloc(&z->alloc, (size_t)e.cd_size);
@@ -1027,13 +1056,100 @@ fail:
  * Local headers, lookup, CRC check
  * ------------------------------------------------------------------------------------------- */
 
+/* Window of the prefetch: guess of the local extra field's length (torch pads to 64-byte data
+ * alignment with one of at most 67 bytes, zip64 adds 20), the largest gap one read spans, the largest read. */
+#define PF_EXTRA 96u
+#define PF_GAP 2048u
+#define PF_READ (64u * 1024u)
+
+ingot_status ingot__zip_prefetch(ingot__zip *z, uint32_t data_prefix, ingot_error *err)
+{
+    const ingot__zip_source *s = &z->src;
+    if (z->pf_at || z->count == 0 || !s->read || (s->base && !s->copy_max)) return INGOT_OK;
+    size_t n = (size_t)z->count;
+    z->pf_at = ingot__alloc(&z->alloc, n * sizeof *z->pf_at);
+    z->pf_len = ingot__alloc(&z->alloc, n * sizeof *z->pf_len);
+    if (!z->pf_at || !z->pf_len) goto nomem;
+    uint64_t total = 0;
+    for (size_t k = 0; k < n; k++) {
+        const ingot__zip_entry *e = &z->entries[z->by_lho[k]];
+        uint64_t want = (uint64_t)LFH_LEN + e->name_len + PF_EXTRA + data_prefix;
+        uint64_t room = e->limit - e->lho; /* lho < limit <= cd_offset: open checked */
+        uint32_t len = (uint32_t)(want < room ? want : room);
+        if (len > PF_READ) len = PF_READ;
+        z->pf_at[z->by_lho[k]] = total;
+        z->pf_len[z->by_lho[k]] = len;
+        total += len; /* windows are disjoint and inside the file: total <= file size */
+    }
+    z->pf = ingot__alloc(&z->alloc, (size_t)total);
+    if (!z->pf) goto nomem;
+    z->pf_size = (size_t)total;
+    uint8_t *bounce = ingot__alloc(&z->alloc, PF_READ);
+    if (!bounce) goto nomem;
+    ingot_status st = INGOT_OK;
+    for (size_t k = 0; k < n && st == INGOT_OK;) {
+        /* one read from the first window of the group to the end of its last */
+        uint64_t from = z->entries[z->by_lho[k]].lho, to = from + z->pf_len[z->by_lho[k]];
+        size_t m = k + 1;
+        for (; m < n; m++) {
+            const ingot__zip_entry *e = &z->entries[z->by_lho[m]];
+            uint64_t end = e->lho + z->pf_len[z->by_lho[m]];
+            if (e->lho - to > PF_GAP || end - from > PF_READ) break;
+            to = end;
+        }
+        st = s->read(s->ctx, from, bounce, (size_t)(to - from), err);
+        for (; k < m && st == INGOT_OK; k++) {
+            uint32_t i = z->by_lho[k];
+            ING_MEMCPY(z->pf + z->pf_at[i], bounce + (z->entries[i].lho - from), z->pf_len[i]);
+        }
+    }
+    ingot__free(&z->alloc, bounce, PF_READ);
+    if (st != INGOT_OK) goto drop;
+    return INGOT_OK;
+nomem:
+    st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, "local headers", 13,
+                    "zip: allocating the local header windows of %zu entries", n);
+drop:
+    if (z->pf) ingot__free(&z->alloc, z->pf, z->pf_size);
+    if (z->pf_at) ingot__free(&z->alloc, z->pf_at, n * sizeof *z->pf_at);
+    if (z->pf_len) ingot__free(&z->alloc, z->pf_len, n * sizeof *z->pf_len);
+    z->pf = NULL, z->pf_at = NULL, z->pf_len = NULL, z->pf_size = 0;
+    return st;
+}
+
+const uint8_t *ingot__zip_peek(const ingot__zip *z, uint64_t i, uint64_t off, size_t n)
+{
+    if (i >= z->count) return NULL;
+    if (z->pf_at) {
+        const ingot__zip_entry *e = &z->entries[i];
+        if (off < e->lho || off - e->lho > z->pf_len[i] || n > z->pf_len[i] - (off - e->lho))
+            return NULL;
+        return z->pf + z->pf_at[i] + (off - e->lho);
+    }
+    if (z->src.base && ing_in_bounds(off, n, z->src.size) && !z->src.copy_max)
+        return z->src.base + off;
+    return NULL;
+}
+
+/* Bytes of entry i's local header: from its window when prefetched, else from the source. */
+static ingot_status lfh_read(const ingot__zip *z, uint64_t i, uint64_t off, void *dst, size_t n,
+                             ingot_error *err)
+{
+    const uint8_t *p = z->pf_at ? ingot__zip_peek(z, i, off, n) : NULL;
+    if (p) {
+        ING_MEMCPY(dst, p, n);
+        return INGOT_OK;
+    }
+    return src_read(&z->src, off, dst, n, "local header", err);
+}
+
 ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err)
 {
     if (i >= z->count) return INGOT_RANGE;
     ingot__zip_entry *e = &z->entries[i];
     if (e->info & INGOT__ZIP_ENTRY_LOCATED) return INGOT_OK;
     uint8_t h[LFH_LEN];
-    ING_TRY(src_read(&z->src, e->lho, h, LFH_LEN, "local header", err));
+    ING_TRY(lfh_read(z, i, e->lho, h, LFH_LEN, err));
     if (ing_ld32(h) != SIG_LFH)
         return ingot__err(err, INGOT_BAD_LAYOUT, e->lho, NAME_OF(e),
                           "zip: no local header where the central directory points");
@@ -1056,7 +1172,7 @@ ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err)
     for (uint32_t done = 0; done < nlen;) {
         uint8_t buf[256];
         uint32_t k = nlen - done < sizeof buf ? nlen - done : (uint32_t)sizeof buf;
-        ING_TRY(src_read(&z->src, e->lho + LFH_LEN + done, buf, k, "local header", err));
+        ING_TRY(lfh_read(z, i, e->lho + LFH_LEN + done, buf, k, err));
         if (ING_MEMCMP(buf, e->name + done, k) != 0)
             return ingot__err(err, INGOT_BAD_LAYOUT, e->lho + LFH_LEN, NAME_OF(e),
                               "zip: local header name differs from the central directory name");

@@ -66,10 +66,15 @@ typedef struct ingot__zip_source {
     uint64_t size;
     ingot_status (*read)(void *ctx, uint64_t off, void *dst, size_t n, ingot_error *err);
     void *ctx;
+    /* With base set: structures of at most this many bytes (the end records, a central directory,
+     * the local headers of ingot__zip_prefetch) are copied with `read` rather than read through
+     * base, because base is a fresh mapping whose page faults cost more than a pread. 0: never. */
+    uint64_t copy_max;
 } ingot__zip_source;
 
-/* Fills *src for an open ingot_file: its mapping/buffer when it has one, else ingot__file_read
- * (pread). The file must outlive the source. */
+/* Fills *src for an open ingot_file: its mapping/buffer when it has one, else pread. While a
+ * mapped file is being opened, `read` is a real pread and copy_max INGOT__HEAD_COPY_MAX (see
+ * file.h). The file must outlive the source. */
 void ingot__zip_source_file(ingot__zip_source *src, const struct ingot_file *f);
 
 /* Zip compression methods the adapters know. */
@@ -109,6 +114,11 @@ typedef struct ingot__zip {
     ingot__zip_entry *entries; /* `count` entries in central directory order */
     uint64_t count;
     uint32_t *by_name;         /* entry indexes sorted by name (bytewise, shorter first on ties) */
+    uint32_t *by_lho;          /* entry indexes sorted by local header offset */
+    uint8_t *pf;               /* ingot__zip_prefetch: the windows, back to back */
+    uint64_t *pf_at;           /* per entry: its window's start in pf; pf_len[i] bytes from lho */
+    uint32_t *pf_len;
+    size_t pf_size;
     uint64_t cd_offset, cd_size;
     uint64_t end_records;      /* offset of the first end record (zip64 EOCD or classic EOCD) */
     bool zip64;                /* zip64 end records present */
@@ -136,6 +146,19 @@ void ingot__zip_close(ingot__zip *z);
  * design: a wrong local signature, name or method, or an extent past `limit` is BAD_LAYOUT; a
  * header past the end is TRUNCATED. */
 ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err);
+
+/* Reads, for every entry, the bytes [lho, lho + 30 + name length + 96 + data_prefix) (fewer
+ * where the next member or the central directory starts sooner: the window never leaves the
+ * member's extent) in one pass ordered by offset, with one read per run of windows that lie at
+ * most 2 KiB apart (at most 64 KiB per read). ingot__zip_locate and ingot__zip_peek then take the
+ * bytes from there: no page fault per member on a fresh mapping, no read per header in pread
+ * mode. A no-op when the source is a byte image without copy_max. One allocation of at most the
+ * archive's size (the windows are disjoint) plus a 64 KiB transient buffer. IO errors only. */
+ingot_status ingot__zip_prefetch(ingot__zip *z, uint32_t data_prefix, ingot_error *err);
+
+/* Bytes [off, off+n) of the archive from entry i's prefetched window, or from the image when the
+ * source has one and nothing was prefetched; NULL when neither holds them (read them instead). */
+const uint8_t *ingot__zip_peek(const ingot__zip *z, uint64_t i, uint64_t off, size_t n);
 
 /* Entry index by exact name (bytes, no NUL needed). NOT_FOUND if absent. O(log n). */
 ingot_status ingot__zip_find(const ingot__zip *z, const char *name, size_t len, uint64_t *index);

@@ -481,11 +481,153 @@ fail:
     return st;
 }
 
+/* Where the header (KV records and tensor infos) ends, found from its length fields alone, over
+ * bytes that arrive in growing pieces: the scan resumes where it stopped, down to the element of
+ * a top-level string array (a 32k vocab), so reading the header costs one pass whatever the
+ * number of pieces, and the parse runs once over the whole of it. */
+typedef struct {
+    uint64_t n_kv, n_t;
+    uint64_t i, at;       /* next record (KVs, then tensor infos) and its offset; 0: header first */
+    uint64_t arr_n, arr_j, arr_at; /* inside a top-level string array: count, next element */
+} extent;
+
+enum { EXT_MORE = 0, EXT_DONE = 1, EXT_ODD = -1 };
+
+/* Advances x over p[0, avail) of a file of `size` bytes. EXT_DONE: *end is the end of the tensor
+ * infos. EXT_MORE: *need is a lower bound of the bytes the header takes (it needs at least those
+ * to go on). EXT_ODD: a field this scan does not follow (over a cap, past the file, an unknown
+ * type): the caller parses the way it always did, which names the fault. */
+static int extent_scan(extent *x, const uint8_t *p, uint64_t avail, uint64_t size, uint64_t *end,
+                       uint64_t *need)
+{
+#define NEED(n)                                                                                        do {                                                                                                   uint64_t n_ = (n);                                                                                 if (n_ > size) return EXT_ODD;                                                                     if (n_ > avail) {                                                                                      *need = n_;                                                                                        return EXT_MORE;                                                                               }                                                                                              } while (0)
+    if (x->at == 0) {
+        NEED(24);
+        x->n_t = ing_ld64(p + 8);
+        x->n_kv = ing_ld64(p + 16);
+        if (ING_MEMCMP(p, "GGUF", 4) || x->n_t > GGUF_MAX_COUNT || x->n_kv > GGUF_MAX_COUNT)
+            return EXT_ODD;
+        x->at = 24;
+    }
+    while (x->i < x->n_kv) {
+        uint64_t at = x->at;
+        if (x->arr_n) { /* resume inside a string array */
+            uint64_t j = x->arr_j, q = x->arr_at;
+            for (; j < x->arr_n; j++) {
+                if (q + 8 > avail) {
+                    x->arr_j = j, x->arr_at = q;
+                    NEED(q + (x->arr_n - j) * 8); /* every element has its 8 length bytes */
+                    NEED(q + 8);
+                }
+                uint64_t len = ing_ld64(p + q);
+                if (len > GGUF_MAX_STRING || len > size - q - 8) return EXT_ODD;
+                q += 8 + len;
+            }
+            x->arr_n = 0;
+            x->at = q;
+            x->i++;
+            continue;
+        }
+        NEED(at + 8);
+        uint64_t klen = ing_ld64(p + at);
+        if (klen > GGUF_MAX_KEY) return EXT_ODD;
+        uint64_t to = at + 8 + klen;
+        NEED(to + 4);
+        uint32_t vt = ing_ld32(p + to);
+        if (vt == GT_STRING) {
+            NEED(to + 12);
+            uint64_t len = ing_ld64(p + to + 4);
+            if (len > GGUF_MAX_STRING) return EXT_ODD;
+            NEED(to + 12 + len);
+            x->at = to + 12 + len;
+        } else if (vt == GT_ARRAY) {
+            NEED(to + 16);
+            uint32_t et = ing_ld32(p + to + 4);
+            uint64_t n = ing_ld64(p + to + 8);
+            if (n > GGUF_MAX_ARRAY || et >= GT_COUNT) return EXT_ODD;
+            if (et == GT_STRING) {
+                x->arr_n = n, x->arr_j = 0, x->arr_at = to + 16;
+                if (n) continue;
+                x->arr_n = 0;
+                x->at = to + 16;
+            } else if (et == GT_ARRAY) { /* nested: walked whole, again if it needs more */
+                gguf_cur c = {.p = p, .avail = avail, .size = size};
+                uint64_t e = 0;
+                if (gguf_walk(&c, to + 4, GT_ARRAY, 0, NULL, &e) != INGOT_OK) {
+                    if (!c.need_more) return EXT_ODD;
+                    *need = c.need;
+                    return EXT_MORE;
+                }
+                x->at = e;
+            } else {
+                NEED(to + 16 + n * gguf_vt_size(et)); /* n <= 2^28: no wrap */
+                x->at = to + 16 + n * gguf_vt_size(et);
+            }
+        } else if (vt < GT_COUNT) {
+            NEED(to + 4 + gguf_vt_size(vt));
+            x->at = to + 4 + gguf_vt_size(vt);
+        } else {
+            return EXT_ODD;
+        }
+        x->i++;
+    }
+    while (x->i < x->n_kv + x->n_t) {
+        uint64_t at = x->at;
+        NEED(at + 8);
+        uint64_t nlen = ing_ld64(p + at);
+        if (nlen > GGUF_MAX_NAME) return EXT_ODD;
+        NEED(at + 8 + nlen + 4);
+        uint32_t nd = ing_ld32(p + at + 8 + nlen);
+        if (nd > GGUF_MAX_DIMS) return EXT_ODD;
+        NEED(at + 8 + nlen + 4 + 8ull * nd + 12);
+        x->at = at + 8 + nlen + 4 + 8ull * nd + 12;
+        x->i++;
+    }
+    *end = x->at;
+    return EXT_DONE;
+#undef NEED
+}
+
+static ingot_status parsed(ingot_file *f, state *s, uint64_t hdr_len)
+{
+    s->hdr_len = hdr_len;
+    f->state = s;
+    f->alignment = s->align;
+    ingot__fmt(f->version, sizeof f->version, "%u.0", s->version);
+    return INGOT_OK;
+}
+
 static ingot_status open_gguf(ingot_file *f, ingot_error *err)
 {
+    /* The header's extent first (extent_scan), over bytes read with pread: in pread mode only
+     * them, in mmap mode as a private copy while it is at most INGOT__HEAD_COPY_MAX bytes (no page
+     * fault on the fresh mapping; larger headers are read through the mapping, which is cheaper
+     * there, file.h). Then one parse. A caller's buffer is parsed in place. */
+    bool copy = f->base && f->fd >= 0, stepwise = !f->base || copy;
+    uint64_t want = f->size < INGOT__PROBE_BYTES ? f->size : INGOT__PROBE_BYTES;
+    extent x = {0};
+    while (stepwise) {
+        const uint8_t *head;
+        ING_TRY(ingot__file_head_copy(f, want, &head, err));
+        uint64_t end = 0, need = 0;
+        int r = extent_scan(&x, head, want, f->size, &end, &need);
+        if (r == EXT_ODD) break;
+        if (r == EXT_DONE) {
+            gguf_cur c = {.p = head, .avail = want, .size = f->size, .err = err};
+            state *s = NULL;
+            ingot_status st = parse(f, &c, &s);
+            if (st == INGOT_OK) return parsed(f, s, want);
+            if (!c.need_more) return st;
+            break; /* the parse wants bytes the scan did not: parse the way below */
+        }
+        uint64_t next = want * 2 > need ? want * 2 : need;
+        next = next < f->size ? next : f->size;
+        if (copy && next > INGOT__HEAD_COPY_MAX) break; /* through the mapping */
+        want = next;
+    }
     /* mmap / buffer: the whole file is addressable. pread: read the header in growing steps and
-     * parse again until it is covered (the parse is cheap next to the reads). */
-    uint64_t want = f->size;
+     * parse again until it is covered (only for headers the scan did not follow). */
+    want = f->size;
     if (!f->base && want > (64u << 10)) want = 64u << 10;
     for (;;) {
         const uint8_t *head;
@@ -493,13 +635,7 @@ static ingot_status open_gguf(ingot_file *f, ingot_error *err)
         gguf_cur c = {.p = head, .avail = want, .size = f->size, .err = err};
         state *s = NULL;
         ingot_status st = parse(f, &c, &s);
-        if (st == INGOT_OK) {
-            s->hdr_len = want;
-            f->state = s;
-            f->alignment = s->align;
-            ingot__fmt(f->version, sizeof f->version, "%u.0", s->version);
-            return INGOT_OK;
-        }
+        if (st == INGOT_OK) return parsed(f, s, want);
         if (!c.need_more) return st;
         uint64_t next = want * 2 > c.need ? want * 2 : c.need;
         want = next < f->size ? next : f->size;

@@ -708,6 +708,143 @@ __attribute__((noinline)) static bool fast_index(const ingot_native *r)
 
 static bool is_numeric(uint32_t t) { return t >= INGOT_META_U8 && t <= INGOT_META_BOOL; }
 
+/* Elements [j, m) of a string array lie back to back in the pool, each followed by its NUL (the
+ * writer's layout), from byte `from` to byte `to` (the last NUL). Validates them as one section:
+ * the NULs are valid characters that no sequence can span, so the section is valid exactly when
+ * every element is, and its first error lies in the first invalid element. Returns m when valid,
+ * else the index of that element. */
+static uint64_t run_utf8(const ingot_native *r, const uint8_t *refs, uint64_t j, uint64_t m,
+                         uint64_t from, uint64_t to)
+{
+    size_t ok = ingot__utf8_prefix(pool(r) + from, (size_t)(to - from), true);
+    if (ok == to - from) return m;
+    uint64_t at = from + ok; /* never a NUL: it lies inside an element */
+    for (; j < m; j++) {
+        const uint8_t *ref = refs + j * ING_STRREF_SIZE;
+        if (at < ing_ld64(ref) + ing_ld64(ref + 8)) break;
+    }
+    return j;
+}
+
+/* The common case of str_elems, yes or no: every element starts right after the previous one's
+ * NUL, lies inside the pool and has its NUL, and the whole run is valid UTF-8. Branch-free over
+ * the elements: a bad element only sets a flag (its NUL is read at a clamped index), and the exact
+ * code then finds it. */
+/* Whether references [0, count) of a string array (count >= 2) follow each other: each start is
+ * the previous start + length + 1, and no length reaches 2^32 (so no sum wraps). */
+static bool refs_follow(const uint8_t *refs, uint64_t count)
+{
+    uint64_t off_run = 0, lens = 0;
+    for (const uint8_t *ref = refs, *end = refs + (count - 1) * ING_STRREF_SIZE; ref < end;
+         ref += ING_STRREF_SIZE) {
+        uint64_t so = ing_ld64(ref), sl = ing_ld64(ref + 8);
+        off_run |= ing_ld64(ref + ING_STRREF_SIZE) ^ (so + sl + 1);
+        lens |= sl;
+    }
+    return !off_run && !(lens >> 32);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(INGOT_NO_SIMD)
+#include <immintrin.h>
+#define HAVE_REFS512 1
+/* refs_follow with AVX-512, four references per step: the vector of references k..k+3 gives the
+ * ends, the one of k+1..k+4 (16 bytes further) the next starts. */
+__attribute__((target("avx512f,avx512bw"))) static bool refs_follow512(const uint8_t *refs,
+                                                                       uint64_t count)
+{
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512i off_run = _mm512_setzero_si512(), lens = _mm512_setzero_si512();
+    uint64_t k = 0;
+    for (; k + 5 <= count; k += 4) {
+        const uint8_t *p = refs + k * ING_STRREF_SIZE;
+        __m512i x = _mm512_loadu_si512((const void *)p);
+        __m512i y = _mm512_loadu_si512((const void *)(p + ING_STRREF_SIZE));
+        /* even qwords: start + length + 1 against the next start; odd ones: lengths */
+        __m512i e = _mm512_add_epi64(_mm512_add_epi64(x, _mm512_bsrli_epi128(x, 8)), one);
+        off_run = _mm512_or_si512(off_run, _mm512_maskz_xor_epi64(0x55, y, e));
+        lens = _mm512_or_si512(lens, x);
+    }
+    if (_mm512_test_epi64_mask(off_run, off_run) ||
+        _mm512_mask_test_epi64_mask(0xAA, lens, _mm512_set1_epi64((long long)0xFFFFFFFF00000000ull)))
+        return false;
+    return count - k < 2 || refs_follow(refs + k * ING_STRREF_SIZE, count - k);
+}
+#endif
+
+/* The common case of str_elems, yes or no: every element starts right after the previous one's
+ * NUL, lies inside the pool and has its NUL, and the whole run is valid UTF-8. A no sends the
+ * caller to the exact code, which finds the element at fault. */
+static bool str_elems_fast(const ingot_native *r, const uint8_t *refs, uint64_t count)
+{
+    const uint8_t *pl = pool(r);
+    const uint64_t ps = r->pool_size;
+    const uint8_t *lref = refs + (count - 1) * ING_STRREF_SIZE;
+    const uint64_t first = ing_ld64(refs), lsl = ing_ld64(lref + 8);
+    const uint64_t final = ing_ld64(lref) + lsl; /* the last NUL, if the run holds */
+    if (lsl >> 32 || first >= ps || final >= ps || final < first || pl[final]) return false;
+    if (count > 1) {
+#ifdef HAVE_REFS512
+        if (!(ingot__utf8_level() >= 3 ? refs_follow512(refs, count) : refs_follow(refs, count)))
+            return false;
+#else
+        if (!refs_follow(refs, count)) return false;
+#endif
+        /* the starts follow from `first` up to the last one, below `final`: every byte before a
+         * start (the previous element's NUL) lies in the pool */
+        uint32_t nul = 0;
+        for (const uint8_t *ref = refs + ING_STRREF_SIZE, *end = lref + ING_STRREF_SIZE;
+             ref < end; ref += ING_STRREF_SIZE)
+            nul |= pl[ing_ld64(ref) - 1];
+        if (nul) return false;
+    }
+    return ingot__utf8_valid(pl + first, (size_t)(final - first), true);
+}
+
+/* The elements of a STRING array (count refs at refs, bounded by the caller): each inside the
+ * pool with a NUL after it, and valid UTF-8 (NUL allowed). The same verdict as checking them one
+ * by one in order: 0 if all pass; else 1 (outside the pool) or 2 (no NUL, or not UTF-8) with *at
+ * the first element that fails. Runs of back-to-back elements are validated in one pass each. */
+static uint64_t str_elems(const ingot_native *r, const uint8_t *refs, uint64_t count,
+                          uint64_t *at)
+{
+    const uint8_t *pl = pool(r);
+    const uint64_t ps = r->pool_size;
+    uint64_t j = 0, from = 0, end = 0, kind = 0, k = 0;
+    for (; k < count; k++) {
+        const uint8_t *ref = refs + k * ING_STRREF_SIZE;
+        uint64_t so = ing_ld64(ref), sl = ing_ld64(ref + 8);
+        if (so > ps || sl >= ps - so) { /* the element and its NUL must lie inside the pool */
+            kind = 1;
+            break;
+        }
+        if (pl[so + sl]) {
+            kind = 2;
+            break;
+        }
+        if (k == j) {
+            from = so;
+        } else if (so != end + 1) { /* a new run: validate the one that ends here */
+            uint64_t bad = run_utf8(r, refs, j, k, from, end);
+            if (bad < k) {
+                *at = bad;
+                return 2;
+            }
+            j = k;
+            from = so;
+        }
+        end = so + sl;
+    }
+    if (k > j) {
+        uint64_t bad = run_utf8(r, refs, j, k, from, end);
+        if (bad < k) {
+            *at = bad;
+            return 2;
+        }
+    }
+    *at = k;
+    return kind;
+}
+
 static ingot_status check_meta(const ingot_native *r, ingot_error *err)
 {
     const uint8_t *prev = 0;
@@ -775,17 +912,24 @@ static ingot_status check_meta(const ingot_native *r, ingot_error *err)
                         (unsigned long long)count);
         if (val & 7)
             return MERR(INGOT_BAD_ALIGN, MET_VALUE, "string array not 8-aligned");
-        for (uint64_t k = 0; k < count; k++) {
-            const uint8_t *ref = pool(r) + val + k * ING_STRREF_SIZE;
-            uint64_t so = ing_ld64(ref), sl = ing_ld64(ref + 8);
-            bool str = type == INGOT_META_STRING;
-            if (!ing_in_bounds(so, sl, r->pool_size) || (str && sl == r->pool_size - so))
-                return MERR(INGOT_BAD_STRING, MET_VALUE, "element %llu outside the pool",
-                            (unsigned long long)k);
-            if (str && (pool(r)[so + sl] != 0 || !ingot__utf8_valid(pool(r) + so, sl, true)))
-                return MERR(INGOT_BAD_STRING, MET_VALUE, "element %llu is not NUL-terminated UTF-8",
-                            (unsigned long long)k);
+        if (type == INGOT_META_BYTES) {
+            for (uint64_t k = 0; k < count; k++) {
+                const uint8_t *ref = pool(r) + val + k * ING_STRREF_SIZE;
+                if (!ing_in_bounds(ing_ld64(ref), ing_ld64(ref + 8), r->pool_size))
+                    return MERR(INGOT_BAD_STRING, MET_VALUE, "element %llu outside the pool",
+                                (unsigned long long)k);
+            }
+            continue;
         }
+        if (count == 0) continue;
+        if (str_elems_fast(r, pool(r) + val, count)) continue;
+        uint64_t k = 0, bad = str_elems(r, pool(r) + val, count, &k);
+        if (bad == 1)
+            return MERR(INGOT_BAD_STRING, MET_VALUE, "element %llu outside the pool",
+                        (unsigned long long)k);
+        if (bad == 2)
+            return MERR(INGOT_BAD_STRING, MET_VALUE, "element %llu is not NUL-terminated UTF-8",
+                        (unsigned long long)k);
 #undef MERR
     }
     return INGOT_OK;
@@ -809,6 +953,14 @@ ingot_status ingot_native_open(void *ws, size_t ws_size, const void *buf, size_t
     r->avail = avail;
     r->file_size = file_size;
     ING_TRY(check_header(r, r->buf, err));
+    /* The checksum first, verdict last (after every structural check, whose errors come first):
+     * its pass brings the header region into the cache for the checks below. */
+    uint32_t crc = 0;
+    bool check_crc = !(flags & INGOT_NATIVE_SKIP_HEADER_CRC);
+    if (check_crc) {
+        crc = ingot_crc32c(0, r->buf, HDR_CRC);
+        crc = ingot_crc32c(crc, r->buf + ING_HDR_SIZE, r->data_off - ING_HDR_SIZE);
+    }
     uint64_t hdr_end = r->names_off + r->names_size;
     if (!all_zero(r->buf + hdr_end, r->data_off - hdr_end))
         return ERR(INGOT_BAD_LAYOUT, hdr_end, "header", 6,
@@ -824,9 +976,7 @@ ingot_status ingot_native_open(void *ws, size_t ws_size, const void *buf, size_t
     ING_TRY(check_params(r, err));
     if (!fast) ING_TRY(check_index(r, err));
     ING_TRY(check_meta(r, err));
-    if (!(flags & INGOT_NATIVE_SKIP_HEADER_CRC)) {
-        uint32_t crc = ingot_crc32c(0, r->buf, HDR_CRC);
-        crc = ingot_crc32c(crc, r->buf + ING_HDR_SIZE, r->data_off - ING_HDR_SIZE);
+    if (check_crc) {
         uint32_t want = ing_ld32(r->buf + HDR_CRC);
         if (crc != want)
             return HERR(INGOT_BAD_CHECKSUM, HDR_CRC,

@@ -21,6 +21,9 @@
 #include "utf8.h"
 #include "zip.h"
 
+/* Bytes of each npz member read with its local header at open (its npy header, usually 128). */
+#define NPY_PREFETCH 128u
+
 /* Name of the tensor of a .npy opened from a buffer (no path to take the stem from). */
 #define NPY_BUFFER_NAME "array"
 
@@ -322,14 +325,18 @@ static void close_npy(ingot_file *f)
     f->state = NULL;
 }
 
-static const ntensor *sort_ctx;
-static int cmp_by_name(const void *pa, const void *pb)
+static int name_cmp(const ntensor *a, const ntensor *b)
 {
-    const ntensor *a = &sort_ctx[*(const uint32_t *)pa], *b = &sort_ctx[*(const uint32_t *)pb];
     size_t m = a->name_len < b->name_len ? a->name_len : b->name_len;
     int c = memcmp(a->name, b->name, m);
     if (c) return c;
     return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+}
+
+static const ntensor *sort_ctx;
+static int cmp_by_name(const void *pa, const void *pb)
+{
+    return name_cmp(&sort_ctx[*(const uint32_t *)pa], &sort_ctx[*(const uint32_t *)pb]);
 }
 
 static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -338,6 +345,9 @@ static void index_names(nstate *s)
 {
     for (size_t i = 0; i < s->n; i++) s->by_name[i] = (uint32_t)i;
     if (s->n < 2) return;
+    size_t k = 1; /* members already in name order (np.savez of sorted keys): no sort */
+    while (k < s->n && name_cmp(&s->t[k - 1], &s->t[k]) < 0) k++;
+    if (k == s->n) return;
     pthread_mutex_lock(&sort_mu); /* qsort has no context argument */
     sort_ctx = s->t;
     qsort(s->by_name, s->n, sizeof *s->by_name, cmp_by_name);
@@ -385,14 +395,15 @@ static ingot_status open_npy(ingot_file *f, ingot_error *err)
     size_t nl;
     stem_of(f, &nm, &nl);
     size_t first = f->size < 12 ? (size_t)f->size : 12;
-    ING_TRY(ingot__file_head(f, first, &p, err));
+    /* pread copies while the mapping is fresh (file.h); data pointers come from f->base */
+    ING_TRY(ingot__file_head_copy(f, first, &p, err));
     npy_header h;
     ING_TRY(ingot__npy_preamble(p, first, &h, 0, nm, nl, err));
     if (h.data_offset > f->size)
         return ingot__err(err, INGOT_TRUNCATED, f->size, nm, nl,
                           "npy: file ends inside the %llu-byte header",
                           (unsigned long long)h.data_offset);
-    ING_TRY(ingot__file_head(f, h.data_offset, &p, err));
+    ING_TRY(ingot__file_head_copy(f, h.data_offset, &p, err));
     ING_TRY(ingot__npy_parse(p, &h, false, 0, nm, nl, err));
     uint64_t end;
     if (!ing_add(h.data_offset, h.nbytes, &end) || end > f->size)
@@ -462,10 +473,11 @@ static ingot_status in_inflated(ingot_error *err, ingot_status st, const ingot__
 /* Reads and parses the npy header of a member into *h (string members included: h->text). Error
  * offsets are file offsets for a stored member; for a deflated one see in_inflated(). nm names
  * the array (the member name without ".npy"). */
-static ingot_status member_header(ingot_file *f, const ingot__zip_entry *e, uint32_t member,
+static ingot_status member_header(ingot_file *f, const ingot__zip *z, uint32_t member,
                                   bool deflated, const char *nm, size_t nl, npy_header *h,
                                   ingot_error *err)
 {
+    const ingot__zip_entry *e = &z->entries[member];
     uint8_t pre[12];
     size_t first = e->size < 12 ? (size_t)e->size : 12;
     inflater *x = NULL;
@@ -479,7 +491,10 @@ static ingot_status member_header(ingot_file *f, const ingot__zip_entry *e, uint
         st = inf_read(f, e, x, pre, first, NULL, err);
         if (st != INGOT_OK) goto done;
     } else {
-        st = ingot__file_read(f, e->data_offset, pre, first, err);
+        /* from the prefetched local header window (ingot__zip_prefetch) when it holds them */
+        const uint8_t *pk = ingot__zip_peek(z, member, e->data_offset, first);
+        if (pk) memcpy(pre, pk, first);
+        else st = ingot__file_read(f, e->data_offset, pre, first, err);
         if (st != INGOT_OK) goto done;
     }
     st = ingot__npy_preamble(pre, first, h, base, nm, nl, err);
@@ -488,8 +503,12 @@ static ingot_status member_header(ingot_file *f, const ingot__zip_entry *e, uint
                         "npz: member of %llu bytes ends inside its %llu-byte npy header",
                         (unsigned long long)e->size, (unsigned long long)h->data_offset);
     if (st != INGOT_OK) goto parsed;
-    if (!deflated && f->base) {
-        st = ingot__npy_parse(f->base + e->data_offset, h, true, base, nm, nl, err);
+    const uint8_t *whole = deflated ? NULL
+                                    : ingot__zip_peek(z, member, e->data_offset,
+                                                      (size_t)h->data_offset);
+    if (whole || (!deflated && f->base)) {
+        st = ingot__npy_parse(whole ? whole : f->base + e->data_offset, h, true, base, nm, nl,
+                              err);
     } else {
         buf_len = (size_t)h->data_offset;
         buf = ingot__alloc(&f->alloc, buf_len);
@@ -540,7 +559,10 @@ static ingot_status open_npz(ingot_file *f, ingot_error *err)
     s->is_zip = true;
     s->n = 0;
     f->state = s;
-    ingot_status st = INGOT_OK;
+    /* Every local header and the npy header after it (NumPy writes 128 bytes or fewer), in one
+     * pass by offset: the loop below then reads no page of the mapping. */
+    ingot_status st = ingot__zip_prefetch(&s->zip, NPY_PREFETCH, err);
+    if (st != INGOT_OK) goto fail;
     uint64_t align = 64;
     for (uint64_t i = 0; i < s->zip.count; i++) {
         ingot__zip_entry *e = &s->zip.entries[i];
@@ -563,7 +585,7 @@ static ingot_status open_npz(ingot_file *f, ingot_error *err)
         bool deflated = e->method == INGOT__ZIP_DEFLATE;
         size_t nl = e->name_len - 4;
         npy_header h;
-        st = member_header(f, e, (uint32_t)i, deflated, e->name, nl, &h, err);
+        st = member_header(f, &s->zip, (uint32_t)i, deflated, e->name, nl, &h, err);
         if (st != INGOT_OK) goto fail;
         if (h.text) {
             /* scipy.sparse.save_npz stores 'format' as '<U3'; np.savez(x=..., s="abc") a '<U3'

@@ -519,7 +519,9 @@ static ingot_status open_st(ingot_file *f, ingot_error *err)
         return ingot__err(err, INGOT_TRUNCATED, f->size, "header", 6,
                           "file of %llu bytes is shorter than the 8-byte header length",
                           (unsigned long long)f->size);
-    ING_TRY(ingot__file_head(f, 8, &head, err));
+    /* A pread copy while the mapping is fresh (file.h: no page fault on it; the probe's read
+     * already holds small headers); data pointers come from f->base. */
+    ING_TRY(ingot__file_head_copy(f, 8, &head, err));
     uint64_t hn = ing_ld64(head);
     if (hn > ST_MAX_HEADER)
         return ingot__err(err, INGOT_BAD_HEADER_SIZE, 0, "header", 6,
@@ -532,7 +534,7 @@ static ingot_status open_st(ingot_file *f, ingot_error *err)
         return ingot__err(err, INGOT_TRUNCATED, f->size, "header", 6,
                           "header of %llu bytes runs past the end of the %llu-byte file",
                           (unsigned long long)hn, (unsigned long long)f->size);
-    ING_TRY(ingot__file_head(f, 8 + hn, &head, err));
+    ING_TRY(ingot__file_head_copy(f, 8 + hn, &head, err));
 
     st_state *s = ingot__calloc(&f->alloc, sizeof *s);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the state");

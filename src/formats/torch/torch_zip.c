@@ -10,6 +10,9 @@
 #include "error.h"
 #include "torch_internal.h"
 
+/* Bytes of each record read with its local header at open (covers the small text records). */
+#define TORCH_PREFETCH 64u
+
 typedef struct {
     char *buf;
     size_t len, cap, prefix_len;
@@ -45,6 +48,11 @@ static ingot_status small_record(ingot_file *f, tstate *s, uint64_t idx, char *o
                           "record of %llu bytes (at most %zu expected)",
                           (unsigned long long)e->size, cap);
     *len = (size_t)e->size;
+    const uint8_t *pk = ingot__zip_peek(&s->zip, idx, e->data_offset, *len);
+    if (pk) {
+        ING_MEMCPY(out, pk, *len);
+        return INGOT_OK;
+    }
     return ingot__file_read(f, e->data_offset, out, *len, err);
 }
 
@@ -148,7 +156,10 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
     ING_TRY(ingot__zip_open(&s->zip, &src, &f->alloc, NULL, err));
     s->has_zip = true;
     namebuf nb = {0};
-    ingot_status st = open_records(f, s, &nb, err);
+    /* Every local header (and the small records after theirs) in one pass by offset: locating
+     * the storage records below then reads no page of the mapping. */
+    ingot_status st = ingot__zip_prefetch(&s->zip, TORCH_PREFETCH, err);
+    if (st == INGOT_OK) st = open_records(f, s, &nb, err);
     if (st != INGOT_OK) goto done;
 
     /* data.pkl */
@@ -174,7 +185,8 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
         goto done;
     }
     const uint8_t *pkl;
-    if (f->base) {
+    /* a pread copy while the mapping is fresh, unless it is large (file.h, INGOT__HEAD_COPY_MAX) */
+    if (f->base && (f->fd < 0 || pe->size > INGOT__HEAD_COPY_MAX)) {
         pkl = f->base + pe->data_offset;
     } else {
         s->owned_len = (size_t)pe->size;
@@ -183,7 +195,7 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
                             "allocating %zu bytes for data.pkl", s->owned_len);
             goto done;
         }
-        if ((st = ingot__file_read(f, pe->data_offset, s->owned, s->owned_len, err)) != INGOT_OK)
+        if ((st = ingot__file_pread(f, pe->data_offset, s->owned, s->owned_len, err)) != INGOT_OK)
             goto done;
         pkl = s->owned;
     }

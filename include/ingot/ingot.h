@@ -4,6 +4,7 @@
  *   core.h    open any model file zero-copy; tensors, typed metadata, verification
  *   writer.h  streaming, crash-safe writer
  *   native.h  the freestanding .ingot reader core (embedded use)
+ *   tokenizer.h  text to token ids and back (BPE, SentencePiece), without a model
  */
 #ifndef INGOT_INGOT_H
 #define INGOT_INGOT_H
@@ -14,5 +15,6 @@
 #include "ingot/quant.h"
 #include "ingot/backend.h"
 #include "ingot/runtime.h"
+#include "ingot/tokenizer.h"
 
 #endif

@@ -1,0 +1,197 @@
+/*
+ * tok_internal.h - the tokenizer object shared by the loaders (GGUF, tokenizer.json, llama2.c,
+ * encoder.json) and the encoders (byte-level BPE, SentencePiece, BPE with byte fallback).
+ * A loader fills a tok_build (token texts, scores, types, merges as text pairs, special ids) and
+ * ingot__tok_finish() turns it into the immutable ingot_tokenizer: one arena of token bytes, a
+ * hash from token bytes to id, a hash from (left id, right id) to (rank, merged id).
+ */
+#ifndef INGOT_TOK_INTERNAL_H
+#define INGOT_TOK_INTERNAL_H
+
+#include "deps.h"
+#include "ingot/core.h"
+#include "ingot/tokenizer.h"
+
+/* Bounds on hostile vocabularies (RELIABILITY.md §0): counts and sizes past these are LIMIT. */
+#define TOK_MAX_VOCAB (1u << 22)     /* 4 M tokens (the largest real ones have ~260 K) */
+#define TOK_MAX_MERGES (1u << 23)    /* 8 M merges */
+#define TOK_MAX_TOKEN_BYTES 4096u    /* one token's text */
+#define TOK_MAX_FILE (1ull << 30)    /* a tokenizer file read into memory */
+
+typedef enum tok_kind { TOK_BPE = 1, TOK_SPM = 2, TOK_BPE_FALLBACK = 3 } tok_kind;
+
+/* Where the SentencePiece kinds add the leading space. */
+enum { TOK_PREFIX_NONE = 0, TOK_PREFIX_EACH = 1, TOK_PREFIX_FIRST = 2 };
+
+/* Token types, GGUF's numbering (tokenizer.ggml.token_type). */
+enum {
+    TOK_T_UNDEFINED = 0,
+    TOK_T_NORMAL = 1,
+    TOK_T_UNKNOWN = 2,
+    TOK_T_CONTROL = 3,
+    TOK_T_USER = 4,
+    TOK_T_UNUSED = 5,
+    TOK_T_BYTE = 6,
+};
+
+/* Pre-tokenizers of byte-level BPE (tok_pretok.c). */
+typedef enum tok_pre {
+    TOK_PRE_NONE = 0,
+    TOK_PRE_DEFAULT,   /* llama.cpp's "default" */
+    TOK_PRE_GPT2,      /* gpt-2 and the names llama.cpp maps to it, mpt, olmo, jais */
+    TOK_PRE_LLAMA3,    /* llama-bpe, dbrx, smaug-bpe, chatglm-bpe: \p{N}{1,3} */
+    TOK_PRE_QWEN2,     /* qwen2, stablelm2, deepseek-r1-qwen, megrez: Llama 3 with \p{N} */
+    TOK_PRE_FALCON,
+    TOK_PRE_STARCODER, /* starcoder, refact, command-r, smollm, codeshell, exaone, minerva-7b */
+    TOK_PRE_BLOOM,     /* bloom, poro-chat, gpt3-finnish */
+    TOK_PRE_VIKING,
+    TOK_PRE_DEEPSEEK_CODER,
+} tok_pre;
+
+struct ingot_tokenizer {
+    ingot_allocator alloc;
+    tok_kind kind;
+    tok_pre pre;
+    const char *pre_name; /* static */
+    uint32_t n_vocab;
+
+    /* Token i: stored text at arena[text_off[i]], text_len[i] bytes; its decoded bytes (what it
+     * stands for in the text) at arena[dec_off[i]], dec_len[i] bytes. */
+    uint8_t *arena;
+    size_t arena_len;
+    uint32_t *text_off, *text_len, *dec_off, *dec_len;
+    float *score;
+    uint8_t *type;
+    uint32_t max_dec_len;
+
+    /* Decoded bytes -> id (open addressing, UINT32_MAX empty). Holds every token whose decoded
+     * form is usable in merges (not control/unknown-less ones only reachable as specials). */
+    uint32_t *map;
+    uint64_t map_mask;
+
+    /* (left, right) -> rank, merged id. key = left << 32 | right; UINT64_MAX empty. */
+    uint64_t *mkey;
+    uint32_t *mrank, *mres;
+    uint64_t m_mask;
+    uint32_t n_merges;
+
+    int32_t byte_tok[256]; /* bpe: token of each byte; spm: <0xNN>; -1 if none */
+
+    /* Special tokens matched in the text (control, user-defined, unknown), longest first. */
+    uint32_t *spec;
+    uint32_t n_spec;
+    uint32_t spec_start[257]; /* spec is grouped by first byte: [spec_start[c], spec_start[c+1]) */
+
+    int32_t bos, eos, unk, pad;
+    bool add_bos, add_eos, ignore_merges;
+    uint8_t space_prefix; /* SentencePiece kinds: TOK_PREFIX_* */
+    bool key_text; /* the token hash is keyed by stored text (else by decoded bytes) */
+};
+
+/* --- what a loader gathers ------------------------------------------------------------------ */
+typedef struct tok_build {
+    const ingot_allocator *alloc;
+    tok_kind kind;
+    tok_pre pre;
+    const char *pre_name;
+    uint32_t n;            /* tokens */
+    uint8_t *blob;         /* token texts, concatenated (owned, grown) */
+    size_t blob_len, blob_cap;
+    uint32_t *off, *len;   /* per token (owned) */
+    float *score;          /* per token (owned) */
+    uint8_t *type;         /* per token (owned) */
+    bool *have;            /* per token: set (json vocab maps may leave holes) */
+    /* merges: pairs of (offset,len) into mblob */
+    uint8_t *mblob;
+    size_t mblob_len, mblob_cap;
+    uint32_t *moff;        /* 4 per merge: left off, left len, right off, right len */
+    uint32_t n_merges, merges_cap;
+    int64_t bos, eos, unk, pad; /* -1 none */
+    int add_bos, add_eos;       /* -1: the kind's default */
+    bool ignore_merges;
+    int space_prefix;  /* -1: the kind's default (TOK_PREFIX_EACH for SentencePiece kinds) */
+    bool default_bos;  /* bpe: add BOS unless the file says (llama.cpp: Llama 3 names) */
+    bool dup_is_error; /* two tokens with one text: DUPLICATE (else the later id wins) */
+    const char *where;          /* name of the source for errors ("tokenizer.json") */
+} tok_build;
+
+/* tok_build.c */
+ingot_status ingot__tok_build_init(tok_build *b, const ingot_allocator *a, uint32_t n,
+                                   ingot_error *err);
+void ingot__tok_build_free(tok_build *b);
+/* Sets token i's text (copied). DUPLICATE if i already set. */
+ingot_status ingot__tok_build_set(tok_build *b, uint32_t i, const void *s, size_t n,
+                                  ingot_error *err);
+/* Appends a merge of the two texts (copied). */
+ingot_status ingot__tok_build_merge(tok_build *b, const void *l, size_t ln, const void *r,
+                                    size_t rn, ingot_error *err);
+/* Id of the token whose text is s[0..n) (linear: for a few lookups), or -1. */
+int64_t ingot__tok_build_lookup(const tok_build *b, const uint8_t *s, size_t n);
+/* Loader state on the heap (the allocator of the options). */
+void *ingot__tok_scratch_alloc(const ingot_allocator *a, size_t n);
+void ingot__tok_scratch_free(const ingot_allocator *a, void *p, size_t n);
+/* Builds the tokenizer; frees nothing of b (the caller frees it). */
+ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error *err);
+/* Looks up a pre-tokenizer name (tokenizer.ggml.pre); false if unknown. */
+bool ingot__tok_pre_from_name(const char *s, size_t n, tok_pre *pre, const char **name);
+
+/* loaders */
+ingot_status ingot__tok_load_gguf(const ingot_file *f, const ingot_allocator *a,
+                                  ingot_tokenizer **out, ingot_error *err);
+/* config: tokenizer_config.json bytes or NULL. */
+ingot_status ingot__tok_load_hf_json(const uint8_t *buf, size_t n, const uint8_t *config,
+                                     size_t config_n, const ingot_allocator *a,
+                                     ingot_tokenizer **out, ingot_error *err);
+ingot_status ingot__tok_load_llama2c(const uint8_t *buf, size_t n, const ingot_allocator *a,
+                                     ingot_tokenizer **out, ingot_error *err);
+/* encoder.json / vocab.json + vocab.bpe / merges.txt; config as above. */
+ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const uint8_t *merges,
+                                        size_t mn, const uint8_t *config, size_t config_n,
+                                        const ingot_allocator *a, ingot_tokenizer **out,
+                                        ingot_error *err);
+
+/* tok_map.c: lookups */
+uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
+/* Id of the token whose decoded bytes are s[0..n), or -1. */
+int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n);
+/* Merge of (l, r): true with rank and result. */
+static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
+                                    uint32_t *rank, uint32_t *res)
+{
+    if (!t->m_mask) return false;
+    uint64_t key = ((uint64_t)l << 32) | r;
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    for (uint64_t i = h & t->m_mask;; i = (i + 1) & t->m_mask) {
+        uint64_t k = t->mkey[i];
+        if (k == key) {
+            *rank = t->mrank[i];
+            *res = t->mres[i];
+            return true;
+        }
+        if (k == UINT64_MAX) return false;
+    }
+}
+
+/* Code point classes (bits of ingot__tok_uclass; gen_unicode.py's BITS). */
+#define TOK_U_L 1    /* \p{L} */
+#define TOK_U_N 2    /* \p{N} */
+#define TOK_U_P 4    /* \p{P} */
+#define TOK_U_S 8    /* \p{S} */
+#define TOK_U_M 16   /* \p{M} */
+#define TOK_U_WS 32  /* White_Space (regex \s) */
+#define TOK_U_LU 64  /* \p{Lu} */
+#define TOK_U_LL 128 /* \p{Ll} */
+
+/* tok_unicode.c: the class bits of code point cp (TOK_U_*), and a lenient UTF-8 decoder: the
+ * length of the sequence at s[0..n) (1 for an invalid byte, whose cp is then UINT32_MAX). */
+uint8_t ingot__tok_uclass(uint32_t cp);
+size_t ingot__tok_utf8(const uint8_t *s, size_t n, uint32_t *cp);
+
+/* tok_pretok.c: calls emit(ctx, off, len) for each pre-token of s[0..n) in order; stops at the
+ * first non-OK status emit returns and returns it. */
+typedef ingot_status (*tok_emit_fn)(void *ctx, size_t off, size_t len);
+ingot_status ingot__tok_pretokenize(tok_pre pre, const uint8_t *s, size_t n, tok_emit_fn emit,
+                                    void *ctx);
+
+#endif

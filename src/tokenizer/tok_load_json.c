@@ -27,7 +27,7 @@ static ingot_status next(jc *c) { return ingot__json_next(&c->j, &c->t, c->err);
 /* Decodes the current string/key token into c->buf. */
 static ingot_status str(jc *c)
 {
-    if (c->t.dlen > sizeof c->buf) return BAD(c, INGOT_LIMIT, "%s longer than 4096 bytes", "string");
+    if (c->t.dlen > sizeof c->buf) return BAD(c, INGOT_LIMIT, "string longer than 4096 bytes");
     return ingot__json_str(&c->t, c->buf, sizeof c->buf, &c->blen, c->err);
 }
 

@@ -4,6 +4,7 @@
  * plus the llama2.c tokenizer.bin loader (i32 max_token_length, then per token f32 score, i32
  * length, bytes; spaces stored as ' ' where SentencePiece has U+2581).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -56,7 +57,8 @@ ingot_status ingot__tok_load_llama2c(const uint8_t *buf, size_t n, const ingot_a
         if ((size_t)l > n - p - 8)
             return ingot__err(err, INGOT_TRUNCATED, p + 8, w, 13, "token %u cut", count);
         float sc = ld_f32(buf + p);
-        if (sc != sc) return ingot__err(err, INGOT_BAD_METADATA, p, w, 13, "score %u is NaN", count);
+        if (sc != sc)
+            return ingot__err(err, INGOT_BAD_METADATA, p, w, 13, "score %u is NaN", count);
         p += 8 + (size_t)l;
         if (count == TOK_MAX_VOCAB)
             return ingot__err(err, INGOT_LIMIT, p, w, 13, "more than %u tokens", TOK_MAX_VOCAB);
@@ -246,8 +248,14 @@ static ingot_status open_file_path(const char *path, const ingot_allocator *a,
     size_t dl = slash ? (size_t)(slash - path) : 1;
     const char *dir = slash ? path : ".";
     if (slash == path) dl = 1, dir = "/";
-    if (!strcmp(base, "encoder.json")) return open_gpt2_pair(dir, dl, base, "vocab.bpe", a, out, err);
-    if (!strcmp(base, "vocab.json")) return open_gpt2_pair(dir, dl, base, "merges.txt", a, out, err);
+    if (!strcmp(base, "encoder.json"))
+        return open_gpt2_pair(dir, dl, base, "vocab.bpe", a, out, err);
+    if (!strcmp(base, "vocab.json"))
+        return open_gpt2_pair(dir, dl, base, "merges.txt", a, out, err);
+    if (!strcmp(base, "vocab.bpe"))
+        return open_gpt2_pair(dir, dl, "encoder.json", base, a, out, err);
+    if (!strcmp(base, "merges.txt"))
+        return open_gpt2_pair(dir, dl, "vocab.json", base, a, out, err);
     fbuf f = {0}, c = {0};
     ingot_status st = read_all(a, path, &f, err);
     if (st != INGOT_OK) return st;
@@ -287,8 +295,23 @@ ingot_status ingot_tokenizer_open(const char *path, const ingot_tokenizer_opts *
         return open_gpt2_pair(path, dl, "vocab.json", "merges.txt", a, out, err);
     if (join(p, sizeof p, path, dl, "tokenizer.bin") && exists(p))
         return open_file_path(p, a, out, err);
+    /* a folder holding exactly one GGUF file */
+    DIR *d = opendir(path);
+    char found[256] = "";
+    int n_gguf = 0;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l > 5 && l < sizeof found && !strcmp(de->d_name + l - 5, ".gguf")) {
+            n_gguf++;
+            memcpy(found, de->d_name, l + 1);
+        }
+    }
+    if (d) closedir(d);
+    if (n_gguf == 1 && join(p, sizeof p, path, dl, found)) return open_gguf_path(p, a, out, err);
     return ingot__err(err, INGOT_NOT_FOUND, INGOT_NO_OFFSET, path, dl,
-                      "no tokenizer.json, encoder.json, vocab.json or tokenizer.bin here");
+                      n_gguf > 1 ? "several .gguf files here: name one"
+                                 : "no tokenizer.json, encoder.json, vocab.json, tokenizer.bin or "
+                                   ".gguf here");
 }
 
 ingot_status ingot_tokenizer_open_buffer(const void *buf, size_t size,

@@ -178,7 +178,10 @@ static size_t punct_run(const uint8_t *s, size_t i, size_t end, bool backtick)
     }
     return j - i;
 }
-static size_t m_punct(const uint8_t *s, size_t i, size_t end) { return punct_run(s, i, end, false); }
+static size_t m_punct(const uint8_t *s, size_t i, size_t end)
+{
+    return punct_run(s, i, end, false);
+}
 static size_t m_punct_bt(const uint8_t *s, size_t i, size_t end)
 {
     return punct_run(s, i, end, true);

@@ -8,4 +8,8 @@ int ingot_cli_bench(int argc, char **argv);
 /* `ingot run MODEL --input X.npy -o Y.npy` (cmd_run.c). */
 int ingot_cli_run(int argc, char **argv);
 
+/* `ingot tokenize SOURCE ...` and `ingot detokenize SOURCE --tokens ...` (cmd_tokenize.c). */
+int ingot_cli_tokenize(int argc, char **argv);
+int ingot_cli_detokenize(int argc, char **argv);
+
 #endif

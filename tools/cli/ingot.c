@@ -49,6 +49,8 @@ static int usage(const char *fmt, ...)
             "[--dequantize F32|F16|BF16]\n"
             "  ingot bench gemm [--threads N] [--json]\n"
             "  ingot run MODEL --input X.npy -o Y.npy\n"
+            "  ingot tokenize SOURCE [--no-bos] [--parse-special] (--text STR | --file F)\n"
+            "  ingot detokenize SOURCE --tokens ID,ID,... [--special]\n"
             "  ingot --version\n"
             "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
             "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n"
@@ -1528,5 +1530,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return ingot_cli_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "tokenize")) return ingot_cli_tokenize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "detokenize")) return ingot_cli_detokenize(argc - 2, argv + 2);
     return usage("unknown command '%s'", cmd);
 }

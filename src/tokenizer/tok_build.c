@@ -266,7 +266,7 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->score, n * 4);
     ingot__free(a, t->type, n);
     ingot__free(a, t->map, (size_t)(t->map_mask + 1) * 4);
-    if (t->mkey) {
+    if (t->m_mask) { /* the three were allocated together (each may be NULL after a failure) */
         ingot__free(a, t->mkey, (size_t)(t->m_mask + 1) * 8);
         ingot__free(a, t->mrank, (size_t)(t->m_mask + 1) * 4);
         ingot__free(a, t->mres, (size_t)(t->m_mask + 1) * 4);
@@ -538,6 +538,8 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         uint32_t *tmp = ingot__alloc(a, (size_t)ns * 4);
         if (!t->spec || !tmp) {
             ingot__free(a, tmp, (size_t)ns * 4);
+            ingot__free(a, t->spec, (size_t)ns * 4);
+            t->spec = NULL;
             st = nomem(err, "special tokens");
             goto fail;
         }

@@ -68,6 +68,10 @@ def main():
         for i in range(0, BLOCK, 16):
             out.write('        ' + ','.join('%d' % x for x in blk[i:i + 16]) + ',\n')
         out.write('    },\n')
+    out.write('};\n\n/* the first 128 code points again, one load away */\n')
+    out.write('static const uint8_t tok_uascii[128] = {\n')
+    for i in range(0, 128, 16):
+        out.write('    ' + ','.join('%d' % flags(cp) for cp in range(i, i + 16)) + ',\n')
     out.write('};\n\n#endif\n')
 
 

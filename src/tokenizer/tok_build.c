@@ -205,15 +205,48 @@ uint64_t ingot__tok_hash(const uint8_t *s, size_t n)
     return h ^ (h >> 32);
 }
 
+/* a[0..n) == b[0..n): eight bytes a step for the short strings tokens are */
+static inline bool tok_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    while (n >= 8) {
+        uint64_t x, y;
+        ING_MEMCPY(&x, a, 8);
+        ING_MEMCPY(&y, b, 8);
+        if (x != y) return false;
+        a += 8, b += 8, n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++) return false;
+    return true;
+}
+
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n)
 {
-    uint64_t h = ingot__tok_hash(s, n);
+    return ingot__tok_find_h(t, s, n, ingot__tok_hash(s, n));
+}
+
+/* The first min(n, 8) bytes of s, zero-padded, as one word. */
+static inline uint64_t head8(const uint8_t *s, size_t n)
+{
+    uint64_t v = 0;
+    if (n >= 8) ING_MEMCPY(&v, s, 8);
+    else
+        for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
+    return v;
+}
+
+int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h)
+{
+    if (n > TOK_MAX_TOKEN_BYTES) return -1;
+    uint16_t tag = (uint16_t)(h >> 48);
+    uint64_t head = head8(s, n);
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
-        uint32_t id = t->map[i];
-        if (id == NO_ID) return -1;
-        const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
-        const uint32_t *len = t->key_text ? t->text_len : t->dec_len;
-        if (len[id] == n && ING_MEMCMP(t->arena + off[id], s, n) == 0) return (int32_t)id;
+        const struct tok_map_slot *sl = &t->map[i];
+        if (sl->id == UINT32_MAX) return -1;
+        if (sl->tag == tag && sl->len == n && sl->head == head &&
+            (n <= 8 || tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8)))
+            return (int32_t)sl->id;
     }
 }
 
@@ -265,12 +298,11 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->dec_len, n * 4);
     ingot__free(a, t->score, n * 4);
     ingot__free(a, t->type, n);
-    ingot__free(a, t->map, (size_t)(t->map_mask + 1) * 4);
-    if (t->m_mask) { /* the three were allocated together (each may be NULL after a failure) */
-        ingot__free(a, t->mkey, (size_t)(t->m_mask + 1) * 8);
-        ingot__free(a, t->mrank, (size_t)(t->m_mask + 1) * 4);
-        ingot__free(a, t->mres, (size_t)(t->m_mask + 1) * 4);
-    }
+    if (t->map) ingot__free(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map);
+    if (t->m_mask) ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot);
+    if (t->whole) ingot__free(a, t->whole, n);
+    ingot__free(a, t->ent, n * sizeof *t->ent);
+    ingot__free(a, t->pair0, 65536 * 8);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
     ingot__free(&al, t, sizeof *t);
@@ -413,12 +445,12 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
     /* token hash. Key: the decoded bytes for byte-level BPE (its encoder works on raw bytes),
      * the stored text for the others (their encoders work on the escaped text). */
     t->map_mask = pow2_at_least((uint64_t)n * 2) - 1;
-    t->map = ingot__alloc(a, (size_t)(t->map_mask + 1) * 4);
+    t->map = ingot__alloc(a, (size_t)(t->map_mask + 1) * sizeof *t->map);
     if (!t->map) {
         st = nomem(err, "token hash");
         goto fail;
     }
-    ING_MEMSET(t->map, 0xFF, (size_t)(t->map_mask + 1) * 4);
+    for (uint64_t j = 0; j <= t->map_mask; j++) t->map[j].id = UINT32_MAX;
     bool by_text = t->kind != TOK_BPE;
     t->key_text = by_text;
     for (uint32_t i = 0; i < n; i++) {
@@ -426,12 +458,13 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         size_t kl = by_text ? t->text_len[i] : t->dec_len[i];
         if (kl == 0) continue;
         uint64_t h = ingot__tok_hash(k, kl);
+        struct tok_map_slot slot = {head8(k, kl), i, (uint16_t)kl, (uint16_t)(h >> 48)};
         for (uint64_t j = h & t->map_mask;; j = (j + 1) & t->map_mask) {
-            uint32_t o = t->map[j];
-            if (o == NO_ID) {
-                t->map[j] = i;
+            if (t->map[j].id == UINT32_MAX) {
+                t->map[j] = slot;
                 break;
             }
+            uint32_t o = t->map[j].id;
             const uint8_t *ok = t->arena + (by_text ? t->text_off[o] : t->dec_off[o]);
             size_t ol = by_text ? t->text_len[o] : t->dec_len[o];
             if (ol == kl && ING_MEMCMP(ok, k, kl) == 0) {
@@ -440,7 +473,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                                     "tokens %u and %u have the same text", o, i);
                     goto fail;
                 }
-                t->map[j] = i; /* the later id wins, as llama.cpp's token_to_id */
+                t->map[j] = slot; /* the later id wins, as llama.cpp's token_to_id */
                 break;
             }
         }
@@ -469,14 +502,12 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
     if ((t->kind == TOK_BPE || t->kind == TOK_BPE_FALLBACK) && b->n_merges) {
         uint64_t cap = pow2_at_least((uint64_t)b->n_merges * 2);
         t->m_mask = cap - 1;
-        t->mkey = ingot__alloc(a, (size_t)cap * 8);
-        t->mrank = ingot__alloc(a, (size_t)cap * 4);
-        t->mres = ingot__alloc(a, (size_t)cap * 4);
-        if (!t->mkey || !t->mrank || !t->mres) {
+        t->mslot = ingot__alloc(a, (size_t)cap * sizeof *t->mslot);
+        if (!t->mslot) {
             st = nomem(err, "merge hash");
             goto fail;
         }
-        ING_MEMSET(t->mkey, 0xFF, (size_t)cap * 8);
+        for (uint64_t j = 0; j < cap; j++) t->mslot[j].key = UINT64_MAX;
         uint8_t buf[2 * TOK_MAX_TOKEN_BYTES];
         for (uint32_t m = 0; m < b->n_merges; m++) {
             const uint32_t *mo = b->moff + (size_t)m * 4;
@@ -515,16 +546,63 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
             uint64_t h = key * 0x9E3779B97F4A7C15ull;
             h ^= h >> 29;
             for (uint64_t j = h & t->m_mask;; j = (j + 1) & t->m_mask) {
-                if (t->mkey[j] == key) break; /* the first (lowest rank) wins, as llama.cpp */
-                if (t->mkey[j] == UINT64_MAX) {
-                    t->mkey[j] = key;
-                    t->mrank[j] = m;
-                    t->mres[j] = (uint32_t)res;
+                struct tok_merge_slot *sl = &t->mslot[j];
+                if (sl->key == key) break; /* the first (lowest rank) wins, as llama.cpp */
+                if (sl->key == UINT64_MAX) {
+                    sl->key = key;
+                    sl->rank = m;
+                    sl->res = (uint32_t)res;
                     t->n_merges++;
                     break;
                 }
             }
         }
+    }
+
+    /* byte-level BPE: the merges of byte pairs, for the first round of every word */
+    if (t->kind == TOK_BPE && t->m_mask) {
+        t->pair0 = ingot__alloc(a, 65536 * 8);
+        if (!t->pair0) {
+            st = nomem(err, "byte pair table");
+            goto fail;
+        }
+        for (uint32_t p = 0; p < 65536; p++) {
+            uint32_t rank, res;
+            t->pair0[p] = ingot__tok_merge(t, (uint32_t)t->byte_tok[p >> 8],
+                                           (uint32_t)t->byte_tok[p & 255], &rank, &res)
+                              ? ((uint64_t)rank << 32 | res) : UINT64_MAX;
+        }
+    }
+
+    /* byte-level BPE without ignore_merges: which tokens their own merges give back whole */
+    if (t->kind == TOK_BPE && !t->ignore_merges && t->m_mask) {
+        size_t wsz = (size_t)TOK_MAX_TOKEN_BYTES * TOK_BPE_WORK_PER_BYTE;
+        void *work = ingot__alloc(a, wsz);
+        t->whole = ingot__calloc(a, n);
+        if (!work || !t->whole) {
+            ingot__free(a, work, wsz);
+            st = nomem(err, "merge check");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            size_t l = t->dec_len[i];
+            if (l >= 2 && ingot__tok_find(t, t->arena + t->dec_off[i], l) == (int32_t)i)
+                t->whole[i] = ingot__tok_bpe_gives(t, t->arena + t->dec_off[i], l, (int32_t)i,
+                                                   work);
+        }
+        ingot__free(a, work, wsz);
+    }
+
+    t->ent = ingot__alloc(a, (size_t)n * sizeof *t->ent);
+    if (!t->ent) {
+        st = nomem(err, "token entries");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        t->ent[i].dec_off = t->dec_off[i];
+        t->ent[i].dec_len = (uint16_t)t->dec_len[i];
+        t->ent[i].type = t->type[i];
+        t->ent[i].whole = t->whole ? t->whole[i] : 0;
     }
 
     /* special tokens matched in text */
@@ -547,6 +625,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
             if ((t->type[i] == TOK_T_CONTROL || t->type[i] == TOK_T_USER ||
                  t->type[i] == TOK_T_UNKNOWN) && t->text_len[i]) {
                 t->spec[t->n_spec++] = i;
+                t->n_user += t->type[i] == TOK_T_USER;
             }
         sort_specials(t, tmp);
         ingot__free(a, tmp, (size_t)ns * 4);

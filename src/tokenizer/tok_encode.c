@@ -25,13 +25,30 @@ static inline void put(out_ids *o, int32_t id)
 }
 
 /* ---- scratch ----------------------------------------------------------------------------- */
+/* A pre-token's result within one encode call (byte-level BPE): the word, where its ids went. */
+typedef struct wcache {
+    uint64_t h;
+    const uint8_t *w;
+    uint32_t n, ooff, on, pad;
+} wcache;
+
 typedef struct work {
     uint8_t *base;
     size_t size;
+    wcache *cache; /* NULL or cmask + 1 entries */
+    size_t cmask;
 } work;
 
+/* Cache entries for a text of len bytes: about one per 8 bytes, 64 .. 16384. */
+static size_t cache_entries(size_t len)
+{
+    size_t e = 64;
+    while (e < 16384 && e * 8 < len) e *= 2;
+    return e;
+}
+
 /* Per unit of input (a byte of a fragment): what each encoder keeps. */
-#define BPE_PER_SYM (3 * 4 + 3 * 8) /* id, prev, next; three heap entries of 8 bytes */
+#define BPE_PER_SYM TOK_BPE_WORK_PER_BYTE /* id, prev, next (4 each); 3 heap entries of 8 */
 #define SPM_PER_SYM (4 * 4 + 3 * 16)
 
 size_t ingot_tokenizer_max_tokens(size_t len)
@@ -45,9 +62,11 @@ size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t len)
     /* escaped text: 3 bytes per byte plus a prefix; symbols: one per escaped byte at most */
     if (!t || len > (SIZE_MAX / 4 - 64) / 3 / (SPM_PER_SYM + 1)) return 0;
     size_t units = 3 * len + 4;
-    if (t->kind == TOK_BPE) return len * BPE_PER_SYM + 64;
-    size_t per = t->kind == TOK_SPM ? SPM_PER_SYM : BPE_PER_SYM;
-    return units + 8 + units * per + 64;
+    if (t->kind == TOK_BPE) return cache_entries(len) * sizeof(wcache) + len * BPE_PER_SYM + 64;
+    /* SentencePiece: one symbol per character (at most len + 1 with the prefix); BPE with byte
+     * fallback: one per byte of the escaped text */
+    if (t->kind == TOK_SPM) return units + 8 + (len + 1) * SPM_PER_SYM + 64;
+    return units + 8 + units * BPE_PER_SYM + 64;
 }
 
 /* ---- BPE merges over an id list (byte-level words and byte-fallback fragments) ------------ */
@@ -94,9 +113,53 @@ static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
         heap_push(b, ((uint64_t)rank << 32) | l);
 }
 
-/* Merges the n symbols in b->id (linked in order) and appends the result. */
-static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, out_ids *o)
+/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over a packed
+ * array, without the heap. */
+#define SHORT_WORD 32
+static void bpe_short(const ingot_tokenizer *t, uint32_t *id, size_t n, const uint8_t *bytes,
+                      out_ids *o)
 {
+    uint32_t rank[SHORT_WORD], res[SHORT_WORD];
+    if (bytes && t->pair0) {
+        for (size_t i = 0; i + 1 < n; i++) {
+            uint64_t v = t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]];
+            rank[i] = (uint32_t)(v >> 32);
+            res[i] = (uint32_t)v;
+        }
+    } else {
+        for (size_t i = 0; i + 1 < n; i++)
+            if (!ingot__tok_merge(t, id[i], id[i + 1], &rank[i], &res[i])) rank[i] = UINT32_MAX;
+    }
+    while (n > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < n; i++)
+            if (rank[i] < rank[best]) best = i;
+        if (rank[best] == UINT32_MAX) break;
+        id[best] = res[best];
+        for (size_t i = best + 1; i + 1 < n; i++) {
+            id[i] = id[i + 1];
+            rank[i] = rank[i + 1];
+            res[i] = res[i + 1];
+        }
+        n--;
+        if (best > 0 && !ingot__tok_merge(t, id[best - 1], id[best], &rank[best - 1],
+                                          &res[best - 1]))
+            rank[best - 1] = UINT32_MAX;
+        if (best + 1 < n && !ingot__tok_merge(t, id[best], id[best + 1], &rank[best], &res[best]))
+            rank[best] = UINT32_MAX;
+    }
+    for (size_t i = 0; i < n; i++) put(o, (int32_t)id[i]);
+}
+
+/* Merges the n symbols in b->id (linked in order) and appends the result. bytes: NULL, or the
+ * n bytes whose byte tokens the symbols are. */
+static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint8_t *bytes,
+                    out_ids *o)
+{
+    if (n <= SHORT_WORD) {
+        bpe_short(t, b->id, n, bytes, o);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         b->prev[i] = i ? (uint32_t)(i - 1) : DEAD;
         b->next[i] = i + 1 < n ? (uint32_t)(i + 1) : DEAD;
@@ -121,34 +184,6 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, out_ids *o
     for (uint32_t i = 0; i != DEAD; i = b->next[i]) put(o, (int32_t)b->id[i]);
 }
 
-typedef struct bpe_word_ctx {
-    const ingot_tokenizer *t;
-    const uint8_t *s;
-    bpe_state *b;
-    out_ids *o;
-} bpe_word_ctx;
-
-static ingot_status bpe_word(void *ctx, size_t off, size_t n)
-{
-    bpe_word_ctx *c = ctx;
-    const ingot_tokenizer *t = c->t;
-    const uint8_t *w = c->s + off;
-    if (n == 1) {
-        put(c->o, t->byte_tok[w[0]]);
-        return INGOT_OK;
-    }
-    if (t->ignore_merges) {
-        int32_t id = ingot__tok_find(t, w, n);
-        if (id >= 0) {
-            put(c->o, id);
-            return INGOT_OK;
-        }
-    }
-    for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
-    bpe_run(t, c->b, n, c->o);
-    return INGOT_OK;
-}
-
 static void bpe_carve(bpe_state *b, work *w, size_t nsym)
 {
     uint8_t *p = w->base;
@@ -161,12 +196,72 @@ static void bpe_carve(bpe_state *b, work *w, size_t nsym)
     b->next = (uint32_t *)(void *)p;
 }
 
+bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *mem)
+{
+    bpe_state b;
+    work w = {mem, n * BPE_PER_SYM, NULL, 0};
+    bpe_carve(&b, &w, n);
+    for (size_t i = 0; i < n; i++) b.id[i] = (uint32_t)t->byte_tok[s[i]];
+    int32_t got = -1;
+    out_ids o = {&got, 1, 0};
+    bpe_run(t, &b, n, s, &o);
+    return o.n == 1 && got == id;
+}
+
+typedef struct bpe_word_ctx {
+    const ingot_tokenizer *t;
+    const uint8_t *s;
+    bpe_state *b;
+    out_ids *o;
+    wcache *cache;
+    size_t cmask;
+} bpe_word_ctx;
+
+static ingot_status bpe_word(void *ctx, size_t off, size_t n)
+{
+    bpe_word_ctx *c = ctx;
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    if (n == 1) {
+        put(c->o, t->byte_tok[w[0]]);
+        return INGOT_OK;
+    }
+    uint64_t h = ingot__tok_hash(w, n);
+    out_ids *o = c->o;
+    /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
+    wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
+    if (e && e->w && e->h == h && e->n == n && ING_MEMCMP(e->w, w, n) == 0) {
+        if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
+            for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);
+        else /* past cap (or a size query): only the count matters */
+            o->n += e->on;
+        return INGOT_OK;
+    }
+    size_t start = o->n;
+    int32_t id = t->ignore_merges || t->whole ? ingot__tok_find_h(t, w, n, h) : -1;
+    if (id >= 0 && (t->ignore_merges || t->ent[id].whole)) {
+        put(o, id);
+    } else {
+        for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
+        bpe_run(t, c->b, n, w, o);
+    }
+    if (e && n <= UINT32_MAX && start <= UINT32_MAX && o->n - start <= UINT32_MAX) {
+        e->h = h;
+        e->w = w;
+        e->n = (uint32_t)n;
+        e->ooff = (uint32_t)start;
+        e->on = (uint32_t)(o->n - start);
+    }
+    return INGOT_OK;
+}
+
 static ingot_status enc_bpe(const ingot_tokenizer *t, const uint8_t *s, size_t n, work *w,
                             out_ids *o)
 {
     bpe_state b;
     bpe_carve(&b, w, n);
-    bpe_word_ctx c = {t, s, &b, o};
+    bpe_word_ctx c = {t, s, &b, o, w->cache, w->cmask};
     return ingot__tok_pretokenize(t->pre, s, n, bpe_word, &c);
 }
 
@@ -268,21 +363,26 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
 {
     if (!m) return INGOT_OK;
     spm_state s;
+    uint32_t nsym = 0;
+    for (size_t i = 0; i < m; nsym++) {
+        uint32_t cp;
+        i += ingot__tok_utf8(e + i, m - i, &cp);
+    }
     uint8_t *p = w->base;
     s.heap = (spm_big *)(void *)p;
-    p += m * 3 * sizeof(spm_big);
+    p += (size_t)nsym * 3 * sizeof(spm_big);
     s.start = (uint32_t *)(void *)p;
-    p += m * 4;
+    p += (size_t)nsym * 4;
     s.len = (uint32_t *)(void *)p;
-    p += m * 4;
+    p += (size_t)nsym * 4;
     s.prev = (uint32_t *)(void *)p;
-    p += m * 4;
+    p += (size_t)nsym * 4;
     s.next = (uint32_t *)(void *)p;
     s.t = t;
     s.e = e;
     s.nheap = 0;
-    s.heap_cap = 3 * m;
-    uint32_t nsym = 0;
+    s.heap_cap = 3 * (size_t)nsym;
+    nsym = 0;
     for (size_t i = 0; i < m;) {
         uint32_t cp;
         size_t l = ingot__tok_utf8(e + i, m - i, &cp);
@@ -342,7 +442,7 @@ static ingot_status enc_bpe_fallback(const ingot_tokenizer *t, const uint8_t *e,
         }
         i += l;
     }
-    bpe_run(t, &b, n, o);
+    bpe_run(t, &b, n, NULL, o);
     return INGOT_OK;
 }
 
@@ -358,7 +458,7 @@ static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, siz
     size_t m_max = 3 * n + 3;
     uint8_t *e = w->base + w->size - m_max;
     size_t m = escape(s, n, prefix, e);
-    work inner = {w->base, w->size - m_max};
+    work inner = {w->base, w->size - m_max, NULL, 0};
     if (t->kind == TOK_SPM) return enc_spm(t, e, m, &inner, o, err);
     return enc_bpe_fallback(t, e, m, &inner, o, err);
 }
@@ -390,6 +490,7 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
                           "encode: text of %zu bytes is too long", len);
     work w;
     bool owned = false;
+    void *scratch_mem = NULL;
     if (scratch) {
         if (scratch_size < need || ((uintptr_t)scratch & 7))
             return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0,
@@ -398,12 +499,22 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
         w.base = scratch;
         w.size = scratch_size;
     } else {
-        w.base = ingot__alloc(&t->alloc, need);
+        w.base = scratch_mem = ingot__alloc(&t->alloc, need);
         if (!w.base)
             return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0,
                               "encode: %zu bytes of scratch", need);
         w.size = need;
         owned = true;
+    }
+    w.cache = NULL;
+    w.cmask = 0;
+    if (t->kind == TOK_BPE) { /* the word cache first, then the merge state */
+        size_t ce = cache_entries(len);
+        w.cache = (wcache *)(void *)w.base;
+        w.cmask = ce - 1;
+        ING_MEMSET(w.cache, 0, ce * sizeof(wcache));
+        w.base += ce * sizeof(wcache);
+        w.size -= ce * sizeof(wcache);
     }
     out_ids o = {ids, cap, 0};
     ingot_status st = INGOT_OK;
@@ -413,7 +524,8 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
     if (add && t->add_bos) put(&o, t->bos);
     size_t frag = 0;
     bool first = true, after_special = false;
-    for (size_t i = 0; i < len && t->n_spec;) {
+    bool scan = parse ? t->n_spec != 0 : t->n_user != 0;
+    for (size_t i = 0; i < len && scan;) {
         int32_t sp = t->spec_start[s[i]] < t->spec_start[s[i] + 1]
                          ? special_at(t, s + i, len - i, parse) : -1;
         if (sp < 0) {
@@ -441,7 +553,7 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
         st = ingot__err(err, INGOT_RANGE, INGOT_NO_OFFSET, NULL, 0,
                         "encode: %zu ids do not fit in %zu", o.n, cap);
 done:
-    if (owned) ingot__free(&t->alloc, w.base, w.size);
+    if (owned) ingot__free(&t->alloc, scratch_mem, need);
     return st;
 }
 
@@ -451,7 +563,8 @@ done:
 static void piece(const ingot_tokenizer *t, uint32_t id, uint32_t flags, const uint8_t **p,
                   size_t *n)
 {
-    uint8_t ty = t->type[id];
+    const struct tok_ent *e = &t->ent[id];
+    uint8_t ty = e->type;
     if (ty == TOK_T_CONTROL || ty == TOK_T_UNKNOWN) {
         if (flags & INGOT_DECODE_SPECIAL) {
             *p = t->arena + t->text_off[id];
@@ -461,8 +574,8 @@ static void piece(const ingot_tokenizer *t, uint32_t id, uint32_t flags, const u
         }
         return;
     }
-    *p = t->arena + t->dec_off[id];
-    *n = t->dec_len[id];
+    *p = t->arena + e->dec_off;
+    *n = e->dec_len;
 }
 
 ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids, size_t n,
@@ -485,7 +598,7 @@ ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids
         size_t pn;
         piece(t, (uint32_t)ids[i], flags, &p, &pn);
         if (!pn) continue;
-        if (strip && t->type[ids[i]] != TOK_T_CONTROL) {
+        if (strip && t->ent[ids[i]].type != TOK_T_CONTROL) {
             strip = false;
             if (p[0] == ' ') p++, pn--;
         }

@@ -63,15 +63,35 @@ struct ingot_tokenizer {
     float *score;
     uint8_t *type;
     uint32_t max_dec_len;
+    /* The same facts packed per token for the hot paths (one cache line touch per token). */
+    struct tok_ent {
+        uint32_t dec_off;
+        uint16_t dec_len;
+        uint8_t type;
+        uint8_t whole; /* see `whole` below */
+    } *ent;
+    /* Byte-level BPE: the merge of every pair of byte tokens, [a << 8 | b] = rank << 32 | id
+     * (UINT64_MAX: none); the first round of every word's merges without the hash. */
+    uint64_t *pair0;
 
-    /* Decoded bytes -> id (open addressing, UINT32_MAX empty). Holds every token whose decoded
-     * form is usable in merges (not control/unknown-less ones only reachable as specials). */
-    uint32_t *map;
+    /* Token bytes -> id (open addressing; id UINT32_MAX: empty). A slot holds the key's first 8
+     * bytes, its length and 16 bits of its hash, so most lookups touch one slot and nothing
+     * else. Keyed by decoded bytes (byte-level BPE) or stored text (the others). */
+    struct tok_map_slot {
+        uint64_t head; /* first min(len, 8) bytes, little-endian, zero-padded */
+        uint32_t id;
+        uint16_t len, tag;
+    } *map;
     uint64_t map_mask;
+    /* byte-level BPE: whole[i] set when merging token i's own bytes gives token i, so a
+     * pre-token equal to it is emitted without running the merges (exactly what they give). */
+    uint8_t *whole;
 
     /* (left, right) -> rank, merged id. key = left << 32 | right; UINT64_MAX empty. */
-    uint64_t *mkey;
-    uint32_t *mrank, *mres;
+    struct tok_merge_slot {
+        uint64_t key;
+        uint32_t rank, res;
+    } *mslot;
     uint64_t m_mask;
     uint32_t n_merges;
 
@@ -79,7 +99,7 @@ struct ingot_tokenizer {
 
     /* Special tokens matched in the text (control, user-defined, unknown), longest first. */
     uint32_t *spec;
-    uint32_t n_spec;
+    uint32_t n_spec, n_user; /* n_user: how many of them are user-defined */
     uint32_t spec_start[257]; /* spec is grouped by first byte: [spec_start[c], spec_start[c+1]) */
 
     int32_t bos, eos, unk, pad;
@@ -154,6 +174,8 @@ ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const u
 uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
 /* Id of the token whose decoded bytes are s[0..n), or -1. */
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n);
+/* The same with h = ingot__tok_hash(s, n) already computed. */
+int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h);
 /* Merge of (l, r): true with rank and result. */
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
@@ -163,13 +185,13 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
     h ^= h >> 29;
     for (uint64_t i = h & t->m_mask;; i = (i + 1) & t->m_mask) {
-        uint64_t k = t->mkey[i];
-        if (k == key) {
-            *rank = t->mrank[i];
-            *res = t->mres[i];
+        const struct tok_merge_slot *s = &t->mslot[i];
+        if (s->key == key) {
+            *rank = s->rank;
+            *res = s->res;
             return true;
         }
-        if (k == UINT64_MAX) return false;
+        if (s->key == UINT64_MAX) return false;
     }
 }
 
@@ -182,6 +204,12 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
 #define TOK_U_WS 32  /* White_Space (regex \s) */
 #define TOK_U_LU 64  /* \p{Lu} */
 #define TOK_U_LL 128 /* \p{Ll} */
+
+/* tok_encode.c: whether merging the byte tokens of s[0..n) gives exactly token id (byte-level
+ * BPE; n <= TOK_MAX_TOKEN_BYTES, work of n * TOK_BPE_WORK_PER_BYTE bytes, aligned to 8). */
+#define TOK_BPE_WORK_PER_BYTE 36
+bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *work);
 
 /* tok_unicode.c: the class bits of code point cp (TOK_U_*), and a lenient UTF-8 decoder: the
  * length of the sequence at s[0..n) (1 for an invalid byte, whose cp is then UINT32_MAX). */

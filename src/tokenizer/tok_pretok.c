@@ -4,10 +4,20 @@
  * a list of stages; each stage splits every piece the previous one produced into its matches and
  * the gaps between them (llama.cpp's unicode_regex_split), and the last stage's pieces are the
  * pre-tokens. Each stage's matcher returns the length of the regex's match at a position, with
- * the piece's end as the end of the text (so lookaheads stop there). Classes: tok_unicode.c.
+ * the piece's end as the end of the text (so lookaheads stop there). Classes: the generated
+ * tok_unicode_table.h (gen_unicode.py).
  */
 #include "error.h"
 #include "tok_internal.h"
+#include "tok_unicode_table.h"
+
+static inline uint8_t uclass(uint32_t cp)
+{
+    if (cp >= 0x110000) return 0;
+    return tok_ublocks[tok_uindex[cp / TOK_UBLOCK]][cp % TOK_UBLOCK];
+}
+
+uint8_t ingot__tok_uclass(uint32_t cp) { return uclass(cp); }
 
 typedef struct uch {
     uint32_t cp;
@@ -21,10 +31,11 @@ static inline uch at(const uint8_t *s, size_t i, size_t end)
     if (s[i] < 0x80) {
         u.cp = s[i];
         u.len = 1;
-    } else {
-        u.len = (uint32_t)ingot__tok_utf8(s + i, end - i, &u.cp);
+        u.cls = tok_uascii[s[i]];
+        return u;
     }
-    u.cls = ingot__tok_uclass(u.cp);
+    u.len = (uint32_t)ingot__tok_utf8(s + i, end - i, &u.cp);
+    u.cls = uclass(u.cp);
     return u;
 }
 
@@ -36,6 +47,7 @@ static inline uch at(const uint8_t *s, size_t i, size_t end)
 /* End of the run of code points with class bit(s) `mask` starting at i. */
 static size_t run_cls(const uint8_t *s, size_t i, size_t end, uint8_t mask)
 {
+    while (i < end && s[i] < 0x80 && (tok_uascii[s[i]] & mask)) i++;
     while (i < end) {
         uch u = at(s, i, end);
         if (!(u.cls & mask)) break;

@@ -1,16 +1,9 @@
 /*
- * tok_unicode.c - code point classes for the pre-tokenizers (letters, numbers, punctuation,
- * symbols, marks, White_Space) from the generated table tok_unicode_table.h, and a lenient UTF-8
- * decoder that turns each invalid byte into a one-byte unit of no class.
+ * tok_unicode.c - a lenient UTF-8 decoder for the tokenizers: each invalid byte is a one-byte
+ * unit (code point UINT32_MAX, no class). The class table lives with its only user, the
+ * pre-tokenizers (tok_pretok.c).
  */
 #include "tok_internal.h"
-#include "tok_unicode_table.h"
-
-uint8_t ingot__tok_uclass(uint32_t cp)
-{
-    if (cp >= 0x110000) return 0;
-    return tok_ublocks[tok_uindex[cp / TOK_UBLOCK]][cp % TOK_UBLOCK];
-}
 
 size_t ingot__tok_utf8(const uint8_t *s, size_t n, uint32_t *cp)
 {

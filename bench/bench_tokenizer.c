@@ -4,8 +4,8 @@
  * Corpus (deterministic, written to --out so bench/tok_ref.py encodes the very same bytes): lines
  * drawn with a fixed LCG from three pools, until --mb megabytes: English prose (this repo's
  * README.md and the .md files of docs/), C code (the .c files of src/core/), and
- * multilingual text (every sample of ../shared/fixtures/tokenizers/gpt2/TestPlans.txt and llama.cpp's vector inputs: CJK, Cyrillic,
- * Arabic scripts, emoji, whitespace runs). The unit of work is a chunk: consecutive lines joined
+ * multilingual text (every sample of ../shared/fixtures/tokenizers/gpt2/TestPlans.txt and
+ * llama.cpp's vector inputs: CJK, Cyrillic, Arabic scripts, emoji, whitespace runs). The unit of work is a chunk: consecutive lines joined
  * until it holds at least 4096 bytes (the Python reference encodes the same chunks).
  * Cases: GPT-2 byte-level BPE (ggml-vocab-gpt-2.gguf), Llama 3 BPE (llama3/tokenizer.json),
  * Llama 2 SentencePiece (ggml-vocab-llama-spm.gguf). Encode: every chunk, scratch reused, one

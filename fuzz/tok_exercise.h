@@ -12,7 +12,8 @@
 #include "fuzz_common.h"
 #include "tok_internal.h"
 
-static inline void tok_encode_check(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint32_t fl)
+static inline void tok_encode_check(const ingot_tokenizer *t, const uint8_t *s, size_t n,
+                                    uint32_t fl)
 {
     size_t need = 0;
     ingot_error e;

@@ -286,6 +286,61 @@ static void sort_specials(ingot_tokenizer *t, uint32_t *tmp)
     ING_MEMCPY(t->spec, tmp, (size_t)t->n_spec * 4);
 }
 
+static ingot_status nomem(ingot_error *err, const char *what);
+
+/* SentencePiece's merge table: for every token and every split of its text into two tokens,
+ * (left, right) -> token. Only built when every character of every token is itself a token
+ * (then a merge can only join two tokens); otherwise encoding looks texts up. */
+static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
+                                   ingot_error *err)
+{
+    uint64_t pairs = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        const uint8_t *s = t->arena + t->text_off[i];
+        size_t l = t->text_len[i];
+        for (size_t k = 0; k < l;) {
+            uint32_t cp;
+            size_t cl = ingot__tok_utf8(s + k, l - k, &cp);
+            if (ingot__tok_find(t, s + k, cl) < 0) return INGOT_OK; /* not every char a token */
+            k += cl;
+            pairs += k < l;
+        }
+    }
+    if (!pairs) return INGOT_OK;
+    uint64_t cap = 16;
+    while (cap < pairs * 2) cap *= 2;
+    t->mslot = ingot__alloc(a, (size_t)cap * sizeof *t->mslot);
+    if (!t->mslot) return nomem(err, "SentencePiece pair table");
+    t->m_mask = cap - 1;
+    for (uint64_t j = 0; j < cap; j++) t->mslot[j].key = UINT64_MAX;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        const uint8_t *s = t->arena + t->text_off[i];
+        size_t l = t->text_len[i];
+        if (ingot__tok_find(t, s, l) != (int32_t)i) continue; /* a duplicate: the other wins */
+        for (size_t k = 0; k < l;) {
+            uint32_t cp;
+            k += ingot__tok_utf8(s + k, l - k, &cp);
+            if (k >= l) break;
+            int32_t x = ingot__tok_find(t, s, k), y = ingot__tok_find(t, s + k, l - k);
+            if (x < 0 || y < 0) continue;
+            uint64_t key = ((uint64_t)(uint32_t)x << 32) | (uint32_t)y;
+            uint64_t h = ingot__tok_pair_hash(key);
+            for (uint64_t j = h & t->m_mask;; j = (j + 1) & t->m_mask) {
+                if (t->mslot[j].key == key) break;
+                if (t->mslot[j].key == UINT64_MAX) {
+                    t->mslot[j].key = key;
+                    t->mslot[j].rank = 0;
+                    t->mslot[j].res = i;
+                    t->n_merges++;
+                    break;
+                }
+            }
+        }
+    }
+    t->spm_pairs = true;
+    return INGOT_OK;
+}
+
 void ingot_tokenizer_close(ingot_tokenizer *t)
 {
     if (!t) return;
@@ -543,8 +598,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                 goto fail;
             }
             uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
-            uint64_t h = key * 0x9E3779B97F4A7C15ull;
-            h ^= h >> 29;
+            uint64_t h = ingot__tok_pair_hash(key);
             for (uint64_t j = h & t->m_mask;; j = (j + 1) & t->m_mask) {
                 struct tok_merge_slot *sl = &t->mslot[j];
                 if (sl->key == key) break; /* the first (lowest rank) wins, as llama.cpp */
@@ -589,6 +643,40 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
             if (l >= 2 && ingot__tok_find(t, t->arena + t->dec_off[i], l) == (int32_t)i)
                 t->whole[i] = ingot__tok_bpe_gives(t, t->arena + t->dec_off[i], l, (int32_t)i,
                                                    work);
+        }
+        ingot__free(a, work, wsz);
+    }
+
+    if (t->kind == TOK_SPM && (st = spm_pair_table(t, a, err)) != INGOT_OK) goto fail;
+    if (t->kind == TOK_SPM) {
+        t->spm_split = true;
+        for (uint32_t i = 0; i < n && t->spm_split; i++) {
+            const uint8_t *s = t->arena + t->text_off[i];
+            size_t l = t->text_len[i];
+            for (size_t k = 1; k + 2 < l; k++)
+                if (s[k] == 0xE2 && s[k + 1] == 0x96 && s[k + 2] == 0x81 &&
+                    !(k >= 3 && s[k - 3] == 0xE2 && s[k - 2] == 0x96 && s[k - 1] == 0x81)) {
+                    t->spm_split = false;
+                    break;
+                }
+        }
+    }
+
+    /* SentencePiece split into words: which tokens their own merges give back whole */
+    if (t->kind == TOK_SPM && t->spm_split) {
+        size_t wsz = ((size_t)TOK_MAX_TOKEN_BYTES + 1) * TOK_SPM_WORK_PER_BYTE;
+        void *work = ingot__alloc(a, wsz);
+        t->whole = ingot__calloc(a, n);
+        if (!work || !t->whole) {
+            ingot__free(a, work, wsz);
+            st = nomem(err, "merge check");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *s = t->arena + t->text_off[i];
+            size_t l = t->text_len[i];
+            if (l >= 2 && ingot__tok_find(t, s, l) == (int32_t)i)
+                t->whole[i] = ingot__tok_spm_gives(t, s, l, (int32_t)i, work);
         }
         ingot__free(a, work, wsz);
     }

@@ -29,7 +29,7 @@ static inline void put(out_ids *o, int32_t id)
 typedef struct wcache {
     uint64_t h;
     const uint8_t *w;
-    uint32_t n, ooff, on, pad;
+    uint32_t n, ooff, on, gen; /* gen: the fragment it belongs to (SentencePiece) */
 } wcache;
 
 typedef struct work {
@@ -37,7 +37,12 @@ typedef struct work {
     size_t size;
     wcache *cache; /* NULL or cmask + 1 entries */
     size_t cmask;
+    uint32_t gen;  /* SentencePiece: fragment number (the escaped text is rewritten each time) */
 } work;
+
+/* The cached result of word w[0..n) with hash h, copied to o: true on a hit. */
+static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
+                      out_ids *o);
 
 /* Cache entries for a text of len bytes: about one per 8 bytes, 64 .. 16384. */
 static size_t cache_entries(size_t len)
@@ -49,7 +54,7 @@ static size_t cache_entries(size_t len)
 
 /* Per unit of input (a byte of a fragment): what each encoder keeps. */
 #define BPE_PER_SYM TOK_BPE_WORK_PER_BYTE /* id, prev, next (4 each); 3 heap entries of 8 */
-#define SPM_PER_SYM (4 * 4 + 3 * 16)
+#define SPM_PER_SYM TOK_SPM_WORK_PER_BYTE /* start, len, prev, next, id (4 each); 3 heap x 20 */
 
 size_t ingot_tokenizer_max_tokens(size_t len)
 {
@@ -65,7 +70,8 @@ size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t len)
     if (t->kind == TOK_BPE) return cache_entries(len) * sizeof(wcache) + len * BPE_PER_SYM + 64;
     /* SentencePiece: one symbol per character (at most len + 1 with the prefix); BPE with byte
      * fallback: one per byte of the escaped text */
-    if (t->kind == TOK_SPM) return units + 8 + (len + 1) * SPM_PER_SYM + 64;
+    if (t->kind == TOK_SPM)
+        return cache_entries(len) * sizeof(wcache) + units + 8 + (len + 1) * SPM_PER_SYM + 64;
     return units + 8 + units * BPE_PER_SYM + 64;
 }
 
@@ -200,13 +206,37 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
                           void *mem)
 {
     bpe_state b;
-    work w = {mem, n * BPE_PER_SYM, NULL, 0};
+    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0};
     bpe_carve(&b, &w, n);
     for (size_t i = 0; i < n; i++) b.id[i] = (uint32_t)t->byte_tok[s[i]];
     int32_t got = -1;
     out_ids o = {&got, 1, 0};
     bpe_run(t, &b, n, s, &o);
     return o.n == 1 && got == id;
+}
+
+static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
+                      out_ids *o)
+{
+    if (!e->w || e->h != h || e->n != n || e->gen != gen || ING_MEMCMP(e->w, w, n) != 0)
+        return false;
+    if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
+        for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);
+    else /* past cap (or a size query): only the count matters */
+        o->n += e->on;
+    return true;
+}
+
+static void cache_put(wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
+                      size_t start, size_t end)
+{
+    if (n > UINT32_MAX || end > UINT32_MAX) return;
+    e->h = h;
+    e->w = w;
+    e->n = (uint32_t)n;
+    e->gen = gen;
+    e->ooff = (uint32_t)start;
+    e->on = (uint32_t)(end - start);
 }
 
 typedef struct bpe_word_ctx {
@@ -231,13 +261,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     out_ids *o = c->o;
     /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
-    if (e && e->w && e->h == h && e->n == n && ING_MEMCMP(e->w, w, n) == 0) {
-        if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
-            for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);
-        else /* past cap (or a size query): only the count matters */
-            o->n += e->on;
-        return INGOT_OK;
-    }
+    if (e && cache_get(e, h, w, n, 0, o)) return INGOT_OK;
     size_t start = o->n;
     int32_t id = t->ignore_merges || t->whole ? ingot__tok_find_h(t, w, n, h) : -1;
     if (id >= 0 && (t->ignore_merges || t->ent[id].whole)) {
@@ -246,13 +270,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
         for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
         bpe_run(t, c->b, n, w, o);
     }
-    if (e && n <= UINT32_MAX && start <= UINT32_MAX && o->n - start <= UINT32_MAX) {
-        e->h = h;
-        e->w = w;
-        e->n = (uint32_t)n;
-        e->ooff = (uint32_t)start;
-        e->on = (uint32_t)(o->n - start);
-    }
+    if (e) cache_put(e, h, w, n, 0, start, o->n);
     return INGOT_OK;
 }
 
@@ -289,13 +307,14 @@ static size_t escape(const uint8_t *s, size_t n, bool prefix, uint8_t *e)
 
 typedef struct spm_big {
     float score;
-    uint32_t left, right, size;
+    uint32_t left, right, size, res;
 } spm_big;
 
 typedef struct spm_state {
     const ingot_tokenizer *t;
     const uint8_t *e;
     uint32_t *start, *len, *prev, *next;
+    uint32_t *id; /* with t->spm_pairs: each symbol's token (DEAD: not a token) */
     spm_big *heap;
     size_t nheap, heap_cap;
 } spm_state;
@@ -339,9 +358,18 @@ static void spm_try(spm_state *s, uint32_t l, uint32_t r)
 {
     if (l == DEAD || r == DEAD) return;
     size_t size = (size_t)s->len[l] + s->len[r];
-    int32_t id = ingot__tok_find(s->t, s->e + s->start[l], size);
-    if (id < 0) return;
-    spm_big v = {s->t->score[id], l, r, (uint32_t)size};
+    uint32_t res;
+    if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
+        uint32_t unused;
+        if (s->id[l] == DEAD || s->id[r] == DEAD ||
+            !ingot__tok_merge(s->t, s->id[l], s->id[r], &unused, &res))
+            return;
+    } else {
+        int32_t id = ingot__tok_find(s->t, s->e + s->start[l], size);
+        if (id < 0) return;
+        res = (uint32_t)id;
+    }
+    spm_big v = {s->t->score[res], l, r, (uint32_t)size, res};
     spm_push(s, v);
 }
 
@@ -358,8 +386,8 @@ static ingot_status spm_bytes(const ingot_tokenizer *t, const uint8_t *p, size_t
     return INGOT_OK;
 }
 
-static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
-                            out_ids *o, ingot_error *err)
+static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
+                                 out_ids *o, ingot_error *err)
 {
     if (!m) return INGOT_OK;
     spm_state s;
@@ -378,6 +406,8 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
     s.prev = (uint32_t *)(void *)p;
     p += (size_t)nsym * 4;
     s.next = (uint32_t *)(void *)p;
+    p += (size_t)nsym * 4;
+    s.id = (uint32_t *)(void *)p;
     s.t = t;
     s.e = e;
     s.nheap = 0;
@@ -390,6 +420,10 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         s.len[nsym] = (uint32_t)l;
         s.prev[nsym] = nsym ? nsym - 1 : DEAD;
         s.next[nsym] = nsym + 1;
+        if (t->spm_pairs) {
+            int32_t id = ingot__tok_find(t, e + i, l);
+            s.id[nsym] = id >= 0 ? (uint32_t)id : DEAD;
+        }
         nsym++;
         i += l;
     }
@@ -402,15 +436,60 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
             continue;
         s.len[b.left] += s.len[b.right];
         s.len[b.right] = 0;
+        if (t->spm_pairs) s.id[b.left] = b.res;
         s.next[b.left] = s.next[b.right];
         if (s.next[b.right] != DEAD) s.prev[s.next[b.right]] = b.left;
         spm_try(&s, s.prev[b.left], b.left);
         spm_try(&s, b.left, s.next[b.left]);
     }
     for (uint32_t i = 0; i != DEAD; i = s.next[i]) {
-        int32_t id = ingot__tok_find(t, e + s.start[i], s.len[i]);
+        int32_t id = !t->spm_pairs ? ingot__tok_find(t, e + s.start[i], s.len[i])
+                   : s.id[i] == DEAD ? -1 : (int32_t)s.id[i];
         if (id >= 0) put(o, id);
         else ING_TRY(spm_bytes(t, e + s.start[i], s.len[i], o, err));
+    }
+    return INGOT_OK;
+}
+
+static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
+{
+    return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
+}
+
+bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *mem)
+{
+    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0};
+    int32_t got[2] = {-1, -1};
+    out_ids o = {got, 2, 0};
+    return enc_spm_word(t, s, n, &w, &o, NULL) == INGOT_OK && o.n == 1 && got[0] == id;
+}
+
+/* SentencePiece over the escaped fragment e[0..m). When no token has U+2581 right after another
+ * character (t->spm_split), no merge can join the text before such a mark with the mark, so the
+ * fragment is merged word by word (a word: marks, then everything up to the next mark that
+ * follows a non-mark), with the same result and a cache of this fragment's words. */
+static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
+                            out_ids *o, ingot_error *err)
+{
+    if (!t->spm_split || !w->cache) return enc_spm_word(t, e, m, w, o, err);
+    w->gen++;
+    size_t ws = 0, k = 0;
+    while (ws < m) {
+        k = ws;
+        while (is_ws_mark(e, k, m)) k += 3;
+        while (k < m && !is_ws_mark(e, k, m)) k++;
+        size_t n = k - ws;
+        uint64_t h = ingot__tok_hash(e + ws, n);
+        wcache *c = &w->cache[h & w->cmask];
+        if (!cache_get(c, h, e + ws, n, w->gen, o)) {
+            size_t start = o->n;
+            int32_t id = t->whole ? ingot__tok_find_h(t, e + ws, n, h) : -1;
+            if (id >= 0 && t->ent[id].whole) put(o, id); /* its own merges give it whole */
+            else ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
+            cache_put(c, h, e + ws, n, w->gen, start, o->n);
+        }
+        ws = k;
     }
     return INGOT_OK;
 }
@@ -458,8 +537,12 @@ static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, siz
     size_t m_max = 3 * n + 3;
     uint8_t *e = w->base + w->size - m_max;
     size_t m = escape(s, n, prefix, e);
-    work inner = {w->base, w->size - m_max, NULL, 0};
-    if (t->kind == TOK_SPM) return enc_spm(t, e, m, &inner, o, err);
+    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen};
+    if (t->kind == TOK_SPM) {
+        ingot_status st = enc_spm(t, e, m, &inner, o, err);
+        w->gen = inner.gen;
+        return st;
+    }
     return enc_bpe_fallback(t, e, m, &inner, o, err);
 }
 
@@ -508,7 +591,8 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
     }
     w.cache = NULL;
     w.cmask = 0;
-    if (t->kind == TOK_BPE) { /* the word cache first, then the merge state */
+    w.gen = 0;
+    if (t->kind != TOK_BPE_FALLBACK) { /* the word cache first, then the merge state */
         size_t ce = cache_entries(len);
         w.cache = (wcache *)(void *)w.base;
         w.cmask = ce - 1;

@@ -106,6 +106,10 @@ struct ingot_tokenizer {
     bool add_bos, add_eos, ignore_merges;
     uint8_t space_prefix; /* SentencePiece kinds: TOK_PREFIX_* */
     bool key_text; /* the token hash is keyed by stored text (else by decoded bytes) */
+    bool spm_split; /* SentencePiece: no token has U+2581 right after another character */
+    /* SentencePiece: every character of every token is a token, so a merge joins two tokens
+     * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
+    bool spm_pairs;
 };
 
 /* --- what a loader gathers ------------------------------------------------------------------ */
@@ -176,14 +180,23 @@ uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n);
 /* The same with h = ingot__tok_hash(s, n) already computed. */
 int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h);
+/* Slot hash of a merge key (left << 32 | right): MurmurHash3's 64-bit finaliser. */
+static inline uint64_t ingot__tok_pair_hash(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xFF51AFD7ED558CCDull;
+    key ^= key >> 33;
+    key *= 0xC4CEB9FE1A85EC53ull;
+    return key ^ (key >> 33);
+}
+
 /* Merge of (l, r): true with rank and result. */
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
 {
     if (!t->m_mask) return false;
     uint64_t key = ((uint64_t)l << 32) | r;
-    uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
+    uint64_t h = ingot__tok_pair_hash(key);
     for (uint64_t i = h & t->m_mask;; i = (i + 1) & t->m_mask) {
         const struct tok_merge_slot *s = &t->mslot[i];
         if (s->key == key) {
@@ -209,6 +222,11 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
  * BPE; n <= TOK_MAX_TOKEN_BYTES, work of n * TOK_BPE_WORK_PER_BYTE bytes, aligned to 8). */
 #define TOK_BPE_WORK_PER_BYTE 36
 bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *work);
+
+/* The same for SentencePiece (work of (n + 1) * TOK_SPM_WORK_PER_BYTE bytes). */
+#define TOK_SPM_WORK_PER_BYTE 80
+bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
                           void *work);
 
 /* tok_unicode.c: the class bits of code point cp (TOK_U_*), and a lenient UTF-8 decoder: the

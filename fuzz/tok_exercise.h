@@ -93,7 +93,7 @@ static inline void tok_exercise(const ingot_tokenizer *t, const uint8_t *extra, 
         FZ_CHECK(id == -1 || (id >= 0 && (uint32_t)id < nv));
     }
     if (ingot_tokenizer_adds_bos(t)) FZ_CHECK(ingot_tokenizer_special(t, INGOT_TOKEN_BOS) >= 0);
-    for (uint32_t i = 0; i < nv && i < 4096; i++) {
+    for (uint32_t i = 0; i < nv && i < 512; i++) {
         const char *s;
         size_t l;
         FZ_ST(ingot_tokenizer_token_text(t, (int32_t)i, &s, &l), INGOT_OK);
@@ -109,11 +109,10 @@ static inline void tok_exercise(const ingot_tokenizer *t, const uint8_t *extra, 
     const char *s;
     size_t l;
     FZ_ST(ingot_tokenizer_token_text(t, (int32_t)nv, &s, &l), INGOT_RANGE);
-    static const char *const texts[] = {"", "a", "Hello world", " \n\n  x's 123\t",
-                                        "\xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x8c\x8d", "\xff\xc3"};
+    static const char *const texts[] = {"", "Hello world", " \n\n  x's 123\t",
+                                        "\xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x8c\x8d\xff\xc3"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-        for (uint32_t fl = 0; fl < 4; fl++)
-            tok_encode_check(t, (const uint8_t *)texts[i], strlen(texts[i]), fl);
+        tok_encode_check(t, (const uint8_t *)texts[i], strlen(texts[i]), (uint32_t)i & 3);
     if (extra_n)
         for (uint32_t fl = 0; fl < 4; fl++) tok_encode_check(t, extra, extra_n, fl);
 }

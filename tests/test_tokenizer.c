@@ -452,6 +452,12 @@ TEST(test_tokenizer_bin_refusals)
               ingot_status_name(st));
         CHECK(t == NULL, "cut %zu", cut);
     }
+    /* every text empty (found by fuzz_tok_bin: the gathered texts were a NULL blob) */
+    uint8_t e3[4 + 3 * 8] = {8};
+    ASSERT_OK(ingot_tokenizer_open_buffer(e3, sizeof e3, NULL, &t, &e));
+    ASSERT_OK(ingot_tokenizer_encode(t, "a", 1, 0, ids, 8, &k, NULL, 0, NULL));
+    ASSERT_IDS(ids, k, 0, 0, 0, 0); /* no byte tokens: each byte of "\xe2\x96\x81" "a" is <unk> */
+    ingot_tokenizer_close(t);
     int32_t neg = -1, big = 9;
     memcpy(b + 4 + 4, &neg, 4);
     ASSERT_ST(ingot_tokenizer_open_buffer(b, n, NULL, &t, &e), INGOT_BAD_STRING);

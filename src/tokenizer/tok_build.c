@@ -71,10 +71,17 @@ static bool blob_push(const ingot_allocator *a, uint8_t **blob, size_t *len, siz
     return true;
 }
 
+/* Token i's gathered text (the blob is NULL while every text is empty). */
+static const uint8_t *btext(const tok_build *b, uint32_t i)
+{
+    return b->blob ? b->blob + b->off[i] : (const uint8_t *)"";
+}
+
 int64_t ingot__tok_build_lookup(const tok_build *b, const uint8_t *s, size_t n)
 {
     for (uint32_t i = 0; i < b->n; i++)
-        if (b->have[i] && b->len[i] == n && ING_MEMCMP(b->blob + b->off[i], s, n) == 0) return i;
+        if (b->have[i] && b->len[i] == n && (n == 0 || ING_MEMCMP(btext(b, i), s, n) == 0))
+            return i;
     return -1;
 }
 
@@ -445,7 +452,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                             "token %u has unknown type %u", i, t->type[i]);
             goto fail;
         }
-        const uint8_t *s = b->blob + b->off[i];
+        const uint8_t *s = btext(b, i);
         size_t len = b->len[i];
         t->text_off[i] = b->off[i];
         t->text_len[i] = (uint32_t)len;
@@ -566,7 +573,8 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         uint8_t buf[2 * TOK_MAX_TOKEN_BYTES];
         for (uint32_t m = 0; m < b->n_merges; m++) {
             const uint32_t *mo = b->moff + (size_t)m * 4;
-            const uint8_t *ls = b->mblob + mo[0], *rs = b->mblob + mo[2];
+            const uint8_t *mb = b->mblob ? b->mblob : (const uint8_t *)"";
+            const uint8_t *ls = mb + mo[0], *rs = mb + mo[2];
             int32_t l, r, res;
             if (t->kind == TOK_BPE) {
                 int64_t ll = bytelevel_decode(ls, mo[1], buf, inv);
@@ -614,7 +622,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
     }
 
     /* byte-level BPE: the merges of byte pairs, for the first round of every word */
-    if (t->kind == TOK_BPE && t->m_mask) {
+    if (t->kind == TOK_BPE && t->m_mask && n >= 1024) { /* pays off for real vocabularies */
         t->pair0 = ingot__alloc(a, 65536 * 8);
         if (!t->pair0) {
             st = nomem(err, "byte pair table");
@@ -630,7 +638,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
 
     /* byte-level BPE without ignore_merges: which tokens their own merges give back whole */
     if (t->kind == TOK_BPE && !t->ignore_merges && t->m_mask) {
-        size_t wsz = (size_t)TOK_MAX_TOKEN_BYTES * TOK_BPE_WORK_PER_BYTE;
+        size_t wsz = ((size_t)t->max_dec_len + 1) * TOK_BPE_WORK_PER_BYTE;
         void *work = ingot__alloc(a, wsz);
         t->whole = ingot__calloc(a, n);
         if (!work || !t->whole) {
@@ -664,7 +672,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
 
     /* SentencePiece split into words: which tokens their own merges give back whole */
     if (t->kind == TOK_SPM && t->spm_split) {
-        size_t wsz = ((size_t)TOK_MAX_TOKEN_BYTES + 1) * TOK_SPM_WORK_PER_BYTE;
+        size_t wsz = ((size_t)t->max_dec_len + 2) * TOK_SPM_WORK_PER_BYTE;
         void *work = ingot__alloc(a, wsz);
         t->whole = ingot__calloc(a, n);
         if (!work || !t->whole) {

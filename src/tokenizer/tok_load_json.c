@@ -388,7 +388,7 @@ static ingot_status added_arr(jc *c, hf *h, tok_build *b)
         if (!b) continue;
         uint32_t i = (uint32_t)id;
         if (b->have[i]) {
-            if (b->len[i] != cl || ING_MEMCMP(b->blob + b->off[i], content, cl) != 0)
+            if (b->len[i] != cl || (cl && ING_MEMCMP(b->blob + b->off[i], content, cl) != 0))
                 return ingot__err(c->err, INGOT_BAD_METADATA, c->j.base_offset + pos, c->where,
                                   ing_strlen(c->where),
                                   "added token %u differs from the vocabulary's token %u", i, i);

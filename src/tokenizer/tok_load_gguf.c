@@ -214,6 +214,7 @@ ingot_status ingot__tok_load_gguf(const ingot_file *f, const ingot_allocator *a,
     if (kind == TOK_SPM) {
         b.bos = 1, b.eos = 2, b.unk = 0; /* llama.cpp's defaults for "llama" */
     }
+    /* (llama.cpp has no default BOS for the GLM names either: only the file's, read next) */
     if ((st = get_id(f, "tokenizer.ggml.bos_token_id", &b.bos, err)) != INGOT_OK ||
         (st = get_id(f, "tokenizer.ggml.eos_token_id", &b.eos, err)) != INGOT_OK ||
         (st = get_id(f, "tokenizer.ggml.unknown_token_id", &b.unk, err)) != INGOT_OK ||
@@ -225,14 +226,15 @@ ingot_status ingot__tok_load_gguf(const ingot_file *f, const ingot_allocator *a,
     if ((st = get_flag(f, "tokenizer.ggml.add_space_prefix", &prefix, err)) != INGOT_OK)
         goto done;
     if (prefix == 0) b.space_prefix = TOK_PREFIX_NONE;
-    if (kind == TOK_BPE && pre == TOK_PRE_LLAMA3 && pre_name &&
-        (str_is(pre_name, ing_strlen(pre_name), "llama3") ||
-         str_is(pre_name, ing_strlen(pre_name), "llama-v3") ||
-         str_is(pre_name, ing_strlen(pre_name), "llama-bpe") ||
-         str_is(pre_name, ing_strlen(pre_name), "falcon3"))) {
-        b.ignore_merges = true;
-        b.default_bos = true;
-    }
+    /* llama.cpp sets ignore_merges and add_bos for these names (not for dbrx, smaug-bpe, the
+     * GLM names, which share the pattern) */
+    static const char *const l3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1",
+                                     "pixtral", "midm-2.0", "lfm2", NULL};
+    for (int k = 0; kind == TOK_BPE && pre_name && l3[k]; k++)
+        if (str_is(pre_name, ing_strlen(pre_name), l3[k])) {
+            b.ignore_merges = true;
+            b.default_bos = true;
+        }
     b.where = "tokenizer.ggml";
     st = ingot__tok_finish(&b, out, err);
 done:

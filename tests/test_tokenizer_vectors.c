@@ -337,7 +337,62 @@ TEST(test_stories260k_decode_llama2c_golden)
     free(golden);
 }
 
-RUN_TESTS(T(test_gpt2_gguf_llamacpp_vectors), T(test_spm_gguf_llamacpp_vectors),
+/* One tokenizer, four threads encoding and decoding every llama.cpp input at once: the same ids
+ * and text as one thread (a tokenizer is immutable after open). */
+#include <pthread.h>
+
+typedef struct par {
+    ingot_tokenizer *t;
+    vcase *cases;
+    size_t k;
+    int bad;
+} par;
+
+static void *par_run(void *arg)
+{
+    par *p = arg;
+    for (int rep = 0; rep < 20; rep++)
+        for (size_t i = 0; i < p->k; i++) {
+            int32_t ids[1024];
+            size_t n = 0, l = 0;
+            char back[4096];
+            if (ingot_tokenizer_encode(p->t, p->cases[i].text, p->cases[i].len, 0, ids, 1024, &n,
+                                       NULL, 0, NULL) != INGOT_OK ||
+                n != p->cases[i].n || memcmp(ids, p->cases[i].ids, n * 4) != 0 ||
+                ingot_tokenizer_decode(p->t, ids, n, 0, back, sizeof back, &l, NULL) !=
+                    INGOT_OK ||
+                l != p->cases[i].len || memcmp(back, p->cases[i].text, l) != 0)
+                p->bad++;
+        }
+    return NULL;
+}
+
+TEST(test_concurrent_encode_decode)
+{
+    static vcase cases[64];
+    char *buf = NULL;
+    size_t k = load_llamacpp(LCPP "ggml-vocab-llama-bpe.gguf.inp",
+                             LCPP "ggml-vocab-llama-bpe.gguf.out", cases, 64, &buf);
+    ASSERT_EQ(k, 46);
+    ingot_tokenizer *t = open_tok(FIX "/tokenizers/llama3/tokenizer.json");
+    ASSERT_TRUE(t);
+    par ps[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        ps[i] = (par){t, cases, k, 0};
+        ASSERT_EQ(pthread_create(&th[i], NULL, par_run, &ps[i]), 0);
+    }
+    int bad = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        bad += ps[i].bad;
+    }
+    ASSERT_EQ(bad, 0);
+    ingot_tokenizer_close(t);
+    free(buf);
+}
+
+RUN_TESTS(T(test_concurrent_encode_decode), T(test_gpt2_gguf_llamacpp_vectors), T(test_spm_gguf_llamacpp_vectors),
           T(test_llama3_json_llamacpp_vectors), T(test_gpt2_encoder_json_llamacpp_vectors),
           T(test_gpt2_encoder_json_r50k_testplans), T(test_stories260k_gguf_and_tok512_agree),
           T(test_stories260k_decode_llama2c_golden))

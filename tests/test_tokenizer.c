@@ -10,6 +10,30 @@
 
 #define FIX INGOT_FIXTURES
 
+/* ---- allocation failures ----------------------------------------------------------------- */
+typedef struct failing {
+    int left, allocs;
+    size_t live, peak;
+} failing;
+
+static void *f_alloc(void *ctx, size_t size, size_t align)
+{
+    failing *f = ctx;
+    (void)align;
+    if (f->left-- == 0) return NULL;
+    f->allocs++;
+    f->live += size;
+    if (f->live > f->peak) f->peak = f->live;
+    return malloc(size);
+}
+
+static void f_free(void *ctx, void *p, size_t size)
+{
+    failing *f = ctx;
+    f->live -= size;
+    free(p);
+}
+
 /* ---- a toy byte-level vocabulary written as GGUF ----------------------------------------- */
 /* ids 0..255: the byte-level text of byte i; 256 "ab"; 257 "abc"; 258 "<|s|>" (control);
  * 259 "<u>" (user-defined). Merges: "a b" (rank 0), "ab c" (rank 1). */
@@ -393,6 +417,14 @@ TEST(test_tokenizer_json_refusals)
     ASSERT_ST(json_open(buf, &t, &e), INGOT_BAD_METADATA); /* id 1 missing */
     snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":99999999999", "");
     ASSERT_ST(json_open(buf, &t, &e), INGOT_LIMIT);
+    /* a 100-byte file naming id 4000000 is refused before 4 M tokens are allocated */
+    failing fl = {1000000, 0, 0, 0};
+    ingot_allocator al = {f_alloc, f_free, &fl};
+    ingot_tokenizer_opts op = {&al};
+    snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":4000000", "");
+    ASSERT_ST(ingot_tokenizer_open_buffer(buf, strlen(buf), &op, &t, &e), INGOT_BAD_METADATA);
+    ASSERT_TRUE(strstr(e.msg, "only 2 tokens") != NULL);
+    ASSERT_TRUE(fl.peak < 65536);
     snprintf(buf, sizeof buf, fb, "\"a\\ud800\":0", "");
     ASSERT_ST(json_open(buf, &t, &e), INGOT_BAD_STRING);
     snprintf(buf, sizeof buf, fb, "\"a\xc3\":0", "");
@@ -469,29 +501,6 @@ TEST(test_tokenizer_bin_refusals)
     ASSERT_ST(ingot_tokenizer_open_buffer(b, n, NULL, &t, &e), INGOT_BAD_HEADER_SIZE);
 }
 
-/* ---- allocation failures ----------------------------------------------------------------- */
-typedef struct failing {
-    int left, allocs;
-    size_t live;
-} failing;
-
-static void *f_alloc(void *ctx, size_t size, size_t align)
-{
-    failing *f = ctx;
-    (void)align;
-    if (f->left-- == 0) return NULL;
-    f->allocs++;
-    f->live += size;
-    return malloc(size);
-}
-
-static void f_free(void *ctx, void *p, size_t size)
-{
-    failing *f = ctx;
-    f->live -= size;
-    free(p);
-}
-
 TEST(test_open_and_encode_survive_every_allocation_failure)
 {
     toy ty = toy_default();
@@ -505,7 +514,7 @@ TEST(test_open_and_encode_survive_every_allocation_failure)
     }
     int fails = 0;
     for (int k = 0; k < 10000; k++) {
-        failing f = {k, 0, 0};
+        failing f = {k, 0, 0, 0};
         ingot_allocator al = {f_alloc, f_free, &f};
         ingot_tokenizer_opts o = {&al};
         ingot_tokenizer *t = NULL;

@@ -57,8 +57,8 @@ static ingot_status get_u32(jc *c, uint32_t *out)
 }
 
 /* ---- the flat vocabulary object {"text": id, ...} ---------------------------------------- */
-/* pass 1 (b NULL): *max_id; pass 2: sets texts. The '{' was just read. */
-static ingot_status vocab_obj(jc *c, tok_build *b, int64_t *max_id)
+/* pass 1 (b NULL): *max_id and *entries; pass 2: sets texts. The '{' was just read. */
+static ingot_status vocab_obj(jc *c, tok_build *b, int64_t *max_id, uint64_t *entries)
 {
     for (;;) {
         ING_TRY(next(c));
@@ -69,6 +69,7 @@ static ingot_status vocab_obj(jc *c, tok_build *b, int64_t *max_id)
         uint32_t id;
         ING_TRY(get_u32(c, &id));
         if ((int64_t)id > *max_id) *max_id = id;
+        (*entries)++;
         if (b) {
             ingot_status st = ingot__tok_build_set(b, id, c->buf, c->blen, c->err);
             if (st != INGOT_OK) {
@@ -88,6 +89,7 @@ typedef struct hf {
     bool bytelevel_decoder;
     char model_type[24];
     int64_t max_id;
+    uint64_t entries; /* vocabulary and added-token entries: ids are dense, so >= max_id + 1 */
     uint8_t unk[TOK_MAX_TOKEN_BYTES];
     size_t unk_len;
     bool have_unk;
@@ -322,7 +324,7 @@ static ingot_status model_obj(jc *c, hf *h, tok_build *b)
                 ING_TRY(skip(c));
                 continue;
             }
-            ING_TRY(vocab_obj(c, b, &h->max_id));
+            ING_TRY(vocab_obj(c, b, &h->max_id, &h->entries));
         } else if (key_is(c, "merges")) {
             ING_TRY(expect(c, ING_JSON_ARRAY, "an array of merges"));
             ING_TRY(merges_arr(c, b));
@@ -385,6 +387,7 @@ static ingot_status added_arr(jc *c, hf *h, tok_build *b)
             return ingot__err(c->err, INGOT_BAD_METADATA, c->j.base_offset + pos, c->where,
                               ing_strlen(c->where), "added token without id or content");
         if (id > h->max_id) h->max_id = id;
+        h->entries++;
         if (!b) continue;
         uint32_t i = (uint32_t)id;
         if (b->have[i]) {
@@ -550,6 +553,15 @@ ingot_status ingot__tok_load_hf_json(const uint8_t *buf, size_t n, const uint8_t
                         "no vocabulary");
         goto done;
     }
+    /* ids run 0..max_id without holes: fewer entries than that is refused before the
+     * vocabulary is allocated (a small file cannot ask for a large one) */
+    if (h->entries < (uint64_t)h->max_id + 1) {
+        st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, "tokenizer.json", 14,
+                        "token ids go up to %lld but only %llu tokens are given",
+                        (long long)h->max_id, (unsigned long long)h->entries);
+        goto done;
+    }
+    h->entries = 0;
     if ((st = ingot__tok_build_init(&b, a, (uint32_t)h->max_id + 1, err)) != INGOT_OK) goto done;
     b.kind = kind;
     b.pre = pre;
@@ -593,17 +605,24 @@ ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const u
         goto done;
     }
     int64_t max_id = -1;
+    uint64_t entries = 0;
     for (int pass = 0; pass < 2; pass++) {
         ingot__json_init(&c->j, vocab, vn, 8, 0);
         c->err = err;
         c->where = "encoder.json";
         if ((st = expect(c, ING_JSON_OBJECT, "a JSON object")) != INGOT_OK) goto done;
-        if ((st = vocab_obj(c, pass ? &b : NULL, &max_id)) != INGOT_OK) goto done;
+        if ((st = vocab_obj(c, pass ? &b : NULL, &max_id, &entries)) != INGOT_OK) goto done;
         if ((st = expect(c, ING_JSON_END, "the end of the JSON text")) != INGOT_OK) goto done;
         if (pass == 0) {
             if (max_id < 0) {
                 st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, "encoder.json", 12,
                                 "empty vocabulary");
+                goto done;
+            }
+            if (entries < (uint64_t)max_id + 1) {
+                st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, "encoder.json", 12,
+                                "token ids go up to %lld but only %llu tokens are given",
+                                (long long)max_id, (unsigned long long)entries);
                 goto done;
             }
             if ((st = ingot__tok_build_init(&b, a, (uint32_t)max_id + 1, err)) != INGOT_OK)

@@ -10,6 +10,38 @@
 
 #define FIX INGOT_FIXTURES
 
+/* A SentencePiece vocabulary without a U+2581 token spells every space as three byte tokens: the
+ * bound of ingot_tokenizer_max_tokens must hold for it (it was 2 * len + 4). */
+TEST(test_max_tokens_bound_without_space_token)
+{
+    uint8_t b[256];
+    int32_t maxlen = 8;
+    memcpy(b, &maxlen, 4);
+    size_t n = 4;
+    static const char *const toks[] = {"<unk>", "<s>",    "</s>", "<0xE2>",
+                                       "<0x96>", "<0x81>", "<u>"};
+    for (int i = 0; i < 7; i++) {
+        float sc = 0;
+        int32_t l = (int32_t)strlen(toks[i]);
+        memcpy(b + n, &sc, 4);
+        memcpy(b + n + 4, &l, 4);
+        memcpy(b + n + 8, toks[i], (size_t)l);
+        n += 8 + (size_t)l;
+    }
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open_buffer(b, n, NULL, &t, NULL));
+    int32_t ids[64];
+    size_t k = 0;
+    ASSERT_OK(ingot_tokenizer_encode(t, "   ", 3, INGOT_ENCODE_ADD_SPECIAL, ids, 64, &k, NULL, 0,
+                                     NULL));
+    ASSERT_EQ(k, 13); /* BOS, then the prefix and three spaces as E2 96 81 each */
+    ASSERT_TRUE(k <= ingot_tokenizer_max_tokens(3));
+    ASSERT_EQ(ids[1], 3);
+    ASSERT_EQ(ids[2], 4);
+    ASSERT_EQ(ids[3], 5);
+    ingot_tokenizer_close(t);
+}
+
 /* ---- allocation failures ----------------------------------------------------------------- */
 typedef struct failing {
     int left, allocs;
@@ -543,5 +575,5 @@ RUN_TESTS(T(test_toy_bpe_merges_by_rank), T(test_special_tokens_parsed_only_when
           T(test_size_query_range_and_scratch), T(test_gguf_vocab_refusals),
           T(test_streaming_never_splits_utf8), T(test_pretokenizers_by_hand),
           T(test_pre_names_known_and_unknown), T(test_tokenizer_json_refusals),
-          T(test_tokenizer_bin_refusals),
+          T(test_tokenizer_bin_refusals), T(test_max_tokens_bound_without_space_token),
           T(test_open_and_encode_survive_every_allocation_failure))

@@ -113,7 +113,8 @@ enum {
     INGOT_ENCODE_PARSE_SPECIAL = 1u << 1,
 };
 
-/** Most ids encoding `len` bytes can give: 2 * len + 4. */
+/** Most ids encoding `len` bytes can give: 4 * len + 8 (SentencePiece without a U+2581 token
+ *  spells each space, and the space it adds after a special token, as three byte tokens). */
 INGOT_API size_t ingot_tokenizer_max_tokens(size_t len);
 
 /** Bytes of scratch ingot_tokenizer_encode() needs for a text of `len` bytes (0 on overflow). */

@@ -58,8 +58,11 @@ static size_t cache_entries(size_t len)
 
 size_t ingot_tokenizer_max_tokens(size_t len)
 {
-    if (len > (SIZE_MAX - 4) / 2) return SIZE_MAX;
-    return 2 * len + 4;
+    /* per input byte at most: 3 byte tokens for a space escaped to U+2581 with no token, and
+     * after a one-byte special token, that token and a 3-byte space prefix: under 4 in all;
+     * plus BOS, EOS and the first fragment's prefix */
+    if (len > (SIZE_MAX - 8) / 4) return SIZE_MAX;
+    return 4 * len + 8;
 }
 
 size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t len)

@@ -242,7 +242,8 @@ static inline uint64_t head8(const uint8_t *s, size_t n)
     return v;
 }
 
-int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h)
+int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                           bool *whole)
 {
     if (n > TOK_MAX_TOKEN_BYTES) return -1;
     uint16_t tag = (uint16_t)(h >> 48);
@@ -251,10 +252,18 @@ int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
         const struct tok_map_slot *sl = &t->map[i];
         if (sl->id == UINT32_MAX) return -1;
-        if (sl->tag == tag && sl->len == n && sl->head == head &&
-            (n <= 8 || tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8)))
+        if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
+            (n <= 8 || tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
             return (int32_t)sl->id;
+        }
     }
+}
+
+int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h)
+{
+    bool whole;
+    return ingot__tok_find_hw(t, s, n, h, &whole);
 }
 
 static uint64_t pow2_at_least(uint64_t v)
@@ -700,6 +709,10 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         t->ent[i].type = t->type[i];
         t->ent[i].whole = t->whole ? t->whole[i] : 0;
     }
+    if (t->whole) /* the flag in the hash slots too, where the lookup finds it */
+        for (uint64_t j = 0; j <= t->map_mask; j++)
+            if (t->map[j].id != UINT32_MAX && t->whole[t->map[j].id])
+                t->map[j].len |= TOK_SLOT_WHOLE;
 
     /* special tokens matched in text */
     uint32_t ns = 0;

@@ -266,8 +266,9 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
     if (e && cache_get(e, h, w, n, 0, o)) return INGOT_OK;
     size_t start = o->n;
-    int32_t id = t->ignore_merges || t->whole ? ingot__tok_find_h(t, w, n, h) : -1;
-    if (id >= 0 && (t->ignore_merges || t->ent[id].whole)) {
+    bool whole = false;
+    int32_t id = t->ignore_merges || t->whole ? ingot__tok_find_hw(t, w, n, h, &whole) : -1;
+    if (id >= 0 && (t->ignore_merges || whole)) {
         put(o, id);
     } else {
         for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
@@ -487,8 +488,9 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         wcache *c = &w->cache[h & w->cmask];
         if (!cache_get(c, h, e + ws, n, w->gen, o)) {
             size_t start = o->n;
-            int32_t id = t->whole ? ingot__tok_find_h(t, e + ws, n, h) : -1;
-            if (id >= 0 && t->ent[id].whole) put(o, id); /* its own merges give it whole */
+            bool whole = false;
+            int32_t id = t->whole ? ingot__tok_find_hw(t, e + ws, n, h, &whole) : -1;
+            if (id >= 0 && whole) put(o, id); /* its own merges give it whole */
             else ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
             cache_put(c, h, e + ws, n, w->gen, start, o->n);
         }

@@ -80,7 +80,8 @@ struct ingot_tokenizer {
     struct tok_map_slot {
         uint64_t head; /* first min(len, 8) bytes, little-endian, zero-padded */
         uint32_t id;
-        uint16_t len, tag;
+        uint16_t len;  /* key length (<= TOK_MAX_TOKEN_BYTES), TOK_SLOT_WHOLE or'ed in */
+        uint16_t tag;
     } *map;
     uint64_t map_mask;
     /* byte-level BPE: whole[i] set when merging token i's own bytes gives token i, so a
@@ -180,6 +181,10 @@ uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n);
 /* The same with h = ingot__tok_hash(s, n) already computed. */
 int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h);
+/* The same, also reporting the token's `whole` flag from its slot (no second cache line). */
+#define TOK_SLOT_WHOLE 0x8000u
+int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                           bool *whole);
 /* Slot hash of a merge key (left << 32 | right): MurmurHash3's 64-bit finaliser. */
 static inline uint64_t ingot__tok_pair_hash(uint64_t key)
 {

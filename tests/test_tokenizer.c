@@ -449,11 +449,11 @@ TEST(test_tokenizer_json_refusals)
     ASSERT_ST(json_open(buf, &t, &e), INGOT_BAD_METADATA); /* id 1 missing */
     snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":99999999999", "");
     ASSERT_ST(json_open(buf, &t, &e), INGOT_LIMIT);
-    /* a 100-byte file naming id 4000000 is refused before 4 M tokens are allocated */
+    /* a 100-byte file naming id 2000000 is refused before 2 M tokens are allocated */
     failing fl = {1000000, 0, 0, 0};
     ingot_allocator al = {f_alloc, f_free, &fl};
     ingot_tokenizer_opts op = {&al};
-    snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":4000000", "");
+    snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":2000000", "");
     ASSERT_ST(ingot_tokenizer_open_buffer(buf, strlen(buf), &op, &t, &e), INGOT_BAD_METADATA);
     ASSERT_TRUE(strstr(e.msg, "only 2 tokens") != NULL);
     ASSERT_TRUE(fl.peak < 65536);

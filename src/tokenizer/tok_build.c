@@ -304,6 +304,35 @@ static void sort_specials(ingot_tokenizer *t, uint32_t *tmp)
 
 static ingot_status nomem(ingot_error *err, const char *what);
 
+/* Allocates the merge table for up to `entries` entries (slots: a power of two >= 1.5x). */
+static ingot_status merge_table(ingot_tokenizer *t, const ingot_allocator *a, uint64_t entries,
+                                ingot_error *err)
+{
+    uint64_t cap = 16;
+    while (cap < entries + entries / 2) cap *= 2;
+    t->mslot = ingot__alloc(a, (size_t)cap * 8);
+    t->mval = ingot__alloc(a, (size_t)(entries ? entries : 1) * sizeof *t->mval);
+    t->m_mask = cap - 1;
+    t->n_mval = (uint32_t)entries;
+    if (!t->mslot || !t->mval) return nomem(err, "merge table");
+    ING_MEMSET(t->mslot, 0xFF, (size_t)cap * 8);
+    return INGOT_OK;
+}
+
+/* Inserts (l, r) -> entry unless the pair is there already (then false: the first wins). */
+static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t entry)
+{
+    uint64_t key = TOK_MKEY(l, r);
+    for (uint64_t j = ingot__tok_pair_hash(key) & t->m_mask;; j = (j + 1) & t->m_mask) {
+        if (t->mslot[j] >> TOK_MENTRY_BITS == key) return false;
+        if (t->mslot[j] == UINT64_MAX) {
+            t->mslot[j] = key << TOK_MENTRY_BITS | entry;
+            t->n_merges++;
+            return true;
+        }
+    }
+}
+
 /* SentencePiece's merge table: for every token and every split of its text into two tokens,
  * (left, right) -> token. Only built when every character of every token is itself a token
  * (then a merge can only join two tokens); otherwise encoding looks texts up. */
@@ -323,12 +352,9 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
         }
     }
     if (!pairs) return INGOT_OK;
-    uint64_t cap = 16;
-    while (cap < pairs * 2) cap *= 2;
-    t->mslot = ingot__alloc(a, (size_t)cap * sizeof *t->mslot);
-    if (!t->mslot) return nomem(err, "SentencePiece pair table");
-    t->m_mask = cap - 1;
-    for (uint64_t j = 0; j < cap; j++) t->mslot[j].key = UINT64_MAX;
+    if (pairs >= (1u << TOK_MENTRY_BITS) - 1) return INGOT_OK; /* too many: look texts up */
+    ING_TRY(merge_table(t, a, pairs, err));
+    uint32_t e = 0;
     for (uint32_t i = 0; i < t->n_vocab; i++) {
         const uint8_t *s = t->arena + t->text_off[i];
         size_t l = t->text_len[i];
@@ -339,17 +365,10 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
             if (k >= l) break;
             int32_t x = ingot__tok_find(t, s, k), y = ingot__tok_find(t, s + k, l - k);
             if (x < 0 || y < 0) continue;
-            uint64_t key = ((uint64_t)(uint32_t)x << 32) | (uint32_t)y;
-            uint64_t h = ingot__tok_pair_hash(key);
-            for (uint64_t j = h & t->m_mask;; j = (j + 1) & t->m_mask) {
-                if (t->mslot[j].key == key) break;
-                if (t->mslot[j].key == UINT64_MAX) {
-                    t->mslot[j].key = key;
-                    t->mslot[j].rank = 0;
-                    t->mslot[j].res = i;
-                    t->n_merges++;
-                    break;
-                }
+            if (merge_put(t, (uint32_t)x, (uint32_t)y, e)) {
+                t->mval[e].res = i;
+                t->mval[e].score = t->score[i];
+                e++;
             }
         }
     }
@@ -370,7 +389,10 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->score, n * 4);
     ingot__free(a, t->type, n);
     if (t->map) ingot__free(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map);
-    if (t->m_mask) ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot);
+    if (t->m_mask) {
+        ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * 8);
+        ingot__free(a, t->mval, (size_t)(t->n_mval ? t->n_mval : 1) * sizeof *t->mval);
+    }
     if (t->whole) ingot__free(a, t->whole, n);
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
@@ -571,14 +593,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
 
     /* merges */
     if ((t->kind == TOK_BPE || t->kind == TOK_BPE_FALLBACK) && b->n_merges) {
-        uint64_t cap = pow2_at_least((uint64_t)b->n_merges * 2);
-        t->m_mask = cap - 1;
-        t->mslot = ingot__alloc(a, (size_t)cap * sizeof *t->mslot);
-        if (!t->mslot) {
-            st = nomem(err, "merge hash");
-            goto fail;
-        }
-        for (uint64_t j = 0; j < cap; j++) t->mslot[j].key = UINT64_MAX;
+        if ((st = merge_table(t, a, b->n_merges, err)) != INGOT_OK) goto fail;
         uint8_t buf[2 * TOK_MAX_TOKEN_BYTES];
         for (uint32_t m = 0; m < b->n_merges; m++) {
             const uint32_t *mo = b->moff + (size_t)m * 4;
@@ -614,19 +629,9 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                                 l < 0 ? "left" : r < 0 ? "right" : "merged result");
                 goto fail;
             }
-            uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
-            uint64_t h = ingot__tok_pair_hash(key);
-            for (uint64_t j = h & t->m_mask;; j = (j + 1) & t->m_mask) {
-                struct tok_merge_slot *sl = &t->mslot[j];
-                if (sl->key == key) break; /* the first (lowest rank) wins, as llama.cpp */
-                if (sl->key == UINT64_MAX) {
-                    sl->key = key;
-                    sl->rank = m;
-                    sl->res = (uint32_t)res;
-                    t->n_merges++;
-                    break;
-                }
-            }
+            t->mval[m].res = (uint32_t)res; /* rank m; for a duplicate pair the first wins */
+            t->mval[m].score = 0;
+            merge_put(t, (uint32_t)l, (uint32_t)r, m);
         }
     }
 

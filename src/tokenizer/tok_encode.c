@@ -117,9 +117,8 @@ static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
 {
     uint32_t r = b->next[l];
     if (r == DEAD) return;
-    uint32_t rank, res;
-    if (ingot__tok_merge(t, b->id[l], b->id[r], &rank, &res) && b->nheap < b->heap_cap)
-        heap_push(b, ((uint64_t)rank << 32) | l);
+    uint32_t rank = ingot__tok_merge_entry(t, b->id[l], b->id[r]);
+    if (rank != UINT32_MAX && b->nheap < b->heap_cap) heap_push(b, ((uint64_t)rank << 32) | l);
 }
 
 /* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over a packed
@@ -128,34 +127,26 @@ static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
 static void bpe_short(const ingot_tokenizer *t, uint32_t *id, size_t n, const uint8_t *bytes,
                       out_ids *o)
 {
-    uint32_t rank[SHORT_WORD], res[SHORT_WORD];
+    uint32_t rank[SHORT_WORD]; /* of the pair (i, i + 1); its result is mval[rank] */
     if (bytes && t->pair0) {
-        for (size_t i = 0; i + 1 < n; i++) {
-            uint64_t v = t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]];
-            rank[i] = (uint32_t)(v >> 32);
-            res[i] = (uint32_t)v;
-        }
-    } else {
         for (size_t i = 0; i + 1 < n; i++)
-            if (!ingot__tok_merge(t, id[i], id[i + 1], &rank[i], &res[i])) rank[i] = UINT32_MAX;
+            rank[i] = (uint32_t)(t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]] >> 32);
+    } else {
+        for (size_t i = 0; i + 1 < n; i++) rank[i] = ingot__tok_merge_entry(t, id[i], id[i + 1]);
     }
     while (n > 1) {
         size_t best = 0;
         for (size_t i = 1; i + 1 < n; i++)
             if (rank[i] < rank[best]) best = i;
         if (rank[best] == UINT32_MAX) break;
-        id[best] = res[best];
+        id[best] = t->mval[rank[best]].res;
         for (size_t i = best + 1; i + 1 < n; i++) {
             id[i] = id[i + 1];
             rank[i] = rank[i + 1];
-            res[i] = res[i + 1];
         }
         n--;
-        if (best > 0 && !ingot__tok_merge(t, id[best - 1], id[best], &rank[best - 1],
-                                          &res[best - 1]))
-            rank[best - 1] = UINT32_MAX;
-        if (best + 1 < n && !ingot__tok_merge(t, id[best], id[best + 1], &rank[best], &res[best]))
-            rank[best] = UINT32_MAX;
+        if (best > 0) rank[best - 1] = ingot__tok_merge_entry(t, id[best - 1], id[best]);
+        if (best + 1 < n) rank[best] = ingot__tok_merge_entry(t, id[best], id[best + 1]);
     }
     for (size_t i = 0; i < n; i++) put(o, (int32_t)id[i]);
 }
@@ -181,9 +172,8 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
         uint32_t l = (uint32_t)top, want = (uint32_t)(top >> 32);
         uint32_t r = b->next[l];
         if (b->id[l] == DEAD || r == DEAD) continue;
-        uint32_t rank, res;
-        if (!ingot__tok_merge(t, b->id[l], b->id[r], &rank, &res) || rank != want) continue;
-        b->id[l] = res;
+        if (ingot__tok_merge_entry(t, b->id[l], b->id[r]) != want) continue;
+        b->id[l] = t->mval[want].res;
         b->id[r] = DEAD;
         b->next[l] = b->next[r];
         if (b->next[r] != DEAD) b->prev[b->next[r]] = l;
@@ -363,17 +353,20 @@ static void spm_try(spm_state *s, uint32_t l, uint32_t r)
     if (l == DEAD || r == DEAD) return;
     size_t size = (size_t)s->len[l] + s->len[r];
     uint32_t res;
+    float score;
     if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
-        uint32_t unused;
-        if (s->id[l] == DEAD || s->id[r] == DEAD ||
-            !ingot__tok_merge(s->t, s->id[l], s->id[r], &unused, &res))
-            return;
+        if (s->id[l] == DEAD || s->id[r] == DEAD) return;
+        uint32_t e = ingot__tok_merge_entry(s->t, s->id[l], s->id[r]);
+        if (e == UINT32_MAX) return;
+        res = s->t->mval[e].res;
+        score = s->t->mval[e].score;
     } else {
         int32_t id = ingot__tok_find(s->t, s->e + s->start[l], size);
         if (id < 0) return;
         res = (uint32_t)id;
+        score = s->t->score[res];
     }
-    spm_big v = {s->t->score[res], l, r, (uint32_t)size, res};
+    spm_big v = {score, l, r, (uint32_t)size, res};
     spm_push(s, v);
 }
 

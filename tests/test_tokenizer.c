@@ -470,6 +470,14 @@ TEST(test_tokenizer_json_refusals)
     ASSERT_IDS(ids, n, 2); /* no Prepend normalizer, no Metaspace: no leading space */
     ingot_tokenizer_close(t);
     ASSERT_ST(json_open("{\"model\": [", &t, &e), INGOT_BAD_METADATA);
+    /* a container where a flag belongs was left unconsumed and the walk never ended (found by
+     * fuzz_tok_json as a timeout; corpus row byte_fallback_array_hang) */
+    static const char hang[] =
+        "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": [\"a b\", \"\\u2581 ab\"]}, "
+        "\"added_tok%ns\": [{\"id\": 0, \"contenent\": \"<s>\", \"special\": true}], \"no"
+        "rmalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
+        "\"\\u2581\", \"prepend_scheme\": \"first\", \"split\": false}}";
+    ASSERT_ST(json_open(hang, &t, &e), INGOT_UNSUPPORTED); /* Metaspace without byte_fallback */
     ASSERT_TRUE(t == NULL);
 }
 

@@ -18,11 +18,27 @@ typedef struct jc {
     size_t blen;
 } jc;
 
-static ingot_status next(jc *c) { return ingot__json_next(&c->j, &c->t, c->err); }
-
 #define BAD(c, st, ...)                                                                          \
     ingot__err((c)->err, st, (c)->j.base_offset + (c)->t.pos, (c)->where, ing_strlen((c)->where), \
                __VA_ARGS__)
+
+/* The next token. The end of the text is an error here: every loop of this file stops on its
+ * container's end token, so reaching END means the walk lost its place. */
+static ingot_status next(jc *c)
+{
+    ING_TRY(ingot__json_next(&c->j, &c->t, c->err));
+    if (c->t.type == ING_JSON_END) return BAD(c, INGOT_BAD_METADATA, "unexpected end of JSON");
+    return INGOT_OK;
+}
+
+/* The text's end after its top-level value. */
+static ingot_status expect_end(jc *c)
+{
+    ING_TRY(ingot__json_next(&c->j, &c->t, c->err));
+    if (c->t.type != ING_JSON_END) return BAD(c, INGOT_BAD_METADATA, "expected the end of JSON");
+    return INGOT_OK;
+}
+
 
 /* Decodes the current string/key token into c->buf. */
 static ingot_status str(jc *c)
@@ -38,6 +54,14 @@ static bool key_is(const jc *c, const char *k)
 
 /* Skips the value whose first token was just read. */
 static ingot_status skip(jc *c) { return ingot__json_skip(&c->j, &c->t, c->err); }
+
+/* The next value where only a scalar is meaningful: a container is consumed whole (c->t then
+ * still says OBJECT or ARRAY, which no caller takes for a scalar). */
+static ingot_status scalar(jc *c)
+{
+    ING_TRY(next(c));
+    return skip(c);
+}
 
 static ingot_status expect(jc *c, ingot__json_type ty, const char *what)
 {
@@ -131,17 +155,17 @@ static ingot_status pre_obj(jc *c, hf *h)
                 ING_TRY(pre_obj(c, h));
             }
         } else if (key_is(c, "use_regex")) {
-            ING_TRY(next(c));
+            ING_TRY(scalar(c));
             use_regex = c->t.type == ING_JSON_TRUE;
         } else if (key_is(c, "add_prefix_space")) {
-            ING_TRY(next(c));
+            ING_TRY(scalar(c));
             prefix = c->t.type == ING_JSON_TRUE;
         } else if (key_is(c, "prepend_scheme")) {
             ING_TRY(next(c));
             first = c->t.type == ING_JSON_STRING && ingot__json_str_eq(&c->t, "first", 5);
             ING_TRY(skip(c));
         } else if (key_is(c, "behavior")) {
-            ING_TRY(next(c));
+            ING_TRY(scalar(c));
             split_isolated = c->t.type == ING_JSON_STRING &&
                              ingot__json_str_eq(&c->t, "Isolated", 8);
         } else if (key_is(c, "pattern")) {
@@ -207,7 +231,7 @@ static ingot_status norm_obj(jc *c, hf *h)
                 else ING_TRY(skip(c));
             }
         } else if (key_is(c, "type")) {
-            ING_TRY(next(c));
+            ING_TRY(scalar(c));
             if (c->t.type == ING_JSON_STRING && ingot__json_str_eq(&c->t, "Prepend", 7))
                 h->prepend_norm = true;
         } else {
@@ -330,7 +354,7 @@ static ingot_status model_obj(jc *c, hf *h, tok_build *b)
             ING_TRY(merges_arr(c, b));
         } else if (key_is(c, "byte_fallback") || key_is(c, "ignore_merges")) {
             bool *f = key_is(c, "byte_fallback") ? &h->byte_fallback : &h->ignore_merges;
-            ING_TRY(next(c));
+            ING_TRY(scalar(c));
             *f = c->t.type == ING_JSON_TRUE;
         } else if (key_is(c, "unk_token")) {
             ING_TRY(next(c));
@@ -376,7 +400,7 @@ static ingot_status added_arr(jc *c, hf *h, tok_build *b)
                 cl = c->blen;
                 have_content = true;
             } else if (key_is(c, "special")) {
-                ING_TRY(next(c));
+                ING_TRY(scalar(c));
                 special = c->t.type == ING_JSON_TRUE;
             } else {
                 ING_TRY(next(c));
@@ -451,7 +475,7 @@ static ingot_status hf_pass(const uint8_t *buf, size_t n, hf *h, tok_build *b, i
             ING_TRY(skip(c));
         }
     }
-    return expect(c, ING_JSON_END, "the end of the JSON text");
+    return expect_end(c);
 }
 
 /* tokenizer_config.json: bos/eos/unk/pad tokens (a string or {"content": ...}), add_bos_token,
@@ -498,7 +522,7 @@ static ingot_status config_pass(const uint8_t *buf, size_t n, tok_build *b, ingo
             ING_TRY(skip(c));
         }
     }
-    return expect(c, ING_JSON_END, "the end of the JSON text");
+    return expect_end(c);
 }
 
 #define UNSUP(err, ...) \
@@ -612,7 +636,7 @@ ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const u
         c->where = "encoder.json";
         if ((st = expect(c, ING_JSON_OBJECT, "a JSON object")) != INGOT_OK) goto done;
         if ((st = vocab_obj(c, pass ? &b : NULL, &max_id, &entries)) != INGOT_OK) goto done;
-        if ((st = expect(c, ING_JSON_END, "the end of the JSON text")) != INGOT_OK) goto done;
+        if ((st = expect_end(c)) != INGOT_OK) goto done;
         if (pass == 0) {
             if (max_id < 0) {
                 st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, "encoder.json", 12,

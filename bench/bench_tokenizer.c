@@ -5,13 +5,15 @@
  * drawn with a fixed LCG from three pools, until --mb megabytes: English prose (the .md files of
  * ../shared and ../shared/formats, read-only), C code (the .c files of src/core/), and
  * multilingual text (every sample of ../shared/fixtures/tokenizers/gpt2/TestPlans.txt and
- * llama.cpp's vector inputs: CJK, Cyrillic, Arabic scripts, emoji, whitespace runs). The unit of work is a chunk: consecutive lines joined
- * until it holds at least 4096 bytes (the Python reference encodes the same chunks).
+ * llama.cpp's vector inputs: CJK, Cyrillic, Arabic scripts, emoji, whitespace runs). The unit
+ * of work is a chunk: consecutive lines joined until it holds at least 4096 bytes (the Python
+ * reference encodes the same chunks).
  * Cases: GPT-2 byte-level BPE (ggml-vocab-gpt-2.gguf), Llama 3 BPE (llama3/tokenizer.json),
  * Llama 2 SentencePiece (ggml-vocab-llama-spm.gguf). Encode: every chunk, scratch reused, one
- * thread; "warm chunk": the first chunk encoded 1000 times (the tables stay in cache). Decode: every chunk's ids back to bytes. Times are the thread's CPU time (the machines
- * this runs on are shared), so MB/s is per busy core. Printed: the command line, the median of
- * --reps runs, MB/s of text (input bytes for encode, output bytes for decode).
+ * thread; "warm chunk": the first chunk encoded 1000 times (the tables stay in cache). Decode:
+ * every chunk's ids back to bytes. Times are the thread's CPU time (the machines this runs on
+ * are shared), so MB/s is per busy core. Printed: the command line, the median of --reps runs,
+ * MB/s of text (input bytes for encode, output bytes for decode).
  *
  *   bench_tokenizer [--mb N] [--reps N] [--out corpus.txt]
  */

@@ -184,7 +184,8 @@ def main():
     reps = int(sys.argv[sys.argv.index('--reps') + 1]) if '--reps' in sys.argv else 3
     data = open(sys.argv[1], 'rb').read()
     parts = chunks(data)
-    print('corpus: %d bytes, %d chunks; python %s' % (len(data), len(parts), sys.version.split()[0]))
+    print('corpus: %d bytes, %d chunks; python %s'
+          % (len(data), len(parts), sys.version.split()[0]))
     g = GPT2(os.path.join(FIX, 'tokenizers', 'gpt2'))
     run('gpt-2 pure Python (cache kept)', g.encode, parts, reps, len(data))
     sp = spm_model(os.path.join(FIX, 'tokenizers', 'llama.cpp', 'ggml-vocab-llama-spm.gguf'))

@@ -392,7 +392,8 @@ TEST(test_concurrent_encode_decode)
     free(buf);
 }
 
-RUN_TESTS(T(test_concurrent_encode_decode), T(test_gpt2_gguf_llamacpp_vectors), T(test_spm_gguf_llamacpp_vectors),
+RUN_TESTS(T(test_concurrent_encode_decode), T(test_gpt2_gguf_llamacpp_vectors),
+          T(test_spm_gguf_llamacpp_vectors),
           T(test_llama3_json_llamacpp_vectors), T(test_gpt2_encoder_json_llamacpp_vectors),
           T(test_gpt2_encoder_json_r50k_testplans), T(test_stories260k_gguf_and_tok512_agree),
           T(test_stories260k_decode_llama2c_golden))

@@ -17,6 +17,8 @@ foreach(t ${INGOT_REPLAY_TARGETS})
   add_executable(replay_${t} ${PROJECT_SOURCE_DIR}/fuzz/${t}.c
                  ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
   target_link_libraries(replay_${t} PRIVATE ingot_internal m)
+  target_compile_definitions(replay_${t} PRIVATE
+                             INGOT_FIXTURES="${PROJECT_SOURCE_DIR}/../shared/fixtures")
   # ${build}/fuzz/replay_<target>, where scripts/test.sh runs them under valgrind
   set_target_properties(replay_${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/fuzz)
   # The target's own corpus must exist and hold inputs; the shared corpora after --optional may

@@ -16,6 +16,9 @@ pkgs=(
   libopenblas-dev     # optional f32 GEMM accelerator and the GEMM/GEMV benchmark baseline
   valgrind            # the test script replays tests under memcheck
   python3             # CLI tests parse `ingot info --json`
+  python3-sentencepiece  # bench/tok_ref.py only: the SentencePiece baseline of bench_tokenizer
+  python3-protobuf    # bench/tok_ref.py only: writes the SentencePiece model from a GGUF vocab
+  python3-regex       # bench/tok_ref.py only: \p{L}/\p{N} for the pure-Python GPT-2 floor
   binutils            # nm/readelf for the freestanding and SONAME checks
 )
 missing=()

@@ -7,6 +7,7 @@
  *   quant.h   GGML block decoding/encoding
  *   backend.h tensor backends and ops;  runtime.h the dense MLP runtime
  *   lm.h      language models (Llama family, MoE, GPT-2): sessions, sampling, generate
+ *   tokenizer.h  text to token ids and back (BPE, SentencePiece), without a model
  */
 #ifndef INGOT_INGOT_H
 #define INGOT_INGOT_H
@@ -18,5 +19,6 @@
 #include "ingot/backend.h"
 #include "ingot/runtime.h"
 #include "ingot/lm.h"
+#include "ingot/tokenizer.h"
 
 #endif

@@ -351,6 +351,45 @@ if [ -d "$SM" ]; then
 else
     echo "FAIL: $SM missing (the shared model fixtures)"; fails=$((fails + 1))
 fi
+# tokenize / detokenize (issue 14). Expected ids are llama.cpp's vectors for "Hello world"
+# (../shared/fixtures/tokenizers/llama.cpp/*.out, case 12), BOS ids from the vocabularies.
+FIX="$HERE/../../../shared/fixtures"
+TOK="$FIX/tokenizers"
+run 0 "$ING" tokenize "$TOK/llama.cpp/ggml-vocab-gpt-2.gguf" --text "Hello world"
+expect_out "^15496 995$"
+run 0 "$ING" tokenize "$TOK/gpt2" --text "Hello world"
+expect_out "^15496 995$"
+run 0 "$ING" tokenize "$TOK/gpt2/encoder.json" --no-bos --text "Hello world"
+expect_out "^15496 995$"
+run 0 "$ING" tokenize "$TOK/llama.cpp/ggml-vocab-llama-spm.gguf" --text "Hello world"
+expect_out "^1 15043 3186$"
+run 0 "$ING" tokenize "$TOK/llama.cpp/ggml-vocab-llama-spm.gguf" --no-bos --text "Hello world"
+expect_out "^15043 3186$"
+run 0 "$ING" tokenize "$TOK/llama3" --text "Hello world"
+expect_out "^128000 9906 1917$"
+run 0 "$ING" tokenize "$TOK/llama3/tokenizer.json" --no-bos --parse-special --text "Hello world<|eot_id|>"
+expect_out "^9906 1917 128009$"
+printf 'Hello world' > hw.txt
+run 0 "$ING" tokenize "$FIX/models/stories260K/tok512.bin" --file hw.txt
+cp out.txt tok512.txt
+run 0 "$ING" tokenize "$FIX/models/stories260K" --file hw.txt
+same out.txt tok512.txt
+run 0 "$ING" detokenize "$TOK/llama.cpp/ggml-vocab-llama-spm.gguf" --tokens 1,15043,3186
+printf 'Hello world' > want.txt
+same out.txt want.txt
+run 0 "$ING" detokenize "$TOK/llama3/tokenizer.json" --tokens 128000,9906,1917 --special
+printf '<|begin_of_text|>Hello world' > want.txt
+same out.txt want.txt
+run 1 "$ING" detokenize "$TOK/gpt2" --tokens 50257
+expect_err "RANGE"
+run 1 "$ING" tokenize "$FIX/npy" --text x
+expect_err "NOT_FOUND"
+printf '{"model": {"type": "WordPiece", "vocab": {"a": 0}}}' > wp.json
+run 1 "$ING" tokenize wp.json --text x
+expect_err "UNSUPPORTED"
+expect_err "WordPiece"
+run 2 "$ING" tokenize "$TOK/gpt2"
+run 2 "$ING" detokenize "$TOK/gpt2" --tokens 1,x
 
 # usage errors
 run 2 "$ING"

@@ -14,5 +14,8 @@ int ingot_cli_generate(int argc, char **argv);
 /* `ingot bench generate MODEL` (cmd_lm.c): prefill and decode tokens/s against the compute and
  * memory bounds measured in the same run, and time to first token. */
 int ingot_cli_bench_generate(int argc, char **argv);
+/* `ingot tokenize SOURCE ...` and `ingot detokenize SOURCE --tokens ...` (cmd_tokenize.c). */
+int ingot_cli_tokenize(int argc, char **argv);
+int ingot_cli_detokenize(int argc, char **argv);
 
 #endif

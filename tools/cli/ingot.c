@@ -56,6 +56,8 @@ static int usage(const char *fmt, ...)
             "  ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16]\n"
             "  ingot generate MODEL [--tokens ID,...] [-n N] [--temp T] ... (ingot generate "
             "--help)\n"
+            "  ingot tokenize SOURCE [--no-bos] [--parse-special] (--text STR | --file F)\n"
+            "  ingot detokenize SOURCE --tokens ID,ID,... [--special]\n"
             "  ingot --version\n"
             "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
             "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n"
@@ -1839,5 +1841,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return ingot_cli_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return ingot_cli_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "generate")) return ingot_cli_generate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "tokenize")) return ingot_cli_tokenize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "detokenize")) return ingot_cli_detokenize(argc - 2, argv + 2);
     return usage("unknown command '%s'", cmd);
 }

@@ -1,0 +1,291 @@
+/*
+ * bench_tokenizer.c - encode and decode throughput of the tokenizers on a few MB of mixed text.
+ *
+ * Corpus (deterministic, written to --out so bench/tok_ref.py encodes the very same bytes): lines
+ * drawn with a fixed LCG from three pools, until --mb megabytes: English prose (the .md files of
+ * ../shared and ../shared/formats, read-only), C code (the .c files of src/core/), and
+ * multilingual text (every sample of ../shared/fixtures/tokenizers/gpt2/TestPlans.txt and
+ * llama.cpp's vector inputs: CJK, Cyrillic, Arabic scripts, emoji, whitespace runs). The unit
+ * of work is a chunk: consecutive lines joined until it holds at least 4096 bytes (the Python
+ * reference encodes the same chunks).
+ * Cases: GPT-2 byte-level BPE (ggml-vocab-gpt-2.gguf), Llama 3 BPE (llama3/tokenizer.json),
+ * Llama 2 SentencePiece (ggml-vocab-llama-spm.gguf). Encode: every chunk, scratch reused, one
+ * thread; "warm chunk": the first chunk encoded 1000 times (the tables stay in cache). Decode:
+ * every chunk's ids back to bytes. Times are the thread's CPU time (the machines this runs on
+ * are shared), so MB/s is per busy core. Printed: the command line, the median of --reps runs,
+ * MB/s of text (input bytes for encode, output bytes for decode).
+ *
+ *   bench_tokenizer [--mb N] [--reps N] [--out corpus.txt]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ingot/ingot.h"
+
+#define FIX INGOT_SOURCE_DIR "/../shared/fixtures"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: the machine is shared */
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct pool {
+    char **line;
+    size_t *len;
+    size_t n, cap;
+} pool;
+
+static void pool_add(pool *p, const char *s, size_t n)
+{
+    if (n == 0) return;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 1024;
+        p->line = realloc(p->line, p->cap * sizeof *p->line);
+        p->len = realloc(p->len, p->cap * sizeof *p->len);
+    }
+    p->line[p->n] = malloc(n);
+    memcpy(p->line[p->n], s, n);
+    p->len[p->n++] = n;
+}
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)sz + 1);
+    *n = fread(p, 1, (size_t)sz, f);
+    fclose(f);
+    p[*n] = 0;
+    return p;
+}
+
+/* Adds every line of a file (newline kept). */
+static void add_lines(pool *p, const char *path)
+{
+    size_t n;
+    char *b = slurp(path, &n);
+    if (!b) return;
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && b[e] != '\n') e++;
+        if (e < n) e++;
+        pool_add(p, b + i, e - i);
+        i = e;
+    }
+    free(b);
+}
+
+static void add_dir(pool *p, const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char *names[512];
+    int k = 0;
+    for (struct dirent *de; (de = readdir(d)) && k < 512;) {
+        size_t l = strlen(de->d_name), sl = strlen(suffix);
+        if (l > sl && !strcmp(de->d_name + l - sl, suffix)) names[k++] = strdup(de->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < k; i++) /* sorted: the corpus must not depend on readdir order */
+        for (int j = i + 1; j < k; j++)
+            if (strcmp(names[j], names[i]) < 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+    for (int i = 0; i < k; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        add_lines(p, path);
+        free(names[i]);
+    }
+}
+
+static void add_samples(pool *p)
+{
+    size_t n;
+    char *b = slurp(FIX "/tokenizers/gpt2/TestPlans.txt", &n);
+    for (char *s = b; s && (s = strstr(s, "Sample: "));) {
+        s += 8;
+        char *e = strchr(s, '\n');
+        if (!e) break;
+        pool_add(p, s, (size_t)(e - s + 1));
+        s = e;
+    }
+    free(b);
+    b = slurp(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf.inp", &n);
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    for (char *s = b; s;) {
+        char *e = strstr(s, sep);
+        if (!e) break;
+        pool_add(p, s, (size_t)(e - s + 1));
+        s = e + sizeof sep - 1;
+    }
+    free(b);
+}
+
+typedef struct chunk {
+    size_t off, len;
+} chunk;
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    double mb = 4;
+    int reps = 5;
+    const char *out = BENCH_DEFAULT_DIR "/bench_tokenizer_corpus.txt";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--mb") && i + 1 < argc) mb = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--out FILE]\n");
+            return 2;
+        }
+    }
+    if (reps < 1 || reps > 99) reps = 5;
+    printf("command:");
+    for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
+    printf("\n");
+    pool prose = {0}, code = {0}, multi = {0};
+    add_dir(&prose, INGOT_SOURCE_DIR "/../shared", ".md"); /* read-only: the corpus stays put */
+    add_dir(&prose, INGOT_SOURCE_DIR "/../shared/formats", ".md");
+    add_dir(&code, INGOT_SOURCE_DIR "/src/core", ".c");
+    add_samples(&multi);
+    if (!prose.n || !code.n || !multi.n) {
+        fprintf(stderr, "bench_tokenizer: corpus sources missing\n");
+        return 1;
+    }
+    size_t target = (size_t)(mb * 1e6), n = 0, cap = target + 65536;
+    char *text = malloc(cap);
+    size_t pos[3] = {0, 0, 0};
+    uint64_t lcg = 0x2545F4914F6CDD1Dull;
+    size_t by_kind[3] = {0, 0, 0};
+    while (n < target) {
+        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned r = (unsigned)(lcg >> 33) % 100;
+        int k = r < 40 ? 0 : r < 75 ? 1 : 2;
+        pool *p = k == 0 ? &prose : k == 1 ? &code : &multi;
+        for (int run = 0; run < 8 && n < target; run++) { /* runs of 8 lines keep some context */
+            size_t i = pos[k]++ % p->n;
+            memcpy(text + n, p->line[i], p->len[i]);
+            n += p->len[i];
+            by_kind[k] += p->len[i];
+        }
+    }
+    FILE *f = fopen(out, "wb");
+    if (!f || fwrite(text, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "bench_tokenizer: cannot write %s\n", out);
+        return 1;
+    }
+    printf("corpus: %zu bytes (prose %zu, code %zu, multilingual %zu) -> %s\n", n, by_kind[0],
+           by_kind[1], by_kind[2], out);
+    /* chunks: lines joined until >= 4096 bytes */
+    chunk *ch = malloc((n / 4096 + 2) * sizeof *ch);
+    size_t nch = 0;
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && e - i < 4096) {
+            while (e < n && text[e] != '\n') e++;
+            if (e < n) e++;
+        }
+        ch[nch].off = i;
+        ch[nch++].len = e - i;
+        i = e;
+    }
+    static const char *const names[3] = {"gpt-2 (byte-level BPE, GGUF)",
+                                         "llama-3 (BPE, tokenizer.json)",
+                                         "llama-2 (SentencePiece, GGUF)"};
+    static const char *const paths[3] = {FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf",
+                                         FIX "/tokenizers/llama3/tokenizer.json",
+                                         FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf"};
+    size_t maxch = 0;
+    for (size_t i = 0; i < nch; i++)
+        if (ch[i].len > maxch) maxch = ch[i].len;
+    const char *only = getenv("BENCH_TOK_ONLY"); /* "0", "1" or "2": one case (profiling) */
+    for (int k = 0; k < 3; k++) {
+        if (only && atoi(only) != k) continue;
+        ingot_tokenizer *t = NULL;
+        ingot_error e;
+        if (ingot_tokenizer_open(paths[k], NULL, &t, &e) != INGOT_OK) {
+            char b[300];
+            fprintf(stderr, "%s: %s\n", paths[k], ingot_error_format(&e, b, sizeof b));
+            return 1;
+        }
+        size_t ss = ingot_tokenizer_scratch_size(t, maxch);
+        void *scratch = malloc(ss);
+        size_t idcap = 0;
+        for (size_t i = 0; i < nch; i++) idcap += ingot_tokenizer_max_tokens(ch[i].len);
+        int32_t *ids = malloc(idcap * sizeof *ids);
+        size_t *cnt = malloc(nch * sizeof *cnt);
+        char *back = malloc(n + 16);
+        double te[100], td[100];
+        size_t total_ids = 0, dec_bytes = 0;
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            size_t o = 0;
+            for (size_t i = 0; i < nch; i++) {
+                size_t m = 0;
+                if (ingot_tokenizer_encode(t, text + ch[i].off, ch[i].len, 0, ids + o,
+                                           idcap - o, &m, scratch, ss, &e) != INGOT_OK) {
+                    fprintf(stderr, "encode failed\n");
+                    return 1;
+                }
+                cnt[i] = m;
+                o += m;
+            }
+            te[r] = now() - t0;
+            total_ids = o;
+            t0 = now();
+            size_t bo = 0, p = 0;
+            for (size_t i = 0; i < nch; i++) {
+                size_t l = 0;
+                ingot_tokenizer_decode(t, ids + p, cnt[i], 0, back + bo, n + 16 - bo, &l, NULL);
+                p += cnt[i];
+                bo += l;
+            }
+            td[r] = now() - t0;
+            dec_bytes = bo;
+        }
+        /* warm: the first chunk again and again (tables in cache): the per-word cost alone */
+        double tw[100];
+        size_t wn = 0, witers = 1000;
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            for (size_t it = 0; it < witers; it++)
+                ingot_tokenizer_encode(t, text + ch[0].off, ch[0].len, 0, ids, idcap, &wn,
+                                       scratch, ss, NULL);
+            tw[r] = now() - t0;
+        }
+        qsort(tw, (size_t)reps, sizeof tw[0], cmp_d);
+        qsort(te, (size_t)reps, sizeof te[0], cmp_d);
+        qsort(td, (size_t)reps, sizeof td[0], cmp_d);
+        bool same = dec_bytes == n && memcmp(back, text, n) == 0;
+        printf("%-31s encode %7.1f MB/s (%zu ids, %.2f bytes/id)  decode %7.1f MB/s  "
+               "round trip %s  warm chunk %.1f MB/s\n",
+               names[k], n / te[reps / 2] / 1e6, total_ids, (double)n / total_ids,
+               dec_bytes / td[reps / 2] / 1e6, same ? "exact" : "DIFFERS",
+               (double)ch[0].len * witers / tw[reps / 2] / 1e6);
+        free(scratch);
+        free(ids);
+        free(cnt);
+        free(back);
+        ingot_tokenizer_close(t);
+    }
+    return 0;
+}

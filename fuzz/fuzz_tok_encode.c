@@ -1,0 +1,41 @@
+/*
+ * fuzz_tok_encode.c - libFuzzer target for encoding arbitrary bytes with the real vocabularies
+ * of ../shared/fixtures (GPT-2 and Llama 2 SentencePiece GGUFs, Llama 3 tokenizer.json,
+ * stories260K tok512.bin), opened once: the first input byte picks the vocabulary and the flags,
+ * the rest is the text. Ids stay in the vocabulary, size queries agree, the streaming decoder
+ * emits valid UTF-8 only, and byte-level BPE gives decode(encode(s)) == s for every input.
+ */
+#include "tok_exercise.h"
+
+#ifndef INGOT_FIXTURES
+#define INGOT_FIXTURES "../shared/fixtures"
+#endif
+
+static ingot_tokenizer *toks[4];
+
+static void open_all(void)
+{
+    static const char *const paths[4] = {
+        INGOT_FIXTURES "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf",
+        INGOT_FIXTURES "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf",
+        INGOT_FIXTURES "/tokenizers/llama3/tokenizer.json",
+        INGOT_FIXTURES "/models/stories260K/tok512.bin"};
+    for (int i = 0; i < 4; i++) {
+        ingot_error e;
+        if (ingot_tokenizer_open(paths[i], NULL, &toks[i], &e) != INGOT_OK) {
+            char b[300];
+            fprintf(stderr, "fuzz_tok_encode: %s: %s\n", paths[i],
+                    ingot_error_format(&e, b, sizeof b));
+            abort();
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+    if (!toks[0]) open_all();
+    if (n < 1) return 0;
+    const ingot_tokenizer *t = toks[d[0] & 3];
+    tok_encode_check(t, d + 1, n - 1, (d[0] >> 2) & 3);
+    return 0;
+}

@@ -1,0 +1,177 @@
+/*
+ * ingot/tokenizer.h - text to token ids and back, without a model.
+ *
+ * Kinds (docs/TOKENIZERS.md has the details and what is refused):
+ *   "bpe"  byte-level BPE of the GPT-2 family: bytes mapped to printable code points, a regex
+ *          pre-tokenizer (GPT-2, Llama 3 and the other byte-level ones llama.cpp names in
+ *          tokenizer.ggml.pre), merges by rank, Llama 3's ignore_merges.
+ *   "spm"  SentencePiece-style (Llama 1/2, Mistral, TinyLlama, stories): '\xe2\x96\x81' for
+ *          spaces, a leading space added, merges chosen by score, <0xNN> byte fallback.
+ *   "bpe-fallback"  Hugging Face BPE with byte_fallback (tokenizer.json of SentencePiece models):
+ *          the same text handling as "spm", merges by rank.
+ * Sources: a GGUF file's tokenizer.ggml.* metadata (an open ingot_file), a Hugging Face
+ * tokenizer.json (tokenizer_config.json beside it is read too), llama2.c's tokenizer.bin, and
+ * OpenAI's encoder.json + vocab.bpe or Hugging Face's vocab.json + merges.txt (a folder).
+ * WordPiece, Unigram and unknown pre-tokenizers are refused with INGOT_UNSUPPORTED naming them.
+ *
+ * Ownership: ingot_tokenizer_open*() return an owned handle (ingot_tokenizer_close() releases it,
+ * NULL is a no-op); everything is copied at open, so the source file may be closed afterwards.
+ * Strings handed out are borrowed until close. A failed call leaves *out NULL.
+ *
+ * Memory: open allocates everything the vocabulary needs, through the allocator of the options.
+ * Encoding needs work memory proportional to the text (the BPE and SentencePiece merge state):
+ * pass `scratch` of ingot_tokenizer_scratch_size() bytes to allocate nothing; with scratch NULL
+ * encode takes that much from the tokenizer's allocator for the duration of the call. Decoding
+ * and the streaming decoder never allocate.
+ *
+ * Threads: a tokenizer is immutable after open; any number of threads may encode and decode with
+ * one handle at once (each with its own scratch and stream state). Close must not race.
+ *
+ * Input text is bytes: invalid UTF-8 is accepted and kept byte for byte (for byte-level BPE each
+ * invalid byte is one code point of no class, so decode(encode(s)) == s for any bytes).
+ */
+#ifndef INGOT_TOKENIZER_H
+#define INGOT_TOKENIZER_H
+
+#include "ingot/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ingot_tokenizer ingot_tokenizer;
+
+/** Open options. Zero-initialise ({0}) for the defaults. */
+typedef struct ingot_tokenizer_opts {
+    const ingot_allocator *allocator; /**< NULL: libc; copied, ctx must outlive the tokenizer */
+} ingot_tokenizer_opts;
+
+/** Opens the tokenizer described by a GGUF file's tokenizer.ggml.* metadata (model "gpt2" or
+ *  "llama"; a vocab-only GGUF or a full model). f is only read during the call.
+ *  NOT_FOUND when the file has no tokenizer.ggml.model; UNSUPPORTED for other models ("bert",
+ *  "t5", ...) and unknown tokenizer.ggml.pre values; BAD_METADATA / BAD_ARRAY / WRONG_TYPE for
+ *  inconsistent vocabularies (the error names the key and element). */
+INGOT_API ingot_status ingot_tokenizer_open_file(const ingot_file *f,
+                                                 const ingot_tokenizer_opts *opts,
+                                                 ingot_tokenizer **out, ingot_error *err);
+
+/** Opens a tokenizer from a path: a GGUF file (model or vocab), a tokenizer.json, a llama2.c
+ *  tokenizer.bin, or a folder holding tokenizer.json, encoder.json + vocab.bpe, vocab.json +
+ *  merges.txt, tokenizer.bin or a single *.gguf (tried in that order). The kind of a file is told
+ *  from its content. */
+INGOT_API ingot_status ingot_tokenizer_open(const char *path, const ingot_tokenizer_opts *opts,
+                                            ingot_tokenizer **out, ingot_error *err);
+
+/** Opens a tokenizer held in memory (copied): GGUF, tokenizer.json or llama2.c tokenizer.bin,
+ *  told from the content. */
+INGOT_API ingot_status ingot_tokenizer_open_buffer(const void *buf, size_t size,
+                                                   const ingot_tokenizer_opts *opts,
+                                                   ingot_tokenizer **out, ingot_error *err);
+
+/** Releases the tokenizer. NULL is a no-op. */
+INGOT_API void ingot_tokenizer_close(ingot_tokenizer *t);
+
+/** "bpe", "spm" or "bpe-fallback" (static storage). */
+INGOT_API const char *ingot_tokenizer_kind(const ingot_tokenizer *t);
+/** The pre-tokenizer: a tokenizer.ggml.pre name ("gpt-2", "llama-bpe", ...) for "bpe", "none"
+ *  for the others (static storage). */
+INGOT_API const char *ingot_tokenizer_pre(const ingot_tokenizer *t);
+/** Number of token ids (valid ids are 0 .. vocab_size-1). */
+INGOT_API uint32_t ingot_tokenizer_vocab_size(const ingot_tokenizer *t);
+
+/** Special token roles. */
+typedef enum ingot_token_role {
+    INGOT_TOKEN_BOS = 0,
+    INGOT_TOKEN_EOS = 1,
+    INGOT_TOKEN_UNK = 2,
+    INGOT_TOKEN_PAD = 3,
+} ingot_token_role;
+
+/** Id of a special token, or -1 when the vocabulary has none for that role. */
+INGOT_API int32_t ingot_tokenizer_special(const ingot_tokenizer *t, ingot_token_role role);
+/** Whether encoding with INGOT_ENCODE_ADD_SPECIAL prepends BOS / appends EOS (from the file:
+ *  tokenizer.ggml.add_bos_token, tokenizer_config.json add_bos_token, a TemplateProcessing
+ *  post-processor; else the kind's default: BOS for "spm", "bpe-fallback" and Llama 3's BPE). */
+INGOT_API bool ingot_tokenizer_adds_bos(const ingot_tokenizer *t);
+INGOT_API bool ingot_tokenizer_adds_eos(const ingot_tokenizer *t);
+
+/** The vocabulary's text of token id as stored ("\xc4\xa0the" for byte-level BPE,
+ *  "\xe2\x96\x81the" or "<0x0A>" for SentencePiece). Borrowed until close, not NUL-terminated in
+ *  general. RANGE for an id outside the vocabulary. */
+INGOT_API ingot_status ingot_tokenizer_token_text(const ingot_tokenizer *t, int32_t id,
+                                                  const char **text, size_t *len);
+/** True if id is a control token (BOS, EOS, <|eot_id|>, ...), which decodes to nothing unless
+ *  INGOT_DECODE_SPECIAL is given. False for ids outside the vocabulary. */
+INGOT_API bool ingot_tokenizer_is_control(const ingot_tokenizer *t, int32_t id);
+
+/** Encode flags. */
+enum {
+    /** Add the BOS / EOS the tokenizer asks for (ingot_tokenizer_adds_bos/_eos). */
+    INGOT_ENCODE_ADD_SPECIAL = 1u << 0,
+    /** Text spelling a control token ("<s>", "<|begin_of_text|>") becomes that token. Without
+     *  it only user-defined added tokens are recognised, as llama.cpp does. */
+    INGOT_ENCODE_PARSE_SPECIAL = 1u << 1,
+};
+
+/** Most ids encoding `len` bytes can give: 4 * len + 8 (SentencePiece without a U+2581 token
+ *  spells each space, and the space it adds after a special token, as three byte tokens). */
+INGOT_API size_t ingot_tokenizer_max_tokens(size_t len);
+
+/** Bytes of scratch ingot_tokenizer_encode() needs for a text of `len` bytes (0 on overflow). */
+INGOT_API size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t len);
+
+/** Encodes text[0..len) into ids. *n_out receives the number of ids the text encodes to.
+ *  ids NULL (cap 0): size query, returns OK. Else RANGE when cap < *n_out (the first cap ids
+ *  are written). scratch: NULL, or at least ingot_tokenizer_scratch_size(t, len) bytes (else
+ *  MISUSE), aligned to 8. NOMEM only when scratch is NULL and the allocator fails. */
+INGOT_API ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text,
+                                              size_t len, uint32_t flags, int32_t *ids,
+                                              size_t cap, size_t *n_out, void *scratch,
+                                              size_t scratch_size, ingot_error *err);
+
+/** Decode flags. */
+enum {
+    /** Control tokens decode to their text instead of nothing. */
+    INGOT_DECODE_SPECIAL = 1u << 0,
+    /** Keep the space SentencePiece adds in front of the text (by default decoding strips one
+     *  leading space from the first token that is not a control token, so that
+     *  decode(encode(s)) == s). */
+    INGOT_DECODE_KEEP_LEADING_SPACE = 1u << 1,
+};
+
+/** Decodes ids into bytes (not NUL-terminated): byte-level tokens mapped back to bytes,
+ *  SentencePiece '\xe2\x96\x81' to spaces and <0xNN> to byte NN. *len_out receives the length.
+ *  out NULL (cap 0): size query. RANGE when cap is too small or an id is outside the vocabulary
+ *  (err names the position). Allocates nothing. */
+INGOT_API ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids,
+                                              size_t n, uint32_t flags, char *out, size_t cap,
+                                              size_t *len_out, ingot_error *err);
+
+/** Streaming decoder state: caller-allocated, one per stream, for printing token by token.
+ *  Initialise with ingot_tokenizer_stream_init(). It holds back the bytes of an incomplete UTF-8
+ *  sequence, so what push emits is always valid UTF-8: bytes that can never form a valid
+ *  sequence are replaced by U+FFFD. Members are private. */
+typedef struct ingot_tokenizer_stream {
+    uint32_t flags;
+    uint32_t started;
+    uint32_t npend;
+    uint8_t pend[4];
+} ingot_tokenizer_stream;
+
+INGOT_API void ingot_tokenizer_stream_init(ingot_tokenizer_stream *s, uint32_t flags);
+/** Output bytes one push or flush can write at most (cap of out). */
+INGOT_API size_t ingot_tokenizer_stream_max(const ingot_tokenizer *t);
+/** Decodes one more id; writes the complete UTF-8 it makes available to out (cap >=
+ *  ingot_tokenizer_stream_max(t), else MISUSE) and its length to *len. RANGE for a bad id. */
+INGOT_API ingot_status ingot_tokenizer_stream_push(const ingot_tokenizer *t,
+                                                   ingot_tokenizer_stream *s, int32_t id,
+                                                   char *out, size_t cap, size_t *len);
+/** End of stream: held-back bytes of an incomplete sequence come out as U+FFFD. */
+INGOT_API ingot_status ingot_tokenizer_stream_flush(const ingot_tokenizer *t,
+                                                    ingot_tokenizer_stream *s, char *out,
+                                                    size_t cap, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* INGOT_TOKENIZER_H */

@@ -1,0 +1,760 @@
+/*
+ * tok_build.c - from what a loader gathered (tok_build: token texts, scores, types, merges as
+ * text pairs, special ids) to the immutable ingot_tokenizer: each token's decoded bytes (GPT-2's
+ * byte-to-code-point map undone, SentencePiece's U+2581 and <0xNN> undone), the token hash, the
+ * merge hash, byte tokens and the special-token list. Every inconsistency is an error naming the
+ * token or merge index.
+ */
+#include "alloc.h"
+#include "error.h"
+#include "tok_internal.h"
+
+#define NO_ID UINT32_MAX
+
+ingot_status ingot__tok_build_init(tok_build *b, const ingot_allocator *a, uint32_t n,
+                                   ingot_error *err)
+{
+    ING_MEMSET(b, 0, sizeof *b);
+    b->alloc = a;
+    b->bos = b->eos = b->unk = b->pad = -1;
+    b->add_bos = b->add_eos = -1;
+    b->space_prefix = -1;
+    b->where = "tokenizer";
+    if (n > TOK_MAX_VOCAB)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, b->where, ing_strlen(b->where),
+                          "%u tokens: more than the limit of %u", n, TOK_MAX_VOCAB);
+    b->n = n;
+    b->off = ingot__calloc(a, (size_t)n * 4);
+    b->len = ingot__calloc(a, (size_t)n * 4);
+    b->score = ingot__calloc(a, (size_t)n * 4);
+    b->type = ingot__calloc(a, n);
+    b->have = ingot__calloc(a, n);
+    if (!b->off || !b->len || !b->score || !b->type || !b->have) {
+        ingot__tok_build_free(b);
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0, "vocabulary of %u tokens",
+                          n);
+    }
+    for (uint32_t i = 0; i < n; i++) b->type[i] = TOK_T_NORMAL;
+    return INGOT_OK;
+}
+
+void ingot__tok_build_free(tok_build *b)
+{
+    const ingot_allocator *a = b->alloc;
+    ingot__free(a, b->blob, b->blob_cap);
+    ingot__free(a, b->off, (size_t)b->n * 4);
+    ingot__free(a, b->len, (size_t)b->n * 4);
+    ingot__free(a, b->score, (size_t)b->n * 4);
+    ingot__free(a, b->type, b->n);
+    ingot__free(a, b->have, b->n);
+    ingot__free(a, b->mblob, b->mblob_cap);
+    ingot__free(a, b->moff, (size_t)b->merges_cap * 16);
+    ING_MEMSET(b, 0, sizeof *b);
+}
+
+static bool blob_push(const ingot_allocator *a, uint8_t **blob, size_t *len, size_t *cap,
+                      const void *s, size_t n)
+{
+    if (*cap - *len < n) {
+        size_t nc = *cap ? *cap : 4096;
+        while (nc - *len < n) {
+            if (nc > SIZE_MAX / 2) return false;
+            nc *= 2;
+        }
+        void *p = *blob;
+        if (!ingot__grow(a, &p, *cap, nc)) return false;
+        *blob = p;
+        *cap = nc;
+    }
+    if (n) ING_MEMCPY(*blob + *len, s, n);
+    *len += n;
+    return true;
+}
+
+/* Token i's gathered text (the blob is NULL while every text is empty). */
+static const uint8_t *btext(const tok_build *b, uint32_t i)
+{
+    return b->blob ? b->blob + b->off[i] : (const uint8_t *)"";
+}
+
+int64_t ingot__tok_build_lookup(const tok_build *b, const uint8_t *s, size_t n)
+{
+    for (uint32_t i = 0; i < b->n; i++)
+        if (b->have[i] && b->len[i] == n && (n == 0 || ING_MEMCMP(btext(b, i), s, n) == 0))
+            return i;
+    return -1;
+}
+
+void *ingot__tok_scratch_alloc(const ingot_allocator *a, size_t n) { return ingot__alloc(a, n); }
+void ingot__tok_scratch_free(const ingot_allocator *a, void *p, size_t n) { ingot__free(a, p, n); }
+
+ingot_status ingot__tok_build_set(tok_build *b, uint32_t i, const void *s, size_t n,
+                                  ingot_error *err)
+{
+    if (i >= b->n)
+        return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, b->where,
+                          ing_strlen(b->where), "token id %u outside the vocabulary of %u", i,
+                          b->n);
+    if (b->have[i])
+        return ingot__err(err, INGOT_DUPLICATE, INGOT_NO_OFFSET, b->where, ing_strlen(b->where),
+                          "token id %u given twice", i);
+    if (n > TOK_MAX_TOKEN_BYTES)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, b->where, ing_strlen(b->where),
+                          "token %u is %zu bytes long (limit %u)", i, n, TOK_MAX_TOKEN_BYTES);
+    if (b->blob_len + n > UINT32_MAX)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, b->where, ing_strlen(b->where),
+                          "token texts exceed 4 GiB");
+    b->off[i] = (uint32_t)b->blob_len;
+    b->len[i] = (uint32_t)n;
+    if (!blob_push(b->alloc, &b->blob, &b->blob_len, &b->blob_cap, s, n))
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0, "token texts");
+    b->have[i] = true;
+    return INGOT_OK;
+}
+
+ingot_status ingot__tok_build_merge(tok_build *b, const void *l, size_t ln, const void *r,
+                                    size_t rn, ingot_error *err)
+{
+    if (b->n_merges >= TOK_MAX_MERGES)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, b->where, ing_strlen(b->where),
+                          "more than %u merges", TOK_MAX_MERGES);
+    if (ln > TOK_MAX_TOKEN_BYTES || rn > TOK_MAX_TOKEN_BYTES ||
+        b->mblob_len + ln + rn > UINT32_MAX)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, b->where, ing_strlen(b->where),
+                          "merge %u too long", b->n_merges);
+    if (b->n_merges == b->merges_cap) {
+        uint32_t nc = b->merges_cap ? b->merges_cap * 2 : 1024;
+        void *p = b->moff;
+        if (!ingot__grow(b->alloc, &p, (size_t)b->merges_cap * 16, (size_t)nc * 16))
+            return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0, "merges");
+        b->moff = p;
+        b->merges_cap = nc;
+    }
+    uint32_t *m = b->moff + (size_t)b->n_merges * 4;
+    m[0] = (uint32_t)b->mblob_len;
+    m[1] = (uint32_t)ln;
+    m[2] = (uint32_t)(b->mblob_len + ln);
+    m[3] = (uint32_t)rn;
+    if (!blob_push(b->alloc, &b->mblob, &b->mblob_len, &b->mblob_cap, l, ln) ||
+        !blob_push(b->alloc, &b->mblob, &b->mblob_len, &b->mblob_cap, r, rn))
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0, "merges");
+    b->n_merges++;
+    return INGOT_OK;
+}
+
+/* ---- byte-level map (GPT-2's bytes_to_unicode): printable bytes stand for themselves, the 68
+ * others for U+0100.. in byte order. ------------------------------------------------------- */
+static bool byte_printable(unsigned b)
+{
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
+/* Code point -> byte, or -1. */
+static int cp_to_byte(uint32_t cp)
+{
+    if (cp < 256) return byte_printable(cp) ? (int)cp : -1;
+    if (cp >= 0x100 + 68) return -1;
+    unsigned k = cp - 0x100;
+    for (unsigned b = 0; b < 256; b++)
+        if (!byte_printable(b) && k-- == 0) return (int)b;
+    return -1;
+}
+
+/* Decodes byte-level text into bytes (dst has room for n bytes); -1 if some code point is not
+ * one of the 256. */
+static int64_t bytelevel_decode(const uint8_t *s, size_t n, uint8_t *dst, const int16_t *inv)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t l = ingot__tok_utf8(s + i, n - i, &cp);
+        if (cp >= 0x100 + 68) return -1;
+        int b = inv[cp];
+        if (b < 0) return -1;
+        dst[o++] = (uint8_t)b;
+        i += l;
+    }
+    return (int64_t)o;
+}
+
+/* "<0xNN>" with two upper- or lower-case hex digits: the byte, else -1. */
+static int hex_byte_token(const uint8_t *s, size_t n)
+{
+    if (n != 6 || s[0] != '<' || s[1] != '0' || s[2] != 'x' || s[5] != '>') return -1;
+    int v = 0;
+    for (int k = 3; k < 5; k++) {
+        uint8_t c = s[k];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* ---- hash tables -------------------------------------------------------------------------- */
+uint64_t ingot__tok_hash(const uint8_t *s, size_t n)
+{
+    uint64_t h = 0x243F6A8885A308D3ull ^ (n * 0x9E3779B97F4A7C15ull);
+    while (n >= 8) {
+        uint64_t v;
+        ING_MEMCPY(&v, s, 8);
+        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
+    h = (h ^ v) * 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 29;
+    h *= 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+}
+
+/* a[0..n) == b[0..n): eight bytes a step for the short strings tokens are */
+static inline bool tok_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    while (n >= 8) {
+        uint64_t x, y;
+        ING_MEMCPY(&x, a, 8);
+        ING_MEMCPY(&y, b, 8);
+        if (x != y) return false;
+        a += 8, b += 8, n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++) return false;
+    return true;
+}
+
+int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n)
+{
+    return ingot__tok_find_h(t, s, n, ingot__tok_hash(s, n));
+}
+
+/* The first min(n, 8) bytes of s, zero-padded, as one word. */
+static inline uint64_t head8(const uint8_t *s, size_t n)
+{
+    uint64_t v = 0;
+    if (n >= 8) ING_MEMCPY(&v, s, 8);
+    else
+        for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
+    return v;
+}
+
+int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                           bool *whole)
+{
+    if (n > TOK_MAX_TOKEN_BYTES) return -1;
+    uint16_t tag = (uint16_t)(h >> 48);
+    uint64_t head = head8(s, n);
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
+        const struct tok_map_slot *sl = &t->map[i];
+        if (sl->id == UINT32_MAX) return -1;
+        if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
+            (n <= 8 || tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
+            return (int32_t)sl->id;
+        }
+    }
+}
+
+int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h)
+{
+    bool whole;
+    return ingot__tok_find_hw(t, s, n, h, &whole);
+}
+
+static uint64_t pow2_at_least(uint64_t v)
+{
+    uint64_t p = 16;
+    while (p < v) p *= 2;
+    return p;
+}
+
+/* Groups special ids by first byte (spec_start), each group longest text first, then by id. */
+static void sort_specials(ingot_tokenizer *t, uint32_t *tmp)
+{
+    uint32_t cnt[257] = {0};
+    for (uint32_t k = 0; k < t->n_spec; k++) cnt[t->arena[t->text_off[t->spec[k]]] + 1]++;
+    for (int c = 0; c < 256; c++) cnt[c + 1] += cnt[c];
+    ING_MEMCPY(t->spec_start, cnt, sizeof cnt);
+    for (uint32_t k = 0; k < t->n_spec; k++) {
+        uint32_t id = t->spec[k];
+        tmp[cnt[t->arena[t->text_off[id]]]++] = id;
+    }
+    for (int c = 0; c < 256; c++) {
+        uint32_t lo = t->spec_start[c], hi = t->spec_start[c + 1];
+        for (uint32_t i = lo + 1; i < hi; i++) { /* insertion sort (groups are small) */
+            uint32_t v = tmp[i], j = i;
+            while (j > lo) {
+                uint32_t u = tmp[j - 1];
+                bool before = t->text_len[v] > t->text_len[u] ||
+                              (t->text_len[v] == t->text_len[u] && v < u);
+                if (!before) break;
+                tmp[j] = u;
+                j--;
+            }
+            tmp[j] = v;
+        }
+    }
+    ING_MEMCPY(t->spec, tmp, (size_t)t->n_spec * 4);
+}
+
+static ingot_status nomem(ingot_error *err, const char *what);
+
+/* Allocates the merge table for up to `entries` entries (slots: a power of two >= 1.5x). */
+static ingot_status merge_table(ingot_tokenizer *t, const ingot_allocator *a, uint64_t entries,
+                                ingot_error *err)
+{
+    uint64_t cap = 16;
+    while (cap < entries + entries / 2) cap *= 2;
+    t->mslot = ingot__alloc(a, (size_t)cap * 8);
+    t->mval = ingot__alloc(a, (size_t)(entries ? entries : 1) * sizeof *t->mval);
+    t->m_mask = cap - 1;
+    t->n_mval = (uint32_t)entries;
+    if (!t->mslot || !t->mval) return nomem(err, "merge table");
+    ING_MEMSET(t->mslot, 0xFF, (size_t)cap * 8);
+    return INGOT_OK;
+}
+
+/* Inserts (l, r) -> entry unless the pair is there already (then false: the first wins). */
+static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t entry)
+{
+    uint64_t key = TOK_MKEY(l, r);
+    for (uint64_t j = ingot__tok_pair_hash(key) & t->m_mask;; j = (j + 1) & t->m_mask) {
+        if (t->mslot[j] >> TOK_MENTRY_BITS == key) return false;
+        if (t->mslot[j] == UINT64_MAX) {
+            t->mslot[j] = key << TOK_MENTRY_BITS | entry;
+            t->n_merges++;
+            return true;
+        }
+    }
+}
+
+/* SentencePiece's merge table: for every token and every split of its text into two tokens,
+ * (left, right) -> token. Only built when every character of every token is itself a token
+ * (then a merge can only join two tokens); otherwise encoding looks texts up. */
+static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
+                                   ingot_error *err)
+{
+    uint64_t pairs = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        const uint8_t *s = t->arena + t->text_off[i];
+        size_t l = t->text_len[i];
+        for (size_t k = 0; k < l;) {
+            uint32_t cp;
+            size_t cl = ingot__tok_utf8(s + k, l - k, &cp);
+            if (ingot__tok_find(t, s + k, cl) < 0) return INGOT_OK; /* not every char a token */
+            k += cl;
+            pairs += k < l;
+        }
+    }
+    if (!pairs) return INGOT_OK;
+    if (pairs >= (1u << TOK_MENTRY_BITS) - 1) return INGOT_OK; /* too many: look texts up */
+    ING_TRY(merge_table(t, a, pairs, err));
+    uint32_t e = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        const uint8_t *s = t->arena + t->text_off[i];
+        size_t l = t->text_len[i];
+        if (ingot__tok_find(t, s, l) != (int32_t)i) continue; /* a duplicate: the other wins */
+        for (size_t k = 0; k < l;) {
+            uint32_t cp;
+            k += ingot__tok_utf8(s + k, l - k, &cp);
+            if (k >= l) break;
+            int32_t x = ingot__tok_find(t, s, k), y = ingot__tok_find(t, s + k, l - k);
+            if (x < 0 || y < 0) continue;
+            if (merge_put(t, (uint32_t)x, (uint32_t)y, e)) {
+                t->mval[e].res = i;
+                t->mval[e].score = t->score[i];
+                e++;
+            }
+        }
+    }
+    t->spm_pairs = true;
+    return INGOT_OK;
+}
+
+void ingot_tokenizer_close(ingot_tokenizer *t)
+{
+    if (!t) return;
+    const ingot_allocator *a = &t->alloc;
+    size_t n = t->n_vocab;
+    ingot__free(a, t->arena, t->arena_len);
+    ingot__free(a, t->text_off, n * 4);
+    ingot__free(a, t->text_len, n * 4);
+    ingot__free(a, t->dec_off, n * 4);
+    ingot__free(a, t->dec_len, n * 4);
+    ingot__free(a, t->score, n * 4);
+    ingot__free(a, t->type, n);
+    if (t->map) ingot__free(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map);
+    if (t->m_mask) {
+        ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * 8);
+        ingot__free(a, t->mval, (size_t)(t->n_mval ? t->n_mval : 1) * sizeof *t->mval);
+    }
+    if (t->whole) ingot__free(a, t->whole, n);
+    ingot__free(a, t->ent, n * sizeof *t->ent);
+    ingot__free(a, t->pair0, 65536 * 8);
+    ingot__free(a, t->spec, (size_t)t->n_spec * 4);
+    ingot_allocator al = t->alloc;
+    ingot__free(&al, t, sizeof *t);
+}
+
+static ingot_status nomem(ingot_error *err, const char *what)
+{
+    return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0, "%s", what);
+}
+
+static ingot_status check_special(tok_build *b, int64_t id, const char *role, int32_t *out,
+                                  ingot_error *err)
+{
+    if (id < 0) {
+        *out = -1;
+        return INGOT_OK;
+    }
+    if ((uint64_t)id >= b->n)
+        return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, b->where,
+                          ing_strlen(b->where), "%s token id %lld outside the vocabulary of %u",
+                          role, (long long)id, b->n);
+    *out = (int32_t)id;
+    return INGOT_OK;
+}
+
+ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error *err)
+{
+    const ingot_allocator *a = b->alloc;
+    const char *w = b->where;
+    size_t wl = ing_strlen(w);
+    *out = NULL;
+    if (b->n == 0)
+        return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl, "empty vocabulary");
+    ingot_tokenizer *t = ingot__calloc(a, sizeof *t);
+    if (!t) return nomem(err, "tokenizer");
+    if (a) t->alloc = *a;
+    t->kind = b->kind;
+    t->pre = b->pre;
+    t->pre_name = b->pre_name ? b->pre_name : "none";
+    t->ignore_merges = b->ignore_merges;
+    t->space_prefix = (uint8_t)(b->kind == TOK_BPE ? TOK_PREFIX_NONE
+                                : b->space_prefix < 0 ? TOK_PREFIX_EACH : b->space_prefix);
+    uint32_t n = b->n;
+    t->n_vocab = n;
+    ingot_status st = INGOT_OK;
+    int16_t inv[0x100 + 68];
+    for (uint32_t cp = 0; cp < 0x100 + 68; cp++) inv[cp] = (int16_t)cp_to_byte(cp);
+
+    t->text_off = ingot__alloc(a, (size_t)n * 4);
+    t->text_len = ingot__alloc(a, (size_t)n * 4);
+    t->dec_off = ingot__alloc(a, (size_t)n * 4);
+    t->dec_len = ingot__alloc(a, (size_t)n * 4);
+    t->score = ingot__alloc(a, (size_t)n * 4);
+    t->type = ingot__alloc(a, n);
+    if (!t->text_off || !t->text_len || !t->dec_off || !t->dec_len || !t->score || !t->type) {
+        st = nomem(err, "vocabulary");
+        goto fail;
+    }
+    /* Arena: every text, then decoded forms that differ from their text. Decoding never makes a
+     * token longer (byte-level: one byte per code point; U+2581 -> ' '; <0xNN> -> one byte), so
+     * twice the blob bounds it. */
+    if (b->blob_len > (SIZE_MAX - 16) / 2) {
+        st = nomem(err, "token texts");
+        goto fail;
+    }
+    t->arena_len = b->blob_len * 2 + 16;
+    t->arena = ingot__alloc(a, t->arena_len);
+    if (!t->arena) {
+        st = nomem(err, "token texts");
+        goto fail;
+    }
+    if (b->blob_len) ING_MEMCPY(t->arena, b->blob, b->blob_len);
+    size_t ap = b->blob_len;
+    ING_MEMCPY(t->score, b->score, (size_t)n * 4);
+    ING_MEMCPY(t->type, b->type, n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!b->have[i]) {
+            st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl,
+                            "token id %u has no text (ids must run 0..%u without holes)", i,
+                            n - 1);
+            goto fail;
+        }
+        if (t->type[i] > TOK_T_BYTE) {
+            st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl,
+                            "token %u has unknown type %u", i, t->type[i]);
+            goto fail;
+        }
+        const uint8_t *s = btext(b, i);
+        size_t len = b->len[i];
+        t->text_off[i] = b->off[i];
+        t->text_len[i] = (uint32_t)len;
+        t->dec_off[i] = b->off[i];
+        t->dec_len[i] = (uint32_t)len;
+        uint8_t *d = t->arena + ap;
+        if (t->kind == TOK_BPE) {
+            int64_t dl = bytelevel_decode(s, len, d, inv);
+            if (dl >= 0 && ((size_t)dl != len || ING_MEMCMP(d, s, len) != 0)) {
+                t->dec_off[i] = (uint32_t)ap;
+                t->dec_len[i] = (uint32_t)dl;
+                ap += (size_t)dl;
+            }
+        } else {
+            int hb = t->type[i] == TOK_T_BYTE || t->kind == TOK_BPE_FALLBACK ||
+                     t->kind == TOK_SPM ? hex_byte_token(s, len) : -1;
+            if (t->type[i] == TOK_T_BYTE && hb < 0) {
+                st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl,
+                                "byte token %u is not of the form <0xNN>", i);
+                goto fail;
+            }
+            if (hb >= 0 && (t->type[i] == TOK_T_BYTE || t->type[i] == TOK_T_NORMAL ||
+                            t->type[i] == TOK_T_UNDEFINED)) {
+                t->type[i] = TOK_T_BYTE;
+                d[0] = (uint8_t)hb;
+                t->dec_off[i] = (uint32_t)ap;
+                t->dec_len[i] = 1;
+                ap += 1;
+            } else {
+                size_t o = 0;
+                bool changed = false;
+                for (size_t k = 0; k < len; k++) {
+                    if (k + 2 < len && s[k] == 0xE2 && s[k + 1] == 0x96 && s[k + 2] == 0x81) {
+                        d[o++] = ' ';
+                        k += 2;
+                        changed = true;
+                    } else {
+                        d[o++] = s[k];
+                    }
+                }
+                if (changed) {
+                    t->dec_off[i] = (uint32_t)ap;
+                    t->dec_len[i] = (uint32_t)o;
+                    ap += o;
+                }
+            }
+        }
+        if (t->dec_len[i] > t->max_dec_len) t->max_dec_len = t->dec_len[i];
+        if (t->text_len[i] > t->max_dec_len) t->max_dec_len = t->text_len[i];
+    }
+
+    /* token hash. Key: the decoded bytes for byte-level BPE (its encoder works on raw bytes),
+     * the stored text for the others (their encoders work on the escaped text). */
+    t->map_mask = pow2_at_least((uint64_t)n * 2) - 1;
+    t->map = ingot__alloc(a, (size_t)(t->map_mask + 1) * sizeof *t->map);
+    if (!t->map) {
+        st = nomem(err, "token hash");
+        goto fail;
+    }
+    for (uint64_t j = 0; j <= t->map_mask; j++) t->map[j].id = UINT32_MAX;
+    bool by_text = t->kind != TOK_BPE;
+    t->key_text = by_text;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *k = t->arena + (by_text ? t->text_off[i] : t->dec_off[i]);
+        size_t kl = by_text ? t->text_len[i] : t->dec_len[i];
+        if (kl == 0) continue;
+        uint64_t h = ingot__tok_hash(k, kl);
+        struct tok_map_slot slot = {head8(k, kl), i, (uint16_t)kl, (uint16_t)(h >> 48)};
+        for (uint64_t j = h & t->map_mask;; j = (j + 1) & t->map_mask) {
+            if (t->map[j].id == UINT32_MAX) {
+                t->map[j] = slot;
+                break;
+            }
+            uint32_t o = t->map[j].id;
+            const uint8_t *ok = t->arena + (by_text ? t->text_off[o] : t->dec_off[o]);
+            size_t ol = by_text ? t->text_len[o] : t->dec_len[o];
+            if (ol == kl && ING_MEMCMP(ok, k, kl) == 0) {
+                if (b->dup_is_error) {
+                    st = ingot__err(err, INGOT_DUPLICATE, INGOT_NO_OFFSET, w, wl,
+                                    "tokens %u and %u have the same text", o, i);
+                    goto fail;
+                }
+                t->map[j] = slot; /* the later id wins, as llama.cpp's token_to_id */
+                break;
+            }
+        }
+    }
+
+    /* byte tokens */
+    for (unsigned by = 0; by < 256; by++) {
+        int32_t id;
+        if (t->kind == TOK_BPE) {
+            uint8_t c = (uint8_t)by;
+            id = ingot__tok_find(t, &c, 1);
+            if (id < 0) {
+                st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl,
+                                "byte-level vocabulary has no token for byte 0x%02x", by);
+                goto fail;
+            }
+        } else {
+            static const char hx[] = "0123456789ABCDEF";
+            uint8_t name[6] = {'<', '0', 'x', (uint8_t)hx[by >> 4], (uint8_t)hx[by & 15], '>'};
+            id = ingot__tok_find(t, name, 6);
+        }
+        t->byte_tok[by] = id;
+    }
+
+    /* merges */
+    if ((t->kind == TOK_BPE || t->kind == TOK_BPE_FALLBACK) && b->n_merges) {
+        if ((st = merge_table(t, a, b->n_merges, err)) != INGOT_OK) goto fail;
+        uint8_t buf[2 * TOK_MAX_TOKEN_BYTES];
+        for (uint32_t m = 0; m < b->n_merges; m++) {
+            const uint32_t *mo = b->moff + (size_t)m * 4;
+            const uint8_t *mb = b->mblob ? b->mblob : (const uint8_t *)"";
+            const uint8_t *ls = mb + mo[0], *rs = mb + mo[2];
+            int32_t l, r, res;
+            if (t->kind == TOK_BPE) {
+                int64_t ll = bytelevel_decode(ls, mo[1], buf, inv);
+                int64_t rl = ll < 0 ? -1 : bytelevel_decode(rs, mo[3], buf + ll, inv);
+                if (ll <= 0 || rl <= 0) {
+                    st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl,
+                                    "merge %u: a side is empty or not byte-level text", m);
+                    goto fail;
+                }
+                l = ingot__tok_find(t, buf, (size_t)ll);
+                r = ingot__tok_find(t, buf + ll, (size_t)rl);
+                res = ingot__tok_find(t, buf, (size_t)(ll + rl));
+            } else {
+                if (mo[1] == 0 || mo[3] == 0) {
+                    st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl,
+                                    "merge %u: a side is empty", m);
+                    goto fail;
+                }
+                ING_MEMCPY(buf, ls, mo[1]);
+                ING_MEMCPY(buf + mo[1], rs, mo[3]);
+                l = ingot__tok_find(t, buf, mo[1]);
+                r = ingot__tok_find(t, buf + mo[1], mo[3]);
+                res = ingot__tok_find(t, buf, (size_t)mo[1] + mo[3]);
+            }
+            if (l < 0 || r < 0 || res < 0) {
+                st = ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, w, wl,
+                                "merge %u names a token not in the vocabulary (%s)", m,
+                                l < 0 ? "left" : r < 0 ? "right" : "merged result");
+                goto fail;
+            }
+            t->mval[m].res = (uint32_t)res; /* rank m; for a duplicate pair the first wins */
+            t->mval[m].score = 0;
+            merge_put(t, (uint32_t)l, (uint32_t)r, m);
+        }
+    }
+
+    /* byte-level BPE: the merges of byte pairs, for the first round of every word */
+    if (t->kind == TOK_BPE && t->m_mask && n >= 1024) { /* pays off for real vocabularies */
+        t->pair0 = ingot__alloc(a, 65536 * 8);
+        if (!t->pair0) {
+            st = nomem(err, "byte pair table");
+            goto fail;
+        }
+        for (uint32_t p = 0; p < 65536; p++) {
+            uint32_t rank, res;
+            t->pair0[p] = ingot__tok_merge(t, (uint32_t)t->byte_tok[p >> 8],
+                                           (uint32_t)t->byte_tok[p & 255], &rank, &res)
+                              ? ((uint64_t)rank << 32 | res) : UINT64_MAX;
+        }
+    }
+
+    /* byte-level BPE without ignore_merges: which tokens their own merges give back whole */
+    if (t->kind == TOK_BPE && !t->ignore_merges && t->m_mask) {
+        size_t wsz = ((size_t)t->max_dec_len + 1) * TOK_BPE_WORK_PER_BYTE;
+        void *work = ingot__alloc(a, wsz);
+        t->whole = ingot__calloc(a, n);
+        if (!work || !t->whole) {
+            ingot__free(a, work, wsz);
+            st = nomem(err, "merge check");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            size_t l = t->dec_len[i];
+            if (l >= 2 && ingot__tok_find(t, t->arena + t->dec_off[i], l) == (int32_t)i)
+                t->whole[i] = ingot__tok_bpe_gives(t, t->arena + t->dec_off[i], l, (int32_t)i,
+                                                   work);
+        }
+        ingot__free(a, work, wsz);
+    }
+
+    if (t->kind == TOK_SPM && (st = spm_pair_table(t, a, err)) != INGOT_OK) goto fail;
+    if (t->kind == TOK_SPM) {
+        t->spm_split = true;
+        for (uint32_t i = 0; i < n && t->spm_split; i++) {
+            const uint8_t *s = t->arena + t->text_off[i];
+            size_t l = t->text_len[i];
+            for (size_t k = 1; k + 2 < l; k++)
+                if (s[k] == 0xE2 && s[k + 1] == 0x96 && s[k + 2] == 0x81 &&
+                    !(k >= 3 && s[k - 3] == 0xE2 && s[k - 2] == 0x96 && s[k - 1] == 0x81)) {
+                    t->spm_split = false;
+                    break;
+                }
+        }
+    }
+
+    /* SentencePiece split into words: which tokens their own merges give back whole */
+    if (t->kind == TOK_SPM && t->spm_split) {
+        size_t wsz = ((size_t)t->max_dec_len + 2) * TOK_SPM_WORK_PER_BYTE;
+        void *work = ingot__alloc(a, wsz);
+        t->whole = ingot__calloc(a, n);
+        if (!work || !t->whole) {
+            ingot__free(a, work, wsz);
+            st = nomem(err, "merge check");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *s = t->arena + t->text_off[i];
+            size_t l = t->text_len[i];
+            if (l >= 2 && ingot__tok_find(t, s, l) == (int32_t)i)
+                t->whole[i] = ingot__tok_spm_gives(t, s, l, (int32_t)i, work);
+        }
+        ingot__free(a, work, wsz);
+    }
+
+    t->ent = ingot__alloc(a, (size_t)n * sizeof *t->ent);
+    if (!t->ent) {
+        st = nomem(err, "token entries");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        t->ent[i].dec_off = t->dec_off[i];
+        t->ent[i].dec_len = (uint16_t)t->dec_len[i];
+        t->ent[i].type = t->type[i];
+        t->ent[i].whole = t->whole ? t->whole[i] : 0;
+    }
+    if (t->whole) /* the flag in the hash slots too, where the lookup finds it */
+        for (uint64_t j = 0; j <= t->map_mask; j++)
+            if (t->map[j].id != UINT32_MAX && t->whole[t->map[j].id])
+                t->map[j].len |= TOK_SLOT_WHOLE;
+
+    /* special tokens matched in text */
+    uint32_t ns = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if ((t->type[i] == TOK_T_CONTROL || t->type[i] == TOK_T_USER ||
+             t->type[i] == TOK_T_UNKNOWN) && t->text_len[i])
+            ns++;
+    if (ns) {
+        t->spec = ingot__alloc(a, (size_t)ns * 4);
+        uint32_t *tmp = ingot__alloc(a, (size_t)ns * 4);
+        if (!t->spec || !tmp) {
+            ingot__free(a, tmp, (size_t)ns * 4);
+            ingot__free(a, t->spec, (size_t)ns * 4);
+            t->spec = NULL;
+            st = nomem(err, "special tokens");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            if ((t->type[i] == TOK_T_CONTROL || t->type[i] == TOK_T_USER ||
+                 t->type[i] == TOK_T_UNKNOWN) && t->text_len[i]) {
+                t->spec[t->n_spec++] = i;
+                t->n_user += t->type[i] == TOK_T_USER;
+            }
+        sort_specials(t, tmp);
+        ingot__free(a, tmp, (size_t)ns * 4);
+    }
+
+    if ((st = check_special(b, b->bos, "BOS", &t->bos, err)) != INGOT_OK) goto fail;
+    if ((st = check_special(b, b->eos, "EOS", &t->eos, err)) != INGOT_OK) goto fail;
+    if ((st = check_special(b, b->unk, "UNK", &t->unk, err)) != INGOT_OK) goto fail;
+    if ((st = check_special(b, b->pad, "PAD", &t->pad, err)) != INGOT_OK) goto fail;
+    bool def_bos = t->kind != TOK_BPE || b->default_bos;
+    t->add_bos = (b->add_bos < 0 ? def_bos : b->add_bos != 0) && t->bos >= 0;
+    t->add_eos = (b->add_eos < 0 ? false : b->add_eos != 0) && t->eos >= 0;
+    *out = t;
+    return INGOT_OK;
+fail:
+    ingot_tokenizer_close(t);
+    return st;
+}

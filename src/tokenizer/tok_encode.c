@@ -1,0 +1,840 @@
+/*
+ * tok_encode.c - encoding and decoding: special tokens split out of the text first, then per
+ * fragment byte-level BPE (pre-tokenizer, then merges by rank per pre-token), SentencePiece
+ * (U+2581 escaping, bigram merges by score, byte fallback) or BPE with byte fallback (the same
+ * escaping, merges by rank over characters). Work memory comes from the caller's scratch; the
+ * merge state is a symbol list and a binary heap as in llama.cpp's llama-vocab.cpp. Decoding and
+ * the streaming decoder write into caller buffers only.
+ */
+#include "alloc.h"
+#include "error.h"
+#include "tok_internal.h"
+
+#define DEAD UINT32_MAX
+
+/* ---- output ------------------------------------------------------------------------------ */
+typedef struct out_ids {
+    int32_t *ids;
+    size_t cap, n;
+} out_ids;
+
+static inline void put(out_ids *o, int32_t id)
+{
+    if (o->n < o->cap) o->ids[o->n] = id;
+    o->n++;
+}
+
+/* ---- scratch ----------------------------------------------------------------------------- */
+/* A pre-token's result within one encode call (byte-level BPE): the word, where its ids went. */
+typedef struct wcache {
+    uint64_t h;
+    const uint8_t *w;
+    uint32_t n, ooff, on, gen; /* gen: the fragment it belongs to (SentencePiece) */
+} wcache;
+
+typedef struct work {
+    uint8_t *base;
+    size_t size;
+    wcache *cache; /* NULL or cmask + 1 entries */
+    size_t cmask;
+    uint32_t gen;  /* SentencePiece: fragment number (the escaped text is rewritten each time) */
+} work;
+
+/* The cached result of word w[0..n) with hash h, copied to o: true on a hit. */
+static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
+                      out_ids *o);
+
+/* Cache entries for a text of len bytes: about one per 8 bytes, 64 .. 16384. */
+static size_t cache_entries(size_t len)
+{
+    size_t e = 64;
+    while (e < 16384 && e * 8 < len) e *= 2;
+    return e;
+}
+
+/* Per unit of input (a byte of a fragment): what each encoder keeps. */
+#define BPE_PER_SYM TOK_BPE_WORK_PER_BYTE /* id, prev, next (4 each); 3 heap entries of 8 */
+#define SPM_PER_SYM TOK_SPM_WORK_PER_BYTE /* start, len, prev, next, id (4 each); 3 heap x 20 */
+
+size_t ingot_tokenizer_max_tokens(size_t len)
+{
+    /* per input byte at most: 3 byte tokens for a space escaped to U+2581 with no token, and
+     * after a one-byte special token, that token and a 3-byte space prefix: under 4 in all;
+     * plus BOS, EOS and the first fragment's prefix */
+    if (len > (SIZE_MAX - 8) / 4) return SIZE_MAX;
+    return 4 * len + 8;
+}
+
+size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t len)
+{
+    /* escaped text: 3 bytes per byte plus a prefix; symbols: one per escaped byte at most */
+    if (!t || len > (SIZE_MAX / 4 - 64) / 3 / (SPM_PER_SYM + 1)) return 0;
+    size_t units = 3 * len + 4;
+    if (t->kind == TOK_BPE) return cache_entries(len) * sizeof(wcache) + len * BPE_PER_SYM + 64;
+    /* SentencePiece: one symbol per character (at most len + 1 with the prefix); BPE with byte
+     * fallback: one per byte of the escaped text */
+    if (t->kind == TOK_SPM)
+        return cache_entries(len) * sizeof(wcache) + units + 8 + (len + 1) * SPM_PER_SYM + 64;
+    return units + 8 + units * BPE_PER_SYM + 64;
+}
+
+/* ---- BPE merges over an id list (byte-level words and byte-fallback fragments) ------------ */
+typedef struct bpe_state {
+    uint32_t *id, *prev, *next;
+    uint64_t *heap; /* rank << 32 | left position: the smallest is the next merge */
+    size_t nheap, heap_cap;
+} bpe_state;
+
+static void heap_push(bpe_state *b, uint64_t v)
+{
+    size_t i = b->nheap++;
+    while (i) {
+        size_t p = (i - 1) / 2;
+        if (b->heap[p] <= v) break;
+        b->heap[i] = b->heap[p];
+        i = p;
+    }
+    b->heap[i] = v;
+}
+
+static uint64_t heap_pop(bpe_state *b)
+{
+    uint64_t top = b->heap[0], v = b->heap[--b->nheap];
+    size_t i = 0, n = b->nheap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && b->heap[c + 1] < b->heap[c]) c++;
+        if (b->heap[c] >= v) break;
+        b->heap[i] = b->heap[c];
+        i = c;
+    }
+    if (n) b->heap[i] = v;
+    return top;
+}
+
+static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
+{
+    uint32_t r = b->next[l];
+    if (r == DEAD) return;
+    uint32_t rank = ingot__tok_merge_entry(t, b->id[l], b->id[r]);
+    if (rank != UINT32_MAX && b->nheap < b->heap_cap) heap_push(b, ((uint64_t)rank << 32) | l);
+}
+
+/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over a packed
+ * array, without the heap. */
+#define SHORT_WORD 32
+static void bpe_short(const ingot_tokenizer *t, uint32_t *id, size_t n, const uint8_t *bytes,
+                      out_ids *o)
+{
+    uint32_t rank[SHORT_WORD]; /* of the pair (i, i + 1); its result is mval[rank] */
+    if (bytes && t->pair0) {
+        for (size_t i = 0; i + 1 < n; i++)
+            rank[i] = (uint32_t)(t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]] >> 32);
+    } else {
+        for (size_t i = 0; i + 1 < n; i++) rank[i] = ingot__tok_merge_entry(t, id[i], id[i + 1]);
+    }
+    while (n > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < n; i++)
+            if (rank[i] < rank[best]) best = i;
+        if (rank[best] == UINT32_MAX) break;
+        id[best] = t->mval[rank[best]].res;
+        for (size_t i = best + 1; i + 1 < n; i++) {
+            id[i] = id[i + 1];
+            rank[i] = rank[i + 1];
+        }
+        n--;
+        if (best > 0) rank[best - 1] = ingot__tok_merge_entry(t, id[best - 1], id[best]);
+        if (best + 1 < n) rank[best] = ingot__tok_merge_entry(t, id[best], id[best + 1]);
+    }
+    for (size_t i = 0; i < n; i++) put(o, (int32_t)id[i]);
+}
+
+/* Merges the n symbols in b->id (linked in order) and appends the result. bytes: NULL, or the
+ * n bytes whose byte tokens the symbols are. */
+static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint8_t *bytes,
+                    out_ids *o)
+{
+    if (n <= SHORT_WORD) {
+        bpe_short(t, b->id, n, bytes, o);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        b->prev[i] = i ? (uint32_t)(i - 1) : DEAD;
+        b->next[i] = i + 1 < n ? (uint32_t)(i + 1) : DEAD;
+    }
+    b->nheap = 0;
+    b->heap_cap = 3 * n;
+    for (size_t i = 0; i + 1 < n; i++) bpe_try(t, b, (uint32_t)i);
+    while (b->nheap) {
+        uint64_t top = heap_pop(b);
+        uint32_t l = (uint32_t)top, want = (uint32_t)(top >> 32);
+        uint32_t r = b->next[l];
+        if (b->id[l] == DEAD || r == DEAD) continue;
+        if (ingot__tok_merge_entry(t, b->id[l], b->id[r]) != want) continue;
+        b->id[l] = t->mval[want].res;
+        b->id[r] = DEAD;
+        b->next[l] = b->next[r];
+        if (b->next[r] != DEAD) b->prev[b->next[r]] = l;
+        if (b->prev[l] != DEAD) bpe_try(t, b, b->prev[l]);
+        bpe_try(t, b, l);
+    }
+    for (uint32_t i = 0; i != DEAD; i = b->next[i]) put(o, (int32_t)b->id[i]);
+}
+
+static void bpe_carve(bpe_state *b, work *w, size_t nsym)
+{
+    uint8_t *p = w->base;
+    b->heap = (uint64_t *)(void *)p;
+    p += nsym * 3 * 8;
+    b->id = (uint32_t *)(void *)p;
+    p += nsym * 4;
+    b->prev = (uint32_t *)(void *)p;
+    p += nsym * 4;
+    b->next = (uint32_t *)(void *)p;
+}
+
+bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *mem)
+{
+    bpe_state b;
+    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0};
+    bpe_carve(&b, &w, n);
+    for (size_t i = 0; i < n; i++) b.id[i] = (uint32_t)t->byte_tok[s[i]];
+    int32_t got = -1;
+    out_ids o = {&got, 1, 0};
+    bpe_run(t, &b, n, s, &o);
+    return o.n == 1 && got == id;
+}
+
+static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
+                      out_ids *o)
+{
+    if (!e->w || e->h != h || e->n != n || e->gen != gen || ING_MEMCMP(e->w, w, n) != 0)
+        return false;
+    if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
+        for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);
+    else /* past cap (or a size query): only the count matters */
+        o->n += e->on;
+    return true;
+}
+
+static void cache_put(wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
+                      size_t start, size_t end)
+{
+    if (n > UINT32_MAX || end > UINT32_MAX) return;
+    e->h = h;
+    e->w = w;
+    e->n = (uint32_t)n;
+    e->gen = gen;
+    e->ooff = (uint32_t)start;
+    e->on = (uint32_t)(end - start);
+}
+
+typedef struct bpe_word_ctx {
+    const ingot_tokenizer *t;
+    const uint8_t *s;
+    bpe_state *b;
+    out_ids *o;
+    wcache *cache;
+    size_t cmask;
+} bpe_word_ctx;
+
+static ingot_status bpe_word(void *ctx, size_t off, size_t n)
+{
+    bpe_word_ctx *c = ctx;
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    if (n == 1) {
+        put(c->o, t->byte_tok[w[0]]);
+        return INGOT_OK;
+    }
+    uint64_t h = ingot__tok_hash(w, n);
+    out_ids *o = c->o;
+    /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
+    wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
+    if (e && cache_get(e, h, w, n, 0, o)) return INGOT_OK;
+    size_t start = o->n;
+    bool whole = false;
+    int32_t id = t->ignore_merges || t->whole ? ingot__tok_find_hw(t, w, n, h, &whole) : -1;
+    if (id >= 0 && (t->ignore_merges || whole)) {
+        put(o, id);
+    } else {
+        for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
+        bpe_run(t, c->b, n, w, o);
+    }
+    if (e) cache_put(e, h, w, n, 0, start, o->n);
+    return INGOT_OK;
+}
+
+static ingot_status enc_bpe(const ingot_tokenizer *t, const uint8_t *s, size_t n, work *w,
+                            out_ids *o)
+{
+    bpe_state b;
+    bpe_carve(&b, w, n);
+    bpe_word_ctx c = {t, s, &b, o, w->cache, w->cmask};
+    return ingot__tok_pretokenize(t->pre, s, n, bpe_word, &c);
+}
+
+/* ---- SentencePiece ----------------------------------------------------------------------- */
+/* Escapes s[0..n) into e: an optional leading space, then every ' ' as U+2581. */
+static size_t escape(const uint8_t *s, size_t n, bool prefix, uint8_t *e)
+{
+    size_t m = 0;
+    if (prefix) {
+        e[m++] = 0xE2;
+        e[m++] = 0x96;
+        e[m++] = 0x81;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') {
+            e[m++] = 0xE2;
+            e[m++] = 0x96;
+            e[m++] = 0x81;
+        } else {
+            e[m++] = s[i];
+        }
+    }
+    return m;
+}
+
+typedef struct spm_big {
+    float score;
+    uint32_t left, right, size, res;
+} spm_big;
+
+typedef struct spm_state {
+    const ingot_tokenizer *t;
+    const uint8_t *e;
+    uint32_t *start, *len, *prev, *next;
+    uint32_t *id; /* with t->spm_pairs: each symbol's token (DEAD: not a token) */
+    spm_big *heap;
+    size_t nheap, heap_cap;
+} spm_state;
+
+/* a before b: higher score, then the leftmost */
+static inline bool big_first(const spm_big *a, const spm_big *b)
+{
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+static void spm_push(spm_state *s, spm_big v)
+{
+    if (s->nheap >= s->heap_cap) return;
+    size_t i = s->nheap++;
+    while (i) {
+        size_t p = (i - 1) / 2;
+        if (!big_first(&v, &s->heap[p])) break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = v;
+}
+
+static spm_big spm_pop(spm_state *s)
+{
+    spm_big top = s->heap[0], v = s->heap[--s->nheap];
+    size_t i = 0, n = s->nheap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && big_first(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!big_first(&s->heap[c], &v)) break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n) s->heap[i] = v;
+    return top;
+}
+
+static void spm_try(spm_state *s, uint32_t l, uint32_t r)
+{
+    if (l == DEAD || r == DEAD) return;
+    size_t size = (size_t)s->len[l] + s->len[r];
+    uint32_t res;
+    float score;
+    if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
+        if (s->id[l] == DEAD || s->id[r] == DEAD) return;
+        uint32_t e = ingot__tok_merge_entry(s->t, s->id[l], s->id[r]);
+        if (e == UINT32_MAX) return;
+        res = s->t->mval[e].res;
+        score = s->t->mval[e].score;
+    } else {
+        int32_t id = ingot__tok_find(s->t, s->e + s->start[l], size);
+        if (id < 0) return;
+        res = (uint32_t)id;
+        score = s->t->score[res];
+    }
+    spm_big v = {score, l, r, (uint32_t)size, res};
+    spm_push(s, v);
+}
+
+static ingot_status spm_bytes(const ingot_tokenizer *t, const uint8_t *p, size_t n, out_ids *o,
+                              ingot_error *err)
+{
+    for (size_t k = 0; k < n; k++) {
+        int32_t id = t->byte_tok[p[k]] >= 0 ? t->byte_tok[p[k]] : t->unk;
+        if (id < 0)
+            return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, "tokenizer", 9,
+                              "byte 0x%02x has no token and the vocabulary no <unk>", p[k]);
+        put(o, id);
+    }
+    return INGOT_OK;
+}
+
+static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
+                                 out_ids *o, ingot_error *err)
+{
+    if (!m) return INGOT_OK;
+    spm_state s;
+    uint32_t nsym = 0;
+    for (size_t i = 0; i < m; nsym++) {
+        uint32_t cp;
+        i += ingot__tok_utf8(e + i, m - i, &cp);
+    }
+    uint8_t *p = w->base;
+    s.heap = (spm_big *)(void *)p;
+    p += (size_t)nsym * 3 * sizeof(spm_big);
+    s.start = (uint32_t *)(void *)p;
+    p += (size_t)nsym * 4;
+    s.len = (uint32_t *)(void *)p;
+    p += (size_t)nsym * 4;
+    s.prev = (uint32_t *)(void *)p;
+    p += (size_t)nsym * 4;
+    s.next = (uint32_t *)(void *)p;
+    p += (size_t)nsym * 4;
+    s.id = (uint32_t *)(void *)p;
+    s.t = t;
+    s.e = e;
+    s.nheap = 0;
+    s.heap_cap = 3 * (size_t)nsym;
+    nsym = 0;
+    for (size_t i = 0; i < m;) {
+        uint32_t cp;
+        size_t l = ingot__tok_utf8(e + i, m - i, &cp);
+        s.start[nsym] = (uint32_t)i;
+        s.len[nsym] = (uint32_t)l;
+        s.prev[nsym] = nsym ? nsym - 1 : DEAD;
+        s.next[nsym] = nsym + 1;
+        if (t->spm_pairs) {
+            int32_t id = ingot__tok_find(t, e + i, l);
+            s.id[nsym] = id >= 0 ? (uint32_t)id : DEAD;
+        }
+        nsym++;
+        i += l;
+    }
+    s.next[nsym - 1] = DEAD;
+    for (uint32_t i = 0; i + 1 < nsym; i++) spm_try(&s, i, i + 1);
+    while (s.nheap) {
+        spm_big b = spm_pop(&s);
+        if (s.len[b.left] == 0 || s.len[b.right] == 0 ||
+            s.len[b.left] + s.len[b.right] != b.size)
+            continue;
+        s.len[b.left] += s.len[b.right];
+        s.len[b.right] = 0;
+        if (t->spm_pairs) s.id[b.left] = b.res;
+        s.next[b.left] = s.next[b.right];
+        if (s.next[b.right] != DEAD) s.prev[s.next[b.right]] = b.left;
+        spm_try(&s, s.prev[b.left], b.left);
+        spm_try(&s, b.left, s.next[b.left]);
+    }
+    for (uint32_t i = 0; i != DEAD; i = s.next[i]) {
+        int32_t id = !t->spm_pairs ? ingot__tok_find(t, e + s.start[i], s.len[i])
+                   : s.id[i] == DEAD ? -1 : (int32_t)s.id[i];
+        if (id >= 0) put(o, id);
+        else ING_TRY(spm_bytes(t, e + s.start[i], s.len[i], o, err));
+    }
+    return INGOT_OK;
+}
+
+static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
+{
+    return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
+}
+
+bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *mem)
+{
+    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0};
+    int32_t got[2] = {-1, -1};
+    out_ids o = {got, 2, 0};
+    return enc_spm_word(t, s, n, &w, &o, NULL) == INGOT_OK && o.n == 1 && got[0] == id;
+}
+
+/* SentencePiece over the escaped fragment e[0..m). When no token has U+2581 right after another
+ * character (t->spm_split), no merge can join the text before such a mark with the mark, so the
+ * fragment is merged word by word (a word: marks, then everything up to the next mark that
+ * follows a non-mark), with the same result and a cache of this fragment's words. */
+static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
+                            out_ids *o, ingot_error *err)
+{
+    if (!t->spm_split || !w->cache) return enc_spm_word(t, e, m, w, o, err);
+    w->gen++;
+    size_t ws = 0, k = 0;
+    while (ws < m) {
+        k = ws;
+        while (is_ws_mark(e, k, m)) k += 3;
+        while (k < m && !is_ws_mark(e, k, m)) k++;
+        size_t n = k - ws;
+        uint64_t h = ingot__tok_hash(e + ws, n);
+        wcache *c = &w->cache[h & w->cmask];
+        if (!cache_get(c, h, e + ws, n, w->gen, o)) {
+            size_t start = o->n;
+            bool whole = false;
+            int32_t id = t->whole ? ingot__tok_find_hw(t, e + ws, n, h, &whole) : -1;
+            if (id >= 0 && whole) put(o, id); /* its own merges give it whole */
+            else ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
+            cache_put(c, h, e + ws, n, w->gen, start, o->n);
+        }
+        ws = k;
+    }
+    return INGOT_OK;
+}
+
+/* BPE with byte fallback (Hugging Face): characters of the escaped text are the symbols (bytes
+ * of a character not in the vocabulary become <0xNN> symbols), then merges by rank. */
+static ingot_status enc_bpe_fallback(const ingot_tokenizer *t, const uint8_t *e, size_t m,
+                                     work *w, out_ids *o, ingot_error *err)
+{
+    if (!m) return INGOT_OK;
+    bpe_state b;
+    bpe_carve(&b, w, m);
+    size_t n = 0;
+    for (size_t i = 0; i < m;) {
+        uint32_t cp;
+        size_t l = ingot__tok_utf8(e + i, m - i, &cp);
+        int32_t id = ingot__tok_find(t, e + i, l);
+        if (id >= 0) {
+            b.id[n++] = (uint32_t)id;
+        } else {
+            for (size_t k = 0; k < l; k++) {
+                int32_t bt = t->byte_tok[e[i + k]] >= 0 ? t->byte_tok[e[i + k]] : t->unk;
+                if (bt < 0)
+                    return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, "tokenizer", 9,
+                                      "byte 0x%02x has no token and the vocabulary no <unk>",
+                                      e[i + k]);
+                b.id[n++] = (uint32_t)bt;
+            }
+        }
+        i += l;
+    }
+    bpe_run(t, &b, n, NULL, o);
+    return INGOT_OK;
+}
+
+/* ---- fragments between special tokens ---------------------------------------------------- */
+static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, size_t n,
+                                 bool first, bool after_special, work *w, out_ids *o,
+                                 ingot_error *err)
+{
+    if (t->kind == TOK_BPE) return enc_bpe(t, s, n, w, o);
+    bool prefix = t->space_prefix == TOK_PREFIX_EACH ? (first || after_special)
+                : t->space_prefix == TOK_PREFIX_FIRST ? first : false;
+    /* the escaped text sits at the end of the scratch, the merge state before it */
+    size_t m_max = 3 * n + 3;
+    uint8_t *e = w->base + w->size - m_max;
+    size_t m = escape(s, n, prefix, e);
+    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen};
+    if (t->kind == TOK_SPM) {
+        ingot_status st = enc_spm(t, e, m, &inner, o, err);
+        w->gen = inner.gen;
+        return st;
+    }
+    return enc_bpe_fallback(t, e, m, &inner, o, err);
+}
+
+/* Id of the longest eligible special token at s[0..n), or -1. */
+static int32_t special_at(const ingot_tokenizer *t, const uint8_t *s, size_t n, bool parse)
+{
+    uint8_t c = s[0];
+    for (uint32_t k = t->spec_start[c]; k < t->spec_start[c + 1]; k++) {
+        uint32_t id = t->spec[k];
+        if (!parse && t->type[id] != TOK_T_USER) continue;
+        size_t l = t->text_len[id];
+        if (l <= n && ING_MEMCMP(t->arena + t->text_off[id], s, l) == 0) return (int32_t)id;
+    }
+    return -1;
+}
+
+ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, size_t len,
+                                    uint32_t flags, int32_t *ids, size_t cap, size_t *n_out,
+                                    void *scratch, size_t scratch_size, ingot_error *err)
+{
+    if (n_out) *n_out = 0;
+    if (!t || !n_out || (!text && len) || (!ids && cap) || (flags & ~3u))
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                          "encode: NULL tokenizer, text, ids or n_out, or unknown flags");
+    size_t need = ingot_tokenizer_scratch_size(t, len);
+    if (!need)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, NULL, 0,
+                          "encode: text of %zu bytes is too long", len);
+    work w;
+    bool owned = false;
+    void *scratch_mem = NULL;
+    if (scratch) {
+        if (scratch_size < need || ((uintptr_t)scratch & 7))
+            return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                              "encode: scratch of %zu bytes, %zu needed (aligned to 8)",
+                              scratch_size, need);
+        w.base = scratch;
+        w.size = scratch_size;
+    } else {
+        w.base = scratch_mem = ingot__alloc(&t->alloc, need);
+        if (!w.base)
+            return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0,
+                              "encode: %zu bytes of scratch", need);
+        w.size = need;
+        owned = true;
+    }
+    w.cache = NULL;
+    w.cmask = 0;
+    w.gen = 0;
+    if (t->kind != TOK_BPE_FALLBACK) { /* the word cache first, then the merge state */
+        size_t ce = cache_entries(len);
+        w.cache = (wcache *)(void *)w.base;
+        w.cmask = ce - 1;
+        ING_MEMSET(w.cache, 0, ce * sizeof(wcache));
+        w.base += ce * sizeof(wcache);
+        w.size -= ce * sizeof(wcache);
+    }
+    out_ids o = {ids, cap, 0};
+    ingot_status st = INGOT_OK;
+    const uint8_t *s = (const uint8_t *)text;
+    bool add = (flags & INGOT_ENCODE_ADD_SPECIAL) != 0;
+    bool parse = (flags & INGOT_ENCODE_PARSE_SPECIAL) != 0;
+    if (add && t->add_bos) put(&o, t->bos);
+    size_t frag = 0;
+    bool first = true, after_special = false;
+    bool scan = parse ? t->n_spec != 0 : t->n_user != 0;
+    for (size_t i = 0; i < len && scan;) {
+        int32_t sp = t->spec_start[s[i]] < t->spec_start[s[i] + 1]
+                         ? special_at(t, s + i, len - i, parse) : -1;
+        if (sp < 0) {
+            i++;
+            continue;
+        }
+        if (frag < i) {
+            st = enc_fragment(t, s + frag, i - frag, first, after_special, &w, &o, err);
+            if (st != INGOT_OK) goto done;
+            first = false;
+        }
+        put(&o, sp);
+        after_special = true;
+        first = false;
+        i += t->text_len[sp];
+        frag = i;
+    }
+    if (frag < len) {
+        st = enc_fragment(t, s + frag, len - frag, first, after_special, &w, &o, err);
+        if (st != INGOT_OK) goto done;
+    }
+    if (add && t->add_eos) put(&o, t->eos);
+    *n_out = o.n;
+    if (ids && o.n > cap)
+        st = ingot__err(err, INGOT_RANGE, INGOT_NO_OFFSET, NULL, 0,
+                        "encode: %zu ids do not fit in %zu", o.n, cap);
+done:
+    if (owned) ingot__free(&t->alloc, scratch_mem, need);
+    return st;
+}
+
+/* ---- decoding ---------------------------------------------------------------------------- */
+/* The bytes token id stands for under flags (possibly none); *strip: whether a leading space
+ * may be stripped from it (the first text token of a SentencePiece sequence). */
+static void piece(const ingot_tokenizer *t, uint32_t id, uint32_t flags, const uint8_t **p,
+                  size_t *n)
+{
+    const struct tok_ent *e = &t->ent[id];
+    uint8_t ty = e->type;
+    if (ty == TOK_T_CONTROL || ty == TOK_T_UNKNOWN) {
+        if (flags & INGOT_DECODE_SPECIAL) {
+            *p = t->arena + t->text_off[id];
+            *n = t->text_len[id];
+        } else {
+            *n = 0;
+        }
+        return;
+    }
+    *p = t->arena + e->dec_off;
+    *n = e->dec_len;
+}
+
+ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids, size_t n,
+                                    uint32_t flags, char *out, size_t cap, size_t *len_out,
+                                    ingot_error *err)
+{
+    if (len_out) *len_out = 0;
+    if (!t || !len_out || (!ids && n) || (!out && cap))
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                          "decode: NULL tokenizer, ids, out or len_out");
+    size_t o = 0;
+    bool strip = t->kind != TOK_BPE && t->space_prefix != TOK_PREFIX_NONE &&
+                 !(flags & INGOT_DECODE_KEEP_LEADING_SPACE);
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || (uint32_t)ids[i] >= t->n_vocab)
+            return ingot__err(err, INGOT_RANGE, i, NULL, 0,
+                              "decode: id %d at position %zu is outside the vocabulary of %u",
+                              ids[i], i, t->n_vocab);
+        const uint8_t *p = NULL;
+        size_t pn;
+        piece(t, (uint32_t)ids[i], flags, &p, &pn);
+        if (!pn) continue;
+        if (strip && t->ent[ids[i]].type != TOK_T_CONTROL) {
+            strip = false;
+            if (p[0] == ' ') p++, pn--;
+        }
+        if (out && o + pn <= cap && pn) ING_MEMCPY(out + o, p, pn);
+        o += pn;
+    }
+    *len_out = o;
+    if (out && o > cap)
+        return ingot__err(err, INGOT_RANGE, INGOT_NO_OFFSET, NULL, 0,
+                          "decode: %zu bytes do not fit in %zu", o, cap);
+    return INGOT_OK;
+}
+
+/* ---- streaming --------------------------------------------------------------------------- */
+void ingot_tokenizer_stream_init(ingot_tokenizer_stream *s, uint32_t flags)
+{
+    ING_MEMSET(s, 0, sizeof *s);
+    s->flags = flags;
+}
+
+size_t ingot_tokenizer_stream_max(const ingot_tokenizer *t)
+{
+    return t ? 3 * ((size_t)t->max_dec_len + 4) + 16 : 0;
+}
+
+static size_t put_fffd(uint8_t *o)
+{
+    o[0] = 0xEF;
+    o[1] = 0xBF;
+    o[2] = 0xBD;
+    return 3;
+}
+
+/* Bytes a sequence starting with lead byte c needs in all (0: c cannot start one). */
+static unsigned seq_len(uint8_t c)
+{
+    return c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+         : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+}
+
+/* Whether c may follow the pending bytes p[0..k) of a sequence (k >= 1). */
+static bool cont_ok(const uint8_t *p, unsigned k, uint8_t c)
+{
+    if ((c & 0xC0) != 0x80) return false;
+    if (k == 1) {
+        if (p[0] == 0xE0) return c >= 0xA0;
+        if (p[0] == 0xED) return c <= 0x9F;
+        if (p[0] == 0xF0) return c >= 0x90;
+        if (p[0] == 0xF4) return c <= 0x8F;
+    }
+    return true;
+}
+
+/* Feeds bytes through the UTF-8 holding state, writing complete sequences to o. */
+static size_t feed(ingot_tokenizer_stream *s, const uint8_t *p, size_t n, uint8_t *o)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        if (s->npend == 0) {
+            unsigned need = seq_len(c);
+            if (need == 1) o[w++] = c;
+            else if (need == 0) w += put_fffd(o + w);
+            else s->pend[s->npend++] = c;
+            i++;
+            continue;
+        }
+        if (!cont_ok(s->pend, s->npend, c)) {
+            w += put_fffd(o + w); /* the incomplete sequence; c is looked at again */
+            s->npend = 0;
+            continue;
+        }
+        s->pend[s->npend++] = c;
+        i++;
+        if (s->npend == seq_len(s->pend[0])) {
+            ING_MEMCPY(o + w, s->pend, s->npend);
+            w += s->npend;
+            s->npend = 0;
+        }
+    }
+    return w;
+}
+
+ingot_status ingot_tokenizer_stream_push(const ingot_tokenizer *t, ingot_tokenizer_stream *s,
+                                         int32_t id, char *out, size_t cap, size_t *len)
+{
+    if (len) *len = 0;
+    if (!t || !s || !out || !len || cap < ingot_tokenizer_stream_max(t)) return INGOT_MISUSE;
+    if (id < 0 || (uint32_t)id >= t->n_vocab) return INGOT_RANGE;
+    const uint8_t *p = NULL;
+    size_t pn;
+    piece(t, (uint32_t)id, s->flags, &p, &pn);
+    if (!pn) return INGOT_OK;
+    if (!s->started && t->type[id] != TOK_T_CONTROL) {
+        s->started = 1;
+        if (t->kind != TOK_BPE && t->space_prefix != TOK_PREFIX_NONE &&
+            !(s->flags & INGOT_DECODE_KEEP_LEADING_SPACE) && p[0] == ' ')
+            p++, pn--;
+    }
+    *len = feed(s, p, pn, (uint8_t *)out);
+    return INGOT_OK;
+}
+
+ingot_status ingot_tokenizer_stream_flush(const ingot_tokenizer *t, ingot_tokenizer_stream *s,
+                                          char *out, size_t cap, size_t *len)
+{
+    if (len) *len = 0;
+    if (!t || !s || !out || !len || cap < ingot_tokenizer_stream_max(t)) return INGOT_MISUSE;
+    if (s->npend) {
+        *len = put_fffd((uint8_t *)out);
+        s->npend = 0;
+    }
+    return INGOT_OK;
+}
+
+/* ---- getters ----------------------------------------------------------------------------- */
+const char *ingot_tokenizer_kind(const ingot_tokenizer *t)
+{
+    if (!t) return "none";
+    return t->kind == TOK_BPE ? "bpe" : t->kind == TOK_SPM ? "spm" : "bpe-fallback";
+}
+
+const char *ingot_tokenizer_pre(const ingot_tokenizer *t) { return t ? t->pre_name : "none"; }
+uint32_t ingot_tokenizer_vocab_size(const ingot_tokenizer *t) { return t ? t->n_vocab : 0; }
+bool ingot_tokenizer_adds_bos(const ingot_tokenizer *t) { return t && t->add_bos; }
+bool ingot_tokenizer_adds_eos(const ingot_tokenizer *t) { return t && t->add_eos; }
+
+int32_t ingot_tokenizer_special(const ingot_tokenizer *t, ingot_token_role role)
+{
+    if (!t) return -1;
+    switch (role) {
+    case INGOT_TOKEN_BOS: return t->bos;
+    case INGOT_TOKEN_EOS: return t->eos;
+    case INGOT_TOKEN_UNK: return t->unk;
+    case INGOT_TOKEN_PAD: return t->pad;
+    }
+    return -1;
+}
+
+ingot_status ingot_tokenizer_token_text(const ingot_tokenizer *t, int32_t id, const char **text,
+                                        size_t *len)
+{
+    if (!t || !text || !len) return INGOT_MISUSE;
+    if (id < 0 || (uint32_t)id >= t->n_vocab) {
+        *text = NULL;
+        *len = 0;
+        return INGOT_RANGE;
+    }
+    *text = (const char *)t->arena + t->text_off[id];
+    *len = t->text_len[id];
+    return INGOT_OK;
+}
+
+bool ingot_tokenizer_is_control(const ingot_tokenizer *t, int32_t id)
+{
+    return t && id >= 0 && (uint32_t)id < t->n_vocab && t->type[id] == TOK_T_CONTROL;
+}

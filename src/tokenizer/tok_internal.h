@@ -1,0 +1,261 @@
+/*
+ * tok_internal.h - the tokenizer object shared by the loaders (GGUF, tokenizer.json, llama2.c,
+ * encoder.json) and the encoders (byte-level BPE, SentencePiece, BPE with byte fallback).
+ * A loader fills a tok_build (token texts, scores, types, merges as text pairs, special ids) and
+ * ingot__tok_finish() turns it into the immutable ingot_tokenizer: one arena of token bytes, a
+ * hash from token bytes to id, a hash from (left id, right id) to (rank, merged id).
+ */
+#ifndef INGOT_TOK_INTERNAL_H
+#define INGOT_TOK_INTERNAL_H
+
+#include "deps.h"
+#include "ingot/core.h"
+#include "ingot/tokenizer.h"
+
+/* Bounds on hostile vocabularies (RELIABILITY.md §0): counts and sizes past these are LIMIT. */
+#define TOK_MAX_VOCAB ((1u << 21) - 1) /* 2 M tokens (the largest real ones have ~260 K) */
+#define TOK_MAX_MERGES ((1u << 22) - 1) /* 4 M merges (Llama 3 has 280 K) */
+#define TOK_MAX_TOKEN_BYTES 4096u    /* one token's text */
+#define TOK_MAX_FILE (1ull << 30)    /* a tokenizer file read into memory */
+
+typedef enum tok_kind { TOK_BPE = 1, TOK_SPM = 2, TOK_BPE_FALLBACK = 3 } tok_kind;
+
+/* Where the SentencePiece kinds add the leading space. */
+enum { TOK_PREFIX_NONE = 0, TOK_PREFIX_EACH = 1, TOK_PREFIX_FIRST = 2 };
+
+/* Token types, GGUF's numbering (tokenizer.ggml.token_type). */
+enum {
+    TOK_T_UNDEFINED = 0,
+    TOK_T_NORMAL = 1,
+    TOK_T_UNKNOWN = 2,
+    TOK_T_CONTROL = 3,
+    TOK_T_USER = 4,
+    TOK_T_UNUSED = 5,
+    TOK_T_BYTE = 6,
+};
+
+/* Pre-tokenizers of byte-level BPE (tok_pretok.c). */
+typedef enum tok_pre {
+    TOK_PRE_NONE = 0,
+    TOK_PRE_DEFAULT,   /* llama.cpp's "default" */
+    TOK_PRE_GPT2,      /* gpt-2 and the names llama.cpp maps to it, mpt, olmo, jais */
+    TOK_PRE_LLAMA3,    /* llama-bpe, dbrx, smaug-bpe, chatglm-bpe: \p{N}{1,3} */
+    TOK_PRE_QWEN2,     /* qwen2, stablelm2, deepseek-r1-qwen, megrez: Llama 3 with \p{N} */
+    TOK_PRE_FALCON,
+    TOK_PRE_STARCODER, /* starcoder, refact, command-r, smollm, codeshell, exaone, minerva-7b */
+    TOK_PRE_BLOOM,     /* bloom, poro-chat, gpt3-finnish */
+    TOK_PRE_VIKING,
+    TOK_PRE_DEEPSEEK_CODER,
+} tok_pre;
+
+struct ingot_tokenizer {
+    ingot_allocator alloc;
+    tok_kind kind;
+    tok_pre pre;
+    const char *pre_name; /* static */
+    uint32_t n_vocab;
+
+    /* Token i: stored text at arena[text_off[i]], text_len[i] bytes; its decoded bytes (what it
+     * stands for in the text) at arena[dec_off[i]], dec_len[i] bytes. */
+    uint8_t *arena;
+    size_t arena_len;
+    uint32_t *text_off, *text_len, *dec_off, *dec_len;
+    float *score;
+    uint8_t *type;
+    uint32_t max_dec_len;
+    /* The same facts packed per token for the hot paths (one cache line touch per token). */
+    struct tok_ent {
+        uint32_t dec_off;
+        uint16_t dec_len;
+        uint8_t type;
+        uint8_t whole; /* see `whole` below */
+    } *ent;
+    /* Byte-level BPE: the merge of every pair of byte tokens, [a << 8 | b] = rank << 32 | id
+     * (UINT64_MAX: none); the first round of every word's merges without the hash. */
+    uint64_t *pair0;
+
+    /* Token bytes -> id (open addressing; id UINT32_MAX: empty). A slot holds the key's first 8
+     * bytes, its length and 16 bits of its hash, so most lookups touch one slot and nothing
+     * else. Keyed by decoded bytes (byte-level BPE) or stored text (the others). */
+    struct tok_map_slot {
+        uint64_t head; /* first min(len, 8) bytes, little-endian, zero-padded */
+        uint32_t id;
+        uint16_t len;  /* key length (<= TOK_MAX_TOKEN_BYTES), TOK_SLOT_WHOLE or'ed in */
+        uint16_t tag;
+    } *map;
+    uint64_t map_mask;
+    /* byte-level BPE: whole[i] set when merging token i's own bytes gives token i, so a
+     * pre-token equal to it is emitted without running the merges (exactly what they give). */
+    uint8_t *whole;
+
+    /* (left, right) -> entry. A slot is left << 43 | right << 22 | entry (ids < 2^21, entries
+     * < 2^22, so a used slot is never UINT64_MAX, the empty one): 8 bytes, half the cache
+     * lines of a wider slot. The entry is the merge's rank (BPE; mval[rank] its result) or a
+     * pair number (SentencePiece; mval[] its token and score). */
+    uint64_t *mslot;
+    struct tok_merge_val {
+        uint32_t res;
+        float score;
+    } *mval;
+    uint32_t n_mval;
+    uint64_t m_mask;
+    uint32_t n_merges;
+
+    int32_t byte_tok[256]; /* bpe: token of each byte; spm: <0xNN>; -1 if none */
+
+    /* Special tokens matched in the text (control, user-defined, unknown), longest first. */
+    uint32_t *spec;
+    uint32_t n_spec, n_user; /* n_user: how many of them are user-defined */
+    uint32_t spec_start[257]; /* spec is grouped by first byte: [spec_start[c], spec_start[c+1]) */
+
+    int32_t bos, eos, unk, pad;
+    bool add_bos, add_eos, ignore_merges;
+    uint8_t space_prefix; /* SentencePiece kinds: TOK_PREFIX_* */
+    bool key_text; /* the token hash is keyed by stored text (else by decoded bytes) */
+    bool spm_split; /* SentencePiece: no token has U+2581 right after another character */
+    /* SentencePiece: every character of every token is a token, so a merge joins two tokens
+     * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
+    bool spm_pairs;
+};
+
+/* --- what a loader gathers ------------------------------------------------------------------ */
+typedef struct tok_build {
+    const ingot_allocator *alloc;
+    tok_kind kind;
+    tok_pre pre;
+    const char *pre_name;
+    uint32_t n;            /* tokens */
+    uint8_t *blob;         /* token texts, concatenated (owned, grown) */
+    size_t blob_len, blob_cap;
+    uint32_t *off, *len;   /* per token (owned) */
+    float *score;          /* per token (owned) */
+    uint8_t *type;         /* per token (owned) */
+    bool *have;            /* per token: set (json vocab maps may leave holes) */
+    /* merges: pairs of (offset,len) into mblob */
+    uint8_t *mblob;
+    size_t mblob_len, mblob_cap;
+    uint32_t *moff;        /* 4 per merge: left off, left len, right off, right len */
+    uint32_t n_merges, merges_cap;
+    int64_t bos, eos, unk, pad; /* -1 none */
+    int add_bos, add_eos;       /* -1: the kind's default */
+    bool ignore_merges;
+    int space_prefix;  /* -1: the kind's default (TOK_PREFIX_EACH for SentencePiece kinds) */
+    bool default_bos;  /* bpe: add BOS unless the file says (llama.cpp: Llama 3 names) */
+    bool dup_is_error; /* two tokens with one text: DUPLICATE (else the later id wins) */
+    const char *where;          /* name of the source for errors ("tokenizer.json") */
+} tok_build;
+
+/* tok_build.c */
+ingot_status ingot__tok_build_init(tok_build *b, const ingot_allocator *a, uint32_t n,
+                                   ingot_error *err);
+void ingot__tok_build_free(tok_build *b);
+/* Sets token i's text (copied). DUPLICATE if i already set. */
+ingot_status ingot__tok_build_set(tok_build *b, uint32_t i, const void *s, size_t n,
+                                  ingot_error *err);
+/* Appends a merge of the two texts (copied). */
+ingot_status ingot__tok_build_merge(tok_build *b, const void *l, size_t ln, const void *r,
+                                    size_t rn, ingot_error *err);
+/* Id of the token whose text is s[0..n) (linear: for a few lookups), or -1. */
+int64_t ingot__tok_build_lookup(const tok_build *b, const uint8_t *s, size_t n);
+/* Loader state on the heap (the allocator of the options). */
+void *ingot__tok_scratch_alloc(const ingot_allocator *a, size_t n);
+void ingot__tok_scratch_free(const ingot_allocator *a, void *p, size_t n);
+/* Builds the tokenizer; frees nothing of b (the caller frees it). */
+ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error *err);
+/* Looks up a pre-tokenizer name (tokenizer.ggml.pre); false if unknown. */
+bool ingot__tok_pre_from_name(const char *s, size_t n, tok_pre *pre, const char **name);
+
+/* loaders */
+ingot_status ingot__tok_load_gguf(const ingot_file *f, const ingot_allocator *a,
+                                  ingot_tokenizer **out, ingot_error *err);
+/* config: tokenizer_config.json bytes or NULL. */
+ingot_status ingot__tok_load_hf_json(const uint8_t *buf, size_t n, const uint8_t *config,
+                                     size_t config_n, const ingot_allocator *a,
+                                     ingot_tokenizer **out, ingot_error *err);
+ingot_status ingot__tok_load_llama2c(const uint8_t *buf, size_t n, const ingot_allocator *a,
+                                     ingot_tokenizer **out, ingot_error *err);
+/* encoder.json / vocab.json + vocab.bpe / merges.txt; config as above. */
+ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const uint8_t *merges,
+                                        size_t mn, const uint8_t *config, size_t config_n,
+                                        const ingot_allocator *a, ingot_tokenizer **out,
+                                        ingot_error *err);
+
+/* tok_map.c: lookups */
+uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
+/* Id of the token whose decoded bytes are s[0..n), or -1. */
+int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n);
+/* The same with h = ingot__tok_hash(s, n) already computed. */
+int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h);
+/* The same, also reporting the token's `whole` flag from its slot (no second cache line). */
+#define TOK_SLOT_WHOLE 0x8000u
+int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                           bool *whole);
+#define TOK_MKEY(l, r) (((uint64_t)(l) << 21) | (r)) /* 42 bits */
+#define TOK_MENTRY_BITS 22
+
+/* Slot hash of a merge key (TOK_MKEY): MurmurHash3's 64-bit finaliser. */
+static inline uint64_t ingot__tok_pair_hash(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xFF51AFD7ED558CCDull;
+    key ^= key >> 33;
+    key *= 0xC4CEB9FE1A85EC53ull;
+    return key ^ (key >> 33);
+}
+
+/* The entry of merge (l, r) (its rank for BPE), or UINT32_MAX. */
+static inline uint32_t ingot__tok_merge_entry(const ingot_tokenizer *t, uint32_t l, uint32_t r)
+{
+    if (!t->m_mask) return UINT32_MAX;
+    uint64_t key = TOK_MKEY(l, r);
+    for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+        uint64_t v = t->mslot[i];
+        if (v >> TOK_MENTRY_BITS == key) return (uint32_t)(v & ((1u << TOK_MENTRY_BITS) - 1));
+        if (v == UINT64_MAX) return UINT32_MAX;
+    }
+}
+
+/* Merge of (l, r): true with rank (entry) and result. */
+static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
+                                    uint32_t *rank, uint32_t *res)
+{
+    uint32_t e = ingot__tok_merge_entry(t, l, r);
+    if (e == UINT32_MAX) return false;
+    *rank = e;
+    *res = t->mval[e].res;
+    return true;
+}
+
+/* Code point classes (bits of ingot__tok_uclass; gen_unicode.py's BITS). */
+#define TOK_U_L 1    /* \p{L} */
+#define TOK_U_N 2    /* \p{N} */
+#define TOK_U_P 4    /* \p{P} */
+#define TOK_U_S 8    /* \p{S} */
+#define TOK_U_M 16   /* \p{M} */
+#define TOK_U_WS 32  /* White_Space (regex \s) */
+#define TOK_U_LU 64  /* \p{Lu} */
+#define TOK_U_LL 128 /* \p{Ll} */
+
+/* tok_encode.c: whether merging the byte tokens of s[0..n) gives exactly token id (byte-level
+ * BPE; n <= TOK_MAX_TOKEN_BYTES, work of n * TOK_BPE_WORK_PER_BYTE bytes, aligned to 8). */
+#define TOK_BPE_WORK_PER_BYTE 36
+bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *work);
+
+/* The same for SentencePiece (work of (n + 1) * TOK_SPM_WORK_PER_BYTE bytes). */
+#define TOK_SPM_WORK_PER_BYTE 80
+bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
+                          void *work);
+
+/* tok_unicode.c: the class bits of code point cp (TOK_U_*), and a lenient UTF-8 decoder: the
+ * length of the sequence at s[0..n) (1 for an invalid byte, whose cp is then UINT32_MAX). */
+uint8_t ingot__tok_uclass(uint32_t cp);
+size_t ingot__tok_utf8(const uint8_t *s, size_t n, uint32_t *cp);
+
+/* tok_pretok.c: calls emit(ctx, off, len) for each pre-token of s[0..n) in order; stops at the
+ * first non-OK status emit returns and returns it. */
+typedef ingot_status (*tok_emit_fn)(void *ctx, size_t off, size_t len);
+ingot_status ingot__tok_pretokenize(tok_pre pre, const uint8_t *s, size_t n, tok_emit_fn emit,
+                                    void *ctx);
+
+#endif

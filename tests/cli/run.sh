@@ -309,15 +309,21 @@ SM="$HERE/../../../shared/fixtures/models/stories260K"
 if [ -d "$SM" ]; then
     run 0 "$ING" dump "$SM/golden/tokens_greedy_bos_plus_200.npy" tokens_greedy_bos_plus_200 --limit 300
     tail -n +2 out.txt | tr -s ' \n' ' ' | sed 's/^1 //; s/ $//' > want_ids.txt
+    # the text llama2.c prints (run stories260K.bin -z tok512.bin -t 0.0 -n 200), byte for byte,
+    # from the GGUF with its own vocabulary and from the llama2.c files
     run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 200
-    head -1 out.txt | tr -d '\n' > got_ids.txt
-    same got_ids.txt want_ids.txt
+    same out.txt "$SM/golden/llama2c_run_t0.0_n200.txt"
     expect_err "1 prompt tokens"
+    run 0 "$ING" generate "$SM/stories260K.bin" --tokenizer "$SM/tok512.bin" --temp 0 -n 200
+    same out.txt "$SM/golden/llama2c_run_t0.0_n200.txt"
+    # a checkpoint without a tokenizer prints ids: the torch reference's 200 greedy tokens
     run 0 "$ING" generate "$SM/stories260K.bin" --temp 0 -n 200
     head -1 out.txt | tr -d '\n' > got_ids.txt
     same got_ids.txt want_ids.txt
+    run 1 "$ING" generate "$SM/stories260K.bin" --prompt "Once upon" -n 3
+    expect_err "has no tokenizer: name one with --tokenizer"
     run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 5 --json --threads 1
-    expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432\], "text": "", "prefill_tokens_per_s": '
+    expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432\], "text": "Once upon a time,", "prefill_tokens_per_s": '
     # sampled: the seed decides, not the thread count
     run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0.8 --top-k 20 --top-p 0.9 --min-p 0.01 \
         --repeat-penalty 1.1 --seed 5 -n 40 --threads 1
@@ -325,10 +331,16 @@ if [ -d "$SM" ]; then
     run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0.8 --top-k 20 --top-p 0.9 --min-p 0.01 \
         --repeat-penalty 1.1 --seed 5 -n 40 --threads 2
     same out.txt s1.txt
-    run 0 "$ING" generate "$SM/stories260K.gguf" --tokens 1,403,407 --temp 0 -n 3
-    expect_out "^261 378 432$"
+    run 0 "$ING" generate "$SM/stories260K.gguf" --tokens 1,403,407 --temp 0 -n 3 --json
+    expect_out '"tokens": \[261, 378, 432\], "text": " a time,"'
+    # a text prompt is encoded with the BOS the vocabulary asks for: the same ids, the same text
+    run 0 "$ING" generate "$SM/stories260K.gguf" --prompt "Once upon" --temp 0 -n 3 --json
+    expect_out '^{"prompt_tokens": 3, "tokens": \[261, 378, 432\], "text": " a time,"'
+    printf 'Once upon' > prompt.txt
+    run 0 "$ING" generate "$SM/stories260K.bin" --tokenizer "$SM/tok512.bin" --prompt-file prompt.txt --temp 0 -n 3
+    expect_out "^ a time,$"
     run 0 "$ING" generate "$SM/stories260K.gguf" --beams 3 -n 6 --json
-    expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432, 383\], "text": "", "score": '
+    expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432, 383\], "text": "Once upon a time, there", "score": '
     run 2 "$ING" generate "$SM/stories260K.gguf" --beams 3
     G="$HERE/../golden/lm"
     run 0 "$ING" eval "$G/llama_hf" --tokens 1,5,9 -o l0.npy

@@ -8,9 +8,9 @@
  * Shared options: --config config.json, --lora ADAPTER[:SCALE] (a PEFT adapter folder or its
  * .safetensors; merged at open, or with --lora-runtime applied per call), --threads N,
  * --backend cpu|ref.
- * Text in and out goes through the tokenizer (include/ingot/tokenizer.h, its own issue): until it
- * is wired in, prompts are token ids and the output is ids; tokens_to_text() and
- * text_to_tokens() below are the seam. */
+ * Text in and out goes through the tokenizer (include/ingot/tokenizer.h): --tokenizer SRC, else
+ * the model's own (a GGUF's tokenizer.ggml.* arrays, a folder's tokenizer.json, ...). A model
+ * without one (a llama2.c checkpoint given alone) takes --tokens and prints ids. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@
 #include "ingot/ingot.h"
 
 typedef struct lm_args {
-    const char *model, *config, *backend, *out, *tokens, *prompt, *prompt_file;
+    const char *model, *config, *backend, *out, *tokens, *prompt, *prompt_file, *tokenizer;
     char lora[4096];
     double lora_scale;
     bool lora_runtime;
@@ -105,13 +105,15 @@ static int usage_eval(void)
 static int usage_generate(void)
 {
     fprintf(stderr,
-            "usage: ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
+            "usage: ingot generate MODEL [--tokenizer SRC] [--prompt TEXT | --prompt-file F |\n"
+            "         --tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
             "         [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N]\n"
             "         [--kv f32|f16] [--beams W [--length-penalty L]] [--json]\n"
             "         [--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]]\n"
             "         [--threads N] [--backend cpu|ref]\n"
-            "  streams the generated token ids to stdout (text needs the tokenizer); --temp 0 is\n"
-            "  greedy; without --tokens it starts from BOS; --beams W > 1 runs beam search\n"
+            "  streams the generated text to stdout (token ids when neither --tokenizer nor the\n"
+            "  model has a tokenizer); --temp 0 is greedy; without a prompt (or with an empty\n"
+            "  one) it starts from BOS; --beams W > 1 runs beam search\n"
             "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
             "  are ignored; -n is required). --json prints one object: prompt_tokens, tokens,\n"
             "  text, prefill_tokens_per_s, decode_tokens_per_s.\n");
@@ -160,6 +162,7 @@ static int parse_args(int argc, char **argv, bool generate, lm_args *a)
         else if (generate && !strcmp(o, "--length-penalty") && parse_double(v, &d))
             a->length_penalty = d;
         else if (generate && !strcmp(o, "--prompt-file") && v) a->prompt_file = v;
+        else if (generate && !strcmp(o, "--tokenizer") && v) a->tokenizer = v;
         else if (generate && !strcmp(o, "-n") && parse_uint(v, 1u << 30, &u)) {
             a->n = (unsigned)u;
             a->have_n = true;
@@ -275,34 +278,153 @@ done:
 
 /* ---- generate ---- */
 
-/* The tokenizer seam: text -> ids. Until include/ingot/tokenizer.h lands, prompts are ids. */
-static int text_to_tokens(const lm_args *a, int32_t **ids, size_t *n)
+/* The tokenizer: --tokenizer SRC, else the model's own; NULL (and 0) when the model has none and
+ * none was named. A named tokenizer that does not open is an error. */
+static int open_tokenizer(const lm_args *a, ingot_tokenizer **tok)
 {
-    if (a->prompt || a->prompt_file) {
-        fprintf(stderr, "ingot generate: --prompt/--prompt-file need the tokenizer, which is not "
-                        "wired in yet; give the prompt as --tokens ID,ID,...\n");
-        return 1;
+    *tok = NULL;
+    ingot_error e = {0};
+    if (a->tokenizer) {
+        if (ingot_tokenizer_open(a->tokenizer, NULL, tok, &e) != INGOT_OK)
+            return fail("generate", a->tokenizer, &e);
+        return 0;
     }
+    if (ingot_tokenizer_open(a->model, NULL, tok, &e) != INGOT_OK) *tok = NULL;
+    return 0;
+}
+
+static char *read_all(const char *path, size_t *n)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    size_t cap = 4096, len = 0;
+    char *b = malloc(cap);
+    for (size_t k; b && (k = fread(b + len, 1, cap - len, fp)) > 0;) {
+        len += k;
+        if (len == cap) {
+            char *nb = realloc(b, cap * 2);
+            if (!nb) free(b);
+            b = nb;
+            cap *= 2;
+        }
+    }
+    if (b && ferror(fp)) {
+        free(b);
+        b = NULL;
+    }
+    fclose(fp);
+    *n = len;
+    return b;
+}
+
+/* The prompt as ids: --tokens as given, or --prompt / --prompt-file encoded with the BOS the
+ * tokenizer asks for. No prompt, or an empty one: no ids (generation starts from BOS). */
+static int text_to_tokens(const lm_args *a, const ingot_tokenizer *tok, int32_t **ids, size_t *n)
+{
     *ids = NULL;
     *n = 0;
-    return a->tokens ? parse_tokens("generate", a->tokens, ids, n) : 0;
+    if (a->tokens) return parse_tokens("generate", a->tokens, ids, n);
+    if (!a->prompt && !a->prompt_file) return 0;
+    if (!tok) {
+        fprintf(stderr, "ingot generate: %s has no tokenizer: name one with --tokenizer, or give "
+                        "the prompt as --tokens ID,ID,...\n", a->model);
+        return 1;
+    }
+    size_t len = 0;
+    char *file = NULL;
+    const char *text = a->prompt;
+    if (a->prompt_file) {
+        if (!(file = read_all(a->prompt_file, &len))) {
+            fprintf(stderr, "ingot generate: IO: cannot read '%s': %s\n", a->prompt_file,
+                    strerror(errno));
+            return 1;
+        }
+        text = file;
+    } else {
+        len = strlen(text);
+    }
+    int rc = 0;
+    if (len) {
+        ingot_error e = {0};
+        size_t cap = ingot_tokenizer_max_tokens(len);
+        *ids = malloc(cap * sizeof **ids);
+        if (!*ids) rc = fail("generate", "prompt", &e);
+        else if (ingot_tokenizer_encode(tok, text, len, INGOT_ENCODE_ADD_SPECIAL, *ids, cap, n,
+                                        NULL, 0, &e) != INGOT_OK)
+            rc = fail("generate", "prompt", &e);
+    }
+    free(file);
+    return rc;
 }
 
 typedef struct gen_out {
     bool json;
     size_t count;
+    const ingot_tokenizer *tok; /* NULL: ids are printed */
+    ingot_tokenizer_stream st;
+    char *piece; /* ingot_tokenizer_stream_max(tok) bytes */
+    char *text;  /* everything decoded, for --json */
+    size_t text_len, text_cap;
 } gen_out;
 
-/* The tokenizer seam: one generated id -> stdout (ids, space separated, for now). */
+static void gen_emit(gen_out *g, const char *p, size_t n)
+{
+    if (!n) return;
+    if (!g->json) {
+        fwrite(p, 1, n, stdout);
+        fflush(stdout);
+        return;
+    }
+    if (g->text_len + n > g->text_cap) {
+        size_t cap = (g->text_len + n) * 2;
+        char *t = realloc(g->text, cap);
+        if (!t) return;
+        g->text = t;
+        g->text_cap = cap;
+    }
+    memcpy(g->text + g->text_len, p, n);
+    g->text_len += n;
+}
+
+/* One generated id -> stdout: its text (complete UTF-8 only) or, without a tokenizer, the id. */
 static bool tokens_to_text(void *ctx, int32_t t)
 {
     gen_out *g = ctx;
-    if (!g->json) {
+    if (g->tok) {
+        size_t n = 0;
+        if (ingot_tokenizer_stream_push(g->tok, &g->st, t, g->piece,
+                                        ingot_tokenizer_stream_max(g->tok), &n) == INGOT_OK)
+            gen_emit(g, g->piece, n);
+    } else if (!g->json) {
         printf(g->count ? " %d" : "%d", (int)t);
         fflush(stdout);
     }
     g->count++;
     return true;
+}
+
+static void gen_flush(gen_out *g)
+{
+    size_t n = 0;
+    if (g->tok && ingot_tokenizer_stream_flush(g->tok, &g->st, g->piece,
+                                               ingot_tokenizer_stream_max(g->tok), &n) == INGOT_OK)
+        gen_emit(g, g->piece, n);
+}
+
+/* A JSON string of the decoded text (valid UTF-8: the stream decoder emits nothing else). */
+static void json_text(const gen_out *g)
+{
+    putchar('"');
+    for (size_t i = 0; i < g->text_len; i++) {
+        unsigned char c = (unsigned char)g->text[i];
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c == '\n') fputs("\\n", stdout);
+        else if (c == '\t') fputs("\\t", stdout);
+        else if (c == '\r') fputs("\\r", stdout);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
 }
 
 int ingot_cli_generate(int argc, char **argv)
@@ -312,8 +434,25 @@ int ingot_cli_generate(int argc, char **argv)
     if (!a.have_seed) a.sp.seed = (uint64_t)time(NULL);
     int32_t *prompt = NULL, *out = NULL;
     size_t np = 0, nout = 0;
-    int rc = text_to_tokens(&a, &prompt, &np);
-    if (rc) return rc;
+    ingot_tokenizer *tok = NULL;
+    gen_out g = {a.json, 0, NULL, {0}, NULL, NULL, 0, 0};
+    int rc = open_tokenizer(&a, &tok);
+    if (!rc) rc = text_to_tokens(&a, tok, &prompt, &np);
+    if (!rc && tok) {
+        g.tok = tok;
+        /* After a prompt the text goes on from it: keep the space SentencePiece puts in front
+         * of the first generated word (it is stripped only at the start of a text). */
+        bool text_before = false;
+        for (size_t i = 0; i < np && !text_before; i++)
+            text_before = !ingot_tokenizer_is_control(tok, prompt[i]);
+        ingot_tokenizer_stream_init(&g.st, text_before ? INGOT_DECODE_KEEP_LEADING_SPACE : 0);
+        if (!(g.piece = malloc(ingot_tokenizer_stream_max(tok)))) rc = 1;
+    }
+    if (rc) {
+        ingot_tokenizer_close(tok);
+        free(prompt);
+        return rc;
+    }
     ingot_backend *be = NULL;
     ingot_lm *m = NULL;
     ingot_lm_session *s = NULL;
@@ -337,7 +476,6 @@ int ingot_cli_generate(int argc, char **argv)
         fail("generate", "sampler", &e);
         goto done;
     }
-    gen_out g = {a.json, 0};
     if (a.beams > 1) {
         if (!a.have_n) {
             fprintf(stderr, "ingot generate: --beams needs -n\n");
@@ -359,13 +497,16 @@ int ingot_cli_generate(int argc, char **argv)
         }
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double secs = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - t0) * 1e-9;
+        for (size_t i = 0; i < nout; i++) tokens_to_text(&g, out[i]);
+        gen_flush(&g);
         if (a.json) {
             printf("{\"prompt_tokens\": %zu, \"tokens\": [", np ? np : 1);
             for (size_t i = 0; i < nout; i++) printf(i ? ", %d" : "%d", (int)out[i]);
-            printf("], \"text\": \"\", \"score\": %.6f, \"beams\": %u, \"seconds\": %.3f}\n",
-                   score, a.beams, secs);
+            printf("], \"text\": ");
+            json_text(&g);
+            printf(", \"score\": %.6f, \"beams\": %u, \"seconds\": %.3f}\n", score, a.beams,
+                   secs);
         } else {
-            for (size_t i = 0; i < nout; i++) tokens_to_text(&g, out[i]);
             printf("\n");
             fflush(stdout);
             fprintf(stderr, "ingot generate: beam search, %u beams, score %.4f, %.3f s\n",
@@ -385,13 +526,16 @@ int ingot_cli_generate(int argc, char **argv)
         goto done;
     }
     if (!cap) memset(&st, 0, sizeof st);
+    gen_flush(&g);
     double pre = st.prefill_ns ? st.prompt_tokens * 1e9 / (double)st.prefill_ns : 0;
     double dec = st.decode_ns && nout > 1 ? (nout - 1) * 1e9 / (double)st.decode_ns : 0;
     if (a.json) {
         printf("{\"prompt_tokens\": %" PRIu64 ", \"tokens\": [", st.prompt_tokens);
         for (size_t i = 0; i < nout; i++) printf(i ? ", %d" : "%d", (int)out[i]);
-        printf("], \"text\": \"\", \"prefill_tokens_per_s\": %.1f, \"decode_tokens_per_s\": "
-               "%.1f, \"seed\": %" PRIu64 "}\n", pre, dec, a.sp.seed);
+        printf("], \"text\": ");
+        json_text(&g);
+        printf(", \"prefill_tokens_per_s\": %.1f, \"decode_tokens_per_s\": %.1f, \"seed\": "
+               "%" PRIu64 "}\n", pre, dec, a.sp.seed);
     } else {
         printf("\n");
         fflush(stdout);
@@ -402,6 +546,9 @@ int ingot_cli_generate(int argc, char **argv)
 done:
     free(prompt);
     free(out);
+    free(g.piece);
+    free(g.text);
+    ingot_tokenizer_close(tok);
     ingot_sampler_free(sp);
     ingot_lm_session_free(s);
     ingot_lm_free(m);

@@ -47,8 +47,7 @@ static inline void tok_encode_check(const ingot_tokenizer *t, const uint8_t *s, 
     size_t dl2 = 0;
     FZ_ST(ingot_tokenizer_decode(t, ids, need, 0, out, dl, &dl2, NULL), INGOT_OK);
     FZ_CHECK(dl2 == dl);
-    bool user = false; /* user-defined tokens anywhere, or a control/unknown id in the output */
-    for (uint32_t i = 0; i < t->n_vocab; i++) user |= t->type[i] == TOK_T_USER;
+    bool user = t->n_user != 0; /* user-defined tokens, or a control/unknown id in the output */
     for (size_t i = 0; i < need; i++)
         user |= t->type[ids[i]] == TOK_T_CONTROL || t->type[ids[i]] == TOK_T_UNKNOWN;
     if (t->kind == TOK_BPE && !user && !(fl & INGOT_ENCODE_PARSE_SPECIAL) &&

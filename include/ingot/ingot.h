@@ -3,6 +3,7 @@
  *
  *   core.h    open any model file zero-copy; tensors, typed metadata, verification
  *   writer.h  streaming, crash-safe writer
+ *   convert.h conversion plans: select, rename, cast, quantize, edit metadata, write
  *   native.h  the freestanding .ingot reader core (embedded use)
  */
 #ifndef INGOT_INGOT_H
@@ -11,6 +12,7 @@
 #include "ingot/core.h"
 #include "ingot/native.h"
 #include "ingot/writer.h"
+#include "ingot/convert.h"
 #include "ingot/quant.h"
 #include "ingot/backend.h"
 #include "ingot/runtime.h"

@@ -20,17 +20,14 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#define INGOT_CLI_HELPERS
 #include "cli.h"
 
-#define EXIT_REJECT 1
-#define EXIT_USAGE 2
 #define IO_CHUNK (4u << 20)
 
-static const char *prog = "ingot";
+const char *prog = "ingot";
 
-static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage(const char *fmt, ...)
+int usage(const char *fmt, ...)
 {
     if (fmt) {
         va_list ap;
@@ -75,7 +72,7 @@ static int usage(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-static int fail_err(const ingot_error *e, const char *what)
+int fail_err(const ingot_error *e, const char *what)
 {
     char buf[512];
     ingot_error_format(e, buf, sizeof buf);
@@ -83,7 +80,7 @@ static int fail_err(const ingot_error *e, const char *what)
     return EXIT_REJECT;
 }
 
-static int fail_st(ingot_status st, const char *what)
+int fail_st(ingot_status st, const char *what)
 {
     fprintf(stderr, "%s: %s: %s: %s\n", prog, what, ingot_status_name(st), ingot_status_str(st));
     return EXIT_REJECT;
@@ -99,12 +96,6 @@ static int fail_sys(const char *what, const char *path)
  * Progress bar: stderr, only on a terminal, only once work has lasted about a second.
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    const char *label;
-    double start, last;
-    bool tty, shown;
-} progress;
-
 static double now(void)
 {
     struct timespec ts;
@@ -112,7 +103,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void progress_init(progress *p, const char *label)
+void progress_init(progress *p, const char *label)
 {
     p->label = label;
     p->start = p->last = now();
@@ -120,7 +111,7 @@ static void progress_init(progress *p, const char *label)
     p->shown = false;
 }
 
-static void progress_update(void *ctx, uint64_t done, uint64_t total)
+void progress_update(void *ctx, uint64_t done, uint64_t total)
 {
     progress *p = ctx;
     if (!p->tty) return;
@@ -138,7 +129,7 @@ static void progress_update(void *ctx, uint64_t done, uint64_t total)
             rate);
 }
 
-static void progress_end(progress *p)
+void progress_end(progress *p)
 {
     if (p->shown) fprintf(stderr, "\n");
 }
@@ -147,7 +138,7 @@ static void progress_end(progress *p)
  * Small helpers
  * ------------------------------------------------------------------------------------------- */
 
-static int open_file(const char *path, ingot_file **f)
+int open_file(const char *path, ingot_file **f)
 {
     ingot_error e;
     ingot_status st = ingot_file_open(path, NULL, f, &e);
@@ -168,7 +159,7 @@ static void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
     if (n >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4); /* cut: say so */
 }
 
-static bool parse_u64(const char *s, uint64_t *out)
+bool parse_u64(const char *s, uint64_t *out)
 {
     if (!s || !*s || *s == '-') return false;
     char *end;
@@ -338,13 +329,7 @@ static void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info
 
 /* One command's arguments: options (a flag, or one taking a value) anywhere, then exactly npos
  * positional arguments. Returns 0, or the usage exit code after printing why. */
-typedef struct {
-    const char *name;
-    bool takes_value;
-    const char *value; /* out: the value, or the name itself for a flag; NULL if absent */
-} cli_opt;
-
-static int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, const char **pos,
+int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, const char **pos,
                       int npos, const char *need)
 {
     int got = 0;
@@ -1260,518 +1245,6 @@ static int cmd_dump(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * convert
- * ------------------------------------------------------------------------------------------- */
-
-static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_meta_info *m)
-{
-    char *key = strndup(m->key, m->key_len);
-    if (!key) return INGOT_NOMEM;
-    ingot_status st = INGOT_OK;
-    if (!m->is_array) {
-        switch (m->type) {
-        case INGOT_META_U8: st = ingot_writer_set_u8(w, key, (uint8_t)m->v.u); break;
-        case INGOT_META_U16: st = ingot_writer_set_u16(w, key, (uint16_t)m->v.u); break;
-        case INGOT_META_U32: st = ingot_writer_set_u32(w, key, (uint32_t)m->v.u); break;
-        case INGOT_META_U64: st = ingot_writer_set_u64(w, key, m->v.u); break;
-        case INGOT_META_I8: st = ingot_writer_set_i8(w, key, (int8_t)m->v.i); break;
-        case INGOT_META_I16: st = ingot_writer_set_i16(w, key, (int16_t)m->v.i); break;
-        case INGOT_META_I32: st = ingot_writer_set_i32(w, key, (int32_t)m->v.i); break;
-        case INGOT_META_I64: st = ingot_writer_set_i64(w, key, m->v.i); break;
-        case INGOT_META_F32: st = ingot_writer_set_f32(w, key, (float)m->v.f); break;
-        case INGOT_META_F64: st = ingot_writer_set_f64(w, key, m->v.f); break;
-        case INGOT_META_BOOL: st = ingot_writer_set_bool(w, key, m->v.b); break;
-        case INGOT_META_STRING: st = ingot_writer_set_stringn(w, key, m->data, (size_t)m->count); break;
-        case INGOT_META_BYTES: st = ingot_writer_set_bytes(w, key, m->data, (size_t)m->count); break;
-        default: st = INGOT_BAD_TYPE;
-        }
-    } else if (m->type == INGOT_META_STRING || m->type == INGOT_META_BYTES) {
-        const void **elems = calloc(m->count ? (size_t)m->count : 1, sizeof *elems);
-        size_t *lens = calloc(m->count ? (size_t)m->count : 1, sizeof *lens);
-        if (!elems || !lens) st = INGOT_NOMEM;
-        for (uint64_t k = 0; st == INGOT_OK && k < m->count; k++) {
-            const char *s;
-            st = ingot_file_meta_array_string(f, m->index, k, &s, &lens[k]);
-            elems[k] = s;
-        }
-        if (st == INGOT_OK) st = ingot_writer_set_string_array(w, key, m->type, elems, lens, m->count);
-        free(elems);
-        free(lens);
-    } else {
-        uint32_t esz = ingot_meta_type_size(m->type);
-        void *buf = malloc(m->count ? (size_t)(m->count * esz) : 1);
-        if (!buf) st = INGOT_NOMEM;
-        if (st == INGOT_OK) st = ingot_file_meta_array_read(f, m->index, m->type, 0, m->count, buf);
-        if (st == INGOT_OK) st = ingot_writer_set_array(w, key, m->type, buf, m->count);
-        free(buf);
-    }
-    free(key);
-    return st;
-}
-
-/* Notices of the writer, printed as "lossy: ...". While a description may still be redone (a
- * format refusing a dtype only at begin, see cmd_convert) they are held and printed once it
- * stands, so a retried attempt does not print them twice. */
-typedef struct {
-    const char *prog;
-    uint64_t count;
-    bool hold;
-    char *held;
-    size_t len, cap;
-} notice_ctx;
-
-static void print_notice(void *ctx, const char *msg)
-{
-    notice_ctx *n = ctx;
-    n->count++;
-    if (!n->hold) {
-        fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
-        return;
-    }
-    size_t need = strlen(msg) + 1;
-    if (n->len + need > n->cap) {
-        size_t cap = (n->len + need) * 2;
-        char *p = realloc(n->held, cap);
-        if (!p) { /* out of memory: print now rather than lose it */
-            fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
-            return;
-        }
-        n->held = p;
-        n->cap = cap;
-    }
-    memcpy(n->held + n->len, msg, need);
-    n->len += need;
-}
-
-/* Prints (flush) or forgets the held notices; from now on notices print as they come. */
-static void release_notices(notice_ctx *n, bool flush)
-{
-    for (size_t at = 0; flush && at < n->len; at += strlen(n->held + at) + 1)
-        fprintf(stderr, "%s: lossy: %s\n", n->prog, n->held + at);
-    if (!flush) n->count = 0;
-    n->len = 0;
-    n->hold = false;
-}
-
-/* Dtypes `--dequantize` converts when the target cannot store them: GGML blocks and floats
- * (never integers or bool: those are not approximations of real numbers). */
-static bool float_like(ingot_dtype dt)
-{
-    if (!ingot_dequantize_supported(dt)) return false;
-    if (ingot_dtype_is_quantized(dt)) return true;
-    switch (dt) {
-    case INGOT_DTYPE_F64: case INGOT_DTYPE_F32: case INGOT_DTYPE_F16: case INGOT_DTYPE_BF16:
-    case INGOT_DTYPE_F8_E4M3: case INGOT_DTYPE_F8_E5M2: case INGOT_DTYPE_F8_E4M3FNUZ:
-    case INGOT_DTYPE_F8_E5M2FNUZ: case INGOT_DTYPE_F8_E8M0:
-        return true;
-    default: return false;
-    }
-}
-
-/* A format's refusal of a tensor (as opposed to a malformed description). */
-static bool refusal(ingot_status st) { return st == INGOT_UNSUPPORTED || st == INGOT_BAD_TYPE; }
-
-#define CONV_CHUNK_ELEMS (1u << 20) /* elements decoded per step: 4 MiB of F32 */
-
-typedef struct {
-    const char *in, *out, *format;
-    ingot_file *f;
-    ingot_writer_opts wo;
-    const char **wopts;
-    int n_wopts;
-    ingot_dtype dq;     /* --dequantize target, INVALID without the flag */
-    ingot_dtype *to;    /* per tensor: the dtype it is converted to, INVALID if stored as is */
-    ingot_dtype forced[64]; /* source dtypes a format refused at begin: converted from the start */
-    int n_forced;
-    notice_ctx nc;
-    progress p;
-} convert_job;
-
-static bool is_forced(const convert_job *j, ingot_dtype dt)
-{
-    for (int k = 0; k < j->n_forced; k++)
-        if (j->forced[k] == dt) return true;
-    return false;
-}
-
-/* The tensor an error record names (its `where` may be a truncated name), or UINT64_MAX. */
-static uint64_t tensor_named(const ingot_file *f, const ingot_error *e)
-{
-    size_t wl = strnlen(e->where, sizeof e->where);
-    if (!wl) return UINT64_MAX;
-    ingot_tensor_info t;
-    if (ingot_file_tensor_findn(f, e->where, wl, &t) == INGOT_OK) return t.index;
-    if (wl < sizeof e->where - 1) return UINT64_MAX;
-    for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) /* truncated: first by prefix */
-        if (ingot_file_tensor_at(f, i, &t) == INGOT_OK && t.name_len >= wl &&
-            memcmp(t.name, e->where, wl) == 0)
-            return i;
-    return UINT64_MAX;
-}
-
-/* Whether convert hands tensor t to the writer by pointer: its stored bytes are its dense bytes
- * and are mapped. Not BOOL: reading it checks every byte is 0 or 1 (BAD_VALUE), a pointer does
- * not. */
-static bool by_pointer(const ingot_tensor_info *t)
-{
-    const uint32_t not_dense = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN |
-                               INGOT_TENSOR_STRIDED | INGOT_TENSOR_NOT_MAPPED;
-    return t->data && !(t->flags & not_dense) && t->dtype != INGOT_DTYPE_BOOL;
-}
-
-/* Whether the target format (with the job's options) stores a tensor of t's name and shape as
- * dtype dt: a one-tensor description begun in memory, which writes only what precedes the data.
- * Only a refusal (UNSUPPORTED, BAD_TYPE) counts as no; anything else cannot tell. */
-static bool target_accepts(const convert_job *j, const ingot_tensor_info *t, ingot_dtype dt)
-{
-    ingot_writer *w;
-    ingot_error e;
-    if (ingot_writer_new(&j->wo, &w, &e) != INGOT_OK) return true;
-    ingot_status st = INGOT_OK;
-    for (int i = 0; i < j->n_wopts && st == INGOT_OK; i++) {
-        char key[128];
-        const char *eq = strchr(j->wopts[i], '=');
-        size_t kl = (size_t)(eq - j->wopts[i]);
-        if (kl == 0 || kl >= sizeof key) continue;
-        memcpy(key, j->wopts[i], kl);
-        key[kl] = 0;
-        st = ingot_writer_set_option(w, key, eq + 1, &e);
-    }
-    if (st == INGOT_OK) st = ingot_writer_add_tensor(w, t->name, dt, t->rank, t->shape, NULL, NULL,
-                                                     &e);
-    if (st == INGOT_OK) st = ingot_writer_begin_mem(w, &e);
-    ingot_writer_free(w);
-    return !refusal(st);
-}
-
-/* After a refusal of tensor t: how --dequantize would get it stored, only where it would (a
- * refusal of the shape, such as .mag's of empty or rank-0 tensors, gets no hint). */
-static void hint_dequantize(const convert_job *j, const ingot_tensor_info *t)
-{
-    if (!float_like(t->dtype)) return;
-    if (j->dq == INGOT_DTYPE_INVALID) {
-        static const ingot_dtype floats[] = {INGOT_DTYPE_F32, INGOT_DTYPE_F16, INGOT_DTYPE_BF16};
-        char list[32] = "";
-        for (size_t k = 0; k < sizeof floats / sizeof *floats; k++)
-            if (floats[k] != t->dtype && target_accepts(j, t, floats[k]))
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                         list[0] ? "|" : "", ingot_dtype_name(floats[k]));
-        if (list[0])
-            fprintf(stderr, "%s: convert: --dequantize %s stores '%s' (%s) as floats instead "
-                            "(lossy)\n",
-                    prog, list, t->name, ingot_dtype_name(t->dtype));
-    } else if (j->dq != INGOT_DTYPE_F32 && t->dtype != INGOT_DTYPE_F32 &&
-               target_accepts(j, t, INGOT_DTYPE_F32)) {
-        fprintf(stderr, "%s: convert: the target cannot store %s either; try --dequantize F32\n",
-                prog, ingot_dtype_name(j->dq));
-    }
-}
-
-/* convert_describe's result when the description stood but ingot_writer_begin() failed (the
- * error is in *e, not printed yet: the caller may retry). */
-#define BEGIN_FAILED (-1)
-
-/* Describes the whole output to a new writer (*wout, to be freed by the caller even on failure)
- * and begins it. Errors other than BEGIN_FAILED are printed here. */
-static int convert_describe(convert_job *j, ingot_writer **wout, ingot_error *e)
-{
-    ingot_writer *w;
-    *wout = NULL;
-    if (ingot_writer_new(&j->wo, &w, e) != INGOT_OK) return fail_err(e, j->out);
-    *wout = w;
-    ingot_writer_set_notice(w, print_notice, &j->nc);
-    int rc = 0;
-    for (int i = 0; i < j->n_wopts; i++) {
-        char key[128];
-        const char *eq = strchr(j->wopts[i], '=');
-        size_t kl = (size_t)(eq - j->wopts[i]);
-        if (kl == 0 || kl >= sizeof key) return usage("convert: bad --opt %s", j->wopts[i]);
-        memcpy(key, j->wopts[i], kl);
-        key[kl] = 0;
-        if (ingot_writer_set_option(w, key, eq + 1, e) != INGOT_OK)
-            return fail_err(e, "convert --opt");
-    }
-    ingot_file *f = j->f;
-    for (uint64_t i = 0; i < ingot_file_meta_count(f) && !rc; i++) {
-        ingot_meta_info m;
-        ingot_file_meta_at(f, i, &m);
-        ingot_status st = copy_meta(w, f, &m);
-        if (st != INGOT_OK) {
-            fprintf(stderr, "%s: convert: metadata '%.*s': %s: %s\n", prog, (int)m.key_len, m.key,
-                    ingot_status_name(st), ingot_status_str(st));
-            rc = EXIT_REJECT;
-        }
-    }
-    /* A tensor whose stored bytes are its dense bytes and are mapped is handed over by pointer
-     * (the writer reads it under the SIGBUS guard, in whatever order the target format stores
-     * tensors); the others (BOOL too, see by_pointer) are pushed, in file order. A tensor the
-     * target refuses is, with --dequantize, described again as the float dtype and pushed
-     * converted. */
-    uint64_t nt = ingot_file_tensor_count(f);
-    for (uint64_t i = 0; i < nt && !rc; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
-        ingot_tensor_opts to = {(t.flags & INGOT_TENSOR_HAS_PARAM_ID) != 0, t.param_id};
-        const void *src = by_pointer(&t) ? t.data : NULL;
-        bool convertible = j->dq != INGOT_DTYPE_INVALID && float_like(t.dtype) && t.dtype != j->dq;
-        ingot_status st = INGOT_UNSUPPORTED;
-        j->to[i] = INGOT_DTYPE_INVALID;
-        if (!(convertible && is_forced(j, t.dtype)))
-            st = ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, &to, src, e);
-        if (st != INGOT_OK && refusal(st) && convertible) {
-            st = ingot_writer_add_tensor(w, t.name, j->dq, t.rank, t.shape, &to, NULL, e);
-            if (st == INGOT_OK) j->to[i] = j->dq;
-        }
-        if (st != INGOT_OK) {
-            rc = fail_err(e, j->out);
-            if (refusal(st)) hint_dequantize(j, &t);
-        }
-    }
-    if (rc) return rc;
-    progress_init(&j->p, "convert");
-    ingot_writer_set_progress(w, progress_update, &j->p);
-    return ingot_writer_begin(w, j->out, e) == INGOT_OK ? 0 : BEGIN_FAILED;
-}
-
-/* Pushes tensor i decoded to j->to[i], CONV_CHUNK_ELEMS elements at a time (whole blocks). */
-static int push_converted(convert_job *j, ingot_writer *w, uint64_t i, float *fbuf, uint8_t *obuf)
-{
-    ingot_tensor_info t;
-    ingot_file_tensor_at(j->f, i, &t);
-    ingot_error e;
-    ingot_dtype to = j->to[i];
-    uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
-    uint32_t osize = to == INGOT_DTYPE_F32 ? 4 : to == INGOT_DTYPE_F64 ? 8 : 2;
-    uint64_t step = CONV_CHUNK_ELEMS / be * be;
-    const uint16_t one = 1;
-    bool raw_f32 = to == INGOT_DTYPE_F32 && *(const uint8_t *)&one == 1; /* host order is LE */
-    /* Column-major or strided views have no row-major stored bytes: materialise the tensor (in
-     * C order, little-endian) first; block types never carry those flags. */
-    uint8_t *dense = NULL;
-    int rc = 0;
-    if (t.flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) {
-        if (!(dense = malloc(t.nbytes ? (size_t)t.nbytes : 1))) return fail_st(INGOT_NOMEM, "convert");
-        if (ingot_file_tensor_copy(j->f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-            rc = fail_err(&e, j->in);
-    }
-    for (uint64_t done = 0; done < t.nelem && !rc;) {
-        uint64_t k = t.nelem - done < step ? t.nelem - done : step;
-        ingot_status st = dense ? ingot_dequantize(t.dtype, dense + done / be * bb,
-                                                   (size_t)(k / be * bb), fbuf, k, &e)
-                                : ingot_file_tensor_dequantize(j->f, i, done, k, fbuf, &e);
-        if (st != INGOT_OK) {
-            rc = fail_err(&e, j->in);
-            break;
-        }
-        const void *chunk = fbuf;
-        if (!raw_f32) {
-            if (ingot_f32_encode(to, fbuf, k, obuf, (size_t)k * osize, &e) != INGOT_OK) {
-                rc = fail_err(&e, "convert");
-                break;
-            }
-            chunk = obuf;
-        }
-        if (ingot_writer_write(w, chunk, (size_t)k * osize, &e) != INGOT_OK) rc = fail_err(&e, j->out);
-        done += k;
-    }
-    free(dense);
-    return rc;
-}
-
-/* One "lossy:" line per source dtype converted: how many tensors, to what, the first one. */
-static uint64_t report_conversions(const convert_job *j)
-{
-    uint64_t nt = ingot_file_tensor_count(j->f), total = 0;
-    for (uint64_t i = 0; i < nt; i++) {
-        if (j->to[i] == INGOT_DTYPE_INVALID) continue;
-        ingot_tensor_info t;
-        ingot_file_tensor_at(j->f, i, &t);
-        bool seen = false;
-        for (uint64_t k = 0; k < i && !seen; k++) {
-            ingot_tensor_info u;
-            ingot_file_tensor_at(j->f, k, &u);
-            seen = j->to[k] != INGOT_DTYPE_INVALID && u.dtype == t.dtype;
-        }
-        if (seen) continue;
-        uint64_t n = 0;
-        for (uint64_t k = i; k < nt; k++) {
-            ingot_tensor_info u;
-            ingot_file_tensor_at(j->f, k, &u);
-            n += j->to[k] != INGOT_DTYPE_INVALID && u.dtype == t.dtype;
-        }
-        total += n;
-        fprintf(stderr, "%s: lossy: %" PRIu64 " %s tensor%s dequantized to %s (the target cannot "
-                        "store %s; first '%s')\n",
-                prog, n, ingot_dtype_name(t.dtype), n == 1 ? "" : "s", ingot_dtype_name(j->dq),
-                ingot_dtype_name(t.dtype), t.name);
-    }
-    return total;
-}
-
-/* convert IN OUT: every tensor and metadata entry of IN into a new OUT, streamed through a
- * bounded buffer (never all tensor data in memory), written atomically by the target format's
- * writer. Tensors stored big-endian, column-major or as strided views are materialised one at a
- * time in C order first. The writer reports each lossy metadata step (printed as "lossy:") and
- * refuses tensors the target cannot hold exactly; with --dequantize F32|F16|BF16 those (GGML
- * blocks, or float types the target lacks) are decoded and stored as that float type instead,
- * one "lossy:" line per source dtype. Most formats refuse a dtype when the tensor is described;
- * one that refuses only when writing begins gets the whole description again with that dtype
- * converted (at most once per dtype). */
-static int cmd_convert(int argc, char **argv)
-{
-    /* --opt KEY=VALUE may repeat: take those out before the one-value parser sees the rest. */
-    const char *wopts[64];
-    int n_wopts = 0;
-    char **rest = malloc(sizeof *rest * (size_t)(argc ? argc : 1));
-    int n_rest = 0;
-    if (!rest) return fail_st(INGOT_NOMEM, "convert");
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--opt") == 0) {
-            if (i + 1 >= argc || !strchr(argv[i + 1], '=') || n_wopts == 64) {
-                free(rest);
-                return usage("convert: --opt needs KEY=VALUE");
-            }
-            wopts[n_wopts++] = argv[++i];
-        } else {
-            rest[n_rest++] = argv[i];
-        }
-    }
-    cli_opt opts[] = {{"--align", true, NULL}, {"--to", true, NULL}, {"--dequantize", true, NULL},
-                      {NULL, false, NULL}};
-    const char *pos[2];
-    uint64_t align = 0;
-    int rc = parse_args("convert", n_rest, rest, opts, pos, 2, "IN OUT");
-    free(rest);
-    if (rc) return rc;
-    if (opts[0].value && (!parse_u64(opts[0].value, &align) || align > (1u << 20)))
-        return usage("convert: bad --align");
-    convert_job j = {0};
-    j.dq = INGOT_DTYPE_INVALID;
-    if (opts[2].value) {
-        if (strcmp(opts[2].value, "F32") == 0) j.dq = INGOT_DTYPE_F32;
-        else if (strcmp(opts[2].value, "F16") == 0) j.dq = INGOT_DTYPE_F16;
-        else if (strcmp(opts[2].value, "BF16") == 0) j.dq = INGOT_DTYPE_BF16;
-        else return usage("convert: --dequantize takes F32, F16 or BF16, not '%s'", opts[2].value);
-    }
-    j.in = pos[0];
-    j.out = pos[1];
-    j.format = opts[1].value ? opts[1].value : ingot_writer_format_for_path(j.out);
-    if (!j.format)
-        return usage("convert: cannot tell the output format from '%s': name it with --to", j.out);
-    j.wopts = wopts;
-    j.n_wopts = n_wopts;
-    if ((rc = open_file(j.in, &j.f))) return rc;
-    /* Parts of the source that opened as no tensor (an .npz's string members) are not in OUT:
-     * one "lossy:" line each, counted in the summary. */
-    uint64_t skipped = ingot_file_notice_count(j.f);
-    for (uint64_t i = 0; i < skipped; i++) {
-        ingot_notice nt_i;
-        if (ingot_file_notice_at(j.f, i, &nt_i) == INGOT_OK)
-            fprintf(stderr, "%s: lossy: '%s' of the source skipped (%s)\n", prog, nt_i.name,
-                    nt_i.reason);
-    }
-    j.wo.format = j.format;
-    j.wo.alignment = (uint32_t)align;
-    /* .ingot -> .ingot keeps the source alignment unless told otherwise. */
-    uint64_t src_align = ingot_file_alignment(j.f);
-    if (!align && strcmp(j.format, "ingot") == 0)
-        j.wo.alignment = src_align >= 64 && src_align <= 65536 ? (uint32_t)src_align : 256;
-    uint64_t nt = ingot_file_tensor_count(j.f);
-    j.nc.prog = prog;
-    j.to = calloc(nt ? (size_t)nt : 1, sizeof *j.to);
-    if (!j.to) rc = fail_st(INGOT_NOMEM, "convert");
-    ingot_writer *w = NULL;
-    ingot_error e;
-    while (!rc) {
-        j.nc.hold = j.dq != INGOT_DTYPE_INVALID; /* only then can a description be redone */
-        int r = convert_describe(&j, &w, &e);
-        if (r == 0) {
-            release_notices(&j.nc, true);
-            break;
-        }
-        if (r == BEGIN_FAILED && e.code == INGOT_UNSUPPORTED && j.dq != INGOT_DTYPE_INVALID &&
-            j.n_forced < 64) { /* refused at begin: convert that dtype and describe again */
-            uint64_t k = tensor_named(j.f, &e);
-            ingot_tensor_info t;
-            if (k != UINT64_MAX && ingot_file_tensor_at(j.f, k, &t) == INGOT_OK &&
-                j.to[k] == INGOT_DTYPE_INVALID && float_like(t.dtype) && t.dtype != j.dq &&
-                !is_forced(&j, t.dtype)) {
-                j.forced[j.n_forced++] = t.dtype;
-                release_notices(&j.nc, false);
-                ingot_writer_free(w);
-                w = NULL;
-                continue;
-            }
-        }
-        release_notices(&j.nc, true);
-        rc = r == BEGIN_FAILED ? fail_err(&e, j.out) : r;
-        if (r == BEGIN_FAILED && refusal(e.code)) {
-            uint64_t k = tensor_named(j.f, &e);
-            ingot_tensor_info t;
-            if (k != UINT64_MAX && ingot_file_tensor_at(j.f, k, &t) == INGOT_OK)
-                hint_dequantize(&j, &t);
-        }
-    }
-    uint64_t converted = 0;
-    if (!rc) converted = report_conversions(&j);
-    uint8_t *buf = NULL, *obuf = NULL;
-    float *fbuf = NULL;
-    if (!rc && !(buf = malloc(IO_CHUNK))) rc = fail_st(INGOT_NOMEM, "convert");
-    if (!rc && converted &&
-        (!(fbuf = malloc(CONV_CHUNK_ELEMS * sizeof *fbuf)) || !(obuf = malloc(CONV_CHUNK_ELEMS * 4))))
-        rc = fail_st(INGOT_NOMEM, "convert");
-    /* Stream through a bounded buffer: works in every I/O mode, never holds all the data. */
-    const uint32_t relayout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
-    for (uint64_t i = 0; i < nt && !rc; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(j.f, i, &t);
-        if (j.to[i] != INGOT_DTYPE_INVALID) {
-            rc = push_converted(&j, w, i, fbuf, obuf);
-            continue;
-        }
-        if (by_pointer(&t)) continue; /* given by pointer above */
-        if (t.flags & relayout) { /* one tensor at a time, in C order, little-endian */
-            uint8_t *dense = malloc(t.nbytes ? (size_t)t.nbytes : 1);
-            if (!dense) rc = fail_st(INGOT_NOMEM, "convert");
-            else if (ingot_file_tensor_copy(j.f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-                rc = fail_err(&e, j.in);
-            else if (ingot_writer_write(w, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-                rc = fail_err(&e, j.out);
-            free(dense);
-            continue;
-        }
-        for (uint64_t done = 0; done < t.nbytes && !rc;) {
-            size_t k = t.nbytes - done < IO_CHUNK ? (size_t)(t.nbytes - done) : IO_CHUNK;
-            if (ingot_file_tensor_read(j.f, i, done, buf, k, &e) != INGOT_OK) rc = fail_err(&e, j.in);
-            else if (ingot_writer_write(w, buf, k, &e) != INGOT_OK) rc = fail_err(&e, j.out);
-            done += k;
-        }
-    }
-    if (!rc && ingot_writer_commit(w, &e) != INGOT_OK) rc = fail_err(&e, j.out);
-    progress_end(&j.p);
-    free(buf);
-    free(fbuf);
-    free(obuf);
-    free(j.to);
-    free(j.nc.held);
-    ingot_writer_free(w);
-    ingot_file_close(j.f);
-    if (!rc) {
-        printf("wrote %s (%s, %" PRIu64 " tensors", j.out, j.format, nt);
-        if (j.wo.alignment) printf(", alignment %u", j.wo.alignment);
-        if (j.nc.count)
-            printf(", %" PRIu64 " lossy metadata step%s", j.nc.count, j.nc.count == 1 ? "" : "s");
-        if (converted)
-            printf(", %" PRIu64 " tensor%s dequantized to %s", converted, converted == 1 ? "" : "s",
-                   ingot_dtype_name(j.dq));
-        if (skipped)
-            printf(", %" PRIu64 " part%s of the source skipped", skipped, skipped == 1 ? "" : "s");
-        printf(")\n");
-    }
-    return rc;
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Termination signals: remove the temporaries of the open writers, then die of the signal.
  * ------------------------------------------------------------------------------------------- */
 
@@ -1830,7 +1303,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "pack")) return cmd_pack(argc - 2, argv + 2);
     if (!strcmp(cmd, "unpack")) return cmd_unpack(argc - 2, argv + 2);
     if (!strcmp(cmd, "dump")) return cmd_dump(argc - 2, argv + 2);
-    if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
+    if (!strcmp(cmd, "convert")) return ingot_cli_convert(argc - 2, argv + 2);
+    if (!strcmp(cmd, "meta")) return ingot_cli_meta(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return ingot_cli_run(argc - 2, argv + 2);
     return usage("unknown command '%s'", cmd);

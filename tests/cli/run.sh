@@ -288,6 +288,86 @@ expect_no_err "try --dequantize"
 run 1 "$ING" convert r64.ingot r64.mag
 expect_no_err "dequantize"
 
+# convert --dtype / --dtype-map: float tensors cast (round to nearest even), a "lossy:" line per
+# narrowing (F8 -> F16 is exact: counted, no line), GGML blocks and integers untouched
+run 0 "$ING" convert m.ingot c16.ingot --dtype F16
+expect_err "lossy: 2 F32 tensors cast to F16 (first 'fc.weight')"
+expect_err "lossy: 1 BF16 tensor cast to F16 (first 'bf')"
+expect_no_err "F8_E4M3 tensor"
+expect_out "^wrote c16.ingot (ingot, 8 tensors, alignment 64, 5 cast)$"
+run 0 "$ING" dump c16.ingot fc.weight
+expect_out "^fc.weight: F16 2x3, 6 elements$"
+expect_out "^0 0.25 0.5 0.75 1 1.25$"
+run 0 "$ING" dump c16.ingot e5
+expect_out "^1 57344 inf 1.52588e-05$"
+run 0 "$ING" info --json c16.ingot
+json_is '[t["dtype"] for t in d["tensors"]] == ["F16", "F16", "F16", "F16", "F16", "F16", "I32", "Q4_0"]'
+run 0 "$ING" convert m.ingot cm.ingot --dtype-map F32=BF16 --dtype-map F8_E5M2=F32
+run 0 "$ING" info --json cm.ingot
+json_is '[t["dtype"] for t in d["tensors"]] == ["BF16", "BF16", "F16", "BF16", "F8_E4M3", "F32", "I32", "Q4_0"]'
+run 2 "$ING" convert m.ingot x.ingot --dtype F99
+expect_err "unknown dtype 'F99'"
+run 1 "$ING" convert m.ingot x.ingot --dtype Q4_0
+expect_err "UNSUPPORTED"
+# --dequantize never changes what the target stores as is, and says so
+run 0 "$ING" convert p.ingot pdq.safetensors --dequantize BF16
+expect_err "note: --dequantize BF16 changed nothing"
+run 0 "$ING" info --json pdq.safetensors
+json_is 'all(t["dtype"] == "F32" for t in d["tensors"])'
+
+# --include/--exclude/--rename: selection by glob, then renames in order; a collision names both
+run 0 "$ING" convert m.ingot sel.safetensors --exclude 'e?' --include 'fc.*' --include 'h' --rename '^fc\.(.*)$=layer.\1' --rename '^layer=blk.0'
+expect_out "3 tensors, 5 dropped"
+run 0 "$ING" info --json sel.safetensors
+json_is '[t["name"] for t in d["tensors"]] == ["blk.0.weight", "blk.0.bias", "h"]'
+run 0 "$ING" unpack sel.safetensors blk.0.weight -o sel_w.bin
+same sel_w.bin w.bin
+run 1 "$ING" convert m.ingot x.ingot --rename '^fc\..*$=fc'
+expect_err "DUPLICATE: tensors 'fc.weight' and 'fc.bias' would both be named 'fc'"
+n=$((n + 1)); [ ! -e x.ingot ] || { echo "FAIL: refused rename left x.ingot"; fails=$((fails + 1)); }
+run 2 "$ING" convert m.ingot x.ingot --rename 'nodelimiter'
+
+# --quantize with llama-quantize's rules, on the real stories260K (rows of 64: the K types fall
+# back to Q5_0/Q8_0; ffn_down rows of 172: F16; norms stay F32; use_more_bits(i, 5) = i 2 and 4)
+STORIES="$HERE/../../../shared/fixtures/models/stories260K/stories260K.gguf"
+run 0 "$ING" convert "$STORIES" q.gguf --quantize Q4_K_M
+expect_out "^wrote q.gguf (gguf, 48 tensors, 5 cast, 32 quantized)$"
+expect_err "lossy: 29 F32 tensors quantized to Q5_0 (first 'token_embd.weight')"
+run 0 "$ING" info --json q.gguf
+json_is 'd["metadata"]["general.file_type"] == 15 and d["metadata"]["general.quantization_version"] == 2'
+json_is '{t["name"]: t["dtype"] for t in d["tensors"]}["output.weight"] == "Q8_0"'
+json_is '[t["dtype"] for t in d["tensors"] if "attn_v" in t["name"]] == ["Q5_0", "Q5_0", "Q8_0", "Q5_0", "Q8_0"]'
+json_is 'all(t["dtype"] == "F16" for t in d["tensors"] if "ffn_down" in t["name"])'
+json_is 'all(t["dtype"] == "F32" for t in d["tensors"] if "norm" in t["name"])'
+run 0 "$ING" verify q.gguf
+run 1 "$ING" convert "$STORIES" x.gguf --quantize Q3_K_M
+expect_err "no quantization type 'Q3_K_M'"
+
+# metadata edits: convert --set/--delete/--rename-key, and meta FILE in place (a new file renamed
+# over it: tensors byte for byte the same)
+run 0 "$ING" convert m.ingot me.ingot --set layers:u32=8 --delete lr --rename-key name=general.name --set 'tags:string[]=x,y'
+run 0 "$ING" info --json me.ingot
+json_is 'd["metadata"]["layers"] == 8 and "lr" not in d["metadata"] and d["metadata"]["general.name"] == "demo" and d["metadata"]["tags"] == ["x", "y"]'
+cp m.ingot inplace.ingot
+run 0 "$ING" meta inplace.ingot --set 'layers:u32=3' --set note=hello --delete blob
+expect_out "^wrote inplace.ingot (ingot, 8 tensors, alignment 64)$"
+run 0 "$ING" info --json inplace.ingot
+json_is 'd["metadata"]["layers"] == 3 and d["metadata"]["note"] == "hello" and "blob" not in d["metadata"]'
+run 0 "$ING" unpack inplace.ingot fc.weight -o ip_w.bin
+same ip_w.bin w.bin
+run 0 "$ING" verify inplace.ingot
+run 1 "$ING" meta inplace.ingot --delete nosuchkey
+expect_err "NOT_FOUND"
+run 2 "$ING" meta inplace.ingot --set 'n:u8=300'
+expect_err "does not parse as u8"
+run 2 "$ING" meta inplace.ingot
+expect_err "nothing to do"
+n=$((n + 1)); ! ls ./*ingot-tmp* >/dev/null 2>&1 || { echo "FAIL: meta left a temporary"; fails=$((fails + 1)); }
+cp p.gguf pmeta.gguf
+run 0 "$ING" meta pmeta.gguf --set general.name=edited
+run 0 "$ING" info --json pmeta.gguf
+json_is 'd["metadata"]["general.name"] == "edited"'
+
 # pack input checks
 run 1 "$ING" pack x.ingot --tensor a:F32:4x4=w.bin
 expect_err "BAD_SIZE: tensor 'a'"

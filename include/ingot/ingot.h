@@ -4,6 +4,7 @@
  *   core.h    open any model file zero-copy; tensors, typed metadata, verification
  *   writer.h  streaming, crash-safe writer
  *   convert.h conversion plans: select, rename, cast, quantize, edit metadata, write
+ *   inspect.h content digests and value statistics, the same in every format
  *   native.h  the freestanding .ingot reader core (embedded use)
  */
 #ifndef INGOT_INGOT_H
@@ -13,6 +14,7 @@
 #include "ingot/native.h"
 #include "ingot/writer.h"
 #include "ingot/convert.h"
+#include "ingot/inspect.h"
 #include "ingot/quant.h"
 #include "ingot/backend.h"
 #include "ingot/runtime.h"

@@ -368,6 +368,67 @@ run 0 "$ING" meta pmeta.gguf --set general.name=edited
 run 0 "$ING" info --json pmeta.gguf
 json_is 'd["metadata"]["general.name"] == "edited"'
 
+# hash: one digest per tensor and one for the model, the same in every format (C-order LE bytes
+# of the dtype); sha256 of "ingot-tensor-v1\0F32\0" + rank + dims + data, computed here by Python
+run 0 "$ING" hash m.ingot p.safetensors
+expect_out "  m.ingot: fc.weight$"
+want=$(python3 -c 'import hashlib,struct,sys; d=open(sys.argv[1],"rb").read(); print(hashlib.sha256(b"ingot-tensor-v1\0F32\0"+struct.pack("<IQQ",2,2,3)+d).hexdigest())' w.bin)
+expect_out "^$want  m.ingot: fc.weight$"
+for ext in safetensors gguf npz; do "$ING" convert p.ingot "p2.$ext" >/dev/null 2>&1; done
+run 0 "$ING" hash --json p.ingot p2.safetensors p2.gguf p2.npz
+json_is 'len(set(f["model"] for f in d)) == 1 and len(d) == 4 and d[0]["tensors"][0]["sha256"] == "'"$want"'"'
+run 0 "$ING" hash c16.ingot
+expect_no_out "$want"
+run 1 "$ING" hash missing.ingot m.ingot
+expect_err "NOT_FOUND"
+expect_out "  m.ingot$"
+
+# diff: across formats by C-order values; exit 0 same, 1 different, 2 trouble
+run 0 "$ING" diff p.ingot p2.gguf
+expect_out "^2 tensors the same, 0 differ, 0 metadata entries differ$"
+# p.gguf had one byte of fc.bias flipped above (verify cannot see it; diff can)
+run 1 "$ING" diff p.ingot p.gguf
+expect_out "^differs: fc.bias: max abs 5.06639e-06, max rel 1.01327e-05, NMSE"
+run 1 "$ING" diff m.ingot c16.ingot
+expect_out "^differs: fc.weight (dtype F32 vs F16): max abs 0, max rel 0, NMSE 0$"
+run 1 "$ING" diff m.ingot me.ingot --json
+json_is 'd["same"] == 8 and {m["key"]: m["change"] for m in d["metadata"]} == {"layers": "value differs", "lr": "only in A", "name": "only in A", "general.name": "only in B", "tags": "value differs"}'
+run 1 "$ING" diff m.ingot sel.safetensors
+expect_out "^only in A: fc.weight (F32 2x3)$"
+expect_out "^only in B: blk.0.weight (F32 2x3)$"
+run 1 "$ING" diff "$STORIES" q.gguf --json
+json_is '[t for t in d["tensors"] if t["name"] == "output.weight"][0]["nmse"] < 1e-3'
+run 1 "$ING" diff --quiet m.ingot c16.ingot
+n=$((n + 1)); [ ! -s out.txt ] || { echo "FAIL: diff --quiet printed"; fails=$((fails + 1)); }
+run 2 "$ING" diff m.ingot missing.ingot
+
+# summary: parameters and bytes by dtype and by layer; the architecture's hyperparameters
+run 0 "$ING" summary "$STORIES"
+expect_out "48 tensors, 292800 parameters, 1171200 bytes of tensor data$"
+expect_out "^architecture: llama (block_count 5, context_length 2048, embedding_length 64"
+expect_out "^  blk.4 *9 *45440 *181760$"
+run 0 "$ING" summary --json q.gguf
+json_is 'd["params"] == 292800 and d["hyperparameters"]["attention.head_count"] == 8 and {x["name"] for x in d["dtype"]} == {"F32", "F16", "Q5_0", "Q8_0"} and sum(x["tensors"] for x in d["layer"]) == 48'
+
+# dump: slices (outermost first), several tensors, --all, --stats, --json
+run 0 "$ING" dump m.ingot 'fc.weight[1,0:2]' fc.bias
+expect_out "^fc.weight\[1,0:2\]: F32 2x3, 6 elements, 2 selected$"
+expect_out "^0.75 1$"
+expect_out "^0.5 -1 2$"
+run 0 "$ING" dump m.ingot 'fc.weight[:,2]' --stats
+expect_out "^fc.weight\[:,2\]: F32 2x3, 6 elements, 2 selected: min 0.5 max 1.25 mean 0.875 std 0.375 nan 0 inf 0$"
+run 0 "$ING" dump --all --stats --json m.ingot
+json_is '[t["name"] for t in d["tensors"]] == ["fc.weight", "fc.bias", "h", "bf", "e4", "e5", "step", "q"] and d["tensors"][3]["stats"]["inf"] == 1 and d["tensors"][4]["stats"]["nan"] == 1 and d["tensors"][1]["stats"]["mean"] == 0.5'
+run 0 "$ING" dump --json m.ingot bf e4 q
+json_is 'd["tensors"][0]["values"] == [1.0, -3.140625, "Infinity"] and d["tensors"][1]["values"][2] == "NaN" and len(d["tensors"][2]["blocks"]) == 2'
+run 0 "$ING" dump m.ingot 'q[1,0:3]' --dequantize
+expect_out "^-4.76837158e-07 -4.76837158e-07 -4.76837158e-07$"   # d = 2^-24, (0 - 8) d
+run 2 "$ING" dump m.ingot 'q[1,0:3]'
+expect_err "needs --dequantize"
+run 2 "$ING" dump m.ingot 'fc.weight[2]'
+expect_err "dimension 0 of 'fc.weight' has 2 entries"
+run 2 "$ING" dump m.ingot 'fc.weight[0,0,0]'
+
 # pack input checks
 run 1 "$ING" pack x.ingot --tensor a:F32:4x4=w.bin
 expect_err "BAD_SIZE: tensor 'a'"

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ingot/ingot.h"
 
@@ -19,6 +20,11 @@ int ingot_cli_run(int argc, char **argv);
 /* `ingot convert IN OUT ...` and `ingot meta FILE ...` (cmd_convert.c). */
 int ingot_cli_convert(int argc, char **argv);
 int ingot_cli_meta(int argc, char **argv);
+/* `ingot dump`, `diff`, `hash`, `summary` (cmd_inspect.c). */
+int ingot_cli_dump(int argc, char **argv);
+int ingot_cli_diff(int argc, char **argv);
+int ingot_cli_hash(int argc, char **argv);
+int ingot_cli_summary(int argc, char **argv);
 
 #ifdef INGOT_CLI_HELPERS /* helpers of ingot.c, for the files that define this first */
 extern const char *prog;
@@ -28,6 +34,16 @@ int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int fail_err(const ingot_error *e, const char *what);
 int fail_st(ingot_status st, const char *what);
 int open_file(const char *path, ingot_file **f);
+/* "NOT_FOUND: no tensor named ..." unless found. */
+int find_tensor(ingot_file *f, const char *path, const char *name, ingot_tensor_info *t);
+/* "4x3", "[]" for a scalar. */
+void shape_str(const ingot_tensor_info *t, char *buf, size_t cap);
+/* JSON string (invalid UTF-8 as U+FFFD), JSON number (NaN/Infinity as strings). */
+void json_str(FILE *o, const char *s, size_t n);
+void json_double(FILE *o, double v, bool is_f32);
+/* A metadata value: JSON, or text with arrays cut after `limit` elements. */
+void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info *m, bool json,
+                      uint64_t limit);
 bool parse_u64(const char *s, uint64_t *out);
 
 /* Progress bar on stderr: only on a terminal, only once work has lasted about a second. */

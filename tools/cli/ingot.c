@@ -163,7 +163,7 @@ int open_file(const char *path, ingot_file **f)
     return 0;
 }
 
-static void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
+void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -222,7 +222,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n, bool *ok)
  * some formats allow any bytes in string values (GGUF vocabularies hold raw-byte tokens): each
  * maximal invalid subsequence is written as \ufffd (U+FFFD, as Python's errors="replace" does),
  * so the output is always valid JSON (docs/COMPAT.md, "ingot info --json"). */
-static void json_str(FILE *o, const char *s, size_t n)
+void json_str(FILE *o, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     fputc('"', o);
@@ -260,7 +260,7 @@ static void base64(FILE *o, const uint8_t *p, size_t n)
     fputc('"', o);
 }
 
-static void json_double(FILE *o, double v, bool is_f32)
+void json_double(FILE *o, double v, bool is_f32)
 {
     if (isnan(v)) fputs("\"NaN\"", o);
     else if (isinf(v)) fputs(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", o);
@@ -299,7 +299,7 @@ static void print_elem(FILE *o, ingot_meta_type t, const void *buf, bool json)
 }
 
 /* Prints a metadata value: JSON or a human form (arrays truncated to `limit` elements). */
-static void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info *m, bool json,
+void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info *m, bool json,
                              uint64_t limit)
 {
     if (!m->is_array) {
@@ -944,7 +944,7 @@ static int cmd_pack(int argc, char **argv)
  * unpack, dump
  * ------------------------------------------------------------------------------------------- */
 
-static int find_tensor(ingot_file *f, const char *path, const char *name, ingot_tensor_info *t)
+int find_tensor(ingot_file *f, const char *path, const char *name, ingot_tensor_info *t)
 {
     if (ingot_file_tensor_find(f, name, t) == INGOT_OK) return 0;
     fprintf(stderr, "%s: NOT_FOUND: no tensor named '%s' in %s\n", prog, name, path);
@@ -1061,206 +1061,6 @@ static int cmd_unpack(int argc, char **argv)
     return rc;
 }
 
-static double half_to_double(uint16_t h)
-{
-    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return s ? -v : v;
-}
-
-static double bf16_to_double(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* OCP FP8 E4M3 (the "FN" variant: no infinities, S.1111.111 is NaN), bias 7. */
-static double e4m3_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
-    double v = (e == 15 && m == 7) ? NAN : e == 0 ? ldexp(m, -9) : ldexp(m + 8, e - 10);
-    return s ? -v : v;
-}
-
-/* OCP FP8 E5M2: IEEE-like, bias 15, with infinities and NaNs. */
-static double e5m2_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 2) & 31, m = b & 3;
-    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(m + 4, e - 17);
-    return s ? -v : v;
-}
-
-/* FNUZ variants (Graphcore/AMD): no infinities, no negative zero, 0x80 is the only NaN; the
- * exponent bias is one more than the OCP type's (8 for E4M3, 16 for E5M2). */
-static double e4m3fnuz_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
-    if (b == 0x80) return NAN;
-    double v = e == 0 ? ldexp(m, -10) : ldexp(m + 8, e - 11);
-    return s ? -v : v;
-}
-
-static double e5m2fnuz_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 2) & 31, m = b & 3;
-    if (b == 0x80) return NAN;
-    double v = e == 0 ? ldexp(m, -17) : ldexp(m + 4, e - 18);
-    return s ? -v : v;
-}
-
-static void print_float(double v, int digits)
-{
-    if (isnan(v)) printf("nan"); /* no "-nan": the sign of a NaN carries no value */
-    else printf("%.*g", digits, v);
-}
-
-static void print_value(ingot_dtype dt, const uint8_t *p)
-{
-    uint16_t u16;
-    uint32_t u32;
-    uint64_t u64;
-    switch (dt) {
-    case INGOT_DTYPE_F64: { double d; memcpy(&d, p, 8); print_float(d, 17); break; }
-    case INGOT_DTYPE_F32: { float v; memcpy(&v, p, 4); print_float(v, 9); break; }
-    case INGOT_DTYPE_F16: memcpy(&u16, p, 2); print_float(half_to_double(u16), 6); break;
-    case INGOT_DTYPE_BF16: memcpy(&u16, p, 2); print_float(bf16_to_double(u16), 5); break;
-    case INGOT_DTYPE_F8_E4M3: print_float(e4m3_to_double(*p), 4); break;
-    case INGOT_DTYPE_F8_E5M2: print_float(e5m2_to_double(*p), 4); break;
-    case INGOT_DTYPE_F8_E4M3FNUZ: print_float(e4m3fnuz_to_double(*p), 4); break;
-    case INGOT_DTYPE_F8_E5M2FNUZ: print_float(e5m2fnuz_to_double(*p), 4); break;
-    case INGOT_DTYPE_I64: memcpy(&u64, p, 8); printf("%" PRId64, (int64_t)u64); break;
-    case INGOT_DTYPE_I32: memcpy(&u32, p, 4); printf("%" PRId32, (int32_t)u32); break;
-    case INGOT_DTYPE_I16: memcpy(&u16, p, 2); printf("%d", (int16_t)u16); break;
-    case INGOT_DTYPE_I8: printf("%d", (int8_t)*p); break;
-    case INGOT_DTYPE_U64: memcpy(&u64, p, 8); printf("%" PRIu64, u64); break;
-    case INGOT_DTYPE_U32: memcpy(&u32, p, 4); printf("%" PRIu32, u32); break;
-    case INGOT_DTYPE_U16: memcpy(&u16, p, 2); printf("%u", u16); break;
-    case INGOT_DTYPE_U8: printf("%u", *p); break;
-    case INGOT_DTYPE_BOOL: printf("%s", *p ? "true" : "false"); break;
-    case INGOT_DTYPE_F8_E8M0: print_float(*p == 0xFF ? NAN : ldexp(1.0, *p - 127), 9); break;
-    case INGOT_DTYPE_C64: {
-        float re, im;
-        memcpy(&re, p, 4);
-        memcpy(&im, p + 4, 4);
-        print_float(re, 9);
-        printf("%s", im < 0 || (im == 0 && signbit(im)) ? "-" : "+");
-        print_float(fabsf(im), 9);
-        printf("j");
-        break;
-    }
-    default: break;
-    }
-}
-
-/* dump --dequantize: the first `limit` elements decoded to F32, 8 per line. */
-static int dump_dequantized(const ingot_file *f, const char *path, const ingot_tensor_info *t,
-                            uint64_t limit)
-{
-    char sh[160];
-    shape_str(t, sh, sizeof sh);
-    printf("%.*s: %s %s, %" PRIu64 " elements, decoded to F32\n", (int)t->name_len, t->name,
-           ingot_dtype_name(t->dtype), sh, t->nelem);
-    uint64_t be = ingot_dtype_block_elems(t->dtype), n = t->nelem < limit ? t->nelem : limit;
-    uint64_t whole = (n + be - 1) / be * be; /* decode whole blocks */
-    if (whole > t->nelem) whole = t->nelem;
-    float *v = malloc(whole ? (size_t)whole * sizeof *v : sizeof *v);
-    uint8_t *dense = NULL;
-    ingot_error e;
-    ingot_status st;
-    if (!v) return fail_st(INGOT_NOMEM, "dump");
-    if (t->flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) { /* materialise first */
-        uint32_t es = ingot_dtype_block_bytes(t->dtype);
-        if (!(dense = malloc(t->nbytes ? (size_t)t->nbytes : 1))) st = INGOT_NOMEM;
-        else if ((st = ingot_file_tensor_copy(f, t->index, dense, (size_t)t->nbytes, &e)) == INGOT_OK)
-            st = ingot_dequantize(t->dtype, dense, (size_t)(whole * es), v, whole, &e);
-    } else {
-        st = ingot_file_tensor_dequantize(f, t->index, 0, whole, v, &e);
-    }
-    int rc = 0;
-    if (st == INGOT_NOMEM) rc = fail_st(st, "dump");
-    else if (st != INGOT_OK) rc = fail_err(&e, path);
-    for (uint64_t k = 0; k < n && !rc; k++) {
-        print_float(v[k], 9);
-        printf(k + 1 < n ? (k % 8 == 7 ? "\n" : " ") : "\n");
-    }
-    if (!rc && n < t->nelem) printf("... (%" PRIu64 " more elements)\n", t->nelem - n);
-    free(v);
-    free(dense);
-    return rc;
-}
-
-static int cmd_dump(int argc, char **argv)
-{
-    cli_opt opts[] = {{"--limit", true, NULL}, {"--dequantize", false, NULL},
-                      {NULL, false, NULL}};
-    const char *pos[2];
-    uint64_t limit = 64;
-    int rc = parse_args("dump", argc, argv, opts, pos, 2, "FILE NAME");
-    if (rc) return rc;
-    if (opts[0].value && !parse_u64(opts[0].value, &limit)) return usage("dump: bad --limit");
-    const char *path = pos[0], *name = pos[1];
-    ingot_file *f;
-    if ((rc = open_file(path, &f))) return rc;
-    ingot_tensor_info t;
-    if ((rc = find_tensor(f, path, name, &t))) {
-        ingot_file_close(f);
-        return rc;
-    }
-    char sh[160];
-    shape_str(&t, sh, sizeof sh);
-    if (opts[1].value) {
-        rc = dump_dequantized(f, path, &t, limit);
-        ingot_file_close(f);
-        return rc;
-    }
-    uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
-    bool blocks = be > 1;
-    uint64_t units = blocks ? t.nbytes / bb : t.nelem; /* elements, or blocks for quantized */
-    uint64_t n = units < limit ? units : limit;
-    uint8_t buf[512];
-    ingot_error e;
-    /* Values in logical (C) order: a tensor stored big-endian, column-major or as a strided view
-     * is materialised first. */
-    uint8_t *dense = NULL;
-    if (t.flags & (INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) {
-        if (!(dense = malloc(t.nbytes ? (size_t)t.nbytes : 1))) rc = fail_st(INGOT_NOMEM, "dump");
-        else if (ingot_file_tensor_copy(f, t.index, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-            rc = fail_err(&e, path);
-    } else if (t.dtype == INGOT_DTYPE_BOOL) {
-        /* A BOOL tensor with a byte other than 0 or 1 is refused whole, not shown in part: the
-         * reads check every byte (BAD_VALUE naming the byte). */
-        for (uint64_t off = 0; off < t.nbytes && !rc; off += sizeof buf) {
-            size_t k = t.nbytes - off < sizeof buf ? (size_t)(t.nbytes - off) : sizeof buf;
-            if (ingot_file_tensor_read(f, t.index, off, buf, k, &e) != INGOT_OK)
-                rc = fail_err(&e, path);
-        }
-    }
-    if (!rc)
-        printf("%.*s: %s %s, %" PRIu64 " elements\n", (int)t.name_len, t.name,
-               ingot_dtype_name(t.dtype), sh, t.nelem);
-    for (uint64_t k = 0; k < n && !rc; k++) {
-        if (dense) memcpy(buf, dense + k * bb, bb);
-        else if (ingot_file_tensor_read(f, t.index, k * bb, buf, bb, &e) != INGOT_OK) {
-            rc = fail_err(&e, path);
-            break;
-        }
-        if (blocks) {
-            printf("block %" PRIu64 ":", k);
-            for (uint32_t b = 0; b < bb; b++) printf(" %02x", buf[b]);
-            printf("\n");
-        } else {
-            print_value(t.dtype, buf);
-            printf(k + 1 < n ? (k % 8 == 7 ? "\n" : " ") : "\n");
-        }
-    }
-    if (!rc && n < units) printf("... (%" PRIu64 " more %s)\n", units - n, blocks ? "blocks" : "elements");
-    free(dense);
-    ingot_file_close(f);
-    return rc;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Termination signals: remove the temporaries of the open writers, then die of the signal.
  * ------------------------------------------------------------------------------------------- */
@@ -1319,7 +1119,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
     if (!strcmp(cmd, "pack")) return cmd_pack(argc - 2, argv + 2);
     if (!strcmp(cmd, "unpack")) return cmd_unpack(argc - 2, argv + 2);
-    if (!strcmp(cmd, "dump")) return cmd_dump(argc - 2, argv + 2);
+    if (!strcmp(cmd, "dump")) return ingot_cli_dump(argc - 2, argv + 2);
+    if (!strcmp(cmd, "diff")) return ingot_cli_diff(argc - 2, argv + 2);
+    if (!strcmp(cmd, "hash")) return ingot_cli_hash(argc - 2, argv + 2);
+    if (!strcmp(cmd, "summary")) return ingot_cli_summary(argc - 2, argv + 2);
     if (!strcmp(cmd, "convert")) return ingot_cli_convert(argc - 2, argv + 2);
     if (!strcmp(cmd, "meta")) return ingot_cli_meta(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);

@@ -92,7 +92,7 @@ open('raw.expect', 'w').write(repr([v.decode('utf-8', 'replace') for v in vals])
 PY
 run 0 "$ING" info --json raw.gguf
 n=$((n + 1))
-python3 -c 'import json,sys,ast; d=json.load(open("out.txt")); want=ast.literal_eval(open("raw.expect").read()); assert d["metadata"]["raw"]==want[0] and d["metadata"]["arr"]==want, "mismatch"' \
+python3 -c 'import json,sys,ast; d=json.load(open("out.txt")); want=ast.literal_eval(open("raw.expect").read()); assert d["metadata"]["raw"]["value"]==want[0] and d["metadata"]["arr"]["value"]==want, "mismatch"' \
     || { echo "FAIL: info --json of raw string bytes"; fails=$((fails + 1)); }
 
 # npz string members (scipy.sparse.save_npz's 'format', np.savez(foo="abc")) are listed as skipped
@@ -334,7 +334,7 @@ run 0 "$ING" convert "$STORIES" q.gguf --quantize Q4_K_M
 expect_out "^wrote q.gguf (gguf, 48 tensors, 5 cast, 32 quantized)$"
 expect_err "lossy: 29 F32 tensors quantized to Q5_0 (first 'token_embd.weight')"
 run 0 "$ING" info --json q.gguf
-json_is 'd["metadata"]["general.file_type"] == 15 and d["metadata"]["general.quantization_version"] == 2'
+json_is 'd["metadata"]["general.file_type"]["value"] == 15 and d["metadata"]["general.quantization_version"]["value"] == 2'
 json_is '{t["name"]: t["dtype"] for t in d["tensors"]}["output.weight"] == "Q8_0"'
 json_is '[t["dtype"] for t in d["tensors"] if "attn_v" in t["name"]] == ["Q5_0", "Q5_0", "Q8_0", "Q5_0", "Q8_0"]'
 json_is 'all(t["dtype"] == "F16" for t in d["tensors"] if "ffn_down" in t["name"])'
@@ -347,12 +347,12 @@ expect_err "no quantization type 'Q3_K_M'"
 # over it: tensors byte for byte the same)
 run 0 "$ING" convert m.ingot me.ingot --set layers:u32=8 --delete lr --rename-key name=general.name --set 'tags:string[]=x,y'
 run 0 "$ING" info --json me.ingot
-json_is 'd["metadata"]["layers"] == 8 and "lr" not in d["metadata"] and d["metadata"]["general.name"] == "demo" and d["metadata"]["tags"] == ["x", "y"]'
+json_is 'd["metadata"]["layers"]["value"] == 8 and "lr" not in d["metadata"] and d["metadata"]["general.name"]["value"] == "demo" and d["metadata"]["tags"]["value"] == ["x", "y"]'
 cp m.ingot inplace.ingot
 run 0 "$ING" meta inplace.ingot --set 'layers:u32=3' --set note=hello --delete blob
 expect_out "^wrote inplace.ingot (ingot, 8 tensors, alignment 64)$"
 run 0 "$ING" info --json inplace.ingot
-json_is 'd["metadata"]["layers"] == 3 and d["metadata"]["note"] == "hello" and "blob" not in d["metadata"]'
+json_is 'd["metadata"]["layers"]["value"] == 3 and d["metadata"]["note"]["value"] == "hello" and "blob" not in d["metadata"]'
 run 0 "$ING" unpack inplace.ingot fc.weight -o ip_w.bin
 same ip_w.bin w.bin
 run 0 "$ING" verify inplace.ingot
@@ -366,7 +366,7 @@ n=$((n + 1)); ! ls ./*ingot-tmp* >/dev/null 2>&1 || { echo "FAIL: meta left a te
 cp p.gguf pmeta.gguf
 run 0 "$ING" meta pmeta.gguf --set general.name=edited
 run 0 "$ING" info --json pmeta.gguf
-json_is 'd["metadata"]["general.name"] == "edited"'
+json_is 'd["metadata"]["general.name"]["value"] == "edited"'
 
 # hash: one digest per tensor and one for the model, the same in every format (C-order LE bytes
 # of the dtype); sha256 of "ingot-tensor-v1\0F32\0" + rank + dims + data, computed here by Python
@@ -453,8 +453,41 @@ run 2 "$ING" verify --threads x m.ingot
 run 0 "$ING" --version
 expect_out "^ingot 0.1.0$"
 run 0 "$ING" --help
-expect_err "ingot verify \[--threads N\] \[--json\] FILE"
-expect_err "this format stores no checksums"
+expect_out "^  verify   run every check a file's format allows$"
+run 0 "$ING" help verify
+expect_out "^usage: ingot verify \[--threads N\] \[--json\] FILE...$"
+expect_out "this format stores no checksums"
+run 0 "$ING" verify --help
+expect_out "^usage: ingot verify \[--threads N\] \[--json\] FILE...$"
+# a usage error prints that command's usage only, on stderr; did you mean
+run 2 "$ING" verify --thread 2 m.ingot
+expect_err "unknown option --thread; did you mean --threads?"
+expect_err "^usage: ingot verify \[--threads N\] \[--json\] FILE...$"
+expect_no_err "ingot convert"
+run 2 "$ING" convrt m.ingot x.ingot
+expect_err "unknown command 'convrt'; did you mean 'convert'?"
+run 1 "$ING" dump m.ingot fc.weigth
+expect_err "no tensor named 'fc.weigth' in m.ingot; did you mean 'fc.weight'?"
+run 1 "$ING" dump --json m.ingot nosuch
+json_is 'd["error"]["code"] == "NOT_FOUND" and d["error"]["tensor"] == "nosuch"'
+run 1 "$ING" info --json trunc.ingot
+json_is 'd["error"]["code"] == "TRUNCATED" and d["error"]["offset"] == 100'
+# several files per call; --quiet
+run 0 "$ING" info --json m.ingot p.ingot
+n=$((n + 1)); [ "$(wc -l < out.txt)" = 2 ] || { echo "FAIL: info --json of 2 files"; fails=$((fails + 1)); }
+run 1 "$ING" verify m.ingot missing.ingot p.ingot
+expect_out "^m.ingot: OK"
+expect_out "^p.ingot: OK"
+expect_err "NOT_FOUND"
+run 0 "$ING" --quiet convert m.ingot quiet.ingot
+n=$((n + 1)); [ ! -s out.txt ] || { echo "FAIL: --quiet printed"; fails=$((fails + 1)); }
+# man pages and completions come from the same text
+run 0 "$ING" help --man man
+n=$((n + 1)); grep -q 'ingot verify \[\\-\\-threads N\]' man/ingot-verify.1 && [ -s man/ingot.1 ] || { echo "FAIL: man page synopsis"; fails=$((fails + 1)); }
+run 0 "$ING" help --completion bash
+expect_out "convert) opts=\" --to --align --opt --dequantize --dtype --dtype-map --quantize --include"
+run 0 "$ING" help --completion zsh
+expect_out "^#compdef ingot$"
 
 echo "cli: $n checks, $fails failed"
 [ "$fails" = 0 ]

@@ -28,6 +28,9 @@ int ingot_cli_summary(int argc, char **argv);
 
 #ifdef INGOT_CLI_HELPERS /* helpers of ingot.c, for the files that define this first */
 extern const char *prog;
+/* The command being run; --json given (errors are then also JSON on stdout); --quiet given. */
+extern const char *cli_cmd;
+extern bool cli_json, cli_quiet;
 /* Prints "ingot: <why>" (when fmt is not NULL) and the usage on stderr; returns EXIT_USAGE. */
 int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "ingot: WHAT: CODE: message ..." on stderr; returns EXIT_REJECT. */

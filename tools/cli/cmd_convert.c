@@ -208,6 +208,7 @@ static int run_plan(const char *cmd, ingot_convert_plan *p, const char *in, cons
             hint_dequantize(p, o, s.failed_tensor);
         return EXIT_REJECT;
     }
+    if (cli_quiet) return 0;
     printf("wrote %s (%s, %" PRIu64 " tensor%s", out, s.format, s.tensors, s.tensors == 1 ? "" : "s");
     if (s.alignment) printf(", alignment %u", s.alignment);
     if (s.dropped) printf(", %" PRIu64 " dropped", s.dropped);

@@ -455,31 +455,40 @@ int ingot_cli_dump(int argc, char **argv)
     if (!rc && all && nn) rc = usage("dump: --all takes no tensor names");
     ingot_file *f = NULL;
     if (!rc) rc = open_file(path, &f);
+    uint64_t count = rc ? 0 : all ? ingot_file_tensor_count(f) : nn;
+    uint64_t *which = calloc(count ? (size_t)count : 1, sizeof *which);
+    const char **specs = calloc(count ? (size_t)count : 1, sizeof *specs);
+    if (!rc && (!which || !specs)) rc = fail_st(INGOT_NOMEM, "dump");
+    /* every name resolved before anything is printed (--json stays one object) */
+    for (uint64_t k = 0; k < count && !rc; k++) {
+        ingot_tensor_info t;
+        if (all) {
+            which[k] = k;
+            continue;
+        }
+        const char *arg = names[k], *br = strchr(arg, '[');
+        size_t len = br ? (size_t)(br - arg) : strlen(arg);
+        /* a name that itself holds '[' is found whole first */
+        if (br && ingot_file_tensor_find(f, arg, &t) == INGOT_OK) br = NULL, len = strlen(arg);
+        char *name = strndup(arg, len);
+        if (!name) rc = fail_st(INGOT_NOMEM, "dump");
+        else rc = find_tensor(f, path, name, &t);
+        free(name);
+        which[k] = t.index;
+        specs[k] = br ? br + 1 : NULL;
+    }
     if (!rc && o.json) {
         printf("{\"path\": ");
         json_str(stdout, path, strlen(path));
         printf(", \"tensors\": [");
     }
-    uint64_t count = all ? ingot_file_tensor_count(f) : nn;
     for (uint64_t k = 0; k < count && !rc; k++) {
         ingot_tensor_info t;
-        const char *spec = NULL;
-        if (all) {
-            ingot_file_tensor_at(f, k, &t);
-        } else {
-            const char *arg = names[k], *br = strchr(arg, '[');
-            size_t len = br ? (size_t)(br - arg) : strlen(arg);
-            /* a name that itself holds '[' is found whole first */
-            if (br && ingot_file_tensor_find(f, arg, &t) == INGOT_OK) br = NULL, len = strlen(arg);
-            char *name = strndup(arg, len);
-            if (!name) rc = fail_st(INGOT_NOMEM, "dump");
-            else rc = find_tensor(f, path, name, &t);
-            free(name);
-            if (rc) break;
-            spec = br ? br + 1 : NULL;
-        }
-        rc = dump_one(f, path, &t, spec, &o);
+        ingot_file_tensor_at(f, which[k], &t);
+        rc = dump_one(f, path, &t, specs[k], &o);
     }
+    free(which);
+    free(specs);
     if (!rc && o.json) printf("]}\n");
     free(names);
     ingot_file_close(f);
@@ -500,11 +509,10 @@ static void hex32(const uint8_t d[32], char out[65])
  * "DIGEST  NAME" lines (sha256sum's layout) or --json. */
 int ingot_cli_hash(int argc, char **argv)
 {
-    bool json = false, quiet = false;
+    bool json = false, quiet = cli_quiet;
     int nf = 0, rc = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) quiet = true;
         else if (argv[i][0] == '-' && argv[i][1]) return usage("hash: unknown option %s", argv[i]);
         else nf++;
     }
@@ -798,7 +806,7 @@ int ingot_cli_diff(int argc, char **argv)
     const char *pos[2];
     int rc = parse_args("diff", argc, argv, opts, pos, 2, "A B");
     if (rc) return rc;
-    bool json = opts[0].value != NULL, quiet = opts[1].value || opts[2].value;
+    bool json = opts[0].value != NULL, quiet = cli_quiet || opts[1].value || opts[2].value;
     ingot_file *fa = NULL, *fb = NULL;
     if (open_file(pos[0], &fa) || open_file(pos[1], &fb)) {
         ingot_file_close(fa);

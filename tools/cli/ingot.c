@@ -22,10 +22,14 @@
 #include "ingot/ingot.h"
 #define INGOT_CLI_HELPERS
 #include "cli.h"
+#include "help.h"
 
 #define IO_CHUNK (4u << 20)
 
 const char *prog = "ingot";
+
+const char *cli_cmd;
+bool cli_json, cli_quiet;
 
 int usage(const char *fmt, ...)
 {
@@ -37,56 +41,27 @@ int usage(const char *fmt, ...)
         fprintf(stderr, "\n");
         va_end(ap);
     }
-    fprintf(stderr,
-            "usage:\n"
-            "  ingot info [--json] FILE\n"
-            "  ingot verify [--threads N] [--json] FILE\n"
-            "  ingot pack OUT [--align N] [--meta KEY[:TYPE]=VALUE]... "
-            "--tensor NAME:DTYPE:SHAPE=RAWFILE...\n"
-            "  ingot unpack FILE NAME -o OUT\n"
-            "  ingot dump FILE NAME [--limit N] [--dequantize]\n"
-            "  ingot convert IN OUT [--to FORMAT] [--align N] [--opt KEY=VALUE]... "
-            "[--dequantize F32|F16|BF16]\n"
-            "        [--dtype DT] [--dtype-map SRC=DST]... [--quantize TYPE] [--include GLOB]... "
-            "[--exclude GLOB]...\n"
-            "        [--rename REGEX=REPL]... [--set KEY[:TYPE]=VALUE]... [--delete KEY]... "
-            "[--rename-key OLD=NEW]...\n"
-            "  ingot meta FILE [--set KEY[:TYPE]=VALUE]... [--delete KEY]... "
-            "[--rename-key OLD=NEW]...\n"
-            "  ingot bench gemm [--threads N] [--json]\n"
-            "  ingot run MODEL --input X.npy -o Y.npy\n"
-            "  ingot --version\n"
-            "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
-            "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n"
-            "FORMAT (convert): chosen from OUT's extension unless --to names it: ingot, "
-            "safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1.\n"
-            "--dequantize (convert): tensors the target cannot store (GGML blocks, F8 and other "
-            "float types it lacks)\n  are decoded and stored as that float type, one 'lossy:' "
-            "line per source dtype; without it they are refused.\n"
-            "--dequantize (dump): print a tensor's values decoded to F32 (GGML blocks included).\n"
-            "--dtype (convert): every float tensor cast to DT (F64 F32 F16 BF16 F8_E4M3 F8_E5M2), "
-            "rounded to nearest even;\n  --dtype-map SRC=DST only those of dtype SRC.\n"
-            "--quantize (convert): Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q6_K or the mixes Q4_K_S Q4_K_M "
-            "Q5_K_S Q5_K_M (Q4_K, Q5_K:\n  the _M mixes), with llama-quantize's rules for the "
-            "tensors that stay in higher precision.\n"
-            "--include/--exclude GLOB (convert): the first rule matching a tensor's name decides; "
-            "with an --include,\n  tensors no rule matches are dropped. --rename REGEX=REPL: "
-            "POSIX extended regex, \\1..\\9 and &,\n  applied in order after the selection; "
-            "two tensors ending with one name is an error.\n"
-            "--set, --delete, --rename-key (convert, meta): metadata edits in order; meta writes "
-            "FILE anew and\n  renames it over the old one.\n"
-            "verify: checks what the format stores and says which: CRC-32C of the header and of "
-            "every tensor\n  (.ingot; the header only for .mag), the zip CRC-32 of each member "
-            "(.npz, PyTorch zip files).\n  safetensors, GGUF, .npy, Burnpack, .tenzor, RMD1 and "
-            "legacy PyTorch files store no checksums:\n  there 'structure valid; this format "
-            "stores no checksums' (exit 0) means well-formed and readable,\n  not intact. Always: "
-            "padding the format fixes, BOOL values 0 or 1 (else BAD_VALUE, exit 1).\n"
-            "  --json: {\"path\", \"format\", \"version\", \"ok\", \"checked\": [structure, "
-            "header_crc32c, tensor_crc32c,\n  zip_crc32, readable, padding, bool_values], "
-            "\"tensors\", \"tensors_with_checksum\", \"tensors_without\",\n  \"checksums\", "
-            "\"data_bytes\"}; \"error\": {code, where, offset, message} instead of \"checked\" "
-            "on failure.\n");
+    if (cli_cmd && help_known(cli_cmd)) {
+        help_synopsis(stderr, cli_cmd);
+        fprintf(stderr, "Try 'ingot help %s' for more.\n", cli_cmd);
+    } else {
+        fprintf(stderr, "Try 'ingot --help' for the commands.\n");
+    }
     return EXIT_USAGE;
+}
+
+/* With --json: the error as {"error": {...}} on stdout, beside the line on stderr. */
+static void json_fail(ingot_status code, const char *msg, const char *where, uint64_t offset)
+{
+    if (!cli_json) return;
+    printf("{\"error\": {\"code\": \"%s\", \"message\": ", ingot_status_name(code));
+    json_str(stdout, msg, strlen(msg));
+    fputs(", \"tensor\": ", stdout);
+    if (where && *where) json_str(stdout, where, strlen(where));
+    else fputs("null", stdout);
+    if (offset == INGOT_NO_OFFSET) fputs(", \"offset\": null}}\n", stdout);
+    else printf(", \"offset\": %" PRIu64 "}}\n", offset);
+    fflush(stdout);
 }
 
 int fail_err(const ingot_error *e, const char *what)
@@ -94,12 +69,17 @@ int fail_err(const ingot_error *e, const char *what)
     char buf[512];
     ingot_error_format(e, buf, sizeof buf);
     fprintf(stderr, "%s: %s: %s\n", prog, what, buf);
+    char where[sizeof e->where + 1], msg[sizeof e->msg + 1];
+    snprintf(where, sizeof where, "%.*s", (int)strnlen(e->where, sizeof e->where), e->where);
+    snprintf(msg, sizeof msg, "%.*s", (int)strnlen(e->msg, sizeof e->msg), e->msg);
+    json_fail(e->code, msg, where, e->offset);
     return EXIT_REJECT;
 }
 
 int fail_st(ingot_status st, const char *what)
 {
     fprintf(stderr, "%s: %s: %s: %s\n", prog, what, ingot_status_name(st), ingot_status_str(st));
+    json_fail(st, ingot_status_str(st), NULL, INGOT_NO_OFFSET);
     return EXIT_REJECT;
 }
 
@@ -260,17 +240,51 @@ static void base64(FILE *o, const uint8_t *p, size_t n)
     fputc('"', o);
 }
 
+/* The shortest %g form that reads back as the same value (as float when is_f32). */
+static void shortest(char *buf, size_t cap, double v, bool is_f32)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, v);
+        double back = strtod(buf, NULL);
+        if (is_f32 ? (float)back == (float)v : back == v) return;
+    }
+}
+
 void json_double(FILE *o, double v, bool is_f32)
 {
     if (isnan(v)) fputs("\"NaN\"", o);
     else if (isinf(v)) fputs(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", o);
     else {
         char buf[40];
-        snprintf(buf, sizeof buf, is_f32 ? "%.9g" : "%.17g", v);
+        shortest(buf, sizeof buf, v, is_f32);
         /* keep floats recognisable as floats */
         fputs(buf, o);
-        if (!strpbrk(buf, ".eE")) fputs(".0", o);
+        if (!strpbrk(buf, ".eEn")) fputs(".0", o);
     }
+}
+
+/* A float for people: shortest round trip, "nan", "inf". */
+static void text_double(FILE *o, double v, bool is_f32)
+{
+    char buf[40];
+    if (isnan(v)) fputs("nan", o);
+    else if (isinf(v)) fputs(v > 0 ? "inf" : "-inf", o);
+    else {
+        shortest(buf, sizeof buf, v, is_f32);
+        fputs(buf, o);
+    }
+}
+
+/* JSON integers beyond 2^53 are strings: a reader using doubles would round them. */
+static void json_u64(FILE *o, uint64_t v, bool json)
+{
+    fprintf(o, json && v > (UINT64_C(1) << 53) ? "\"%" PRIu64 "\"" : "%" PRIu64, v);
+}
+
+static void json_i64(FILE *o, int64_t v, bool json)
+{
+    bool big = v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53);
+    fprintf(o, json && big ? "\"%" PRId64 "\"" : "%" PRId64, v);
 }
 
 /* Prints element k of a numeric array entry (already host-order in buf). */
@@ -280,18 +294,18 @@ static void print_elem(FILE *o, ingot_meta_type t, const void *buf, bool json)
     case INGOT_META_U8: fprintf(o, "%u", *(const uint8_t *)buf); break;
     case INGOT_META_U16: fprintf(o, "%u", *(const uint16_t *)buf); break;
     case INGOT_META_U32: fprintf(o, "%" PRIu32, *(const uint32_t *)buf); break;
-    case INGOT_META_U64: fprintf(o, "%" PRIu64, *(const uint64_t *)buf); break;
+    case INGOT_META_U64: json_u64(o, *(const uint64_t *)buf, json); break;
     case INGOT_META_I8: fprintf(o, "%d", *(const int8_t *)buf); break;
     case INGOT_META_I16: fprintf(o, "%d", *(const int16_t *)buf); break;
     case INGOT_META_I32: fprintf(o, "%" PRId32, *(const int32_t *)buf); break;
-    case INGOT_META_I64: fprintf(o, "%" PRId64, *(const int64_t *)buf); break;
+    case INGOT_META_I64: json_i64(o, *(const int64_t *)buf, json); break;
     case INGOT_META_F32:
         if (json) json_double(o, *(const float *)buf, true);
-        else fprintf(o, "%.9g", *(const float *)buf);
+        else text_double(o, *(const float *)buf, true);
         break;
     case INGOT_META_F64:
         if (json) json_double(o, *(const double *)buf, false);
-        else fprintf(o, "%.17g", *(const double *)buf);
+        else text_double(o, *(const double *)buf, false);
         break;
     case INGOT_META_BOOL: fputs(*(const uint8_t *)buf ? "true" : "false", o); break;
     default: break;
@@ -313,14 +327,14 @@ void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info *m, bo
             return;
         case INGOT_META_F32: case INGOT_META_F64: {
             if (json) json_double(o, m->v.f, m->type == INGOT_META_F32);
-            else fprintf(o, m->type == INGOT_META_F32 ? "%.9g" : "%.17g", m->v.f);
+            else text_double(o, m->v.f, m->type == INGOT_META_F32);
             return;
         }
         case INGOT_META_BOOL: fputs(m->v.b ? "true" : "false", o); return;
         case INGOT_META_I8: case INGOT_META_I16: case INGOT_META_I32: case INGOT_META_I64:
-            fprintf(o, "%" PRId64, m->v.i);
+            json_i64(o, m->v.i, json);
             return;
-        default: fprintf(o, "%" PRIu64, m->v.u); return;
+        default: json_u64(o, m->v.u, json); return;
         }
     }
     fputc('[', o);
@@ -358,6 +372,8 @@ int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, const char
             if (o->takes_value && i + 1 >= argc) return usage("%s: %s needs a value", cmd, o->name);
             o->value = o->takes_value ? argv[++i] : o->name;
         } else if (argv[i][0] == '-' && argv[i][1]) {
+            const char *near = help_suggest_option(cmd, argv[i]);
+            if (near) return usage("%s: unknown option %s; did you mean %s?", cmd, argv[i], near);
             return usage("%s: unknown option %s", cmd, argv[i]);
         } else if (got < npos) {
             pos[got++] = argv[i];
@@ -372,20 +388,18 @@ int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, const char
  * info
  * ------------------------------------------------------------------------------------------- */
 
-static int cmd_info(int argc, char **argv)
+static int info_one(const char *path, bool json)
 {
-    cli_opt opts[] = {{"--json", false, NULL}, {NULL, false, NULL}};
-    const char *path;
-    int rc = parse_args("info", argc, argv, opts, &path, 1, "FILE");
-    if (rc) return rc;
-    bool json = opts[0].value != NULL;
     ingot_file *f;
+    int rc;
     if ((rc = open_file(path, &f))) return rc;
     uint64_t nt = ingot_file_tensor_count(f), nm = ingot_file_meta_count(f);
     uint64_t ns = ingot_file_notice_count(f);
     FILE *o = stdout;
     if (json) {
-        fprintf(o, "{\"format\": ");
+        fprintf(o, "{\"schema\": 2, \"path\": ");
+        json_str(o, path, strlen(path));
+        fprintf(o, ", \"format\": ");
         json_str(o, ingot_file_format(f), strlen(ingot_file_format(f)));
         fprintf(o, ", \"version\": \"%s\", \"size\": %" PRIu64 ", \"alignment\": %" PRIu64,
                 ingot_file_version(f), ingot_file_size(f), ingot_file_alignment(f));
@@ -395,8 +409,10 @@ static int cmd_info(int argc, char **argv)
             ingot_file_meta_at(f, i, &m);
             fprintf(o, "%s", i ? ", " : "");
             json_str(o, m.key, m.key_len);
-            fputs(": ", o);
+            fprintf(o, ": {\"type\": \"%s%s\", \"value\": ", ingot_meta_type_name(m.type),
+                    m.is_array ? "[]" : "");
             print_meta_value(o, f, &m, true, 0);
+            fputc('}', o);
         }
         fprintf(o, "}, \"tensors\": [");
         for (uint64_t i = 0; i < nt; i++) {
@@ -434,15 +450,22 @@ static int cmd_info(int argc, char **argv)
         fprintf(o, "]}\n");
     } else {
         fprintf(o, "%s: %s %s, %" PRIu64 " bytes, alignment %" PRIu64 ", %" PRIu64
-                   " tensors, %" PRIu64 " metadata entries\n",
+                   " tensor%s, %" PRIu64 " metadata entr%s\n",
                 path, ingot_file_format(f), ingot_file_version(f), ingot_file_size(f),
-                ingot_file_alignment(f), nt, nm);
+                ingot_file_alignment(f), nt, nt == 1 ? "" : "s", nm, nm == 1 ? "y" : "ies");
         if (nm) fprintf(o, "\nmetadata:\n");
+        size_t kw = 24; /* the key column fits the longest key */
         for (uint64_t i = 0; i < nm; i++) {
             ingot_meta_info m;
             ingot_file_meta_at(f, i, &m);
-            fprintf(o, "  %-32.*s %-6s%s ", (int)m.key_len, m.key, ingot_meta_type_name(m.type),
-                    m.is_array ? "[]" : "  ");
+            if (m.key_len > kw) kw = m.key_len;
+        }
+        for (uint64_t i = 0; i < nm; i++) {
+            ingot_meta_info m;
+            char ty[16];
+            ingot_file_meta_at(f, i, &m);
+            snprintf(ty, sizeof ty, "%s%s", ingot_meta_type_name(m.type), m.is_array ? "[]" : "");
+            fprintf(o, "  %-*.*s  %-8s ", (int)kw, (int)m.key_len, m.key, ty);
             print_meta_value(o, f, &m, false, 8);
             fputc('\n', o);
         }
@@ -453,21 +476,33 @@ static int cmd_info(int argc, char **argv)
                 ingot_file_tensor_at(f, i, &t);
                 if (t.name_len > w) w = t.name_len;
             }
-            if (w > 48) w = 48;
-            fprintf(o, "\n  %5s  %-*s  %-8s %-20s %14s %14s  %s\n", "#", (int)w, "name", "dtype",
-                    "shape", "nbytes", "offset", "param_id");
+            size_t sw = 20; /* the shape column fits the longest shape too */
+            for (uint64_t i = 0; i < nt; i++) {
+                ingot_tensor_info t;
+                char sh[INGOT_MAX_RANK * 21 + 1];
+                ingot_file_tensor_at(f, i, &t);
+                shape_str(&t, sh, sizeof sh);
+                if (strlen(sh) > sw) sw = strlen(sh);
+            }
+            fprintf(o, "\n  %5s  %-*s  %-8s %-*s %14s %14s  %s\n", "#", (int)w, "name", "dtype",
+                    (int)sw, "shape", "nbytes", "offset", "param_id");
             for (uint64_t i = 0; i < nt; i++) {
                 ingot_tensor_info t;
                 char sh[INGOT_MAX_RANK * 21 + 1]; /* 64 dims of up to 20 digits */
                 ingot_file_tensor_at(f, i, &t);
                 shape_str(&t, sh, sizeof sh);
-                fprintf(o, "  %5" PRIu64 "  %-*.*s  %-8s %-20s %14" PRIu64 " %14" PRIu64 "  ", i,
-                        (int)w, (int)t.name_len, t.name, ingot_dtype_name(t.dtype), sh, t.nbytes,
-                        t.offset);
+                fprintf(o, "  %5" PRIu64 "  %-*.*s  %-8s %-*s %14" PRIu64 " %14" PRIu64 "  ", i,
+                        (int)w, (int)t.name_len, t.name, ingot_dtype_name(t.dtype), (int)sw, sh,
+                        t.nbytes, t.offset);
                 if (t.flags & INGOT_TENSOR_HAS_PARAM_ID) fprintf(o, "%" PRIu64 "\n", t.param_id);
                 else fputs("-\n", o);
             }
         }
+        if (nt)
+            fprintf(o, "\n  shapes outermost dimension first%s\n",
+                    strcmp(ingot_file_format(f), "gguf") == 0
+                        ? " (GGUF stores them innermost first: ne = the shape reversed)"
+                        : "");
         if (ns) fprintf(o, "\nskipped (not opened as tensors):\n");
         for (uint64_t i = 0; i < ns; i++) {
             ingot_notice n;
@@ -479,6 +514,31 @@ static int cmd_info(int argc, char **argv)
     return fflush(o) == 0 ? 0 : EXIT_REJECT;
 }
 
+/* info [--json] FILE...: one report per file (JSON: one object per line); exit 1 if any file
+ * was refused. */
+static int cmd_info(int argc, char **argv)
+{
+    bool json = false;
+    int nf = 0, rc = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            const char *near = help_suggest_option("info", argv[i]);
+            return near ? usage("info: unknown option %s; did you mean %s?", argv[i], near)
+                        : usage("info: unknown option %s", argv[i]);
+        } else nf++;
+    }
+    if (!nf) return usage("info: need FILE");
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) continue;
+        if (!json && k++) fputc('\n', stdout);
+        int r = info_one(argv[i], json);
+        if (r) rc = r;
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * verify
  * ------------------------------------------------------------------------------------------- */
@@ -487,6 +547,8 @@ static int cmd_info(int argc, char **argv)
 static void json_error(FILE *o, const ingot_error *e)
 {
     fprintf(o, "\"error\": {\"code\": \"%s\", \"where\": ", ingot_status_name(e->code));
+    json_str(o, e->where, strnlen(e->where, sizeof e->where));
+    fputs(", \"tensor\": ", o); /* the key every command's JSON errors have */
     json_str(o, e->where, strnlen(e->where, sizeof e->where));
     if (e->offset == INGOT_NO_OFFSET) fputs(", \"offset\": null", o);
     else fprintf(o, ", \"offset\": %" PRIu64, e->offset);
@@ -519,20 +581,47 @@ static void print_checked(FILE *o, const ingot_verify_plan *p)
     if (p->checks & INGOT_CHECK_BOOL_VALUES) fputs("; BOOL values 0 or 1", o);
 }
 
+/* verify [--threads N] [--json] FILE...: every file checked; exit 1 if any failed. */
+static int verify_one(const char *path, uint64_t threads, bool json);
+
 static int cmd_verify(int argc, char **argv)
 {
-    cli_opt opts[] = {{"--threads", true, NULL}, {"--json", false, NULL}, {NULL, false, NULL}};
-    const char *path;
     uint64_t threads = 0;
-    int rc = parse_args("verify", argc, argv, opts, &path, 1, "FILE");
-    if (rc) return rc;
-    if (opts[0].value && (!parse_u64(opts[0].value, &threads) || threads > 64))
-        return usage("verify: bad --threads");
-    bool json = opts[1].value != NULL;
+    bool json = false;
+    int nf = 0, rc = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--threads")) {
+            if (i + 1 >= argc || !parse_u64(argv[++i], &threads) || threads > 64)
+                return usage("verify: bad --threads");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            const char *near = help_suggest_option("verify", argv[i]);
+            return near ? usage("verify: unknown option %s; did you mean %s?", argv[i], near)
+                        : usage("verify: unknown option %s", argv[i]);
+        } else {
+            nf++;
+        }
+    }
+    if (!nf) return usage("verify: need FILE");
+    cli_json = false; /* verify --json reports its errors inside its own object */
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (uint64_t)(n < 8 ? n : 8) : 1;
     }
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads")) {
+            i++;
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) continue;
+        int r = verify_one(argv[i], threads, json);
+        if (r) rc = r;
+    }
+    return rc;
+}
+
+static int verify_one(const char *path, uint64_t threads, bool json)
+{
     ingot_file *f;
     ingot_error e;
     /* open checks the structure and the header checksum */
@@ -592,9 +681,10 @@ static int cmd_verify(int argc, char **argv)
         ingot_file_close(f);
         return fail_err(&e, path);
     }
-    if (!json) {
-        fprintf(o, "%s: OK (%s %s, %" PRIu64 " tensors, %" PRIu64 " bytes of tensor data): ", path,
-                ingot_file_format(f), ingot_file_version(f), nt, plan.data_bytes);
+    if (!json && !cli_quiet) {
+        fprintf(o, "%s: OK (%s %s, %" PRIu64 " tensor%s, %" PRIu64 " bytes of tensor data): ",
+                path, ingot_file_format(f), ingot_file_version(f), nt, nt == 1 ? "" : "s",
+                plan.data_bytes);
         print_checked(o, &plan);
         fputc('\n', o);
     }
@@ -936,7 +1026,7 @@ static int cmd_pack(int argc, char **argv)
     for (size_t i = 0; i < n; i++) free(list[i].name);
     free(list);
     ingot_writer_free(w); /* removes the temporary if anything failed */
-    if (!rc) printf("wrote %s (%zu tensors)\n", out, n);
+    if (!rc && !cli_quiet) printf("wrote %s (%zu tensor%s)\n", out, n, n == 1 ? "" : "s");
     return rc;
 }
 
@@ -947,7 +1037,19 @@ static int cmd_pack(int argc, char **argv)
 int find_tensor(ingot_file *f, const char *path, const char *name, ingot_tensor_info *t)
 {
     if (ingot_file_tensor_find(f, name, t) == INGOT_OK) return 0;
-    fprintf(stderr, "%s: NOT_FOUND: no tensor named '%s' in %s\n", prog, name, path);
+    /* the nearest name, if one is a plausible typo */
+    const char *best = NULL;
+    size_t bd = (size_t)-1, n = strlen(name);
+    for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) {
+        ingot_tensor_info u;
+        ingot_file_tensor_at(f, i, &u);
+        size_t d = edit_distance(name, n, u.name, u.name_len);
+        if (d < bd) bd = d, best = u.name;
+    }
+    fprintf(stderr, "%s: NOT_FOUND: no tensor named '%s' in %s", prog, name, path);
+    if (best && close_enough(bd, n)) fprintf(stderr, "; did you mean '%s'?", best);
+    fputc('\n', stderr);
+    json_fail(INGOT_NOT_FOUND, "no such tensor", name, INGOT_NO_OFFSET);
     return EXIT_REJECT;
 }
 
@@ -1097,24 +1199,68 @@ static void install_signal_cleanup(void)
     }
 }
 
+/* help [CMD] | help --man DIR | help --completion bash|zsh: on stdout, exit 0. */
+static int cmd_help(int argc, char **argv)
+{
+    if (argc == 0) {
+        help_overview(stdout);
+        return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    }
+    if (!strcmp(argv[0], "--man") && argc == 2) {
+        if ((mkdir(argv[1], 0777) != 0 && errno != EEXIST) ||
+            help_man(argv[1], ingot_version_string()) != 0)
+            return fail_sys("write", argv[1]);
+        return 0;
+    }
+    if (!strcmp(argv[0], "--completion") && argc == 2 &&
+        (!strcmp(argv[1], "bash") || !strcmp(argv[1], "zsh"))) {
+        help_completion(stdout, argv[1]);
+        return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    }
+    cli_cmd = "help";
+    if (argc != 1) return usage("help: expected one command");
+    if (help_command(stdout, argv[0]) == 0) return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    const char *near = help_suggest_command(argv[0]);
+    if (near) return usage("help: no command '%s'; did you mean '%s'?", argv[0], near);
+    return usage("help: no command '%s'", argv[0]);
+}
+
 int main(int argc, char **argv)
 {
     install_signal_cleanup();
+    /* --quiet before the command applies to it */
+    while (argc > 2 && (!strcmp(argv[1], "--quiet") || !strcmp(argv[1], "-q"))) {
+        cli_quiet = true;
+        argv[1] = argv[0];
+        argv++, argc--;
+    }
     if (argc < 2) return usage(NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("ingot %s\n", ingot_version_string());
         return 0;
     }
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
-        usage(NULL);
-        return 0;
-    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))
+        return cmd_help(argc - 2, argv + 2);
     if (ingot_version_number() != INGOT_VERSION_NUMBER) {
         fprintf(stderr, "%s: library version %s does not match the header\n", prog,
                 ingot_version_string());
         return EXIT_REJECT;
     }
+    cli_cmd = cmd;
+    /* global conventions: CMD --help, --quiet anywhere, --json noted for error reports */
+    int n = 0;
+    for (int i = 2; i < argc; i++) {
+        if ((!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) && help_known(cmd))
+            return help_command(stdout, cmd) == 0 && fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
+            cli_quiet = true;
+            continue;
+        }
+        if (!strcmp(argv[i], "--json")) cli_json = true;
+        argv[2 + n++] = argv[i];
+    }
+    argc = 2 + n;
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
     if (!strcmp(cmd, "pack")) return cmd_pack(argc - 2, argv + 2);
@@ -1127,5 +1273,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "meta")) return ingot_cli_meta(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return ingot_cli_run(argc - 2, argv + 2);
+    cli_cmd = NULL;
+    const char *near = help_suggest_command(cmd);
+    if (near) return usage("unknown command '%s'; did you mean '%s'?", cmd, near);
     return usage("unknown command '%s'", cmd);
 }

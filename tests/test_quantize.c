@@ -105,7 +105,7 @@ TEST(zero_and_constant_blocks)
                                         INGOT_DTYPE_Q5_0, INGOT_DTYPE_Q5_1, INGOT_DTYPE_Q4_K,
                                         INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
     float zero[256] = {0}, y[256];
-    uint8_t q[256];
+    uint8_t q[8 * 34]; /* the largest: Q8_0, 8 blocks of 34 bytes */
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         ingot_dtype dt = types[k];
         size_t n = 256, bytes = n / ingot_dtype_block_elems(dt) * ingot_dtype_block_bytes(dt);

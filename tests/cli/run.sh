@@ -429,6 +429,12 @@ run 2 "$ING" dump m.ingot 'fc.weight[2]'
 expect_err "dimension 0 of 'fc.weight' has 2 entries"
 run 2 "$ING" dump m.ingot 'fc.weight[0,0,0]'
 
+# convert --json: the lossy records and the summary, or the error, as one object
+run 0 "$ING" convert m.ingot cj.ingot --dtype F16 --json
+json_is 'd["ok"] and d["format"] == "ingot" and d["tensors"] == 8 and d["cast"] == 5 and [l["kind"] for l in d["lossy"]][:2] == ["cast", "cast"] and d["lossy"][0]["from"] == "F32"' 
+run 1 "$ING" convert m.ingot cj2.safetensors --json
+json_is 'not d["ok"] and d["error"]["code"] == "UNSUPPORTED" and d["error"]["tensor"] == "q"'
+
 # pack input checks
 run 1 "$ING" pack x.ingot --tensor a:F32:4x4=w.bin
 expect_err "BAD_SIZE: tensor 'a'"

@@ -70,6 +70,47 @@ static void print_lossy(void *ctx, const ingot_lossy *l)
     fprintf(stderr, "%s: lossy: %s\n", prog, l->message);
 }
 
+static const char *const kind_names[] = {"", "skipped", "metadata", "dequantized", "cast",
+                                         "quantized"};
+
+/* --json: the records and the summary (or the error) as one object on stdout. */
+static void json_report(const ingot_convert_result *r, const ingot_convert_summary *s,
+                        const char *out, ingot_status st, const ingot_error *e)
+{
+    printf("{\"ok\": %s, \"path\": ", st == INGOT_OK ? "true" : "false");
+    json_str(stdout, out, strlen(out));
+    printf(", \"format\": ");
+    if (s->format) json_str(stdout, s->format, strlen(s->format));
+    else fputs("null", stdout);
+    printf(", \"tensors\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"cast\": %" PRIu64
+           ", \"quantized\": %" PRIu64 ", \"dequantized\": %" PRIu64 ", \"skipped\": %" PRIu64
+           ", \"metadata_lossy\": %" PRIu64 ", \"lossy\": [",
+           s->tensors, s->dropped, s->cast, s->quantized, s->dequantized, s->skipped,
+           s->metadata_lossy);
+    for (uint64_t i = 0; i < ingot_convert_result_lossy_count(r); i++) {
+        ingot_lossy l;
+        ingot_convert_result_lossy_at(r, i, &l);
+        printf("%s{\"kind\": \"%s\", \"message\": ", i ? ", " : "", kind_names[l.kind]);
+        json_str(stdout, l.message, strlen(l.message));
+        fputs(", \"name\": ", stdout);
+        json_str(stdout, l.name, strlen(l.name));
+        if (l.from) printf(", \"from\": \"%s\", \"to\": \"%s\"", ingot_dtype_name(l.from),
+                           ingot_dtype_name(l.to));
+        printf(", \"count\": %" PRIu64 "}", l.count);
+    }
+    fputc(']', stdout);
+    if (st != INGOT_OK) {
+        printf(", \"error\": {\"code\": \"%s\", \"message\": ", ingot_status_name(st));
+        json_str(stdout, e->msg, strnlen(e->msg, sizeof e->msg));
+        fputs(", \"tensor\": ", stdout);
+        if (e->where[0]) json_str(stdout, e->where, strnlen(e->where, sizeof e->where));
+        else fputs("null", stdout);
+        if (e->offset == INGOT_NO_OFFSET) fputs(", \"offset\": null}", stdout);
+        else printf(", \"offset\": %" PRIu64 "}", e->offset);
+    }
+    printf("}\n");
+}
+
 static int parse_float_dtype(const char *cmd, const char *what, const char *s, ingot_dtype *out)
 {
     if (ingot_dtype_from_name(s, out) != INGOT_OK)
@@ -190,6 +231,11 @@ static int run_plan(const char *cmd, ingot_convert_plan *p, const char *in, cons
     progress_end(&bar);
     ingot_convert_summary s;
     ingot_convert_result_summary(r, &s);
+    bool json = cli_json;
+    if (json) {
+        json_report(r, &s, out, st, &e);
+        cli_json = false; /* the error is in the report already */
+    }
     ingot_convert_result_free(r);
     if (st != INGOT_OK) {
         switch (s.failed_stage) {
@@ -208,7 +254,7 @@ static int run_plan(const char *cmd, ingot_convert_plan *p, const char *in, cons
             hint_dequantize(p, o, s.failed_tensor);
         return EXIT_REJECT;
     }
-    if (cli_quiet) return 0;
+    if (cli_quiet || json) return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
     printf("wrote %s (%s, %" PRIu64 " tensor%s", out, s.format, s.tensors, s.tensors == 1 ? "" : "s");
     if (s.alignment) printf(", alignment %u", s.alignment);
     if (s.dropped) printf(", %" PRIu64 " dropped", s.dropped);
@@ -243,7 +289,8 @@ int ingot_cli_convert(int argc, char **argv)
     if (!rc) rc = split_args("convert", argc, argv, &a, rest, &n_rest);
     cli_opt opts[] = {{"--align", true, NULL},    {"--to", true, NULL},
                       {"--dequantize", true, NULL}, {"--dtype", true, NULL},
-                      {"--quantize", true, NULL}, {NULL, false, NULL}};
+                      {"--quantize", true, NULL}, {"--json", false, NULL},
+                      {NULL, false, NULL}};
     const char *pos[2];
     if (!rc) rc = parse_args("convert", n_rest, rest, opts, pos, 2, "IN OUT");
     ingot_convert_opts o = {0};
@@ -304,7 +351,8 @@ int ingot_cli_meta(int argc, char **argv)
     if (!rest || !a.wopts || !a.edits) rc = fail_st(INGOT_NOMEM, "meta");
     if (!rc) rc = split_args("meta", argc, argv, &a, rest, &n_rest);
     const char *pos[1];
-    if (!rc) rc = parse_args("meta", n_rest, rest, NULL, pos, 1, "FILE");
+    cli_opt mopts[] = {{"--json", false, NULL}, {NULL, false, NULL}};
+    if (!rc) rc = parse_args("meta", n_rest, rest, mopts, pos, 1, "FILE");
     size_t n_meta_edits = 0;
     for (size_t i = 0; !rc && i < a.n_edits; i++) {
         const char *o = a.edits[i].opt;

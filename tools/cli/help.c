@@ -83,7 +83,9 @@ static const cmd_help cmds[] = {
      "--set KEY[:TYPE]=VALUE\tset a metadata entry\n"
      "--delete KEY\tremove a metadata entry\n"
      "--rename-key OLD=NEW\trename a metadata entry\n"
-     "--json\tthe lossy records and the summary as one JSON object on stdout\n",
+     "--json\tthe lossy records and the summary (or the error) as one JSON object on stdout:\n"
+     "\t{ok, path, format, tensors, dropped, cast, quantized, dequantized, skipped,\n"
+     "\tmetadata_lossy, lossy: [{kind, message, name, from, to, count}], error}\n",
      "FORMAT: ingot, safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1. The output is\n"
      "written to a temporary and renamed over OUT once complete; every lossy step is one\n"
      "'lossy:' line on stderr. A tensor the target cannot store exactly is refused unless\n"
@@ -98,11 +100,13 @@ static const cmd_help cmds[] = {
      "tensors no rule matches are dropped. --rename REGEX=REPL: \\1..\\9 and & in REPL, applied in\n"
      "order after the selection; two tensors ending with one name is an error naming both.\n"
      "Order: selection, renames, casts, quantization, then metadata edits in command-line order."},
-    {"meta", "meta FILE [--set KEY[:TYPE]=VALUE]... [--delete KEY]... [--rename-key OLD=NEW]...",
+    {"meta",
+     "meta FILE [--set KEY[:TYPE]=VALUE]... [--delete KEY]... [--rename-key OLD=NEW]... [--json]",
      "edit a model file's metadata in place",
      "--set KEY[:TYPE]=VALUE\tset an entry (TYPE as info prints it; a string without)\n"
      "--delete KEY\tremove an entry\n"
-     "--rename-key OLD=NEW\trename an entry\n",
+     "--rename-key OLD=NEW\trename an entry\n"
+     "--json\tthe result as one JSON object, as convert --json\n",
      "FILE is written anew in its own format through the atomic writer and renamed over the old\n"
      "one (never changed in place on the mapped bytes); tensors are copied byte for byte.\n"
      "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[]."},

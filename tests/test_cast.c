@@ -152,8 +152,10 @@ TEST(errors)
 {
     uint8_t in[8] = {0}, out[8];
     ingot_error e;
-    ASSERT_EQ(ingot_cast(INGOT_DTYPE_I32, in, 4, INGOT_DTYPE_F32, out, 4, 1, &e), INGOT_UNSUPPORTED);
-    ASSERT_EQ(ingot_cast(INGOT_DTYPE_F32, in, 4, INGOT_DTYPE_Q8_0, out, 4, 1, &e), INGOT_UNSUPPORTED);
+    ASSERT_EQ(ingot_cast(INGOT_DTYPE_I32, in, 4, INGOT_DTYPE_F32, out, 4, 1, &e),
+              INGOT_UNSUPPORTED);
+    ASSERT_EQ(ingot_cast(INGOT_DTYPE_F32, in, 4, INGOT_DTYPE_Q8_0, out, 4, 1, &e),
+              INGOT_UNSUPPORTED);
     ASSERT_EQ(ingot_cast(INGOT_DTYPE_F32, in, 4, INGOT_DTYPE_F8_E4M3FNUZ, out, 1, 1, &e),
               INGOT_UNSUPPORTED);
     ASSERT_EQ(ingot_cast(INGOT_DTYPE_F32, in, 8, INGOT_DTYPE_F16, out, 2, 1, &e), INGOT_BAD_SIZE);

@@ -47,11 +47,14 @@ static void make_model(const char *path)
     ASSERT_OK(ingot_writer_set_string(w, "name", "demo"));
     ASSERT_OK(ingot_writer_set_f64(w, "lr", 0.5));
     uint64_t sa[2] = {2, 64}, sb[2] = {3, 64}, s1[1] = {64}, s3[1] = {3};
-    ASSERT_OK(ingot_writer_add_tensor(w, "model/a.weight", INGOT_DTYPE_F32, 2, sa, NULL, w_a, NULL));
-    ASSERT_OK(ingot_writer_add_tensor(w, "model/b.weight", INGOT_DTYPE_F32, 2, sb, NULL, w_b, NULL));
+    ASSERT_OK(
+        ingot_writer_add_tensor(w, "model/a.weight", INGOT_DTYPE_F32, 2, sa, NULL, w_a, NULL));
+    ASSERT_OK(
+        ingot_writer_add_tensor(w, "model/b.weight", INGOT_DTYPE_F32, 2, sb, NULL, w_b, NULL));
     ASSERT_OK(ingot_writer_add_tensor(w, "model/b.bias", INGOT_DTYPE_F32, 1, s1, NULL, bias, NULL));
     ASSERT_OK(ingot_writer_add_tensor(w, "model/h", INGOT_DTYPE_F16, 1, s1, NULL, h16, NULL));
-    ASSERT_OK(ingot_writer_add_tensor(w, "optimizer/step", INGOT_DTYPE_I32, 1, s3, NULL, step, NULL));
+    ASSERT_OK(
+        ingot_writer_add_tensor(w, "optimizer/step", INGOT_DTYPE_I32, 1, s3, NULL, step, NULL));
     ASSERT_OK(ingot_writer_save(w, path, NULL));
     ingot_writer_free(w);
 }
@@ -234,7 +237,8 @@ TEST(quantize_rules_q4_k_m)
     uint64_t big[2] = {2, 256}, odd[2] = {2, 96}, tiny[2] = {2, 40}, vec[1] = {256};
     static float zeros[2 * 256];
     char name[64];
-    ASSERT_OK(ingot_writer_add_tensor(w, "token_embd.weight", INGOT_DTYPE_F32, 2, big, NULL, zeros, NULL));
+    ASSERT_OK(ingot_writer_add_tensor(w, "token_embd.weight", INGOT_DTYPE_F32, 2, big, NULL, zeros,
+                                      NULL));
     for (int i = 0; i < 8; i++) {
         snprintf(name, sizeof name, "blk.%d.attn_v.weight", i);
         ASSERT_OK(ingot_writer_add_tensor(w, name, INGOT_DTYPE_F32, 2, big, NULL, zeros, NULL));
@@ -243,9 +247,12 @@ TEST(quantize_rules_q4_k_m)
         snprintf(name, sizeof name, "blk.%d.attn_norm.weight", i);
         ASSERT_OK(ingot_writer_add_tensor(w, name, INGOT_DTYPE_F32, 1, vec, NULL, zeros, NULL));
     }
-    ASSERT_OK(ingot_writer_add_tensor(w, "blk.0.attn_q.weight", INGOT_DTYPE_F32, 2, odd, NULL, zeros, NULL));
-    ASSERT_OK(ingot_writer_add_tensor(w, "blk.0.attn_k.weight", INGOT_DTYPE_F32, 2, tiny, NULL, zeros, NULL));
-    ASSERT_OK(ingot_writer_add_tensor(w, "output.weight", INGOT_DTYPE_F32, 2, big, NULL, zeros, NULL));
+    ASSERT_OK(ingot_writer_add_tensor(w, "blk.0.attn_q.weight", INGOT_DTYPE_F32, 2, odd, NULL,
+                                      zeros, NULL));
+    ASSERT_OK(ingot_writer_add_tensor(w, "blk.0.attn_k.weight", INGOT_DTYPE_F32, 2, tiny, NULL,
+                                      zeros, NULL));
+    ASSERT_OK(
+        ingot_writer_add_tensor(w, "output.weight", INGOT_DTYPE_F32, 2, big, NULL, zeros, NULL));
     ASSERT_OK(ingot_writer_save(w, src, NULL));
     ingot_writer_free(w);
     ingot_file *f = open_ok(src);
@@ -468,7 +475,8 @@ TEST(dequantize_fallback)
     ingot_lossy l;
     ASSERT_OK(ingot_convert_result_lossy_at(r, 0, &l));
     ASSERT_EQ(l.kind, INGOT_LOSSY_DEQUANTIZED);
-    ASSERT_STR(l.message, "1 Q8_0 tensor dequantized to F32 (the target cannot store Q8_0; first 'w')");
+    ASSERT_STR(l.message,
+               "1 Q8_0 tensor dequantized to F32 (the target cannot store Q8_0; first 'w')");
     ingot_convert_result_free(r);
     ingot_file *g = open_ok(path_in("q.safetensors"));
     float y[64], want[64];

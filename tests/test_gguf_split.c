@@ -53,7 +53,8 @@ static void write_part(const char *path, int first, int n, int split, int count,
     }
     uint64_t shape[2] = {2, 16};
     for (int i = first; i < first + n; i++)
-        ASSERT_OK(ingot_writer_add_tensor(w, names[i], INGOT_DTYPE_F32, 2, shape, NULL, data[i], NULL));
+        ASSERT_OK(
+            ingot_writer_add_tensor(w, names[i], INGOT_DTYPE_F32, 2, shape, NULL, data[i], NULL));
     ASSERT_OK(ingot_writer_save(w, path, NULL));
     ingot_writer_free(w);
 }

@@ -111,7 +111,8 @@ TEST(zero_and_constant_blocks)
         size_t n = 256, bytes = n / ingot_dtype_block_elems(dt) * ingot_dtype_block_bytes(dt);
         ASSERT_EQ(ingot_quantize(dt, zero, n, q, bytes, NULL), INGOT_OK);
         ASSERT_EQ(ingot_dequantize(dt, q, bytes, y, n, NULL), INGOT_OK);
-        for (size_t i = 0; i < n; i++) CHECK(y[i] == 0, "%s zero block decodes %g", ingot_dtype_name(dt), y[i]);
+        for (size_t i = 0; i < n; i++)
+            CHECK(y[i] == 0, "%s zero block decodes %g", ingot_dtype_name(dt), y[i]);
     }
 }
 

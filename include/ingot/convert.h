@@ -314,9 +314,9 @@ INGOT_API uint64_t ingot_convert_result_lossy_count(const ingot_convert_result *
 INGOT_API ingot_status ingot_convert_result_lossy_at(const ingot_convert_result *r, uint64_t i,
                                                      ingot_lossy *out);
 
-/** Whether the target (format and options of `opts`; format NULL means .ingot here) stores source tensor i's name and shape as
- *  dtype dt: a one-tensor description begun in memory. Only a refusal (UNSUPPORTED, BAD_TYPE)
- *  counts as no; anything else cannot tell and says yes. */
+/** Whether the target (format and options of `opts`; format NULL means .ingot here) stores source
+ *  tensor i's name and shape as dtype dt: a one-tensor description begun in memory. Only a
+ *  refusal (UNSUPPORTED, BAD_TYPE) counts as no; anything else cannot tell and says yes. */
 INGOT_API bool ingot_convert_target_accepts(const ingot_convert_plan *p,
                                             const ingot_convert_opts *opts, uint64_t i,
                                             ingot_dtype dt);

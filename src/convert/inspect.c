@@ -128,11 +128,14 @@ static ingot_status stream_dense(const ingot_file *f, uint64_t i, bytes_fn fn, v
     if (t.flags & relayout) {
         size_t n = t.nbytes ? (size_t)t.nbytes : 1;
         uint8_t *d = ingot__alloc(NULL, n);
-        if (!d) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, t.name, t.name_len, "out of memory");
+        if (!d)
+            return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, t.name, t.name_len,
+                              "out of memory");
         ingot_status st = ingot_file_tensor_copy(f, i, d, (size_t)t.nbytes, err);
         if (st == INGOT_OK)
             for (uint64_t at = 0; at < t.nbytes;) {
-                size_t k = t.nbytes - at < STEP_BYTES ? (size_t)(t.nbytes - at) : STEP_BYTES / bb * bb;
+                size_t k =
+                    t.nbytes - at < STEP_BYTES ? (size_t)(t.nbytes - at) : STEP_BYTES / bb * bb;
                 if (!fn(ctx, d + at, k)) break;
                 at += k;
             }
@@ -143,7 +146,8 @@ static ingot_status stream_dense(const ingot_file *f, uint64_t i, bytes_fn fn, v
     if (!buf) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "out of memory");
     ingot_status st = INGOT_OK;
     for (uint64_t at = 0; at < t.nbytes;) {
-        size_t k = t.nbytes - at < STEP_BYTES / bb * bb ? (size_t)(t.nbytes - at) : STEP_BYTES / bb * bb;
+        size_t k =
+            t.nbytes - at < STEP_BYTES / bb * bb ? (size_t)(t.nbytes - at) : STEP_BYTES / bb * bb;
         if ((st = ingot_file_tensor_read(f, i, at, buf, k, err)) != INGOT_OK) break;
         if (!fn(ctx, buf, k)) break;
         at += k;

@@ -415,7 +415,8 @@ ingot_status ingot_convert_plan_cast(ingot_convert_plan *p, ingot_dtype from, in
     if (!p) return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "NULL plan");
     const char *tn = ingot_dtype_name(to);
     if (!ingot_cast_supported(INGOT_DTYPE_F32, to))
-        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, tn ? tn : "", tn ? strlen(tn) : 0,
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, tn ? tn : "",
+                          tn ? strlen(tn) : 0,
                           "cannot cast to %s: the targets are F64 F32 F16 BF16 F8_E4M3 F8_E5M2",
                           tn ? tn : "an unknown dtype");
     if (from != INGOT_DTYPE_INVALID && !ingot__is_float_dtype(from)) {
@@ -509,7 +510,8 @@ ingot_status ingot_convert_plan_meta_set(ingot_convert_plan *p, const char *key,
     bool strs = type == INGOT_META_STRING || type == INGOT_META_BYTES;
     if (!is_array && !strs && count != 1)
         return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, key, kl, "a scalar has count 1");
-    if (count && !value) return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, key, kl, "NULL value");
+    if (count && !value)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, key, kl, "NULL value");
     if (count > (SIZE_MAX >> 4))
         return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, key, kl, "value too large");
     ingot__plan_meta v = {0};

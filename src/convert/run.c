@@ -515,7 +515,8 @@ static ingot_status push(job *j, ingot_writer *w, uint64_t i, buffers *b, ingot_
     if ((t.flags & relayout) || j->p->t[i].permute_heads) {
         st = materialise(j, i, &t, &dense, e);
         if (st != INGOT_OK) {
-            fail_at(j, st == INGOT_NOMEM ? INGOT_CONVERT_STAGE_NONE : INGOT_CONVERT_STAGE_SOURCE, i);
+            fail_at(j, st == INGOT_NOMEM ? INGOT_CONVERT_STAGE_NONE : INGOT_CONVERT_STAGE_SOURCE,
+                    i);
             return st;
         }
     }
@@ -684,7 +685,8 @@ ingot_status ingot_convert_run(const ingot_convert_plan *p, const char *path,
         r->s.tensors += j.m[i] != M_DROP;
         r->s.dropped += j.m[i] == M_DROP;
     }
-    for (uint64_t i = 0; i < r->n; i++) r->s.metadata_lossy += r->recs[i].rec.kind == INGOT_LOSSY_METADATA;
+    for (uint64_t i = 0; i < r->n; i++)
+        r->s.metadata_lossy += r->recs[i].rec.kind == INGOT_LOSSY_METADATA;
     conversion_records(&j);
     if (j.nomem) {
         st = nomem(&j, e);

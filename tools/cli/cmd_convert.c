@@ -161,7 +161,8 @@ static int build_plan(const char *cmd, ingot_convert_plan *p, const convert_args
         int rc = parse_float_dtype(cmd, "--dtype-map", src, &from);
         if (!rc) rc = parse_float_dtype(cmd, "--dtype-map", eq + 1, &to);
         if (rc) return rc;
-        if (ingot_convert_plan_cast(p, from, to, &e) != INGOT_OK) return fail_err(&e, "--dtype-map");
+        if (ingot_convert_plan_cast(p, from, to, &e) != INGOT_OK)
+            return fail_err(&e, "--dtype-map");
     }
     if (a->quantize && ingot_convert_plan_quantize(p, a->quantize, &e) != INGOT_OK)
         return fail_err(&e, "--quantize");
@@ -255,7 +256,8 @@ static int run_plan(const char *cmd, ingot_convert_plan *p, const char *in, cons
         return EXIT_REJECT;
     }
     if (cli_quiet || json) return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
-    printf("wrote %s (%s, %" PRIu64 " tensor%s", out, s.format, s.tensors, s.tensors == 1 ? "" : "s");
+    printf("wrote %s (%s, %" PRIu64 " tensor%s", out, s.format, s.tensors,
+           s.tensors == 1 ? "" : "s");
     if (s.alignment) printf(", alignment %u", s.alignment);
     if (s.dropped) printf(", %" PRIu64 " dropped", s.dropped);
     if (s.metadata_lossy)
@@ -361,7 +363,8 @@ int ingot_cli_meta(int argc, char **argv)
         n_meta_edits++;
     }
     if (!rc && a.n_wopts) rc = usage("meta: --opt is an option of convert");
-    if (!rc && !n_meta_edits) rc = usage("meta: nothing to do: give --set, --delete or --rename-key");
+    if (!rc && !n_meta_edits)
+        rc = usage("meta: nothing to do: give --set, --delete or --rename-key");
     ingot_file *f = NULL;
     ingot_convert_plan *p = NULL;
     ingot_error e;

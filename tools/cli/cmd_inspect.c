@@ -224,7 +224,8 @@ static int reader_open(reader *r, ingot_file *f, const char *path, const ingot_t
     ingot_error e;
     const uint32_t relayout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
     if (t->flags & relayout) {
-        if (!(r->dense = malloc(t->nbytes ? (size_t)t->nbytes : 1))) return fail_st(INGOT_NOMEM, "dump");
+        if (!(r->dense = malloc(t->nbytes ? (size_t)t->nbytes : 1)))
+            return fail_st(INGOT_NOMEM, "dump");
         if (ingot_file_tensor_copy(f, t->index, r->dense, (size_t)t->nbytes, &e) != INGOT_OK)
             return fail_err(&e, path);
     } else if (t->dtype == INGOT_DTYPE_BOOL) {
@@ -267,7 +268,8 @@ static int reader_decoded(reader *r, uint64_t k, float *v)
     ingot_error e;
     if (at != r->blk_at) {
         ingot_status st;
-        if (r->dense) st = ingot_dequantize(r->t.dtype, r->dense + at / be * bb, bb, r->blk, be, &e);
+        if (r->dense)
+            st = ingot_dequantize(r->t.dtype, r->dense + at / be * bb, bb, r->blk, be, &e);
         else st = ingot_file_tensor_dequantize(r->f, r->t.index, at, be, r->blk, &e);
         if (st != INGOT_OK) return fail_err(&e, r->path);
         r->blk_at = at;
@@ -315,7 +317,8 @@ static int dump_one(ingot_file *f, const char *path, const ingot_tensor_info *t,
     slice s;
     int rc = parse_slice(spec ? spec : "]", t, &s);
     if (rc) return rc;
-    if (blocks && spec) return usage("dump: slicing %s needs --dequantize", ingot_dtype_name(t->dtype));
+    if (blocks && spec)
+        return usage("dump: slicing %s needs --dequantize", ingot_dtype_name(t->dtype));
     uint64_t sel = 1;
     for (uint32_t d = 0; d < t->rank; d++) sel *= s.hi[d] - s.lo[d];
     uint64_t units = blocks ? t->nbytes / bb : spec ? sel : t->nelem;
@@ -673,8 +676,9 @@ int ingot_cli_summary(int argc, char **argv)
     }
     const char *arch = NULL;
     size_t alen = 0;
-    bool has_arch = ingot_file_meta_get_string(f, "general.architecture", &arch, &alen) == INGOT_OK &&
-                    alen < 64;
+    bool has_arch =
+        ingot_file_meta_get_string(f, "general.architecture", &arch, &alen) == INGOT_OK &&
+        alen < 64;
     uint64_t vocab = 0;
     bool has_vocab = ingot_file_meta_get_array(f, "tokenizer.ggml.tokens", INGOT_META_STRING,
                                                &vocab) == INGOT_OK;
@@ -917,7 +921,8 @@ int ingot_cli_diff(int argc, char **argv)
             shape_str(&ta, sa, sizeof sa);
             shape_str(&tb, sb, sizeof sb);
             printf("differs: %s", ta.name);
-            if (!dt_same) printf(" (dtype %s vs %s)", ingot_dtype_name(ta.dtype), ingot_dtype_name(tb.dtype));
+            if (!dt_same)
+                printf(" (dtype %s vs %s)", ingot_dtype_name(ta.dtype), ingot_dtype_name(tb.dtype));
             if (!sh_same) printf(" (shape %s vs %s)", sa, sb);
             if (values)
                 printf(": max abs %.6g, max rel %.6g, NMSE %.6g%s", j.max_abs, j.max_rel, nmse,

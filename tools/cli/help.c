@@ -24,22 +24,28 @@ static const cmd_help cmds[] = {
      "Shapes are listed outermost dimension first (NumPy and PyTorch order); GGUF stores them\n"
      "innermost first, so a GGUF tensor of ne = [4096, 11008] shows as 11008x4096.\n"
      "--json prints {\"schema\": 2, \"path\", \"format\", \"version\", \"size\", \"alignment\",\n"
-     "\"metadata\": {KEY: {\"type\": \"u32\", \"value\": 8}}, \"tensors\": [...], \"skipped\": [...]};\n"
-     "array types end in [], integers beyond 2^53 are strings, f64 is printed shortest-round-trip,\n"
+     "\"metadata\": {KEY: {\"type\": \"u32\", \"value\": 8}}, \"tensors\": [...], \"skipped\": "
+     "[...]};\n"
+     "array types end in [], integers beyond 2^53 are strings, f64 is printed "
+     "shortest-round-trip,\n"
      "bytes as base64, NaN and infinities as the strings \"NaN\", \"Infinity\", \"-Infinity\".\n"
      "With several files, one object per line."},
     {"verify", "verify [--threads N] [--json] FILE...", "run every check a file's format allows",
      "--threads N\tthreads checking tensor data (default: up to 8)\n"
      "--json\tone JSON object per file\n",
      "Checks what the format stores and says which: CRC-32C of the header and of every tensor\n"
-     "(.ingot; the header only for .mag), the zip CRC-32 of each member (.npz, PyTorch zip files).\n"
-     "safetensors, GGUF, .npy, Burnpack, .tenzor, RMD1 and legacy PyTorch files store no checksums:\n"
+     "(.ingot; the header only for .mag), the zip CRC-32 of each member (.npz, PyTorch zip "
+     "files).\n"
+     "safetensors, GGUF, .npy, Burnpack, .tenzor, RMD1 and legacy PyTorch files store no "
+     "checksums:\n"
      "there 'structure valid; this format stores no checksums' (exit 0) means well-formed and\n"
      "readable, not intact. Always: padding the format fixes, BOOL values 0 or 1 (else BAD_VALUE,\n"
      "exit 1).\n"
      "--json: {\"path\", \"format\", \"version\", \"ok\", \"checked\": [structure, header_crc32c,\n"
-     "tensor_crc32c, zip_crc32, readable, padding, bool_values], \"tensors\", \"tensors_with_checksum\",\n"
-     "\"tensors_without\", \"checksums\", \"data_bytes\"}; \"error\": {code, where, offset, message}\n"
+     "tensor_crc32c, zip_crc32, readable, padding, bool_values], \"tensors\", "
+     "\"tensors_with_checksum\",\n"
+     "\"tensors_without\", \"checksums\", \"data_bytes\"}; \"error\": {code, where, offset, "
+     "message}\n"
      "instead of \"checked\" on failure."},
     {"pack",
      "pack OUT [--align N] [--meta KEY[:TYPE]=VALUE]... --tensor NAME:DTYPE:SHAPE=RAWFILE...",
@@ -97,7 +103,8 @@ static const cmd_help cmds[] = {
      "Q5_K: the _M mixes), with llama-quantize's rules for the tensors that stay in higher\n"
      "precision (norms, 1-D tensors, rows that are not whole blocks; the output tensor Q6_K).\n"
      "--include/--exclude: the first rule matching a tensor's name decides; with an --include,\n"
-     "tensors no rule matches are dropped. --rename REGEX=REPL: \\1..\\9 and & in REPL, applied in\n"
+     "tensors no rule matches are dropped. --rename REGEX=REPL: \\1..\\9 and & in REPL, applied "
+     "in\n"
      "order after the selection; two tensors ending with one name is an error naming both.\n"
      "Order: selection, renames, casts, quantization, then metadata edits in command-line order."},
     {"meta",
@@ -345,10 +352,11 @@ void help_completion(FILE *o, const char *shell)
         options_of(o, &cmds[i]);
         fputs(" --help\" ;;\n", o);
     }
-    fputs("  esac\n  if [[ $cur == -* ]]; then\n    COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
-          "  else\n    COMPREPLY=($(compgen -f -- \"$cur\"))\n  fi\n}\ncomplete -o filenames -F "
-          "_ingot ingot\n",
-          o);
+    fputs(
+        "  esac\n  if [[ $cur == -* ]]; then\n    COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+        "  else\n    COMPREPLY=($(compgen -f -- \"$cur\"))\n  fi\n}\ncomplete -o filenames -F "
+        "_ingot ingot\n",
+        o);
 }
 
 /* ---------------------------------------------------------------------------------------------

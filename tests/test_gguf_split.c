@@ -188,11 +188,73 @@ TEST(refusals)
     ingot_file_close(f);
 }
 
+/* Writing: convert --opt max_shard_size / max_shard_tensors lays shards out as gguf-split does;
+ * they read back as the model, shard 0 with the metadata, the others with the split keys only. */
+TEST(writes_shards)
+{
+    ingot_file *whole;
+    ASSERT_OK(ingot_file_open(at("whole.gguf"), NULL, &whole, NULL));
+    ingot_convert_plan *p;
+    ASSERT_OK(ingot_convert_plan_new(whole, &p, NULL));
+    static const char *const opts[] = {"max_shard_tensors=3", "alignment=64"};
+    ingot_convert_opts o = {0};
+    o.no_fsync = true;
+    o.options = opts;
+    o.n_options = 2;
+    ASSERT_OK(ingot_convert_run(p, at("w.gguf"), &o, NULL, NULL));
+    ASSERT_TRUE(access(at("w.gguf"), F_OK) != 0); /* the target names the shards' prefix */
+    ingot_file *f;
+    ASSERT_OK(ingot_file_open(at("w-00001-of-00002.gguf"), NULL, &f, NULL));
+    ASSERT_STR(ingot_file_format(f), "gguf-split");
+    uint8_t d1[32], d2[32];
+    ASSERT_OK(ingot_file_digest(f, d1, NULL));
+    ASSERT_OK(ingot_file_digest(whole, d2, NULL));
+    ASSERT_MEM(d1, d2, 32);
+    ASSERT_U64(ingot_file_meta_count(f), 4); /* the model's 3 and general.alignment */
+    ingot_file_close(f);
+    /* each shard alone, as plain GGUF from a buffer: the keys gguf-split writes */
+    for (int k = 0; k < 2; k++) {
+        const char *name = k ? "w-00002-of-00002.gguf" : "w-00001-of-00002.gguf";
+        FILE *in = fopen(at(name), "rb");
+        static uint8_t buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof buf, in);
+        fclose(in);
+        ingot_file *g;
+        ASSERT_OK(ingot_file_open_buffer(buf, n, NULL, &g, NULL));
+        uint16_t no, count;
+        int32_t total;
+        uint32_t align;
+        ASSERT_OK(ingot_file_meta_get_u16(g, "split.no", &no));
+        ASSERT_OK(ingot_file_meta_get_u16(g, "split.count", &count));
+        ASSERT_OK(ingot_file_meta_get_i32(g, "split.tensors.count", &total));
+        ASSERT_OK(ingot_file_meta_get_u32(g, "general.alignment", &align));
+        ASSERT_TRUE(no == k && count == 2 && total == 4 && align == 64);
+        ASSERT_U64(ingot_file_tensor_count(g), k ? 1 : 3);
+        ASSERT_U64(ingot_file_meta_count(g), k ? 4 : 7);
+        ASSERT_OK(ingot_file_verify(g, 1, NULL));
+        ingot_file_close(g);
+    }
+    /* by size: 2 x 16 floats of 128 bytes, padded to 128: at most two per 300 bytes */
+    static const char *const by_size[] = {"max_shard_size=300"};
+    o.options = by_size;
+    o.n_options = 1;
+    ASSERT_OK(ingot_convert_run(p, at("s.gguf"), &o, NULL, NULL));
+    ASSERT_OK(ingot_file_open(at("s-00002-of-00002.gguf"), NULL, &f, NULL));
+    ASSERT_U64(ingot_file_tensor_count(f), 4);
+    ingot_file_close(f);
+    static const char *const bad[] = {"max_shard_size=0"};
+    o.options = bad;
+    ingot_error e;
+    ASSERT_EQ(ingot_convert_run(p, at("b.gguf"), &o, NULL, &e), INGOT_BAD_METADATA);
+    ingot_convert_plan_free(p);
+    ingot_file_close(whole);
+}
+
 int main(int argc, char **argv)
 {
     snprintf(dir, sizeof dir, "%s/gguf_split", INGOT_BINARY_DIR);
     mkdir(dir, 0755);
     static const test_case cases[] = {T(opens_as_one_model), T(converts_to_one_file),
-                                      T(refusals)};
+                                      T(refusals), T(writes_shards)};
     return harness_run(cases, sizeof cases / sizeof *cases, argc, argv);
 }

@@ -435,6 +435,20 @@ json_is 'd["ok"] and d["format"] == "ingot" and d["tensors"] == 8 and d["cast"] 
 run 1 "$ING" convert m.ingot cj2.safetensors --json
 json_is 'not d["ok"] and d["error"]["code"] == "UNSUPPORTED" and d["error"]["tensor"] == "q"'
 
+# GGUF split: --opt max_shard_size writes llama.cpp's split files; any shard opens the model
+run 0 "$ING" convert "$STORIES" sp.gguf --opt max_shard_size=400KB
+expect_out "^wrote sp-\*-of-\*.gguf (gguf split, 48 tensors)$"
+n=$((n + 1)); [ -e sp-00004-of-00004.gguf ] && [ ! -e sp.gguf ] || { echo "FAIL: split files"; ls sp*; fails=$((fails + 1)); }
+run 0 "$ING" diff "$STORIES" sp-00003-of-00004.gguf
+run 0 "$ING" verify sp-00001-of-00004.gguf
+expect_out "gguf-split 3.0, 48 tensors"
+run 0 "$ING" convert sp-00002-of-00004.gguf joined.gguf
+run 0 "$ING" hash --quiet "$STORIES" joined.gguf sp-00001-of-00004.gguf
+n=$((n + 1)); [ "$(cut -d' ' -f1 out.txt | sort -u | wc -l)" = 1 ] || { echo "FAIL: split/join digests"; cat out.txt; fails=$((fails + 1)); }
+rm sp-00004-of-00004.gguf
+run 1 "$ING" info sp-00001-of-00004.gguf
+expect_err "NOT_FOUND: .*\[sp-00004-of-00004.gguf\]"
+
 # pack input checks
 run 1 "$ING" pack x.ingot --tensor a:F32:4x4=w.bin
 expect_err "BAD_SIZE: tensor 'a'"

@@ -256,8 +256,15 @@ static int run_plan(const char *cmd, ingot_convert_plan *p, const char *in, cons
         return EXIT_REJECT;
     }
     if (cli_quiet || json) return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
-    printf("wrote %s (%s, %" PRIu64 " tensor%s", out, s.format, s.tensors,
-           s.tensors == 1 ? "" : "s");
+    /* GGUF split into shards: the target names their prefix, not a file */
+    bool split = false;
+    for (size_t i = 0; i < o->n_options; i++)
+        split |= !strcmp(s.format, "gguf") && !strncmp(o->options[i], "max_shard_", 10);
+    size_t ol = strlen(out);
+    if (split && ol > 5 && !strcmp(out + ol - 5, ".gguf")) ol -= 5;
+    if (split) printf("wrote %.*s-*-of-*.gguf (gguf split", (int)ol, out);
+    else printf("wrote %s (%s", out, s.format);
+    printf(", %" PRIu64 " tensor%s", s.tensors, s.tensors == 1 ? "" : "s");
     if (s.alignment) printf(", alignment %u", s.alignment);
     if (s.dropped) printf(", %" PRIu64 " dropped", s.dropped);
     if (s.metadata_lossy)

@@ -271,8 +271,9 @@ static int run_plan(const char *cmd, ingot_convert_plan *p, const char *in, cons
         printf(", %" PRIu64 " lossy metadata step%s", s.metadata_lossy,
                s.metadata_lossy == 1 ? "" : "s");
     if (s.dequantized)
-        printf(", %" PRIu64 " tensor%s dequantized to %s", s.dequantized,
-               s.dequantized == 1 ? "" : "s", ingot_dtype_name(o->dequantize));
+        printf(", %" PRIu64 " tensor%s dequantized%s%s", s.dequantized,
+               s.dequantized == 1 ? "" : "s", o->dequantize ? " to " : "",
+               o->dequantize ? ingot_dtype_name(o->dequantize) : "");
     if (s.cast) printf(", %" PRIu64 " cast", s.cast);
     if (s.quantized) printf(", %" PRIu64 " quantized", s.quantized);
     if (s.skipped)

@@ -57,7 +57,9 @@ TEST(test_bad_value_status)
     ASSERT_EQ(INGOT_BAD_CHECKSUM, 21);
     ASSERT_STR(ingot_status_name(INGOT_BAD_VALUE), "BAD_VALUE");
     ASSERT_TRUE(strstr(ingot_status_str(INGOT_BAD_VALUE), "BOOL") != NULL);
-    ASSERT_STR(ingot_status_name((ingot_status)31), "UNKNOWN");
+    ASSERT_EQ(INGOT_CANCELLED, 31); /* appended after BAD_VALUE (convert.h cancellation) */
+    ASSERT_STR(ingot_status_name(INGOT_CANCELLED), "CANCELLED");
+    ASSERT_STR(ingot_status_name((ingot_status)32), "UNKNOWN");
 }
 
 TEST(test_check_names)

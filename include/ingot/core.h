@@ -110,7 +110,8 @@ INGOT_API const char *ingot_version_string(void);
     X(MISUSE, 27, "API misuse (invalid argument or call order)")                                 \
     X(UNKNOWN_FORMAT, 28, "file format not recognised")                                          \
     X(BAD_FLAGS, 29, "unknown required feature flag set")                                        \
-    X(BAD_VALUE, 30, "element value invalid for its dtype (a BOOL byte other than 0 or 1)")
+    X(BAD_VALUE, 30, "element value invalid for its dtype (a BOOL byte other than 0 or 1)")      \
+    X(CANCELLED, 31, "operation cancelled by the caller")
 
 typedef enum ingot_status {
 #define INGOT_X_(name, value, msg) INGOT_##name = value,
@@ -149,6 +150,7 @@ typedef enum ingot_status {
 #define INGOT_E_UNKNOWN_FORMAT INGOT_UNKNOWN_FORMAT
 #define INGOT_E_BAD_FLAGS INGOT_BAD_FLAGS
 #define INGOT_E_BAD_VALUE INGOT_BAD_VALUE
+#define INGOT_E_CANCELLED INGOT_CANCELLED
 
 /** Static English text for a status ("checksum mismatch: data is corrupt"). Never NULL. */
 INGOT_API const char *ingot_status_str(ingot_status s);

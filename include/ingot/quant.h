@@ -6,6 +6,8 @@
  *   1. ingot_dequantize_supported(), ingot_dequantize(): a buffer of stored elements -> F32
  *   2. ingot_file_tensor_dequantize(): a range of an open file's tensor -> F32
  *   3. ingot_f32_encode(): F32 -> F32/F64/F16/BF16
+ *   4. ingot_cast(): float elements -> another float type (F64 F32 F16 BF16 F8_E4M3 F8_E5M2)
+ *   5. ingot_quantize(): F32 -> GGML blocks (Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K)
  *
  * Nothing here allocates; every function is thread-safe (pure functions of their arguments).
  *
@@ -95,6 +97,54 @@ INGOT_API ingot_status ingot_file_tensor_dequantize(const ingot_file *f, uint64_
  *          pointers with n_elems > 0. dst must not overlap src. */
 INGOT_API ingot_status ingot_f32_encode(ingot_dtype dst_dtype, const float *src, uint64_t n_elems,
                                         void *dst, size_t dst_nbytes, ingot_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. Casting between float types
+ * ------------------------------------------------------------------------------------------- */
+
+/** True if ingot_cast() converts src to dst: src one of F64 F32 F16 BF16 F8_E4M3 F8_E5M2
+ *  F8_E4M3FNUZ F8_E5M2FNUZ F8_E8M0, dst one of F64 F32 F16 BF16 F8_E4M3 F8_E5M2 (src == dst
+ *  copies). */
+INGOT_API bool ingot_cast_supported(ingot_dtype src, ingot_dtype dst);
+
+/** Converts n_elems little-endian elements of float type src to float type dst (little-endian),
+ *  each rounded once to nearest, ties to even: the bits NumPy's astype gives (F64, F32, F16
+ *  targets) and torch's .to() gives (BF16, F8_E4M3 as float8_e4m3fn, F8_E5M2 as float8_e5m2;
+ *  an F64 value is rounded to F32 first for those targets, as torch converts through float).
+ *  Every source value is exact in F32 except F64's, so only F64 -> F16 rounds from double
+ *  (NumPy's npy_double_to_half).
+ *  Overflow: infinity for F16, BF16, F32 and F8_E5M2 (which has infinities); NaN for F8_E4M3
+ *  (|x| > 464, beyond its largest finite 448, and infinities, as torch does). NaN: sign kept;
+ *  F16 keeps the top 10 payload bits, the lowest set if they are all zero (NumPy), BF16 the top
+ *  7 with the quiet bit set (ggml), F32 from F16/BF16 the payload bits shifted (exact), F32
+ *  from F64 and F64 from any the hardware conversion (a quiet NaN), F8 targets 0x7F | sign.
+ *  @return OK; UNSUPPORTED (err names both dtypes) when !ingot_cast_supported(src, dst);
+ *          BAD_SIZE when src_nbytes or dst_nbytes is not n_elems elements; MISUSE for NULL
+ *          pointers with n_elems > 0. src and dst must not overlap. Allocates nothing. */
+INGOT_API ingot_status ingot_cast(ingot_dtype src_dtype, const void *src, size_t src_nbytes,
+                                  ingot_dtype dst_dtype, void *dst, size_t dst_nbytes,
+                                  uint64_t n_elems, ingot_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * 5. Quantizing
+ * ------------------------------------------------------------------------------------------- */
+
+/** True for the GGML types ingot_quantize() makes: Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K. */
+INGOT_API bool ingot_quantize_supported(ingot_dtype dt);
+
+/** Quantizes n_elems F32 values (a multiple of the type's block) into GGML blocks at dst, as
+ *  llama.cpp's reference quantizers do (ggml's quantize_row_*_ref, without an importance
+ *  matrix): Q8_0 d = max|x|/127, q = round(x/d) half away from zero; Q4_0/Q5_0 d = -m/8 (/16)
+ *  for the value m of largest magnitude, q = trunc(x/d + 8.5 (16.5)); Q4_1/Q5_1 d =
+ *  (max - min)/15 (/31), m = min; Q4_K/Q5_K 8 sub-blocks of 32 fitted by a weighted
+ *  least-squares search over scale and min (weights sqrt(mean x^2) + |x|), 6-bit sub-scales;
+ *  Q6_K 16 sub-blocks of 16 fitted by a search over 19 scales, 8-bit sub-scales. Decoding the
+ *  result with ingot_dequantize() gives gguf-py's values for the same blocks, bit for bit.
+ *  @return OK; UNSUPPORTED for another dtype; BAD_SIZE when n_elems is not a whole number of
+ *          blocks or dst_nbytes not their size; BAD_VALUE naming the element when a value is
+ *          NaN or infinite (nothing sensible to store); MISUSE for NULL pointers. */
+INGOT_API ingot_status ingot_quantize(ingot_dtype dst_dtype, const float *src, uint64_t n_elems,
+                                      void *dst, size_t dst_nbytes, ingot_error *err);
 
 #ifdef __cplusplus
 }

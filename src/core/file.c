@@ -186,25 +186,40 @@ static ingot_status dispatch(const ingot__format *const *formats, ingot_file *f,
         if (!best)
             return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, f->opts.format,
                               strlen(f->opts.format), "no adapter of that name");
-    } else {
-        size_t n = f->size < PROBE_BYTES ? (size_t)f->size : PROBE_BYTES;
-        const uint8_t *head;
-        ING_TRY(ingot__file_head_copy(f, n, &head, err));
-        int best_score = 0;
-        for (size_t i = 0; formats[i]; i++) {
-            int s = formats[i]->probe ? formats[i]->probe(head, n) : 0;
-            if (formats[i]->probe_size) {
-                int z = formats[i]->probe_size(head, n, f->size);
-                if (z > s) s = z;
-            }
-            if (s > best_score) best_score = s, best = formats[i];
-        }
-        if (!best)
-            return ingot__err(err, f->size == 0 ? INGOT_TRUNCATED : INGOT_UNKNOWN_FORMAT, 0, 0, 0,
-                              f->size == 0 ? "empty file" : "no known format matches these bytes");
     }
-    f->fmt = best;
-    ingot_status st = best->open(f, err);
+    /* Probing: the best score first; an adapter whose open declines the file (INGOT__DECLINED:
+     * the bytes fit, the file is not its kind, nothing was touched) passes it to the next. */
+    const uint8_t *head = NULL;
+    size_t n = f->size < PROBE_BYTES ? (size_t)f->size : PROBE_BYTES;
+    int ceiling = 1 << 30;
+    ingot_status st;
+    for (;;) {
+        if (!f->opts.format) {
+            if (!head) ING_TRY(ingot__file_head_copy(f, n, &head, err));
+            int best_score = 0;
+            best = NULL;
+            for (size_t i = 0; formats[i]; i++) {
+                int s = formats[i]->probe ? formats[i]->probe(head, n) : 0;
+                if (formats[i]->probe_size) { /* formats told only by size (llama2.c legacy) */
+                    int z = formats[i]->probe_size(head, n, f->size);
+                    if (z > s) s = z;
+                }
+                if (s > best_score && s < ceiling) best_score = s, best = formats[i];
+            }
+            if (!best)
+                return ingot__err(err, f->size == 0 ? INGOT_TRUNCATED : INGOT_UNKNOWN_FORMAT, 0, 0,
+                                  0, f->size == 0 ? "empty file"
+                                                  : "no known format matches these bytes");
+            ceiling = best_score;
+        }
+        f->fmt = best;
+        st = best->open(f, err);
+        if (st == INGOT__DECLINED && !f->opts.format) continue;
+        break;
+    }
+    if (st == INGOT__DECLINED)
+        st = ingot__err(err, INGOT_UNKNOWN_FORMAT, 0, 0, 0, "the %s adapter declines this file",
+                        best->name);
     if (st != INGOT_OK) {
         f->fmt = NULL;
         return st;

@@ -15,6 +15,10 @@
 
 typedef struct ingot__writer_ops ingot__writer_ops;
 
+/* An adapter's open returning this declines the file (see ingot__format.open); never seen by
+ * callers. */
+#define INGOT__DECLINED ((ingot_status)1000)
+
 typedef struct ingot__format {
     const char *name;
     /* File name suffixes that select this format as a conversion target ("safetensors", "npz"),
@@ -22,7 +26,9 @@ typedef struct ingot__format {
     const char *const *extensions;
     /* How sure the first n bytes (n may be small) are this format: 0 no, 100 full magic. */
     int (*probe)(const uint8_t *head, size_t n);
-    /* Validates and indexes the file. On failure frees everything it allocated. */
+    /* Validates and indexes the file. On failure frees everything it allocated. May return
+     * INGOT__DECLINED, having changed nothing, when the probe matched but the file is another
+     * adapter's after all: the next best probe score then gets it. */
     ingot_status (*open)(ingot_file *f, ingot_error *err);
     void (*close)(ingot_file *f);
 

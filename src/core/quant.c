@@ -9,6 +9,7 @@
 
 #include "deps.h"
 #include "error.h"
+#include "half.h"
 
 /* The reference rounds each product before the sum: no fused multiply-add. (GCC does not
  * contract in ISO C mode and rejects this pragma; clang honours it.) */
@@ -763,6 +764,160 @@ ingot_status ingot_f32_encode(ingot_dtype dst_dtype, const float *src, uint64_t 
         break;
     case INGOT_DTYPE_F16: encode_f16(src, o, n); break;
     default: encode_bf16(src, o, n); break;
+    }
+    return INGOT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Casting between float types (quant.h section 4)
+ * ------------------------------------------------------------------------------------------- */
+
+uint16_t ingot__f32_to_f16(float f) { return f32_to_half(f); }
+float ingot__f16_to_f32(uint16_t h) { return half_to_f32(h); }
+
+/* The value mant * 2^exp2 (mant > 0, below 2^53) rounded to nearest, ties to even, into a
+ * binary format of mbits stored mantissa bits and exponent bias `bias`, returned as its
+ * magnitude bits: subnormals included, and a result at or above the format's infinity code when
+ * it overflows (the carry of the rounding runs into the exponent field, as it should). Integer
+ * arithmetic only. */
+static uint32_t round_mag(uint64_t mant, int exp2, int mbits, int bias)
+{
+    int lg = exp2 - 1;
+    for (uint64_t m = mant; m; m >>= 1) lg++; /* floor(log2(value)) */
+    int emin = 1 - bias, qe = (lg > emin ? lg : emin) - mbits; /* exponent of one unit */
+    uint64_t r;
+    if (exp2 >= qe) {
+        r = mant << (exp2 - qe);
+    } else {
+        int shift = qe - exp2;
+        if (shift > 60) return 0; /* below a quarter unit: rounds to zero */
+        uint64_t rem = mant & ((UINT64_C(1) << shift) - 1), half = UINT64_C(1) << (shift - 1);
+        r = mant >> shift;
+        r += (uint64_t)(rem > half || (rem == half && (r & 1)));
+    }
+    if (lg < emin) return (uint32_t)r; /* subnormal (2^mbits itself is the smallest normal) */
+    return (uint32_t)(((uint64_t)(lg + bias) << mbits) + (r - (UINT64_C(1) << mbits)));
+}
+
+/* binary64 -> binary16 rounded once (NumPy's npy_double_to_half); NaN: top 10 payload bits,
+ * the lowest set if they are all zero. */
+static uint16_t f64_to_half(uint64_t x)
+{
+    uint16_t sign = (uint16_t)((x >> 48) & 0x8000);
+    uint64_t e = (x >> 52) & 0x7FF, frac = x & ((UINT64_C(1) << 52) - 1);
+    if (e == 0x7FF) {
+        if (!frac) return (uint16_t)(sign | 0x7C00);
+        uint16_t r = (uint16_t)(0x7C00 | (frac >> 42));
+        return (uint16_t)(sign | (r == 0x7C00 ? 0x7C01 : r));
+    }
+    if (e == 0 && frac == 0) return sign;
+    uint64_t mant = e ? frac | (UINT64_C(1) << 52) : frac;
+    uint32_t m = round_mag(mant, e ? (int)e - 1075 : -1074, 10, 15);
+    return (uint16_t)(sign | (m >= 0x7C00 ? 0x7C00 : m));
+}
+
+/* binary32 -> OCP FP8: E4M3 ("FN": no infinity, overflow and infinities give NaN 0x7F) or E5M2
+ * (overflow gives infinity), as torch's float8_e4m3fn / float8_e5m2; NaN -> 0x7F, sign kept. */
+static uint8_t f32_to_f8(float f, bool e4m3)
+{
+    uint32_t x = bits_from_f32(f);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80);
+    uint32_t e = (x >> 23) & 0xFF, frac = x & 0x7FFFFF;
+    if (e == 0xFF) return (uint8_t)(sign | (frac || e4m3 ? 0x7F : 0x7C));
+    if (e == 0 && frac == 0) return sign;
+    uint64_t mant = e ? frac | 0x800000u : frac;
+    uint32_t m = round_mag(mant, e ? (int)e - 150 : -149, e4m3 ? 3 : 2, e4m3 ? 7 : 15);
+    if (e4m3) return (uint8_t)(sign | (m > 0x7E ? 0x7F : m));
+    return (uint8_t)(sign | (m >= 0x7C ? 0x7C : m));
+}
+
+static bool cast_src_ok(ingot_dtype dt)
+{
+    switch (dt) {
+    case INGOT_DTYPE_F64: case INGOT_DTYPE_F32: case INGOT_DTYPE_F16: case INGOT_DTYPE_BF16:
+    case INGOT_DTYPE_F8_E4M3: case INGOT_DTYPE_F8_E5M2: case INGOT_DTYPE_F8_E4M3FNUZ:
+    case INGOT_DTYPE_F8_E5M2FNUZ: case INGOT_DTYPE_F8_E8M0:
+        return true;
+    default: return false;
+    }
+}
+
+static bool cast_dst_ok(ingot_dtype dt)
+{
+    switch (dt) {
+    case INGOT_DTYPE_F64: case INGOT_DTYPE_F32: case INGOT_DTYPE_F16: case INGOT_DTYPE_BF16:
+    case INGOT_DTYPE_F8_E4M3: case INGOT_DTYPE_F8_E5M2:
+        return true;
+    default: return false;
+    }
+}
+
+bool ingot_cast_supported(ingot_dtype src, ingot_dtype dst)
+{
+    return cast_src_ok(src) && cast_dst_ok(dst);
+}
+
+ingot_status ingot_cast(ingot_dtype src_dtype, const void *src, size_t src_nbytes,
+                        ingot_dtype dst_dtype, void *dst, size_t dst_nbytes, uint64_t n_elems,
+                        ingot_error *err)
+{
+    const char *sn = ingot_dtype_name(src_dtype), *dn = ingot_dtype_name(dst_dtype);
+    if (!sn || !dn)
+        return ingot__err(err, INGOT_BAD_TYPE, INGOT_NO_OFFSET, 0, 0, "dtype %u is not a dtype",
+                          (unsigned)(sn ? dst_dtype : src_dtype));
+    size_t nl = ing_strlen(sn);
+    if (!ingot_cast_supported(src_dtype, dst_dtype))
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, sn, nl,
+                          "no cast from %s to %s (floats F64 F32 F16 BF16 F8_* to F64 F32 F16 "
+                          "BF16 F8_E4M3 F8_E5M2)",
+                          sn, dn);
+    if (n_elems && (!src || !dst))
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, sn, nl, "NULL buffer");
+    uint32_t ss = ingot_dtype_block_bytes(src_dtype), ds = ingot_dtype_block_bytes(dst_dtype);
+    if (n_elems > SIZE_MAX / 8 || n_elems * ss != src_nbytes || n_elems * ds != dst_nbytes)
+        return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, sn, nl,
+                          "%zu and %zu bytes do not hold exactly %llu elements of %s and %s",
+                          src_nbytes, dst_nbytes, (unsigned long long)n_elems, sn, dn);
+    const uint8_t *p = src;
+    uint8_t *o = dst;
+    size_t n = (size_t)n_elems;
+    if (src_dtype == dst_dtype) {
+        if (n) ING_MEMCPY(o, p, n * ss);
+        return INGOT_OK;
+    }
+    if (dst_dtype == INGOT_DTYPE_F32) { /* every source is exact in F32 but F64 (C cast) */
+        float tmp[256];
+        for (size_t i = 0; i < n; i += 256) {
+            size_t k = n - i < 256 ? n - i : 256;
+            dq_scalar(src_dtype, p + i * ss, tmp, k);
+            for (size_t j = 0; j < k; j++) ing_st32(o + 4 * (i + j), bits_from_f32(tmp[j]));
+        }
+        return INGOT_OK;
+    }
+    if (dst_dtype == INGOT_DTYPE_F16 && src_dtype == INGOT_DTYPE_F64) {
+        for (size_t i = 0; i < n; i++) st16(o + 2 * i, f64_to_half(ing_ld64(p + 8 * i)));
+        return INGOT_OK;
+    }
+    float tmp[256];
+    for (size_t i = 0; i < n; i += 256) {
+        size_t k = n - i < 256 ? n - i : 256;
+        dq_scalar(src_dtype, p + i * ss, tmp, k); /* exact, or F64 rounded to F32 (torch) */
+        for (size_t j = 0; j < k; j++) {
+            size_t at = i + j;
+            switch (dst_dtype) {
+            case INGOT_DTYPE_F64: {
+                double v = tmp[j];
+                uint64_t u;
+                ING_MEMCPY(&u, &v, 8);
+                ing_st64(o + 8 * at, u);
+                break;
+            }
+            case INGOT_DTYPE_F16: st16(o + 2 * at, f32_to_half(tmp[j])); break;
+            case INGOT_DTYPE_BF16: st16(o + 2 * at, f32_to_bf16(tmp[j])); break;
+            case INGOT_DTYPE_F8_E4M3: o[at] = f32_to_f8(tmp[j], true); break;
+            default: o[at] = f32_to_f8(tmp[j], false); break;
+            }
+        }
     }
     return INGOT_OK;
 }

@@ -26,6 +26,7 @@ static const ingot__format *const formats[] = {
     &ingot__format_safetensors,
     &ingot__format_safetensors_index,
     &ingot__format_gguf,
+    &ingot__format_gguf_split,
     &ingot__format_npy,
     &ingot__format_npz,
     &ingot__format_torch,

@@ -92,7 +92,7 @@ open('raw.expect', 'w').write(repr([v.decode('utf-8', 'replace') for v in vals])
 PY
 run 0 "$ING" info --json raw.gguf
 n=$((n + 1))
-python3 -c 'import json,sys,ast; d=json.load(open("out.txt")); want=ast.literal_eval(open("raw.expect").read()); assert d["metadata"]["raw"]==want[0] and d["metadata"]["arr"]==want, "mismatch"' \
+python3 -c 'import json,sys,ast; d=json.load(open("out.txt")); want=ast.literal_eval(open("raw.expect").read()); assert d["metadata"]["raw"]["value"]==want[0] and d["metadata"]["arr"]["value"]==want, "mismatch"' \
     || { echo "FAIL: info --json of raw string bytes"; fails=$((fails + 1)); }
 
 # npz string members (scipy.sparse.save_npz's 'format', np.savez(foo="abc")) are listed as skipped
@@ -288,6 +288,167 @@ expect_no_err "try --dequantize"
 run 1 "$ING" convert r64.ingot r64.mag
 expect_no_err "dequantize"
 
+# convert --dtype / --dtype-map: float tensors cast (round to nearest even), a "lossy:" line per
+# narrowing (F8 -> F16 is exact: counted, no line), GGML blocks and integers untouched
+run 0 "$ING" convert m.ingot c16.ingot --dtype F16
+expect_err "lossy: 2 F32 tensors cast to F16 (first 'fc.weight')"
+expect_err "lossy: 1 BF16 tensor cast to F16 (first 'bf')"
+expect_no_err "F8_E4M3 tensor"
+expect_out "^wrote c16.ingot (ingot, 8 tensors, alignment 64, 5 cast)$"
+run 0 "$ING" dump c16.ingot fc.weight
+expect_out "^fc.weight: F16 2x3, 6 elements$"
+expect_out "^0 0.25 0.5 0.75 1 1.25$"
+run 0 "$ING" dump c16.ingot e5
+expect_out "^1 57344 inf 1.52588e-05$"
+run 0 "$ING" info --json c16.ingot
+json_is '[t["dtype"] for t in d["tensors"]] == ["F16", "F16", "F16", "F16", "F16", "F16", "I32", "Q4_0"]'
+run 0 "$ING" convert m.ingot cm.ingot --dtype-map F32=BF16 --dtype-map F8_E5M2=F32
+run 0 "$ING" info --json cm.ingot
+json_is '[t["dtype"] for t in d["tensors"]] == ["BF16", "BF16", "F16", "BF16", "F8_E4M3", "F32", "I32", "Q4_0"]'
+run 2 "$ING" convert m.ingot x.ingot --dtype F99
+expect_err "unknown dtype 'F99'"
+run 1 "$ING" convert m.ingot x.ingot --dtype Q4_0
+expect_err "UNSUPPORTED"
+# --dequantize never changes what the target stores as is, and says so
+run 0 "$ING" convert p.ingot pdq.safetensors --dequantize BF16
+expect_err "note: --dequantize BF16 changed nothing"
+run 0 "$ING" info --json pdq.safetensors
+json_is 'all(t["dtype"] == "F32" for t in d["tensors"])'
+
+# --include/--exclude/--rename: selection by glob, then renames in order; a collision names both
+run 0 "$ING" convert m.ingot sel.safetensors --exclude 'e?' --include 'fc.*' --include 'h' --rename '^fc\.(.*)$=layer.\1' --rename '^layer=blk.0'
+expect_out "3 tensors, 5 dropped"
+run 0 "$ING" info --json sel.safetensors
+json_is '[t["name"] for t in d["tensors"]] == ["blk.0.weight", "blk.0.bias", "h"]'
+run 0 "$ING" unpack sel.safetensors blk.0.weight -o sel_w.bin
+same sel_w.bin w.bin
+run 1 "$ING" convert m.ingot x.ingot --rename '^fc\..*$=fc'
+expect_err "DUPLICATE: tensors 'fc.weight' and 'fc.bias' would both be named 'fc'"
+n=$((n + 1)); [ ! -e x.ingot ] || { echo "FAIL: refused rename left x.ingot"; fails=$((fails + 1)); }
+run 2 "$ING" convert m.ingot x.ingot --rename 'nodelimiter'
+
+# --quantize with llama-quantize's rules, on the real stories260K (rows of 64: the K types fall
+# back to Q5_0/Q8_0; ffn_down rows of 172: F16; norms stay F32; use_more_bits(i, 5) = i 2 and 4)
+STORIES="$HERE/../../../shared/fixtures/models/stories260K/stories260K.gguf"
+run 0 "$ING" convert "$STORIES" q.gguf --quantize Q4_K_M
+expect_out "^wrote q.gguf (gguf, 48 tensors, 5 cast, 32 quantized)$"
+expect_err "lossy: 29 F32 tensors quantized to Q5_0 (first 'token_embd.weight')"
+run 0 "$ING" info --json q.gguf
+json_is 'd["metadata"]["general.file_type"]["value"] == 15 and d["metadata"]["general.quantization_version"]["value"] == 2'
+json_is '{t["name"]: t["dtype"] for t in d["tensors"]}["output.weight"] == "Q8_0"'
+json_is '[t["dtype"] for t in d["tensors"] if "attn_v" in t["name"]] == ["Q5_0", "Q5_0", "Q8_0", "Q5_0", "Q8_0"]'
+json_is 'all(t["dtype"] == "F16" for t in d["tensors"] if "ffn_down" in t["name"])'
+json_is 'all(t["dtype"] == "F32" for t in d["tensors"] if "norm" in t["name"])'
+run 0 "$ING" verify q.gguf
+run 1 "$ING" convert "$STORIES" x.gguf --quantize Q3_K_M
+expect_err "no quantization type 'Q3_K_M'"
+
+# metadata edits: convert --set/--delete/--rename-key, and meta FILE in place (a new file renamed
+# over it: tensors byte for byte the same)
+run 0 "$ING" convert m.ingot me.ingot --set layers:u32=8 --delete lr --rename-key name=general.name --set 'tags:string[]=x,y'
+run 0 "$ING" info --json me.ingot
+json_is 'd["metadata"]["layers"]["value"] == 8 and "lr" not in d["metadata"] and d["metadata"]["general.name"]["value"] == "demo" and d["metadata"]["tags"]["value"] == ["x", "y"]'
+cp m.ingot inplace.ingot
+run 0 "$ING" meta inplace.ingot --set 'layers:u32=3' --set note=hello --delete blob
+expect_out "^wrote inplace.ingot (ingot, 8 tensors, alignment 64)$"
+run 0 "$ING" info --json inplace.ingot
+json_is 'd["metadata"]["layers"]["value"] == 3 and d["metadata"]["note"]["value"] == "hello" and "blob" not in d["metadata"]'
+run 0 "$ING" unpack inplace.ingot fc.weight -o ip_w.bin
+same ip_w.bin w.bin
+run 0 "$ING" verify inplace.ingot
+run 1 "$ING" meta inplace.ingot --delete nosuchkey
+expect_err "NOT_FOUND"
+run 2 "$ING" meta inplace.ingot --set 'n:u8=300'
+expect_err "does not parse as u8"
+run 2 "$ING" meta inplace.ingot
+expect_err "nothing to do"
+n=$((n + 1)); ! ls ./*ingot-tmp* >/dev/null 2>&1 || { echo "FAIL: meta left a temporary"; fails=$((fails + 1)); }
+cp p.gguf pmeta.gguf
+run 0 "$ING" meta pmeta.gguf --set general.name=edited
+run 0 "$ING" info --json pmeta.gguf
+json_is 'd["metadata"]["general.name"]["value"] == "edited"'
+
+# hash: one digest per tensor and one for the model, the same in every format (C-order LE bytes
+# of the dtype); sha256 of "ingot-tensor-v1\0F32\0" + rank + dims + data, computed here by Python
+run 0 "$ING" hash m.ingot p.safetensors
+expect_out "  m.ingot: fc.weight$"
+want=$(python3 -c 'import hashlib,struct,sys; d=open(sys.argv[1],"rb").read(); print(hashlib.sha256(b"ingot-tensor-v1\0F32\0"+struct.pack("<IQQ",2,2,3)+d).hexdigest())' w.bin)
+expect_out "^$want  m.ingot: fc.weight$"
+for ext in safetensors gguf npz; do "$ING" convert p.ingot "p2.$ext" >/dev/null 2>&1; done
+run 0 "$ING" hash --json p.ingot p2.safetensors p2.gguf p2.npz
+json_is 'len(set(f["model"] for f in d)) == 1 and len(d) == 4 and d[0]["tensors"][0]["sha256"] == "'"$want"'"'
+run 0 "$ING" hash c16.ingot
+expect_no_out "$want"
+run 1 "$ING" hash missing.ingot m.ingot
+expect_err "NOT_FOUND"
+expect_out "  m.ingot$"
+
+# diff: across formats by C-order values; exit 0 same, 1 different, 2 trouble
+run 0 "$ING" diff p.ingot p2.gguf
+expect_out "^2 tensors the same, 0 differ, 0 metadata entries differ$"
+# p.gguf had one byte of fc.bias flipped above (verify cannot see it; diff can)
+run 1 "$ING" diff p.ingot p.gguf
+expect_out "^differs: fc.bias: max abs 5.06639e-06, max rel 1.01327e-05, NMSE"
+run 1 "$ING" diff m.ingot c16.ingot
+expect_out "^differs: fc.weight (dtype F32 vs F16): max abs 0, max rel 0, NMSE 0$"
+run 1 "$ING" diff m.ingot me.ingot --json
+json_is 'd["same"] == 8 and {m["key"]: m["change"] for m in d["metadata"]} == {"layers": "value differs", "lr": "only in A", "name": "only in A", "general.name": "only in B", "tags": "value differs"}'
+run 1 "$ING" diff m.ingot sel.safetensors
+expect_out "^only in A: fc.weight (F32 2x3)$"
+expect_out "^only in B: blk.0.weight (F32 2x3)$"
+run 1 "$ING" diff "$STORIES" q.gguf --json
+json_is '[t for t in d["tensors"] if t["name"] == "output.weight"][0]["nmse"] < 1e-3'
+run 1 "$ING" diff --quiet m.ingot c16.ingot
+n=$((n + 1)); [ ! -s out.txt ] || { echo "FAIL: diff --quiet printed"; fails=$((fails + 1)); }
+run 2 "$ING" diff m.ingot missing.ingot
+
+# summary: parameters and bytes by dtype and by layer; the architecture's hyperparameters
+run 0 "$ING" summary "$STORIES"
+expect_out "48 tensors, 292800 parameters, 1171200 bytes of tensor data$"
+expect_out "^architecture: llama (block_count 5, context_length 2048, embedding_length 64"
+expect_out "^  blk.4 *9 *45440 *181760$"
+run 0 "$ING" summary --json q.gguf
+json_is 'd["params"] == 292800 and d["hyperparameters"]["attention.head_count"] == 8 and {x["name"] for x in d["dtype"]} == {"F32", "F16", "Q5_0", "Q8_0"} and sum(x["tensors"] for x in d["layer"]) == 48'
+
+# dump: slices (outermost first), several tensors, --all, --stats, --json
+run 0 "$ING" dump m.ingot 'fc.weight[1,0:2]' fc.bias
+expect_out "^fc.weight\[1,0:2\]: F32 2x3, 6 elements, 2 selected$"
+expect_out "^0.75 1$"
+expect_out "^0.5 -1 2$"
+run 0 "$ING" dump m.ingot 'fc.weight[:,2]' --stats
+expect_out "^fc.weight\[:,2\]: F32 2x3, 6 elements, 2 selected: min 0.5 max 1.25 mean 0.875 std 0.375 nan 0 inf 0$"
+run 0 "$ING" dump --all --stats --json m.ingot
+json_is '[t["name"] for t in d["tensors"]] == ["fc.weight", "fc.bias", "h", "bf", "e4", "e5", "step", "q"] and d["tensors"][3]["stats"]["inf"] == 1 and d["tensors"][4]["stats"]["nan"] == 1 and d["tensors"][1]["stats"]["mean"] == 0.5'
+run 0 "$ING" dump --json m.ingot bf e4 q
+json_is 'd["tensors"][0]["values"] == [1.0, -3.140625, "Infinity"] and d["tensors"][1]["values"][2] == "NaN" and len(d["tensors"][2]["blocks"]) == 2'
+run 0 "$ING" dump m.ingot 'q[1,0:3]' --dequantize
+expect_out "^-4.76837158e-07 -4.76837158e-07 -4.76837158e-07$"   # d = 2^-24, (0 - 8) d
+run 2 "$ING" dump m.ingot 'q[1,0:3]'
+expect_err "needs --dequantize"
+run 2 "$ING" dump m.ingot 'fc.weight[2]'
+expect_err "dimension 0 of 'fc.weight' has 2 entries"
+run 2 "$ING" dump m.ingot 'fc.weight[0,0,0]'
+
+# convert --json: the lossy records and the summary, or the error, as one object
+run 0 "$ING" convert m.ingot cj.ingot --dtype F16 --json
+json_is 'd["ok"] and d["format"] == "ingot" and d["tensors"] == 8 and d["cast"] == 5 and [l["kind"] for l in d["lossy"]][:2] == ["cast", "cast"] and d["lossy"][0]["from"] == "F32"' 
+run 1 "$ING" convert m.ingot cj2.safetensors --json
+json_is 'not d["ok"] and d["error"]["code"] == "UNSUPPORTED" and d["error"]["tensor"] == "q"'
+
+# GGUF split: --opt max_shard_size writes llama.cpp's split files; any shard opens the model
+run 0 "$ING" convert "$STORIES" sp.gguf --opt max_shard_size=400KB
+expect_out "^wrote sp-\*-of-\*.gguf (gguf split, 48 tensors)$"
+n=$((n + 1)); [ -e sp-00004-of-00004.gguf ] && [ ! -e sp.gguf ] || { echo "FAIL: split files"; ls sp*; fails=$((fails + 1)); }
+run 0 "$ING" diff "$STORIES" sp-00003-of-00004.gguf
+run 0 "$ING" verify sp-00001-of-00004.gguf
+expect_out "gguf-split 3.0, 48 tensors"
+run 0 "$ING" convert sp-00002-of-00004.gguf joined.gguf
+run 0 "$ING" hash --quiet "$STORIES" joined.gguf sp-00001-of-00004.gguf
+n=$((n + 1)); [ "$(cut -d' ' -f1 out.txt | sort -u | wc -l)" = 1 ] || { echo "FAIL: split/join digests"; cat out.txt; fails=$((fails + 1)); }
+rm sp-00004-of-00004.gguf
+run 1 "$ING" info sp-00001-of-00004.gguf
+expect_err "NOT_FOUND: .*\[sp-00004-of-00004.gguf\]"
+
 # pack input checks
 run 1 "$ING" pack x.ingot --tensor a:F32:4x4=w.bin
 expect_err "BAD_SIZE: tensor 'a'"
@@ -412,8 +573,41 @@ run 2 "$ING" verify --threads x m.ingot
 run 0 "$ING" --version
 expect_out "^ingot 0.1.0$"
 run 0 "$ING" --help
-expect_err "ingot verify \[--threads N\] \[--json\] FILE"
-expect_err "this format stores no checksums"
+expect_out "^  verify   run every check a file's format allows$"
+run 0 "$ING" help verify
+expect_out "^usage: ingot verify \[--threads N\] \[--json\] FILE...$"
+expect_out "this format stores no checksums"
+run 0 "$ING" verify --help
+expect_out "^usage: ingot verify \[--threads N\] \[--json\] FILE...$"
+# a usage error prints that command's usage only, on stderr; did you mean
+run 2 "$ING" verify --thread 2 m.ingot
+expect_err "unknown option --thread; did you mean --threads?"
+expect_err "^usage: ingot verify \[--threads N\] \[--json\] FILE...$"
+expect_no_err "ingot convert"
+run 2 "$ING" convrt m.ingot x.ingot
+expect_err "unknown command 'convrt'; did you mean 'convert'?"
+run 1 "$ING" dump m.ingot fc.weigth
+expect_err "no tensor named 'fc.weigth' in m.ingot; did you mean 'fc.weight'?"
+run 1 "$ING" dump --json m.ingot nosuch
+json_is 'd["error"]["code"] == "NOT_FOUND" and d["error"]["tensor"] == "nosuch"'
+run 1 "$ING" info --json trunc.ingot
+json_is 'd["error"]["code"] == "TRUNCATED" and d["error"]["offset"] == 100'
+# several files per call; --quiet
+run 0 "$ING" info --json m.ingot p.ingot
+n=$((n + 1)); [ "$(wc -l < out.txt)" = 2 ] || { echo "FAIL: info --json of 2 files"; fails=$((fails + 1)); }
+run 1 "$ING" verify m.ingot missing.ingot p.ingot
+expect_out "^m.ingot: OK"
+expect_out "^p.ingot: OK"
+expect_err "NOT_FOUND"
+run 0 "$ING" --quiet convert m.ingot quiet.ingot
+n=$((n + 1)); [ ! -s out.txt ] || { echo "FAIL: --quiet printed"; fails=$((fails + 1)); }
+# man pages and completions come from the same text
+run 0 "$ING" help --man man
+n=$((n + 1)); grep -q 'ingot verify \[\\-\\-threads N\]' man/ingot-verify.1 && [ -s man/ingot.1 ] || { echo "FAIL: man page synopsis"; fails=$((fails + 1)); }
+run 0 "$ING" help --completion bash
+expect_out "convert) opts=\" --to --align --opt --dequantize --dtype --dtype-map --quantize --include"
+run 0 "$ING" help --completion zsh
+expect_out "^#compdef ingot$"
 
 echo "cli: $n checks, $fails failed"
 [ "$fails" = 0 ]

@@ -21,4 +21,9 @@ cmake --build "$work/cb" >/dev/null
 "$work/cb/consumer_shared" "$work/b.ingot"
 "$work/cb/consumer_static" "$work/c.ingot"
 "$work/prefix/bin/ingot" verify "$work/c.ingot" >/dev/null
+# man pages per command and the shell completions come with the binary
+test -s "$work/prefix/share/man/man1/ingot.1"
+test -s "$work/prefix/share/man/man1/ingot-convert.1"
+grep -q "complete -o filenames -F _ingot ingot" "$work/prefix/share/bash-completion/completions/ingot"
+grep -q "#compdef ingot" "$work/prefix/share/zsh/site-functions/_ingot"
 echo "install test: pkg-config and find_package consumers OK"

@@ -20,17 +20,18 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#define INGOT_CLI_HELPERS
 #include "cli.h"
+#include "help.h"
 
-#define EXIT_REJECT 1
-#define EXIT_USAGE 2
 #define IO_CHUNK (4u << 20)
 
-static const char *prog = "ingot";
+const char *prog = "ingot";
 
-static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *cli_cmd;
+bool cli_json, cli_quiet;
 
-static int usage(const char *fmt, ...)
+int usage(const char *fmt, ...)
 {
     if (fmt) {
         va_list ap;
@@ -40,58 +41,45 @@ static int usage(const char *fmt, ...)
         fprintf(stderr, "\n");
         va_end(ap);
     }
-    fprintf(stderr,
-            "usage:\n"
-            "  ingot info [--json] FILE\n"
-            "  ingot verify [--threads N] [--json] FILE\n"
-            "  ingot pack OUT [--align N] [--meta KEY[:TYPE]=VALUE]... "
-            "--tensor NAME:DTYPE:SHAPE=RAWFILE...\n"
-            "  ingot unpack FILE NAME -o OUT\n"
-            "  ingot dump FILE NAME [--limit N] [--dequantize]\n"
-            "  ingot convert IN OUT [--to FORMAT] [--align N] [--opt KEY=VALUE]... "
-            "[--dequantize F32|F16|BF16]\n"
-            "  ingot bench gemm [--threads N] [--json]\n"
-            "  ingot bench generate MODEL [--threads N] [--json]\n"
-            "  ingot run MODEL --input X.npy -o Y.npy\n"
-            "  ingot eval MODEL --tokens ID,ID,... -o logits.npy [--kv f32|f16]\n"
-            "  ingot generate MODEL [--tokens ID,...] [-n N] [--temp T] ... (ingot generate "
-            "--help)\n"
-            "  ingot tokenize SOURCE [--no-bos] [--parse-special] (--text STR | --file F)\n"
-            "  ingot detokenize SOURCE --tokens ID,ID,... [--special]\n"
-            "  ingot --version\n"
-            "TYPE: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool string bytes (hex), or TYPE[] "
-            "for a comma-separated array.\nSHAPE: dims joined by x (4x3), empty for a scalar.\n"
-            "FORMAT (convert): chosen from OUT's extension unless --to names it: ingot, "
-            "safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1.\n"
-            "--dequantize (convert): tensors the target cannot store (GGML blocks, F8 and other "
-            "float types it lacks)\n  are decoded and stored as that float type, one 'lossy:' "
-            "line per source dtype; without it they are refused.\n"
-            "--dequantize (dump): print a tensor's values decoded to F32 (GGML blocks included).\n"
-            "verify: checks what the format stores and says which: CRC-32C of the header and of "
-            "every tensor\n  (.ingot; the header only for .mag), the zip CRC-32 of each member "
-            "(.npz, PyTorch zip files).\n  safetensors, GGUF, .npy, Burnpack, .tenzor, RMD1 and "
-            "legacy PyTorch files store no checksums:\n  there 'structure valid; this format "
-            "stores no checksums' (exit 0) means well-formed and readable,\n  not intact. Always: "
-            "padding the format fixes, BOOL values 0 or 1 (else BAD_VALUE, exit 1).\n"
-            "  --json: {\"path\", \"format\", \"version\", \"ok\", \"checked\": [structure, "
-            "header_crc32c, tensor_crc32c,\n  zip_crc32, readable, padding, bool_values], "
-            "\"tensors\", \"tensors_with_checksum\", \"tensors_without\",\n  \"checksums\", "
-            "\"data_bytes\"}; \"error\": {code, where, offset, message} instead of \"checked\" "
-            "on failure.\n");
+    if (cli_cmd && help_known(cli_cmd)) {
+        help_synopsis(stderr, cli_cmd);
+        fprintf(stderr, "Try 'ingot help %s' for more.\n", cli_cmd);
+    } else {
+        fprintf(stderr, "Try 'ingot --help' for the commands.\n");
+    }
     return EXIT_USAGE;
 }
 
-static int fail_err(const ingot_error *e, const char *what)
+/* With --json: the error as {"error": {...}} on stdout, beside the line on stderr. */
+static void json_fail(ingot_status code, const char *msg, const char *where, uint64_t offset)
+{
+    if (!cli_json) return;
+    printf("{\"error\": {\"code\": \"%s\", \"message\": ", ingot_status_name(code));
+    json_str(stdout, msg, strlen(msg));
+    fputs(", \"tensor\": ", stdout);
+    if (where && *where) json_str(stdout, where, strlen(where));
+    else fputs("null", stdout);
+    if (offset == INGOT_NO_OFFSET) fputs(", \"offset\": null}}\n", stdout);
+    else printf(", \"offset\": %" PRIu64 "}}\n", offset);
+    fflush(stdout);
+}
+
+int fail_err(const ingot_error *e, const char *what)
 {
     char buf[512];
     ingot_error_format(e, buf, sizeof buf);
     fprintf(stderr, "%s: %s: %s\n", prog, what, buf);
+    char where[sizeof e->where + 1], msg[sizeof e->msg + 1];
+    snprintf(where, sizeof where, "%.*s", (int)strnlen(e->where, sizeof e->where), e->where);
+    snprintf(msg, sizeof msg, "%.*s", (int)strnlen(e->msg, sizeof e->msg), e->msg);
+    json_fail(e->code, msg, where, e->offset);
     return EXIT_REJECT;
 }
 
-static int fail_st(ingot_status st, const char *what)
+int fail_st(ingot_status st, const char *what)
 {
     fprintf(stderr, "%s: %s: %s: %s\n", prog, what, ingot_status_name(st), ingot_status_str(st));
+    json_fail(st, ingot_status_str(st), NULL, INGOT_NO_OFFSET);
     return EXIT_REJECT;
 }
 
@@ -105,12 +93,6 @@ static int fail_sys(const char *what, const char *path)
  * Progress bar: stderr, only on a terminal, only once work has lasted about a second.
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    const char *label;
-    double start, last;
-    bool tty, shown;
-} progress;
-
 static double now(void)
 {
     struct timespec ts;
@@ -118,7 +100,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void progress_init(progress *p, const char *label)
+void progress_init(progress *p, const char *label)
 {
     p->label = label;
     p->start = p->last = now();
@@ -126,7 +108,7 @@ static void progress_init(progress *p, const char *label)
     p->shown = false;
 }
 
-static void progress_update(void *ctx, uint64_t done, uint64_t total)
+void progress_update(void *ctx, uint64_t done, uint64_t total)
 {
     progress *p = ctx;
     if (!p->tty) return;
@@ -144,7 +126,7 @@ static void progress_update(void *ctx, uint64_t done, uint64_t total)
             rate);
 }
 
-static void progress_end(progress *p)
+void progress_end(progress *p)
 {
     if (p->shown) fprintf(stderr, "\n");
 }
@@ -153,7 +135,7 @@ static void progress_end(progress *p)
  * Small helpers
  * ------------------------------------------------------------------------------------------- */
 
-static int open_file(const char *path, ingot_file **f)
+int open_file(const char *path, ingot_file **f)
 {
     ingot_error e;
     ingot_status st = ingot_file_open(path, NULL, f, &e);
@@ -161,7 +143,7 @@ static int open_file(const char *path, ingot_file **f)
     return 0;
 }
 
-static void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
+void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -174,7 +156,7 @@ static void shape_str(const ingot_tensor_info *t, char *buf, size_t cap)
     if (n >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4); /* cut: say so */
 }
 
-static bool parse_u64(const char *s, uint64_t *out)
+bool parse_u64(const char *s, uint64_t *out)
 {
     if (!s || !*s || *s == '-') return false;
     char *end;
@@ -220,7 +202,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n, bool *ok)
  * some formats allow any bytes in string values (GGUF vocabularies hold raw-byte tokens): each
  * maximal invalid subsequence is written as \ufffd (U+FFFD, as Python's errors="replace" does),
  * so the output is always valid JSON (docs/COMPAT.md, "ingot info --json"). */
-static void json_str(FILE *o, const char *s, size_t n)
+void json_str(FILE *o, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     fputc('"', o);
@@ -258,17 +240,51 @@ static void base64(FILE *o, const uint8_t *p, size_t n)
     fputc('"', o);
 }
 
-static void json_double(FILE *o, double v, bool is_f32)
+/* The shortest %g form that reads back as the same value (as float when is_f32). */
+static void shortest(char *buf, size_t cap, double v, bool is_f32)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, v);
+        double back = strtod(buf, NULL);
+        if (is_f32 ? (float)back == (float)v : back == v) return;
+    }
+}
+
+void json_double(FILE *o, double v, bool is_f32)
 {
     if (isnan(v)) fputs("\"NaN\"", o);
     else if (isinf(v)) fputs(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", o);
     else {
         char buf[40];
-        snprintf(buf, sizeof buf, is_f32 ? "%.9g" : "%.17g", v);
+        shortest(buf, sizeof buf, v, is_f32);
         /* keep floats recognisable as floats */
         fputs(buf, o);
-        if (!strpbrk(buf, ".eE")) fputs(".0", o);
+        if (!strpbrk(buf, ".eEn")) fputs(".0", o);
     }
+}
+
+/* A float for people: shortest round trip, "nan", "inf". */
+static void text_double(FILE *o, double v, bool is_f32)
+{
+    char buf[40];
+    if (isnan(v)) fputs("nan", o);
+    else if (isinf(v)) fputs(v > 0 ? "inf" : "-inf", o);
+    else {
+        shortest(buf, sizeof buf, v, is_f32);
+        fputs(buf, o);
+    }
+}
+
+/* JSON integers beyond 2^53 are strings: a reader using doubles would round them. */
+static void json_u64(FILE *o, uint64_t v, bool json)
+{
+    fprintf(o, json && v > (UINT64_C(1) << 53) ? "\"%" PRIu64 "\"" : "%" PRIu64, v);
+}
+
+static void json_i64(FILE *o, int64_t v, bool json)
+{
+    bool big = v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53);
+    fprintf(o, json && big ? "\"%" PRId64 "\"" : "%" PRId64, v);
 }
 
 /* Prints element k of a numeric array entry (already host-order in buf). */
@@ -278,18 +294,18 @@ static void print_elem(FILE *o, ingot_meta_type t, const void *buf, bool json)
     case INGOT_META_U8: fprintf(o, "%u", *(const uint8_t *)buf); break;
     case INGOT_META_U16: fprintf(o, "%u", *(const uint16_t *)buf); break;
     case INGOT_META_U32: fprintf(o, "%" PRIu32, *(const uint32_t *)buf); break;
-    case INGOT_META_U64: fprintf(o, "%" PRIu64, *(const uint64_t *)buf); break;
+    case INGOT_META_U64: json_u64(o, *(const uint64_t *)buf, json); break;
     case INGOT_META_I8: fprintf(o, "%d", *(const int8_t *)buf); break;
     case INGOT_META_I16: fprintf(o, "%d", *(const int16_t *)buf); break;
     case INGOT_META_I32: fprintf(o, "%" PRId32, *(const int32_t *)buf); break;
-    case INGOT_META_I64: fprintf(o, "%" PRId64, *(const int64_t *)buf); break;
+    case INGOT_META_I64: json_i64(o, *(const int64_t *)buf, json); break;
     case INGOT_META_F32:
         if (json) json_double(o, *(const float *)buf, true);
-        else fprintf(o, "%.9g", *(const float *)buf);
+        else text_double(o, *(const float *)buf, true);
         break;
     case INGOT_META_F64:
         if (json) json_double(o, *(const double *)buf, false);
-        else fprintf(o, "%.17g", *(const double *)buf);
+        else text_double(o, *(const double *)buf, false);
         break;
     case INGOT_META_BOOL: fputs(*(const uint8_t *)buf ? "true" : "false", o); break;
     default: break;
@@ -297,7 +313,7 @@ static void print_elem(FILE *o, ingot_meta_type t, const void *buf, bool json)
 }
 
 /* Prints a metadata value: JSON or a human form (arrays truncated to `limit` elements). */
-static void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info *m, bool json,
+void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info *m, bool json,
                              uint64_t limit)
 {
     if (!m->is_array) {
@@ -311,14 +327,14 @@ static void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info
             return;
         case INGOT_META_F32: case INGOT_META_F64: {
             if (json) json_double(o, m->v.f, m->type == INGOT_META_F32);
-            else fprintf(o, m->type == INGOT_META_F32 ? "%.9g" : "%.17g", m->v.f);
+            else text_double(o, m->v.f, m->type == INGOT_META_F32);
             return;
         }
         case INGOT_META_BOOL: fputs(m->v.b ? "true" : "false", o); return;
         case INGOT_META_I8: case INGOT_META_I16: case INGOT_META_I32: case INGOT_META_I64:
-            fprintf(o, "%" PRId64, m->v.i);
+            json_i64(o, m->v.i, json);
             return;
-        default: fprintf(o, "%" PRIu64, m->v.u); return;
+        default: json_u64(o, m->v.u, json); return;
         }
     }
     fputc('[', o);
@@ -344,13 +360,7 @@ static void print_meta_value(FILE *o, const ingot_file *f, const ingot_meta_info
 
 /* One command's arguments: options (a flag, or one taking a value) anywhere, then exactly npos
  * positional arguments. Returns 0, or the usage exit code after printing why. */
-typedef struct {
-    const char *name;
-    bool takes_value;
-    const char *value; /* out: the value, or the name itself for a flag; NULL if absent */
-} cli_opt;
-
-static int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, const char **pos,
+int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, const char **pos,
                       int npos, const char *need)
 {
     int got = 0;
@@ -362,6 +372,8 @@ static int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, con
             if (o->takes_value && i + 1 >= argc) return usage("%s: %s needs a value", cmd, o->name);
             o->value = o->takes_value ? argv[++i] : o->name;
         } else if (argv[i][0] == '-' && argv[i][1]) {
+            const char *near = help_suggest_option(cmd, argv[i]);
+            if (near) return usage("%s: unknown option %s; did you mean %s?", cmd, argv[i], near);
             return usage("%s: unknown option %s", cmd, argv[i]);
         } else if (got < npos) {
             pos[got++] = argv[i];
@@ -376,20 +388,18 @@ static int parse_args(const char *cmd, int argc, char **argv, cli_opt *opts, con
  * info
  * ------------------------------------------------------------------------------------------- */
 
-static int cmd_info(int argc, char **argv)
+static int info_one(const char *path, bool json)
 {
-    cli_opt opts[] = {{"--json", false, NULL}, {NULL, false, NULL}};
-    const char *path;
-    int rc = parse_args("info", argc, argv, opts, &path, 1, "FILE");
-    if (rc) return rc;
-    bool json = opts[0].value != NULL;
     ingot_file *f;
+    int rc;
     if ((rc = open_file(path, &f))) return rc;
     uint64_t nt = ingot_file_tensor_count(f), nm = ingot_file_meta_count(f);
     uint64_t ns = ingot_file_notice_count(f);
     FILE *o = stdout;
     if (json) {
-        fprintf(o, "{\"format\": ");
+        fprintf(o, "{\"schema\": 2, \"path\": ");
+        json_str(o, path, strlen(path));
+        fprintf(o, ", \"format\": ");
         json_str(o, ingot_file_format(f), strlen(ingot_file_format(f)));
         fprintf(o, ", \"version\": \"%s\", \"size\": %" PRIu64 ", \"alignment\": %" PRIu64,
                 ingot_file_version(f), ingot_file_size(f), ingot_file_alignment(f));
@@ -399,8 +409,10 @@ static int cmd_info(int argc, char **argv)
             ingot_file_meta_at(f, i, &m);
             fprintf(o, "%s", i ? ", " : "");
             json_str(o, m.key, m.key_len);
-            fputs(": ", o);
+            fprintf(o, ": {\"type\": \"%s%s\", \"value\": ", ingot_meta_type_name(m.type),
+                    m.is_array ? "[]" : "");
             print_meta_value(o, f, &m, true, 0);
+            fputc('}', o);
         }
         fprintf(o, "}, \"tensors\": [");
         for (uint64_t i = 0; i < nt; i++) {
@@ -438,15 +450,22 @@ static int cmd_info(int argc, char **argv)
         fprintf(o, "]}\n");
     } else {
         fprintf(o, "%s: %s %s, %" PRIu64 " bytes, alignment %" PRIu64 ", %" PRIu64
-                   " tensors, %" PRIu64 " metadata entries\n",
+                   " tensor%s, %" PRIu64 " metadata entr%s\n",
                 path, ingot_file_format(f), ingot_file_version(f), ingot_file_size(f),
-                ingot_file_alignment(f), nt, nm);
+                ingot_file_alignment(f), nt, nt == 1 ? "" : "s", nm, nm == 1 ? "y" : "ies");
         if (nm) fprintf(o, "\nmetadata:\n");
+        size_t kw = 24; /* the key column fits the longest key */
         for (uint64_t i = 0; i < nm; i++) {
             ingot_meta_info m;
             ingot_file_meta_at(f, i, &m);
-            fprintf(o, "  %-32.*s %-6s%s ", (int)m.key_len, m.key, ingot_meta_type_name(m.type),
-                    m.is_array ? "[]" : "  ");
+            if (m.key_len > kw) kw = m.key_len;
+        }
+        for (uint64_t i = 0; i < nm; i++) {
+            ingot_meta_info m;
+            char ty[16];
+            ingot_file_meta_at(f, i, &m);
+            snprintf(ty, sizeof ty, "%s%s", ingot_meta_type_name(m.type), m.is_array ? "[]" : "");
+            fprintf(o, "  %-*.*s  %-8s ", (int)kw, (int)m.key_len, m.key, ty);
             print_meta_value(o, f, &m, false, 8);
             fputc('\n', o);
         }
@@ -457,21 +476,33 @@ static int cmd_info(int argc, char **argv)
                 ingot_file_tensor_at(f, i, &t);
                 if (t.name_len > w) w = t.name_len;
             }
-            if (w > 48) w = 48;
-            fprintf(o, "\n  %5s  %-*s  %-8s %-20s %14s %14s  %s\n", "#", (int)w, "name", "dtype",
-                    "shape", "nbytes", "offset", "param_id");
+            size_t sw = 20; /* the shape column fits the longest shape too */
+            for (uint64_t i = 0; i < nt; i++) {
+                ingot_tensor_info t;
+                char sh[INGOT_MAX_RANK * 21 + 1];
+                ingot_file_tensor_at(f, i, &t);
+                shape_str(&t, sh, sizeof sh);
+                if (strlen(sh) > sw) sw = strlen(sh);
+            }
+            fprintf(o, "\n  %5s  %-*s  %-8s %-*s %14s %14s  %s\n", "#", (int)w, "name", "dtype",
+                    (int)sw, "shape", "nbytes", "offset", "param_id");
             for (uint64_t i = 0; i < nt; i++) {
                 ingot_tensor_info t;
                 char sh[INGOT_MAX_RANK * 21 + 1]; /* 64 dims of up to 20 digits */
                 ingot_file_tensor_at(f, i, &t);
                 shape_str(&t, sh, sizeof sh);
-                fprintf(o, "  %5" PRIu64 "  %-*.*s  %-8s %-20s %14" PRIu64 " %14" PRIu64 "  ", i,
-                        (int)w, (int)t.name_len, t.name, ingot_dtype_name(t.dtype), sh, t.nbytes,
-                        t.offset);
+                fprintf(o, "  %5" PRIu64 "  %-*.*s  %-8s %-*s %14" PRIu64 " %14" PRIu64 "  ", i,
+                        (int)w, (int)t.name_len, t.name, ingot_dtype_name(t.dtype), (int)sw, sh,
+                        t.nbytes, t.offset);
                 if (t.flags & INGOT_TENSOR_HAS_PARAM_ID) fprintf(o, "%" PRIu64 "\n", t.param_id);
                 else fputs("-\n", o);
             }
         }
+        if (nt)
+            fprintf(o, "\n  shapes outermost dimension first%s\n",
+                    strcmp(ingot_file_format(f), "gguf") == 0
+                        ? " (GGUF stores them innermost first: ne = the shape reversed)"
+                        : "");
         if (ns) fprintf(o, "\nskipped (not opened as tensors):\n");
         for (uint64_t i = 0; i < ns; i++) {
             ingot_notice n;
@@ -483,6 +514,31 @@ static int cmd_info(int argc, char **argv)
     return fflush(o) == 0 ? 0 : EXIT_REJECT;
 }
 
+/* info [--json] FILE...: one report per file (JSON: one object per line); exit 1 if any file
+ * was refused. */
+static int cmd_info(int argc, char **argv)
+{
+    bool json = false;
+    int nf = 0, rc = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            const char *near = help_suggest_option("info", argv[i]);
+            return near ? usage("info: unknown option %s; did you mean %s?", argv[i], near)
+                        : usage("info: unknown option %s", argv[i]);
+        } else nf++;
+    }
+    if (!nf) return usage("info: need FILE");
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) continue;
+        if (!json && k++) fputc('\n', stdout);
+        int r = info_one(argv[i], json);
+        if (r) rc = r;
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * verify
  * ------------------------------------------------------------------------------------------- */
@@ -491,6 +547,8 @@ static int cmd_info(int argc, char **argv)
 static void json_error(FILE *o, const ingot_error *e)
 {
     fprintf(o, "\"error\": {\"code\": \"%s\", \"where\": ", ingot_status_name(e->code));
+    json_str(o, e->where, strnlen(e->where, sizeof e->where));
+    fputs(", \"tensor\": ", o); /* the key every command's JSON errors have */
     json_str(o, e->where, strnlen(e->where, sizeof e->where));
     if (e->offset == INGOT_NO_OFFSET) fputs(", \"offset\": null", o);
     else fprintf(o, ", \"offset\": %" PRIu64, e->offset);
@@ -523,20 +581,47 @@ static void print_checked(FILE *o, const ingot_verify_plan *p)
     if (p->checks & INGOT_CHECK_BOOL_VALUES) fputs("; BOOL values 0 or 1", o);
 }
 
+/* verify [--threads N] [--json] FILE...: every file checked; exit 1 if any failed. */
+static int verify_one(const char *path, uint64_t threads, bool json);
+
 static int cmd_verify(int argc, char **argv)
 {
-    cli_opt opts[] = {{"--threads", true, NULL}, {"--json", false, NULL}, {NULL, false, NULL}};
-    const char *path;
     uint64_t threads = 0;
-    int rc = parse_args("verify", argc, argv, opts, &path, 1, "FILE");
-    if (rc) return rc;
-    if (opts[0].value && (!parse_u64(opts[0].value, &threads) || threads > 64))
-        return usage("verify: bad --threads");
-    bool json = opts[1].value != NULL;
+    bool json = false;
+    int nf = 0, rc = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--threads")) {
+            if (i + 1 >= argc || !parse_u64(argv[++i], &threads) || threads > 64)
+                return usage("verify: bad --threads");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            const char *near = help_suggest_option("verify", argv[i]);
+            return near ? usage("verify: unknown option %s; did you mean %s?", argv[i], near)
+                        : usage("verify: unknown option %s", argv[i]);
+        } else {
+            nf++;
+        }
+    }
+    if (!nf) return usage("verify: need FILE");
+    cli_json = false; /* verify --json reports its errors inside its own object */
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (uint64_t)(n < 8 ? n : 8) : 1;
     }
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads")) {
+            i++;
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) continue;
+        int r = verify_one(argv[i], threads, json);
+        if (r) rc = r;
+    }
+    return rc;
+}
+
+static int verify_one(const char *path, uint64_t threads, bool json)
+{
     ingot_file *f;
     ingot_error e;
     /* open checks the structure and the header checksum */
@@ -596,9 +681,10 @@ static int cmd_verify(int argc, char **argv)
         ingot_file_close(f);
         return fail_err(&e, path);
     }
-    if (!json) {
-        fprintf(o, "%s: OK (%s %s, %" PRIu64 " tensors, %" PRIu64 " bytes of tensor data): ", path,
-                ingot_file_format(f), ingot_file_version(f), nt, plan.data_bytes);
+    if (!json && !cli_quiet) {
+        fprintf(o, "%s: OK (%s %s, %" PRIu64 " tensor%s, %" PRIu64 " bytes of tensor data): ",
+                path, ingot_file_format(f), ingot_file_version(f), nt, nt == 1 ? "" : "s",
+                plan.data_bytes);
         print_checked(o, &plan);
         fputc('\n', o);
     }
@@ -940,7 +1026,7 @@ static int cmd_pack(int argc, char **argv)
     for (size_t i = 0; i < n; i++) free(list[i].name);
     free(list);
     ingot_writer_free(w); /* removes the temporary if anything failed */
-    if (!rc) printf("wrote %s (%zu tensors)\n", out, n);
+    if (!rc && !cli_quiet) printf("wrote %s (%zu tensor%s)\n", out, n, n == 1 ? "" : "s");
     return rc;
 }
 
@@ -948,10 +1034,22 @@ static int cmd_pack(int argc, char **argv)
  * unpack, dump
  * ------------------------------------------------------------------------------------------- */
 
-static int find_tensor(ingot_file *f, const char *path, const char *name, ingot_tensor_info *t)
+int find_tensor(ingot_file *f, const char *path, const char *name, ingot_tensor_info *t)
 {
     if (ingot_file_tensor_find(f, name, t) == INGOT_OK) return 0;
-    fprintf(stderr, "%s: NOT_FOUND: no tensor named '%s' in %s\n", prog, name, path);
+    /* the nearest name, if one is a plausible typo */
+    const char *best = NULL;
+    size_t bd = (size_t)-1, n = strlen(name);
+    for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) {
+        ingot_tensor_info u;
+        ingot_file_tensor_at(f, i, &u);
+        size_t d = edit_distance(name, n, u.name, u.name_len);
+        if (d < bd) bd = d, best = u.name;
+    }
+    fprintf(stderr, "%s: NOT_FOUND: no tensor named '%s' in %s", prog, name, path);
+    if (best && close_enough(bd, n)) fprintf(stderr, "; did you mean '%s'?", best);
+    fputc('\n', stderr);
+    json_fail(INGOT_NOT_FOUND, "no such tensor", name, INGOT_NO_OFFSET);
     return EXIT_REJECT;
 }
 
@@ -1065,718 +1163,6 @@ static int cmd_unpack(int argc, char **argv)
     return rc;
 }
 
-static double half_to_double(uint16_t h)
-{
-    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return s ? -v : v;
-}
-
-static double bf16_to_double(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* OCP FP8 E4M3 (the "FN" variant: no infinities, S.1111.111 is NaN), bias 7. */
-static double e4m3_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
-    double v = (e == 15 && m == 7) ? NAN : e == 0 ? ldexp(m, -9) : ldexp(m + 8, e - 10);
-    return s ? -v : v;
-}
-
-/* OCP FP8 E5M2: IEEE-like, bias 15, with infinities and NaNs. */
-static double e5m2_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 2) & 31, m = b & 3;
-    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(m + 4, e - 17);
-    return s ? -v : v;
-}
-
-/* FNUZ variants (Graphcore/AMD): no infinities, no negative zero, 0x80 is the only NaN; the
- * exponent bias is one more than the OCP type's (8 for E4M3, 16 for E5M2). */
-static double e4m3fnuz_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
-    if (b == 0x80) return NAN;
-    double v = e == 0 ? ldexp(m, -10) : ldexp(m + 8, e - 11);
-    return s ? -v : v;
-}
-
-static double e5m2fnuz_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 2) & 31, m = b & 3;
-    if (b == 0x80) return NAN;
-    double v = e == 0 ? ldexp(m, -17) : ldexp(m + 4, e - 18);
-    return s ? -v : v;
-}
-
-static void print_float(double v, int digits)
-{
-    if (isnan(v)) printf("nan"); /* no "-nan": the sign of a NaN carries no value */
-    else printf("%.*g", digits, v);
-}
-
-static void print_value(ingot_dtype dt, const uint8_t *p)
-{
-    uint16_t u16;
-    uint32_t u32;
-    uint64_t u64;
-    switch (dt) {
-    case INGOT_DTYPE_F64: { double d; memcpy(&d, p, 8); print_float(d, 17); break; }
-    case INGOT_DTYPE_F32: { float v; memcpy(&v, p, 4); print_float(v, 9); break; }
-    case INGOT_DTYPE_F16: memcpy(&u16, p, 2); print_float(half_to_double(u16), 6); break;
-    case INGOT_DTYPE_BF16: memcpy(&u16, p, 2); print_float(bf16_to_double(u16), 5); break;
-    case INGOT_DTYPE_F8_E4M3: print_float(e4m3_to_double(*p), 4); break;
-    case INGOT_DTYPE_F8_E5M2: print_float(e5m2_to_double(*p), 4); break;
-    case INGOT_DTYPE_F8_E4M3FNUZ: print_float(e4m3fnuz_to_double(*p), 4); break;
-    case INGOT_DTYPE_F8_E5M2FNUZ: print_float(e5m2fnuz_to_double(*p), 4); break;
-    case INGOT_DTYPE_I64: memcpy(&u64, p, 8); printf("%" PRId64, (int64_t)u64); break;
-    case INGOT_DTYPE_I32: memcpy(&u32, p, 4); printf("%" PRId32, (int32_t)u32); break;
-    case INGOT_DTYPE_I16: memcpy(&u16, p, 2); printf("%d", (int16_t)u16); break;
-    case INGOT_DTYPE_I8: printf("%d", (int8_t)*p); break;
-    case INGOT_DTYPE_U64: memcpy(&u64, p, 8); printf("%" PRIu64, u64); break;
-    case INGOT_DTYPE_U32: memcpy(&u32, p, 4); printf("%" PRIu32, u32); break;
-    case INGOT_DTYPE_U16: memcpy(&u16, p, 2); printf("%u", u16); break;
-    case INGOT_DTYPE_U8: printf("%u", *p); break;
-    case INGOT_DTYPE_BOOL: printf("%s", *p ? "true" : "false"); break;
-    case INGOT_DTYPE_F8_E8M0: print_float(*p == 0xFF ? NAN : ldexp(1.0, *p - 127), 9); break;
-    case INGOT_DTYPE_C64: {
-        float re, im;
-        memcpy(&re, p, 4);
-        memcpy(&im, p + 4, 4);
-        print_float(re, 9);
-        printf("%s", im < 0 || (im == 0 && signbit(im)) ? "-" : "+");
-        print_float(fabsf(im), 9);
-        printf("j");
-        break;
-    }
-    default: break;
-    }
-}
-
-/* dump --dequantize: the first `limit` elements decoded to F32, 8 per line. */
-static int dump_dequantized(const ingot_file *f, const char *path, const ingot_tensor_info *t,
-                            uint64_t limit)
-{
-    char sh[160];
-    shape_str(t, sh, sizeof sh);
-    printf("%.*s: %s %s, %" PRIu64 " elements, decoded to F32\n", (int)t->name_len, t->name,
-           ingot_dtype_name(t->dtype), sh, t->nelem);
-    uint64_t be = ingot_dtype_block_elems(t->dtype), n = t->nelem < limit ? t->nelem : limit;
-    uint64_t whole = (n + be - 1) / be * be; /* decode whole blocks */
-    if (whole > t->nelem) whole = t->nelem;
-    float *v = malloc(whole ? (size_t)whole * sizeof *v : sizeof *v);
-    uint8_t *dense = NULL;
-    ingot_error e;
-    ingot_status st;
-    if (!v) return fail_st(INGOT_NOMEM, "dump");
-    if (t->flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) { /* materialise first */
-        uint32_t es = ingot_dtype_block_bytes(t->dtype);
-        if (!(dense = malloc(t->nbytes ? (size_t)t->nbytes : 1))) st = INGOT_NOMEM;
-        else if ((st = ingot_file_tensor_copy(f, t->index, dense, (size_t)t->nbytes, &e)) == INGOT_OK)
-            st = ingot_dequantize(t->dtype, dense, (size_t)(whole * es), v, whole, &e);
-    } else {
-        st = ingot_file_tensor_dequantize(f, t->index, 0, whole, v, &e);
-    }
-    int rc = 0;
-    if (st == INGOT_NOMEM) rc = fail_st(st, "dump");
-    else if (st != INGOT_OK) rc = fail_err(&e, path);
-    for (uint64_t k = 0; k < n && !rc; k++) {
-        print_float(v[k], 9);
-        printf(k + 1 < n ? (k % 8 == 7 ? "\n" : " ") : "\n");
-    }
-    if (!rc && n < t->nelem) printf("... (%" PRIu64 " more elements)\n", t->nelem - n);
-    free(v);
-    free(dense);
-    return rc;
-}
-
-static int cmd_dump(int argc, char **argv)
-{
-    cli_opt opts[] = {{"--limit", true, NULL}, {"--dequantize", false, NULL},
-                      {NULL, false, NULL}};
-    const char *pos[2];
-    uint64_t limit = 64;
-    int rc = parse_args("dump", argc, argv, opts, pos, 2, "FILE NAME");
-    if (rc) return rc;
-    if (opts[0].value && !parse_u64(opts[0].value, &limit)) return usage("dump: bad --limit");
-    const char *path = pos[0], *name = pos[1];
-    ingot_file *f;
-    if ((rc = open_file(path, &f))) return rc;
-    ingot_tensor_info t;
-    if ((rc = find_tensor(f, path, name, &t))) {
-        ingot_file_close(f);
-        return rc;
-    }
-    char sh[160];
-    shape_str(&t, sh, sizeof sh);
-    if (opts[1].value) {
-        rc = dump_dequantized(f, path, &t, limit);
-        ingot_file_close(f);
-        return rc;
-    }
-    uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
-    bool blocks = be > 1;
-    uint64_t units = blocks ? t.nbytes / bb : t.nelem; /* elements, or blocks for quantized */
-    uint64_t n = units < limit ? units : limit;
-    uint8_t buf[512];
-    ingot_error e;
-    /* Values in logical (C) order: a tensor stored big-endian, column-major or as a strided view
-     * is materialised first. */
-    uint8_t *dense = NULL;
-    if (t.flags & (INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) {
-        if (!(dense = malloc(t.nbytes ? (size_t)t.nbytes : 1))) rc = fail_st(INGOT_NOMEM, "dump");
-        else if (ingot_file_tensor_copy(f, t.index, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-            rc = fail_err(&e, path);
-    } else if (t.dtype == INGOT_DTYPE_BOOL) {
-        /* A BOOL tensor with a byte other than 0 or 1 is refused whole, not shown in part: the
-         * reads check every byte (BAD_VALUE naming the byte). */
-        for (uint64_t off = 0; off < t.nbytes && !rc; off += sizeof buf) {
-            size_t k = t.nbytes - off < sizeof buf ? (size_t)(t.nbytes - off) : sizeof buf;
-            if (ingot_file_tensor_read(f, t.index, off, buf, k, &e) != INGOT_OK)
-                rc = fail_err(&e, path);
-        }
-    }
-    if (!rc)
-        printf("%.*s: %s %s, %" PRIu64 " elements\n", (int)t.name_len, t.name,
-               ingot_dtype_name(t.dtype), sh, t.nelem);
-    for (uint64_t k = 0; k < n && !rc; k++) {
-        if (dense) memcpy(buf, dense + k * bb, bb);
-        else if (ingot_file_tensor_read(f, t.index, k * bb, buf, bb, &e) != INGOT_OK) {
-            rc = fail_err(&e, path);
-            break;
-        }
-        if (blocks) {
-            printf("block %" PRIu64 ":", k);
-            for (uint32_t b = 0; b < bb; b++) printf(" %02x", buf[b]);
-            printf("\n");
-        } else {
-            print_value(t.dtype, buf);
-            printf(k + 1 < n ? (k % 8 == 7 ? "\n" : " ") : "\n");
-        }
-    }
-    if (!rc && n < units) printf("... (%" PRIu64 " more %s)\n", units - n, blocks ? "blocks" : "elements");
-    free(dense);
-    ingot_file_close(f);
-    return rc;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * convert
- * ------------------------------------------------------------------------------------------- */
-
-static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_meta_info *m)
-{
-    char *key = strndup(m->key, m->key_len);
-    if (!key) return INGOT_NOMEM;
-    ingot_status st = INGOT_OK;
-    if (!m->is_array) {
-        switch (m->type) {
-        case INGOT_META_U8: st = ingot_writer_set_u8(w, key, (uint8_t)m->v.u); break;
-        case INGOT_META_U16: st = ingot_writer_set_u16(w, key, (uint16_t)m->v.u); break;
-        case INGOT_META_U32: st = ingot_writer_set_u32(w, key, (uint32_t)m->v.u); break;
-        case INGOT_META_U64: st = ingot_writer_set_u64(w, key, m->v.u); break;
-        case INGOT_META_I8: st = ingot_writer_set_i8(w, key, (int8_t)m->v.i); break;
-        case INGOT_META_I16: st = ingot_writer_set_i16(w, key, (int16_t)m->v.i); break;
-        case INGOT_META_I32: st = ingot_writer_set_i32(w, key, (int32_t)m->v.i); break;
-        case INGOT_META_I64: st = ingot_writer_set_i64(w, key, m->v.i); break;
-        case INGOT_META_F32: st = ingot_writer_set_f32(w, key, (float)m->v.f); break;
-        case INGOT_META_F64: st = ingot_writer_set_f64(w, key, m->v.f); break;
-        case INGOT_META_BOOL: st = ingot_writer_set_bool(w, key, m->v.b); break;
-        case INGOT_META_STRING: st = ingot_writer_set_stringn(w, key, m->data, (size_t)m->count); break;
-        case INGOT_META_BYTES: st = ingot_writer_set_bytes(w, key, m->data, (size_t)m->count); break;
-        default: st = INGOT_BAD_TYPE;
-        }
-    } else if (m->type == INGOT_META_STRING || m->type == INGOT_META_BYTES) {
-        const void **elems = calloc(m->count ? (size_t)m->count : 1, sizeof *elems);
-        size_t *lens = calloc(m->count ? (size_t)m->count : 1, sizeof *lens);
-        if (!elems || !lens) st = INGOT_NOMEM;
-        for (uint64_t k = 0; st == INGOT_OK && k < m->count; k++) {
-            const char *s;
-            st = ingot_file_meta_array_string(f, m->index, k, &s, &lens[k]);
-            elems[k] = s;
-        }
-        if (st == INGOT_OK) st = ingot_writer_set_string_array(w, key, m->type, elems, lens, m->count);
-        free(elems);
-        free(lens);
-    } else {
-        uint32_t esz = ingot_meta_type_size(m->type);
-        void *buf = malloc(m->count ? (size_t)(m->count * esz) : 1);
-        if (!buf) st = INGOT_NOMEM;
-        if (st == INGOT_OK) st = ingot_file_meta_array_read(f, m->index, m->type, 0, m->count, buf);
-        if (st == INGOT_OK) st = ingot_writer_set_array(w, key, m->type, buf, m->count);
-        free(buf);
-    }
-    free(key);
-    return st;
-}
-
-/* Notices of the writer, printed as "lossy: ...". While a description may still be redone (a
- * format refusing a dtype only at begin, see cmd_convert) they are held and printed once it
- * stands, so a retried attempt does not print them twice. */
-typedef struct {
-    const char *prog;
-    uint64_t count;
-    bool hold;
-    char *held;
-    size_t len, cap;
-} notice_ctx;
-
-static void print_notice(void *ctx, const char *msg)
-{
-    notice_ctx *n = ctx;
-    n->count++;
-    if (!n->hold) {
-        fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
-        return;
-    }
-    size_t need = strlen(msg) + 1;
-    if (n->len + need > n->cap) {
-        size_t cap = (n->len + need) * 2;
-        char *p = realloc(n->held, cap);
-        if (!p) { /* out of memory: print now rather than lose it */
-            fprintf(stderr, "%s: lossy: %s\n", n->prog, msg);
-            return;
-        }
-        n->held = p;
-        n->cap = cap;
-    }
-    memcpy(n->held + n->len, msg, need);
-    n->len += need;
-}
-
-/* Prints (flush) or forgets the held notices; from now on notices print as they come. */
-static void release_notices(notice_ctx *n, bool flush)
-{
-    for (size_t at = 0; flush && at < n->len; at += strlen(n->held + at) + 1)
-        fprintf(stderr, "%s: lossy: %s\n", n->prog, n->held + at);
-    if (!flush) n->count = 0;
-    n->len = 0;
-    n->hold = false;
-}
-
-/* Dtypes `--dequantize` converts when the target cannot store them: GGML blocks and floats
- * (never integers or bool: those are not approximations of real numbers). */
-static bool float_like(ingot_dtype dt)
-{
-    if (!ingot_dequantize_supported(dt)) return false;
-    if (ingot_dtype_is_quantized(dt)) return true;
-    switch (dt) {
-    case INGOT_DTYPE_F64: case INGOT_DTYPE_F32: case INGOT_DTYPE_F16: case INGOT_DTYPE_BF16:
-    case INGOT_DTYPE_F8_E4M3: case INGOT_DTYPE_F8_E5M2: case INGOT_DTYPE_F8_E4M3FNUZ:
-    case INGOT_DTYPE_F8_E5M2FNUZ: case INGOT_DTYPE_F8_E8M0:
-        return true;
-    default: return false;
-    }
-}
-
-/* A format's refusal of a tensor (as opposed to a malformed description). */
-static bool refusal(ingot_status st) { return st == INGOT_UNSUPPORTED || st == INGOT_BAD_TYPE; }
-
-#define CONV_CHUNK_ELEMS (1u << 20) /* elements decoded per step: 4 MiB of F32 */
-
-typedef struct {
-    const char *in, *out, *format;
-    ingot_file *f;
-    ingot_writer_opts wo;
-    const char **wopts;
-    int n_wopts;
-    ingot_dtype dq;     /* --dequantize target, INVALID without the flag */
-    ingot_dtype *to;    /* per tensor: the dtype it is converted to, INVALID if stored as is */
-    ingot_dtype forced[64]; /* source dtypes a format refused at begin: converted from the start */
-    int n_forced;
-    notice_ctx nc;
-    progress p;
-} convert_job;
-
-static bool is_forced(const convert_job *j, ingot_dtype dt)
-{
-    for (int k = 0; k < j->n_forced; k++)
-        if (j->forced[k] == dt) return true;
-    return false;
-}
-
-/* The tensor an error record names (its `where` may be a truncated name), or UINT64_MAX. */
-static uint64_t tensor_named(const ingot_file *f, const ingot_error *e)
-{
-    size_t wl = strnlen(e->where, sizeof e->where);
-    if (!wl) return UINT64_MAX;
-    ingot_tensor_info t;
-    if (ingot_file_tensor_findn(f, e->where, wl, &t) == INGOT_OK) return t.index;
-    if (wl < sizeof e->where - 1) return UINT64_MAX;
-    for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) /* truncated: first by prefix */
-        if (ingot_file_tensor_at(f, i, &t) == INGOT_OK && t.name_len >= wl &&
-            memcmp(t.name, e->where, wl) == 0)
-            return i;
-    return UINT64_MAX;
-}
-
-/* Whether convert hands tensor t to the writer by pointer: its stored bytes are its dense bytes
- * and are mapped. Not BOOL: reading it checks every byte is 0 or 1 (BAD_VALUE), a pointer does
- * not. */
-static bool by_pointer(const ingot_tensor_info *t)
-{
-    const uint32_t not_dense = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN |
-                               INGOT_TENSOR_STRIDED | INGOT_TENSOR_NOT_MAPPED;
-    return t->data && !(t->flags & not_dense) && t->dtype != INGOT_DTYPE_BOOL;
-}
-
-/* Whether the target format (with the job's options) stores a tensor of t's name and shape as
- * dtype dt: a one-tensor description begun in memory, which writes only what precedes the data.
- * Only a refusal (UNSUPPORTED, BAD_TYPE) counts as no; anything else cannot tell. */
-static bool target_accepts(const convert_job *j, const ingot_tensor_info *t, ingot_dtype dt)
-{
-    ingot_writer *w;
-    ingot_error e;
-    if (ingot_writer_new(&j->wo, &w, &e) != INGOT_OK) return true;
-    ingot_status st = INGOT_OK;
-    for (int i = 0; i < j->n_wopts && st == INGOT_OK; i++) {
-        char key[128];
-        const char *eq = strchr(j->wopts[i], '=');
-        size_t kl = (size_t)(eq - j->wopts[i]);
-        if (kl == 0 || kl >= sizeof key) continue;
-        memcpy(key, j->wopts[i], kl);
-        key[kl] = 0;
-        st = ingot_writer_set_option(w, key, eq + 1, &e);
-    }
-    if (st == INGOT_OK) st = ingot_writer_add_tensor(w, t->name, dt, t->rank, t->shape, NULL, NULL,
-                                                     &e);
-    if (st == INGOT_OK) st = ingot_writer_begin_mem(w, &e);
-    ingot_writer_free(w);
-    return !refusal(st);
-}
-
-/* After a refusal of tensor t: how --dequantize would get it stored, only where it would (a
- * refusal of the shape, such as .mag's of empty or rank-0 tensors, gets no hint). */
-static void hint_dequantize(const convert_job *j, const ingot_tensor_info *t)
-{
-    if (!float_like(t->dtype)) return;
-    if (j->dq == INGOT_DTYPE_INVALID) {
-        static const ingot_dtype floats[] = {INGOT_DTYPE_F32, INGOT_DTYPE_F16, INGOT_DTYPE_BF16};
-        char list[32] = "";
-        for (size_t k = 0; k < sizeof floats / sizeof *floats; k++)
-            if (floats[k] != t->dtype && target_accepts(j, t, floats[k]))
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                         list[0] ? "|" : "", ingot_dtype_name(floats[k]));
-        if (list[0])
-            fprintf(stderr, "%s: convert: --dequantize %s stores '%s' (%s) as floats instead "
-                            "(lossy)\n",
-                    prog, list, t->name, ingot_dtype_name(t->dtype));
-    } else if (j->dq != INGOT_DTYPE_F32 && t->dtype != INGOT_DTYPE_F32 &&
-               target_accepts(j, t, INGOT_DTYPE_F32)) {
-        fprintf(stderr, "%s: convert: the target cannot store %s either; try --dequantize F32\n",
-                prog, ingot_dtype_name(j->dq));
-    }
-}
-
-/* convert_describe's result when the description stood but ingot_writer_begin() failed (the
- * error is in *e, not printed yet: the caller may retry). */
-#define BEGIN_FAILED (-1)
-
-/* Describes the whole output to a new writer (*wout, to be freed by the caller even on failure)
- * and begins it. Errors other than BEGIN_FAILED are printed here. */
-static int convert_describe(convert_job *j, ingot_writer **wout, ingot_error *e)
-{
-    ingot_writer *w;
-    *wout = NULL;
-    if (ingot_writer_new(&j->wo, &w, e) != INGOT_OK) return fail_err(e, j->out);
-    *wout = w;
-    ingot_writer_set_notice(w, print_notice, &j->nc);
-    int rc = 0;
-    for (int i = 0; i < j->n_wopts; i++) {
-        char key[128];
-        const char *eq = strchr(j->wopts[i], '=');
-        size_t kl = (size_t)(eq - j->wopts[i]);
-        if (kl == 0 || kl >= sizeof key) return usage("convert: bad --opt %s", j->wopts[i]);
-        memcpy(key, j->wopts[i], kl);
-        key[kl] = 0;
-        if (ingot_writer_set_option(w, key, eq + 1, e) != INGOT_OK)
-            return fail_err(e, "convert --opt");
-    }
-    ingot_file *f = j->f;
-    for (uint64_t i = 0; i < ingot_file_meta_count(f) && !rc; i++) {
-        ingot_meta_info m;
-        ingot_file_meta_at(f, i, &m);
-        ingot_status st = copy_meta(w, f, &m);
-        if (st != INGOT_OK) {
-            fprintf(stderr, "%s: convert: metadata '%.*s': %s: %s\n", prog, (int)m.key_len, m.key,
-                    ingot_status_name(st), ingot_status_str(st));
-            rc = EXIT_REJECT;
-        }
-    }
-    /* A tensor whose stored bytes are its dense bytes and are mapped is handed over by pointer
-     * (the writer reads it under the SIGBUS guard, in whatever order the target format stores
-     * tensors); the others (BOOL too, see by_pointer) are pushed, in file order. A tensor the
-     * target refuses is, with --dequantize, described again as the float dtype and pushed
-     * converted. */
-    uint64_t nt = ingot_file_tensor_count(f);
-    for (uint64_t i = 0; i < nt && !rc; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
-        ingot_tensor_opts to = {(t.flags & INGOT_TENSOR_HAS_PARAM_ID) != 0, t.param_id};
-        const void *src = by_pointer(&t) ? t.data : NULL;
-        bool convertible = j->dq != INGOT_DTYPE_INVALID && float_like(t.dtype) && t.dtype != j->dq;
-        ingot_status st = INGOT_UNSUPPORTED;
-        j->to[i] = INGOT_DTYPE_INVALID;
-        if (!(convertible && is_forced(j, t.dtype)))
-            st = ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, &to, src, e);
-        if (st != INGOT_OK && refusal(st) && convertible) {
-            st = ingot_writer_add_tensor(w, t.name, j->dq, t.rank, t.shape, &to, NULL, e);
-            if (st == INGOT_OK) j->to[i] = j->dq;
-        }
-        if (st != INGOT_OK) {
-            rc = fail_err(e, j->out);
-            if (refusal(st)) hint_dequantize(j, &t);
-        }
-    }
-    if (rc) return rc;
-    progress_init(&j->p, "convert");
-    ingot_writer_set_progress(w, progress_update, &j->p);
-    return ingot_writer_begin(w, j->out, e) == INGOT_OK ? 0 : BEGIN_FAILED;
-}
-
-/* Pushes tensor i decoded to j->to[i], CONV_CHUNK_ELEMS elements at a time (whole blocks). */
-static int push_converted(convert_job *j, ingot_writer *w, uint64_t i, float *fbuf, uint8_t *obuf)
-{
-    ingot_tensor_info t;
-    ingot_file_tensor_at(j->f, i, &t);
-    ingot_error e;
-    ingot_dtype to = j->to[i];
-    uint32_t be = ingot_dtype_block_elems(t.dtype), bb = ingot_dtype_block_bytes(t.dtype);
-    uint32_t osize = to == INGOT_DTYPE_F32 ? 4 : to == INGOT_DTYPE_F64 ? 8 : 2;
-    uint64_t step = CONV_CHUNK_ELEMS / be * be;
-    const uint16_t one = 1;
-    bool raw_f32 = to == INGOT_DTYPE_F32 && *(const uint8_t *)&one == 1; /* host order is LE */
-    /* Column-major or strided views have no row-major stored bytes: materialise the tensor (in
-     * C order, little-endian) first; block types never carry those flags. */
-    uint8_t *dense = NULL;
-    int rc = 0;
-    if (t.flags & (INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED)) {
-        if (!(dense = malloc(t.nbytes ? (size_t)t.nbytes : 1))) return fail_st(INGOT_NOMEM, "convert");
-        if (ingot_file_tensor_copy(j->f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-            rc = fail_err(&e, j->in);
-    }
-    for (uint64_t done = 0; done < t.nelem && !rc;) {
-        uint64_t k = t.nelem - done < step ? t.nelem - done : step;
-        ingot_status st = dense ? ingot_dequantize(t.dtype, dense + done / be * bb,
-                                                   (size_t)(k / be * bb), fbuf, k, &e)
-                                : ingot_file_tensor_dequantize(j->f, i, done, k, fbuf, &e);
-        if (st != INGOT_OK) {
-            rc = fail_err(&e, j->in);
-            break;
-        }
-        const void *chunk = fbuf;
-        if (!raw_f32) {
-            if (ingot_f32_encode(to, fbuf, k, obuf, (size_t)k * osize, &e) != INGOT_OK) {
-                rc = fail_err(&e, "convert");
-                break;
-            }
-            chunk = obuf;
-        }
-        if (ingot_writer_write(w, chunk, (size_t)k * osize, &e) != INGOT_OK) rc = fail_err(&e, j->out);
-        done += k;
-    }
-    free(dense);
-    return rc;
-}
-
-/* One "lossy:" line per source dtype converted: how many tensors, to what, the first one. */
-static uint64_t report_conversions(const convert_job *j)
-{
-    uint64_t nt = ingot_file_tensor_count(j->f), total = 0;
-    for (uint64_t i = 0; i < nt; i++) {
-        if (j->to[i] == INGOT_DTYPE_INVALID) continue;
-        ingot_tensor_info t;
-        ingot_file_tensor_at(j->f, i, &t);
-        bool seen = false;
-        for (uint64_t k = 0; k < i && !seen; k++) {
-            ingot_tensor_info u;
-            ingot_file_tensor_at(j->f, k, &u);
-            seen = j->to[k] != INGOT_DTYPE_INVALID && u.dtype == t.dtype;
-        }
-        if (seen) continue;
-        uint64_t n = 0;
-        for (uint64_t k = i; k < nt; k++) {
-            ingot_tensor_info u;
-            ingot_file_tensor_at(j->f, k, &u);
-            n += j->to[k] != INGOT_DTYPE_INVALID && u.dtype == t.dtype;
-        }
-        total += n;
-        fprintf(stderr, "%s: lossy: %" PRIu64 " %s tensor%s dequantized to %s (the target cannot "
-                        "store %s; first '%s')\n",
-                prog, n, ingot_dtype_name(t.dtype), n == 1 ? "" : "s", ingot_dtype_name(j->dq),
-                ingot_dtype_name(t.dtype), t.name);
-    }
-    return total;
-}
-
-/* convert IN OUT: every tensor and metadata entry of IN into a new OUT, streamed through a
- * bounded buffer (never all tensor data in memory), written atomically by the target format's
- * writer. Tensors stored big-endian, column-major or as strided views are materialised one at a
- * time in C order first. The writer reports each lossy metadata step (printed as "lossy:") and
- * refuses tensors the target cannot hold exactly; with --dequantize F32|F16|BF16 those (GGML
- * blocks, or float types the target lacks) are decoded and stored as that float type instead,
- * one "lossy:" line per source dtype. Most formats refuse a dtype when the tensor is described;
- * one that refuses only when writing begins gets the whole description again with that dtype
- * converted (at most once per dtype). */
-static int cmd_convert(int argc, char **argv)
-{
-    /* --opt KEY=VALUE may repeat: take those out before the one-value parser sees the rest. */
-    const char *wopts[64];
-    int n_wopts = 0;
-    char **rest = malloc(sizeof *rest * (size_t)(argc ? argc : 1));
-    int n_rest = 0;
-    if (!rest) return fail_st(INGOT_NOMEM, "convert");
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--opt") == 0) {
-            if (i + 1 >= argc || !strchr(argv[i + 1], '=') || n_wopts == 64) {
-                free(rest);
-                return usage("convert: --opt needs KEY=VALUE");
-            }
-            wopts[n_wopts++] = argv[++i];
-        } else {
-            rest[n_rest++] = argv[i];
-        }
-    }
-    cli_opt opts[] = {{"--align", true, NULL}, {"--to", true, NULL}, {"--dequantize", true, NULL},
-                      {NULL, false, NULL}};
-    const char *pos[2];
-    uint64_t align = 0;
-    int rc = parse_args("convert", n_rest, rest, opts, pos, 2, "IN OUT");
-    free(rest);
-    if (rc) return rc;
-    if (opts[0].value && (!parse_u64(opts[0].value, &align) || align > (1u << 20)))
-        return usage("convert: bad --align");
-    convert_job j = {0};
-    j.dq = INGOT_DTYPE_INVALID;
-    if (opts[2].value) {
-        if (strcmp(opts[2].value, "F32") == 0) j.dq = INGOT_DTYPE_F32;
-        else if (strcmp(opts[2].value, "F16") == 0) j.dq = INGOT_DTYPE_F16;
-        else if (strcmp(opts[2].value, "BF16") == 0) j.dq = INGOT_DTYPE_BF16;
-        else return usage("convert: --dequantize takes F32, F16 or BF16, not '%s'", opts[2].value);
-    }
-    j.in = pos[0];
-    j.out = pos[1];
-    j.format = opts[1].value ? opts[1].value : ingot_writer_format_for_path(j.out);
-    if (!j.format)
-        return usage("convert: cannot tell the output format from '%s': name it with --to", j.out);
-    j.wopts = wopts;
-    j.n_wopts = n_wopts;
-    if ((rc = open_file(j.in, &j.f))) return rc;
-    /* Parts of the source that opened as no tensor (an .npz's string members) are not in OUT:
-     * one "lossy:" line each, counted in the summary. */
-    uint64_t skipped = ingot_file_notice_count(j.f);
-    for (uint64_t i = 0; i < skipped; i++) {
-        ingot_notice nt_i;
-        if (ingot_file_notice_at(j.f, i, &nt_i) == INGOT_OK)
-            fprintf(stderr, "%s: lossy: '%s' of the source skipped (%s)\n", prog, nt_i.name,
-                    nt_i.reason);
-    }
-    j.wo.format = j.format;
-    j.wo.alignment = (uint32_t)align;
-    /* .ingot -> .ingot keeps the source alignment unless told otherwise. */
-    uint64_t src_align = ingot_file_alignment(j.f);
-    if (!align && strcmp(j.format, "ingot") == 0)
-        j.wo.alignment = src_align >= 64 && src_align <= 65536 ? (uint32_t)src_align : 256;
-    uint64_t nt = ingot_file_tensor_count(j.f);
-    j.nc.prog = prog;
-    j.to = calloc(nt ? (size_t)nt : 1, sizeof *j.to);
-    if (!j.to) rc = fail_st(INGOT_NOMEM, "convert");
-    ingot_writer *w = NULL;
-    ingot_error e;
-    while (!rc) {
-        j.nc.hold = j.dq != INGOT_DTYPE_INVALID; /* only then can a description be redone */
-        int r = convert_describe(&j, &w, &e);
-        if (r == 0) {
-            release_notices(&j.nc, true);
-            break;
-        }
-        if (r == BEGIN_FAILED && e.code == INGOT_UNSUPPORTED && j.dq != INGOT_DTYPE_INVALID &&
-            j.n_forced < 64) { /* refused at begin: convert that dtype and describe again */
-            uint64_t k = tensor_named(j.f, &e);
-            ingot_tensor_info t;
-            if (k != UINT64_MAX && ingot_file_tensor_at(j.f, k, &t) == INGOT_OK &&
-                j.to[k] == INGOT_DTYPE_INVALID && float_like(t.dtype) && t.dtype != j.dq &&
-                !is_forced(&j, t.dtype)) {
-                j.forced[j.n_forced++] = t.dtype;
-                release_notices(&j.nc, false);
-                ingot_writer_free(w);
-                w = NULL;
-                continue;
-            }
-        }
-        release_notices(&j.nc, true);
-        rc = r == BEGIN_FAILED ? fail_err(&e, j.out) : r;
-        if (r == BEGIN_FAILED && refusal(e.code)) {
-            uint64_t k = tensor_named(j.f, &e);
-            ingot_tensor_info t;
-            if (k != UINT64_MAX && ingot_file_tensor_at(j.f, k, &t) == INGOT_OK)
-                hint_dequantize(&j, &t);
-        }
-    }
-    uint64_t converted = 0;
-    if (!rc) converted = report_conversions(&j);
-    uint8_t *buf = NULL, *obuf = NULL;
-    float *fbuf = NULL;
-    if (!rc && !(buf = malloc(IO_CHUNK))) rc = fail_st(INGOT_NOMEM, "convert");
-    if (!rc && converted &&
-        (!(fbuf = malloc(CONV_CHUNK_ELEMS * sizeof *fbuf)) || !(obuf = malloc(CONV_CHUNK_ELEMS * 4))))
-        rc = fail_st(INGOT_NOMEM, "convert");
-    /* Stream through a bounded buffer: works in every I/O mode, never holds all the data. */
-    const uint32_t relayout = INGOT_TENSOR_BIG_ENDIAN | INGOT_TENSOR_FORTRAN | INGOT_TENSOR_STRIDED;
-    for (uint64_t i = 0; i < nt && !rc; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(j.f, i, &t);
-        if (j.to[i] != INGOT_DTYPE_INVALID) {
-            rc = push_converted(&j, w, i, fbuf, obuf);
-            continue;
-        }
-        if (by_pointer(&t)) continue; /* given by pointer above */
-        if (t.flags & relayout) { /* one tensor at a time, in C order, little-endian */
-            uint8_t *dense = malloc(t.nbytes ? (size_t)t.nbytes : 1);
-            if (!dense) rc = fail_st(INGOT_NOMEM, "convert");
-            else if (ingot_file_tensor_copy(j.f, i, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-                rc = fail_err(&e, j.in);
-            else if (ingot_writer_write(w, dense, (size_t)t.nbytes, &e) != INGOT_OK)
-                rc = fail_err(&e, j.out);
-            free(dense);
-            continue;
-        }
-        for (uint64_t done = 0; done < t.nbytes && !rc;) {
-            size_t k = t.nbytes - done < IO_CHUNK ? (size_t)(t.nbytes - done) : IO_CHUNK;
-            if (ingot_file_tensor_read(j.f, i, done, buf, k, &e) != INGOT_OK) rc = fail_err(&e, j.in);
-            else if (ingot_writer_write(w, buf, k, &e) != INGOT_OK) rc = fail_err(&e, j.out);
-            done += k;
-        }
-    }
-    if (!rc && ingot_writer_commit(w, &e) != INGOT_OK) rc = fail_err(&e, j.out);
-    progress_end(&j.p);
-    free(buf);
-    free(fbuf);
-    free(obuf);
-    free(j.to);
-    free(j.nc.held);
-    ingot_writer_free(w);
-    ingot_file_close(j.f);
-    if (!rc) {
-        printf("wrote %s (%s, %" PRIu64 " tensors", j.out, j.format, nt);
-        if (j.wo.alignment) printf(", alignment %u", j.wo.alignment);
-        if (j.nc.count)
-            printf(", %" PRIu64 " lossy metadata step%s", j.nc.count, j.nc.count == 1 ? "" : "s");
-        if (converted)
-            printf(", %" PRIu64 " tensor%s dequantized to %s", converted, converted == 1 ? "" : "s",
-                   ingot_dtype_name(j.dq));
-        if (skipped)
-            printf(", %" PRIu64 " part%s of the source skipped", skipped, skipped == 1 ? "" : "s");
-        printf(")\n");
-    }
-    return rc;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Termination signals: remove the temporaries of the open writers, then die of the signal.
  * ------------------------------------------------------------------------------------------- */
@@ -1813,35 +1199,86 @@ static void install_signal_cleanup(void)
     }
 }
 
+/* help [CMD] | help --man DIR | help --completion bash|zsh: on stdout, exit 0. */
+static int cmd_help(int argc, char **argv)
+{
+    if (argc == 0) {
+        help_overview(stdout);
+        return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    }
+    if (!strcmp(argv[0], "--man") && argc == 2) {
+        if ((mkdir(argv[1], 0777) != 0 && errno != EEXIST) ||
+            help_man(argv[1], ingot_version_string()) != 0)
+            return fail_sys("write", argv[1]);
+        return 0;
+    }
+    if (!strcmp(argv[0], "--completion") && argc == 2 &&
+        (!strcmp(argv[1], "bash") || !strcmp(argv[1], "zsh"))) {
+        help_completion(stdout, argv[1]);
+        return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    }
+    cli_cmd = "help";
+    if (argc != 1) return usage("help: expected one command");
+    if (help_command(stdout, argv[0]) == 0) return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    const char *near = help_suggest_command(argv[0]);
+    if (near) return usage("help: no command '%s'; did you mean '%s'?", argv[0], near);
+    return usage("help: no command '%s'", argv[0]);
+}
+
 int main(int argc, char **argv)
 {
     install_signal_cleanup();
+    /* --quiet before the command applies to it */
+    while (argc > 2 && (!strcmp(argv[1], "--quiet") || !strcmp(argv[1], "-q"))) {
+        cli_quiet = true;
+        argv[1] = argv[0];
+        argv++, argc--;
+    }
     if (argc < 2) return usage(NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("ingot %s\n", ingot_version_string());
         return 0;
     }
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
-        usage(NULL);
-        return 0;
-    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))
+        return cmd_help(argc - 2, argv + 2);
     if (ingot_version_number() != INGOT_VERSION_NUMBER) {
         fprintf(stderr, "%s: library version %s does not match the header\n", prog,
                 ingot_version_string());
         return EXIT_REJECT;
     }
+    cli_cmd = cmd;
+    /* global conventions: CMD --help, --quiet anywhere, --json noted for error reports */
+    int n = 0;
+    for (int i = 2; i < argc; i++) {
+        if ((!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) && help_known(cmd))
+            return help_command(stdout, cmd) == 0 && fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
+            cli_quiet = true;
+            continue;
+        }
+        if (!strcmp(argv[i], "--json")) cli_json = true;
+        argv[2 + n++] = argv[i];
+    }
+    argc = 2 + n;
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
     if (!strcmp(cmd, "pack")) return cmd_pack(argc - 2, argv + 2);
     if (!strcmp(cmd, "unpack")) return cmd_unpack(argc - 2, argv + 2);
-    if (!strcmp(cmd, "dump")) return cmd_dump(argc - 2, argv + 2);
-    if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
+    if (!strcmp(cmd, "dump")) return ingot_cli_dump(argc - 2, argv + 2);
+    if (!strcmp(cmd, "diff")) return ingot_cli_diff(argc - 2, argv + 2);
+    if (!strcmp(cmd, "hash")) return ingot_cli_hash(argc - 2, argv + 2);
+    if (!strcmp(cmd, "summary")) return ingot_cli_summary(argc - 2, argv + 2);
+    if (!strcmp(cmd, "convert")) return ingot_cli_convert(argc - 2, argv + 2);
+    if (!strcmp(cmd, "meta")) return ingot_cli_meta(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return ingot_cli_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return ingot_cli_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return ingot_cli_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "generate")) return ingot_cli_generate(argc - 2, argv + 2);
     if (!strcmp(cmd, "tokenize")) return ingot_cli_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "detokenize")) return ingot_cli_detokenize(argc - 2, argv + 2);
+    cli_cmd = NULL;
+    const char *near = help_suggest_command(cmd);
+    if (near) return usage("unknown command '%s'; did you mean '%s'?", cmd, near);
     return usage("unknown command '%s'", cmd);
 }

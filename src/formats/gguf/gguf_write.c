@@ -5,7 +5,11 @@
  * alignment, then each tensor's bytes followed by zero padding to the alignment. Offsets are the
  * packed layout ggml requires. Without tensors nothing follows the KV section (gguf-py's
  * vocab-only files). Deterministic: the same description gives the same bytes.
+ * With max_shard_size or max_shard_tensors: llama.cpp's split files (gguf-split's layout,
+ * "<prefix>-00001-of-0000N.gguf" ..., split.no/split.count/split.tensors.count, the metadata in
+ * the first), streamed shard by shard and committed together (read back by gguf_split.c).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -14,11 +18,30 @@
 #include "writer_impl.h"
 
 typedef struct {
+    size_t first, count; /* tensors [first, first + count) */
+    uint8_t *hdr;
+    size_t hdr_len;
+    uint64_t size;       /* the shard file's size */
+    ingot__afile af;
+    bool created;
+} gshard;
+
+typedef struct {
     bool explicit_align; /* alignment given in the writer options or set_option */
     bool append_align;   /* write general.alignment after the other KVs */
     uint8_t *hdr;
     size_t hdr_len;
     uint64_t file_size;
+    /* split output */
+    uint64_t max_shard, max_tensors; /* 0 = not set */
+    bool split;
+    gshard *shards;
+    size_t n_shards, cur_shard;
+    uint64_t shard_base;   /* w->pos where the current shard's file began */
+    ingot__afile **group;  /* the shards, for the commit */
+    ingot__afile primary;  /* the target named by the caller: never published when split */
+    bool primary_parked;
+    size_t prefix_len;     /* of the shard names, in primary.path */
 } wstate;
 
 static const char align_key[] = "general.alignment";
@@ -38,8 +61,39 @@ static void free_state(ingot_writer *w)
     wstate *s = w->fmt_state;
     if (!s) return;
     ingot__free(&w->alloc, s->hdr, s->hdr_len);
+    for (size_t k = 0; k < s->n_shards; k++) {
+        if (s->shards[k].created) ingot__afile_abort(&s->shards[k].af);
+        if (s->shards[k].hdr) ingot__free(&w->alloc, s->shards[k].hdr, s->shards[k].hdr_len);
+    }
+    if (s->shards) ingot__free(&w->alloc, s->shards, s->n_shards * sizeof *s->shards);
+    if (s->group) ingot__free(&w->alloc, s->group, (s->n_shards ? s->n_shards : 1) * sizeof *s->group);
+    if (s->primary_parked) ingot__afile_abort(&s->primary);
     ingot__free(&w->alloc, s, sizeof *s);
     w->fmt_state = NULL;
+}
+
+/* "2GB", "500MB", "1GiB", bytes: as safetensors' max_shard_size. */
+static bool parse_size(const char *v, uint64_t *out)
+{
+    uint64_t n = 0;
+    size_t i = 0;
+    if (v[0] < '0' || v[0] > '9') return false;
+    for (; v[i] >= '0' && v[i] <= '9'; i++)
+        if (!ing_mul(n, 10, &n) || !ing_add(n, (uint64_t)(v[i] - '0'), &n)) return false;
+    const char *u = v + i;
+    static const struct {
+        const char *s;
+        uint64_t m;
+    } units[] = {{"", 1},          {"B", 1},           {"KB", 1000ull},   {"MB", 1000000ull},
+                 {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"KiB", 1ull << 10},
+                 {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
+        const char *a = units[k].s;
+        size_t j = 0;
+        while (a[j] && u[j] && (a[j] | 0x20) == (u[j] | 0x20)) j++;
+        if (a[j] == 0 && u[j] == 0) return ing_mul(n, units[k].m, out) && *out > 0;
+    }
+    return false;
 }
 
 /* Option "alignment": a power of two 1..2^20, as the writer options' alignment. */
@@ -47,9 +101,23 @@ static ingot_status set_option(ingot_writer *w, const char *key, const char *val
                                ingot_error *err)
 {
     wstate *s = w->fmt_state;
+    if (strcmp(key, "max_shard_size") == 0 || strcmp(key, "max_shard_tensors") == 0) {
+        bool bytes = key[10] == 's';
+        uint64_t *to = bytes ? &s->max_shard : &s->max_tensors;
+        const char *c = value;
+        uint64_t v = 0;
+        if (!bytes)
+            for (; *c >= '0' && *c <= '9' && v < (1ull << 40); c++) v = v * 10 + (uint64_t)(*c - '0');
+        if (bytes ? !parse_size(value, to) : (c == value || *c || v == 0))
+            return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, key, strlen(key),
+                              "%s \"%s\": expected %s", key, value,
+                              bytes ? "bytes or a size like 2GB, 500MB" : "a count above 0");
+        if (!bytes) *to = v;
+        return INGOT_OK;
+    }
     if (strcmp(key, "alignment") != 0)
         return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, key, strlen(key),
-                          "GGUF writer options: alignment");
+                          "GGUF writer options: alignment, max_shard_size, max_shard_tensors");
     uint64_t v = 0;
     const char *c = value;
     for (; *c >= '0' && *c <= '9' && v <= GGUF_MAX_ALIGN; c++) v = v * 10 + (uint64_t)(*c - '0');
@@ -197,27 +265,188 @@ static void put_info(buf_t *b, const ingot__wtensor *t, uint64_t rel)
     put64(b, rel);
 }
 
-static void layout(ingot_writer *w, buf_t *b, int64_t align_kv, bool notices)
+static bool is_split_key(const ingot__wmeta *m)
+{
+    return m->key_len >= 6 && memcmp(m->key, "split.", 6) == 0;
+}
+
+/* The header of the file holding tensors [first, first + count): with shard >= 0, shard `shard`
+ * of n_shards (the model's metadata only in shard 0, split.* keys written here). */
+static void layout(ingot_writer *w, buf_t *b, int64_t align_kv, bool notices, size_t first,
+                   size_t count, int64_t shard, size_t n_shards)
 {
     wstate *s = w->fmt_state;
+    bool meta = shard <= 0;
+    uint64_t n_kv = 0;
+    for (size_t i = 0; meta && i < w->n_meta; i++) n_kv += !(shard == 0 && is_split_key(&w->meta[i]));
+    bool align = meta ? s->append_align : w->alignment != GGUF_DEFAULT_ALIGN;
+    n_kv += (align ? 1 : 0) + (shard >= 0 ? 3 : 0);
     put(b, "GGUF", 4);
     put32(b, 3);
-    put64(b, w->n_tensors);
-    put64(b, w->n_meta + (s->append_align ? 1 : 0));
-    for (size_t i = 0; i < w->n_meta; i++)
-        put_kv(w, b, &w->meta[i], w->alignment, (int64_t)i == align_kv, notices);
-    if (s->append_align) {
+    put64(b, count);
+    put64(b, n_kv);
+    for (size_t i = 0; meta && i < w->n_meta; i++)
+        if (!(shard == 0 && is_split_key(&w->meta[i])))
+            put_kv(w, b, &w->meta[i], w->alignment, (int64_t)i == align_kv, notices);
+    if (align) {
         ingot__wmeta m = {.key = (char *)align_key, .key_len = 17, .type = INGOT_META_U32,
                           .count = 1, .scalar = w->alignment};
         put_kv(w, b, &m, 0, false, false);
     }
+    if (shard >= 0) { /* gguf-split's keys, after the others as it writes them */
+        ingot__wmeta no = {.key = (char *)"split.no", .key_len = 8, .type = INGOT_META_U16,
+                           .count = 1, .scalar = (uint64_t)shard};
+        ingot__wmeta nn = {.key = (char *)"split.count", .key_len = 11, .type = INGOT_META_U16,
+                           .count = 1, .scalar = n_shards};
+        ingot__wmeta nt = {.key = (char *)"split.tensors.count", .key_len = 19,
+                           .type = INGOT_META_I32, .count = 1, .scalar = w->n_tensors};
+        put_kv(w, b, &no, 0, false, false);
+        put_kv(w, b, &nn, 0, false, false);
+        put_kv(w, b, &nt, 0, false, false);
+    }
     uint64_t rel = 0;
-    for (size_t i = 0; i < w->n_tensors; i++) {
+    for (size_t i = first; i < first + count; i++) {
         put_info(b, &w->tensors[i], rel);
         uint64_t padded = 0;
         ing_round_up(w->tensors[i].nbytes, w->alignment, &padded); /* checked in begin */
         rel += padded;
     }
+}
+
+/* Header, tensor offsets (from the start of this file) and size of the file holding tensors
+ * [first, first + count); *hdr allocated. */
+static ingot_status build(ingot_writer *w, int64_t align_kv, size_t first, size_t count,
+                          int64_t shard, size_t n_shards, uint8_t **hdr, size_t *hdr_len,
+                          uint64_t *size, ingot_error *err)
+{
+    buf_t m = {NULL, 0};
+    layout(w, &m, align_kv, false, first, count, shard, n_shards);
+    uint64_t data_off = m.len, pos = 0;
+    if (count && !ing_round_up(m.len, w->alignment, &data_off))
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header too large");
+    if (data_off > SIZE_MAX / 2)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header too large");
+    for (size_t i = first; i < first + count; i++) {
+        ingot__wtensor *t = &w->tensors[i];
+        uint64_t padded = 0;
+        t->offset = data_off + pos;
+        if (!ing_round_up(t->nbytes, w->alignment, &padded) || !ing_add(pos, padded, &pos) ||
+            pos > (uint64_t)INT64_MAX - data_off)
+            return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, t->name, t->name_len,
+                              "file size overflows");
+    }
+    *hdr_len = (size_t)data_off;
+    *hdr = ingot__calloc(&w->alloc, *hdr_len ? *hdr_len : 1);
+    if (!*hdr) {
+        *hdr_len = 0;
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the header");
+    }
+    buf_t b = {*hdr, 0};
+    layout(w, &b, align_kv, shard <= 0, first, count, shard, n_shards);
+    if (b.len != m.len)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "header layout mismatch");
+    *size = data_off + pos;
+    return INGOT_OK;
+}
+
+/* Shard k's path: the prefix of the target's name (without ".gguf", or without an existing
+ * "-0000k-of-0000N.gguf") and gguf-split's suffix. */
+static ingot_status shard_path(const wstate *s, size_t k, char *out, size_t cap, ingot_error *err)
+{
+    int r = snprintf(out, cap, "%.*s-%05zu-of-%05zu.gguf", (int)s->prefix_len, s->primary.path,
+                     k + 1, s->n_shards);
+    if (r < 0 || (size_t)r >= cap)
+        return ingot__err(err, INGOT_BAD_PATH, INGOT_NO_OFFSET, 0, 0, "shard path too long");
+    return INGOT_OK;
+}
+
+static size_t name_prefix(const char *p, size_t n)
+{
+    static const char tail[] = "-00000-of-00000.gguf";
+    size_t tl = sizeof tail - 1;
+    if (n > tl) {
+        bool match = true;
+        for (size_t i = 0; i < tl && match; i++)
+            match = tail[i] == '0' ? p[n - tl + i] >= '0' && p[n - tl + i] <= '9'
+                                   : p[n - tl + i] == tail[i];
+        if (match) return n - tl;
+    }
+    return n > 5 && memcmp(p + n - 5, ".gguf", 5) == 0 ? n - 5 : n;
+}
+
+static ingot_status begin_split(ingot_writer *w, int64_t align_kv, uint64_t *total,
+                                ingot_error *err)
+{
+    wstate *s = w->fmt_state;
+    if (w->to_mem || !w->af.path)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, 0, 0,
+                          "split GGUF output (max_shard_size, max_shard_tensors) needs a file");
+    /* Plan shards greedily in declaration order, as gguf-split does. */
+    size_t n = 1, cnt = 0;
+    uint64_t cur = 0;
+    for (size_t pass = 0; pass < 2; pass++) {
+        if (pass) {
+            s->shards = ingot__calloc(&w->alloc, n * sizeof *s->shards);
+            s->group = ingot__alloc(&w->alloc, n * sizeof *s->group);
+            if (!s->shards || !s->group)
+                return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "the shard plan");
+            s->n_shards = n;
+        }
+        size_t k = 0;
+        cur = 0, cnt = 0;
+        for (size_t i = 0; i < w->n_tensors; i++) {
+            uint64_t padded = 0;
+            ing_round_up(w->tensors[i].nbytes, w->alignment, &padded);
+            if (cnt && ((s->max_shard && cur + padded > s->max_shard) ||
+                        (s->max_tensors && cnt >= s->max_tensors))) {
+                k++;
+                cur = 0, cnt = 0;
+                if (pass) s->shards[k].first = i;
+            }
+            cur += padded, cnt++;
+            if (pass) s->shards[k].count++;
+        }
+        if (!pass) n = k + 1;
+    }
+    if (n > 65535)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0,
+                          "%zu shards: split.count is a u16", n);
+    for (size_t k = 0; k < n; k++) {
+        gshard *sh = &s->shards[k];
+        sh->af.fd = sh->af.dir_fd = -1;
+        ING_TRY(build(w, align_kv, sh->first, sh->count, (int64_t)k, n, &sh->hdr, &sh->hdr_len,
+                      &sh->size, err));
+    }
+    /* Park the caller's target: the shards stream through w->af and are the output. */
+    s->primary = w->af;
+    s->primary_parked = true;
+    s->prefix_len = name_prefix(s->primary.path, s->primary.path_len);
+    memset(&w->af, 0, sizeof w->af);
+    w->af.fd = w->af.dir_fd = -1;
+    s->cur_shard = SIZE_MAX;
+    *total = 0;
+    return INGOT_OK;
+}
+
+/* Parks the shard in w->af (if any) and opens shard k there. */
+static ingot_status open_shard(ingot_writer *w, size_t k, ingot_error *err)
+{
+    wstate *s = w->fmt_state;
+    if (s->cur_shard != SIZE_MAX) {
+        s->shards[s->cur_shard].af = w->af;
+        s->shards[s->cur_shard].created = true;
+        memset(&w->af, 0, sizeof w->af);
+        w->af.fd = w->af.dir_fd = -1;
+    }
+    char path[4200];
+    ING_TRY(shard_path(s, k, path, sizeof path, err));
+    ING_TRY(ingot__afile_create(&w->af, &w->alloc, path, !w->no_fsync, err));
+    s->cur_shard = k;
+    s->shard_base = w->pos;
+    ING_TRY(ingot__afile_reserve(&w->af, s->shards[k].size, err));
+    ING_TRY(ingot__afile_write(&w->af, s->shards[k].hdr, s->shards[k].hdr_len, err));
+    w->pos += s->shards[k].hdr_len;
+    return INGOT_OK;
 }
 
 static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
@@ -243,34 +472,9 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
     }
     s->append_align = align_kv < 0 && w->alignment != GGUF_DEFAULT_ALIGN;
     for (size_t i = 0; i < w->n_tensors; i++) ING_TRY(check_tensor_named(&w->tensors[i], err));
-
-    buf_t m = {NULL, 0};
-    layout(w, &m, align_kv, false);
-    uint64_t data_off = m.len, pos = 0;
-    if (w->n_tensors && !ing_round_up(m.len, w->alignment, &data_off))
-        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header too large");
-    if (data_off > SIZE_MAX / 2)
-        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, 0, 0, "header too large");
-    for (size_t i = 0; i < w->n_tensors; i++) {
-        ingot__wtensor *t = &w->tensors[i];
-        uint64_t padded = 0;
-        t->offset = data_off + pos;
-        if (!ing_round_up(t->nbytes, w->alignment, &padded) || !ing_add(pos, padded, &pos) ||
-            pos > (uint64_t)INT64_MAX - data_off)
-            return ingot__err(err, INGOT_BAD_SIZE, INGOT_NO_OFFSET, t->name, t->name_len,
-                              "file size overflows");
-    }
-    s->hdr_len = (size_t)data_off;
-    s->hdr = ingot__calloc(&w->alloc, s->hdr_len ? s->hdr_len : 1);
-    if (!s->hdr) {
-        s->hdr_len = 0;
-        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the header");
-    }
-    buf_t b = {s->hdr, 0};
-    layout(w, &b, align_kv, true);
-    if (b.len != m.len)
-        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0, "header layout mismatch");
-    s->file_size = data_off + pos;
+    s->split = s->max_shard || s->max_tensors;
+    if (s->split) return begin_split(w, align_kv, total, err);
+    ING_TRY(build(w, align_kv, 0, w->n_tensors, -1, 0, &s->hdr, &s->hdr_len, &s->file_size, err));
     *total = s->file_size;
     ING_TRY(ingot__wsink_reserve(w, s->file_size, err));
     return ingot__wsink_write(w, s->hdr, s->hdr_len, err);
@@ -278,22 +482,61 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
 
 static ingot_status before_tensor(ingot_writer *w, uint64_t i, ingot_error *err)
 {
-    uint64_t at = w->tensors[i].offset;
-    if (w->pos > at)
+    wstate *s = w->fmt_state;
+    uint64_t base = 0;
+    if (s->split) {
+        size_t next = s->cur_shard == SIZE_MAX ? 0 : s->cur_shard + 1;
+        if (next < s->n_shards && s->shards[next].first == i && s->shards[next].count > 0) {
+            if (s->cur_shard != SIZE_MAX) /* the last tensor's padding in the shard ending */
+                ING_TRY(ingot__wsink_zeros(w, s->shards[s->cur_shard].size -
+                                                  (w->pos - s->shard_base), err));
+            ING_TRY(open_shard(w, next, err));
+        }
+        base = s->shard_base;
+    }
+    uint64_t at = w->tensors[i].offset, pos = w->pos - base;
+    if (pos > at)
         return ingot__err(err, INGOT_MISUSE, w->pos, 0, 0, "stream position past tensor start");
-    return ingot__wsink_zeros(w, at - w->pos, err);
+    return ingot__wsink_zeros(w, at - pos, err);
 }
 
 static ingot_status finish(ingot_writer *w, ingot_error *err)
 {
     wstate *s = w->fmt_state;
+    if (s->split) {
+        if (s->cur_shard == SIZE_MAX) ING_TRY(open_shard(w, 0, err)); /* no tensors */
+        ING_TRY(ingot__wsink_zeros(w, s->shards[s->cur_shard].size - (w->pos - s->shard_base),
+                                   err));
+        s->shards[s->cur_shard].af = w->af;
+        s->shards[s->cur_shard].created = true;
+        for (size_t k = 0; k < s->n_shards; k++)
+            if (!s->shards[k].created)
+                return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, 0, 0,
+                                  "shard %zu not written", k + 1);
+        w->af = s->primary; /* given back to the core; commit drops it unpublished */
+        s->primary_parked = false;
+        return INGOT_OK;
+    }
     if (w->pos > s->file_size)
         return ingot__err(err, INGOT_MISUSE, w->pos, 0, 0, "wrote %llu bytes, layout has %llu",
                           (unsigned long long)w->pos, (unsigned long long)s->file_size);
     return ingot__wsink_zeros(w, s->file_size - w->pos, err); /* the last tensor's padding */
 }
 
+static ingot_status commit(ingot_writer *w, ingot_error *err)
+{
+    wstate *s = w->fmt_state;
+    if (!s->split) return ingot__afile_commit(&w->af, err);
+    ingot__afile_abort(&w->af); /* the name the caller gave: the shards are the output */
+    for (size_t k = 0; k < s->n_shards; k++) {
+        s->group[k] = &s->shards[k].af;
+        s->shards[k].created = false; /* finished by the call below, whatever it returns */
+    }
+    return ingot__afile_commit_all(s->group, s->n_shards, err);
+}
+
 const ingot__writer_ops ingot__writer_gguf = {
+    .commit = commit,
     .init = init,
     .check_tensor = check_tensor,
     .begin = begin,

@@ -12,7 +12,7 @@
 #include "cpu/kernels/qdot.h"
 #include "ingot/quant.h"
 
-float ingot__f16_to_f32(uint16_t h)
+float ingot__kq_f16_to_f32(uint16_t h)
 {
     uint32_t e = (h >> 10) & 31, m = h & 1023;
     float v;
@@ -154,7 +154,7 @@ static void sc_q8_0(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *
         for (size_t b = 0; b < x->nb; b++) {
             const uint8_t *blk = w + b * 34;
             int32_t d = dot_i8((const int8_t *)(blk + 2), x->q + b * 32, 32);
-            sum += (float)d * (ingot__f16_to_f32(ld16(blk)) * x->d[b]);
+            sum += (float)d * (ingot__kq_f16_to_f32(ld16(blk)) * x->d[b]);
         }
         put(y + r, acc, sum);
     }
@@ -173,7 +173,7 @@ static void sc_q4_0(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *
             for (int j = 0; j < 16; j++)
                 d += (blk[2 + j] & 15) * xq[j] + (blk[2 + j] >> 4) * xq[16 + j];
             d -= 8 * x->s[b];
-            sum += (float)d * (ingot__f16_to_f32(ld16(blk)) * x->d[b]);
+            sum += (float)d * (ingot__kq_f16_to_f32(ld16(blk)) * x->d[b]);
         }
         put(y + r, acc, sum);
     }
@@ -204,7 +204,7 @@ static void sc_q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx 
                 A += sc[k] * dk;
                 M += mn[k] * (bs[2 * k] + bs[2 * k + 1]);
             }
-            float d = ingot__f16_to_f32(ld16(blk)), dmin = ingot__f16_to_f32(ld16(blk + 2));
+            float d = ingot__kq_f16_to_f32(ld16(blk)), dmin = ingot__kq_f16_to_f32(ld16(blk + 2));
             sum += x->d[b] * (d * (float)A - dmin * (float)M);
         }
         put(y + r, acc, sum);
@@ -247,7 +247,7 @@ static void sc_q6_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *
                 }
                 A += sc[g] * (dg - 32 * bs[g]);
             }
-            sum += x->d[b] * (ingot__f16_to_f32(ld16(blk + 208)) * (float)A);
+            sum += x->d[b] * (ingot__kq_f16_to_f32(ld16(blk + 208)) * (float)A);
         }
         put(y + r, acc, sum);
     }

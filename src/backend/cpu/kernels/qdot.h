@@ -57,7 +57,7 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
                                  bool accumulate, float *Y, size_t ldy);
 
 /* f16 -> f32 (exact), for the scalar paths. */
-float ingot__f16_to_f32(uint16_t h);
+float ingot__kq_f16_to_f32(uint16_t h);
 
 /* Q4_K / Q5_K: the 8 six-bit scales and mins of a super-block from their 12 packed bytes. */
 static inline void ingot__k_scale_min(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])

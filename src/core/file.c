@@ -546,7 +546,8 @@ ingot_status ingot_file_tensor_verify(const ingot_file *f, uint64_t i, ingot_err
     uint32_t got = 0;
     uint64_t bad = UINT64_MAX;
     st = scan(f, t.offset, t.nbytes, bounce, false, &got, NULL);
-    if (st == INGOT_OK && zero_after) st = scan(f, t.offset + t.nbytes, zero_after, bounce, true, NULL, &bad);
+    if (st == INGOT_OK && zero_after)
+        st = scan(f, t.offset + t.nbytes, zero_after, bounce, true, NULL, &bad);
     ingot__free(&f->alloc, bounce, BOUNCE);
     if (st != INGOT_OK)
         return ingot__err(err, st, t.offset, t.name, t.name_len, "reading tensor data failed");

@@ -157,8 +157,10 @@ static const cmd_help cmds[] = {
      "-n N\ttokens to generate\n--temp T\t0 is greedy\n--seed S\tsampling seed\n"
      "--beams W\tbeam search (needs -n)\n--json\tone JSON object\n",
      "Streams the text to stdout. --json prints {\"prompt_tokens\", \"tokens\", \"text\",\n"
-     "\"prefill_tokens_per_s\", \"decode_tokens_per_s\", \"seed\"}. ingot generate --help lists\n"
-     "every option (docs/RUNTIME.md)."},
+     "\"prefill_tokens_per_s\", \"decode_tokens_per_s\", \"seed\"}. Also: --prompt-file F,\n"
+     "--tokens IDS, --top-k K, --top-p P, --min-p P, --repeat-penalty R, --ctx N, --kv f32|f16,\n"
+     "--length-penalty L, --config FILE, --lora ADAPTER[:SCALE] [--lora-runtime], --threads N,\n"
+     "--backend cpu|ref (docs/RUNTIME.md)."},
     {"tokenize", "tokenize SOURCE [--no-bos] [--parse-special] (--text STR | --file F)",
      "text to token ids", "--no-bos\tno BOS even where the vocabulary adds one\n"
      "--parse-special\ttext spelling a control token becomes it\n--text STR\tthe text\n"

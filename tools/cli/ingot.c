@@ -421,7 +421,8 @@ static int info_one(const char *path, bool json)
             fprintf(o, "%s{\"name\": ", i ? ", " : "");
             json_str(o, t.name, t.name_len);
             fprintf(o, ", \"dtype\": \"%s\", \"shape\": [", ingot_dtype_name(t.dtype));
-            for (uint32_t d = 0; d < t.rank; d++) fprintf(o, "%s%" PRIu64, d ? ", " : "", t.shape[d]);
+            for (uint32_t d = 0; d < t.rank; d++)
+                fprintf(o, "%s%" PRIu64, d ? ", " : "", t.shape[d]);
             fprintf(o, "], \"nbytes\": %" PRIu64 ", \"offset\": %" PRIu64 ", \"param_id\": ",
                     t.nbytes, t.offset);
             if (t.flags & INGOT_TENSOR_HAS_PARAM_ID) fprintf(o, "%" PRIu64, t.param_id);
@@ -907,7 +908,8 @@ static int parse_tensor_arg(const char *arg, char **name, ingot_dtype *dt, uint3
         return usage("--tensor %s: unknown dtype '%s'", arg, dts);
     *rank = 0;
     for (const char *s = c2 + 1; s < eq;) {
-        if (*rank == INGOT_MAX_RANK) return usage("--tensor %s: more than %d dims", arg, INGOT_MAX_RANK);
+        if (*rank == INGOT_MAX_RANK)
+            return usage("--tensor %s: more than %d dims", arg, INGOT_MAX_RANK);
         char *end;
         if (*s < '0' || *s > '9') return usage("--tensor %s: bad shape", arg);
         errno = 0;

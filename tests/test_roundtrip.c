@@ -235,4 +235,56 @@ TEST(test_index_names_at_buffer_end)
     free(img);
 }
 
-RUN_TESTS(T(test_roundtrip_basic), T(test_many_tensors), T(test_index_names_at_buffer_end))
+/* The writer refuses BOOL bytes other than 0 and 1 (every reader's verify would refuse the file):
+ * with the data given at add time and pushed in chunks, in the native and a foreign format, and
+ * a refused save leaves neither the target nor a temporary behind. */
+TEST(test_writer_refuses_bad_bool)
+{
+    static const char *formats[] = {"ingot", "safetensors", "npy"};
+    uint8_t good[9] = {0, 1, 1, 0, 1, 0, 0, 0, 1}, bad[9];
+    memcpy(bad, good, sizeof bad);
+    bad[6] = 0x02;
+    uint64_t shape[1] = {9};
+    for (size_t fi = 0; fi < sizeof formats / sizeof formats[0]; fi++) {
+        ingot_writer_opts o = {.format = formats[fi], .no_fsync = true};
+        ingot_writer *wr;
+        ingot_error e;
+        /* data given at add time */
+        ASSERT_OK(ingot_writer_new(&o, &wr, &e));
+        ASSERT_OK(ingot_writer_add_tensor(wr, "mask", INGOT_DTYPE_BOOL, 1, shape, NULL, bad, &e));
+        const char *path = tmp_path("bad_bool.out");
+        ASSERT_ST(ingot_writer_save(wr, path, &e), INGOT_BAD_VALUE);
+        ASSERT_STR(e.where, "mask");
+        ASSERT_TRUE(strstr(e.msg, "BOOL byte 6 ") != NULL);
+        ingot_writer_free(wr);
+        ASSERT_TRUE(access(path, F_OK) != 0);
+        /* pushed in chunks: the bad byte in the second chunk still gets its tensor offset */
+        ASSERT_OK(ingot_writer_new(&o, &wr, &e));
+        ASSERT_OK(ingot_writer_add_tensor(wr, "mask", INGOT_DTYPE_BOOL, 1, shape, NULL, NULL, &e));
+        ASSERT_OK(ingot_writer_begin_mem(wr, &e));
+        ASSERT_OK(ingot_writer_write(wr, bad, 4, &e));
+        ASSERT_ST(ingot_writer_write(wr, bad + 4, 5, &e), INGOT_BAD_VALUE);
+        ASSERT_TRUE(strstr(e.msg, "BOOL byte 6 ") != NULL);
+        ingot_writer_free(wr);
+        /* the valid bytes still write and read back */
+        ASSERT_OK(ingot_writer_new(&o, &wr, &e));
+        ASSERT_OK(ingot_writer_add_tensor(wr, "mask", INGOT_DTYPE_BOOL, 1, shape, NULL, good, &e));
+        ASSERT_OK(ingot_writer_save(wr, path, &e));
+        ingot_writer_free(wr);
+        ingot_file *f;
+        ASSERT_OK(ingot_file_open(path, NULL, &f, &e));
+        uint8_t back[9];
+        ASSERT_OK(ingot_file_tensor_read(f, 0, 0, back, sizeof back, &e));
+        ASSERT_MEM(back, good, sizeof good);
+        ASSERT_OK(ingot_file_verify(f, 1, &e));
+        ingot_file_close(f);
+        unlink(path);
+    }
+    /* nothing named after the target is left in the directory (no temporary) */
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s | grep bad_bool)\"", tmpdir);
+    ASSERT_EQ(system(cmd), 0);
+}
+
+RUN_TESTS(T(test_roundtrip_basic), T(test_many_tensors), T(test_index_names_at_buffer_end),
+          T(test_writer_refuses_bad_bool))

@@ -140,7 +140,9 @@ INGOT_API ingot_status ingot_writer_begin_mem(ingot_writer *w, ingot_error *err)
 
 /** Appends n bytes of data to the current pushed tensor (the first one, in declaration order, that
  *  was declared with data NULL and is not complete yet). A chunk may span several tensors.
- *  RANGE if more bytes are pushed than the remaining tensors hold. */
+ *  RANGE if more bytes are pushed than the remaining tensors hold. BAD_VALUE (err names the
+ *  tensor and the byte) for a BOOL byte other than 0 or 1, pushed or given at add time: no
+ *  reader would accept it, so the file is never written and the temporary is removed. */
 INGOT_API ingot_status ingot_writer_write(ingot_writer *w, const void *chunk, size_t n,
                                           ingot_error *err);
 

@@ -9,6 +9,7 @@
 #include "checked.h"
 #include "crc32c.h"
 #include "error.h"
+#include "file.h"
 #include "guard.h"
 #include "utf8.h"
 #include "writer_impl.h"
@@ -410,13 +411,21 @@ typedef struct {
     const void *p;
     size_t n;
     uint32_t crc;
+    bool is_bool;     /* the tensor is BOOL: every byte must be 0 or 1 */
+    size_t bad;       /* index of the first other byte, n when none */
+    uint8_t bad_byte; /* its value, read under the guard */
 } crc_arg;
 
-/* The reads of a chunk before it is written: CRC-32C, then the format's own hook. */
+/* The reads of a chunk before it is written: CRC-32C, the BOOL value check (a file whose bytes
+ * its own verify would refuse is never written), then the format's own hook. */
 static ingot_status crc_fn(void *a)
 {
     crc_arg *c = a;
     c->crc = ingot__crc32c_stream(c->crc, c->p, c->n);
+    if (c->is_bool && (c->bad = ingot__first_non_bool(c->p, c->n)) < c->n) {
+        c->bad_byte = ((const uint8_t *)c->p)[c->bad];
+        return INGOT_OK;
+    }
     if (c->w->ops->data_chunk) c->w->ops->data_chunk(c->w, c->w->cur, c->p, c->n);
     return INGOT_OK;
 }
@@ -436,11 +445,15 @@ static ingot_status put_data(ingot_writer *w, const uint8_t *p, size_t n, ingot_
         size_t k = n < ingot__write_chunk ? n : ingot__write_chunk;
         /* CRC (and the format's data_chunk hook) first, under the SIGBUS guard (the source may
          * be a mapped file), then write the same chunk while it is in cache. */
-        crc_arg c = {w, p, k, w->cur_crc};
+        crc_arg c = {w, p, k, w->cur_crc, t->dtype == INGOT_DTYPE_BOOL, k, 0};
         ingot_status st = ingot__guard(crc_fn, &c);
         if (st != INGOT_OK)
             return ingot__err(err, st, INGOT_NO_OFFSET, t->name, t->name_len,
                               "source data faulted (SIGBUS)");
+        if (c.bad < k)
+            return ingot__err(err, INGOT_BAD_VALUE, INGOT_NO_OFFSET, t->name, t->name_len,
+                              "BOOL byte %llu of the data is 0x%02x, not 0 or 1",
+                              (unsigned long long)(w->cur_done + c.bad), (unsigned)c.bad_byte);
         ING_TRY(ingot__wsink_write(w, p, k, err));
         w->cur_crc = c.crc;
         w->cur_done += k;

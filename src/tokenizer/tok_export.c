@@ -276,24 +276,7 @@ ingot_status ingot_tokenizer_export_json(const ingot_tokenizer *t, char **json, 
         return st;
     }
     sbuf b = {0};
-    sb_str(&b, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n"
-               "  \"added_tokens\": [");
-    bool first = true;
-    for (uint32_t i = 0; i < t->n_vocab; i++) {
-        int32_t ty = export_type(t, i);
-        if (ty != TOK_T_CONTROL && ty != TOK_T_USER && ty != TOK_T_UNKNOWN) continue;
-        sb_str(&b, first ? "\n    {\"id\": " : ",\n    {\"id\": ");
-        first = false;
-        sb_int(&b, i);
-        sb_str(&b, ", \"content\": ");
-        sb_token(&b, t, (int32_t)i);
-        sb_str(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
-                   "\"normalized\": ");
-        sb_str(&b, ty == TOK_T_USER ? "true" : "false");
-        sb_str(&b, ", \"special\": ");
-        sb_str(&b, ty == TOK_T_USER ? "false}" : "true}");
-    }
-    sb_str(&b, first ? "],\n" : "\n  ],\n");
+    sb_str(&b, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n");
     if (bpe) {
         sb_str(&b, "  \"normalizer\": null,\n  \"pre_tokenizer\": ");
         if (t->pre == TOK_PRE_GPT2) {
@@ -356,7 +339,26 @@ ingot_status ingot_tokenizer_export_json(const ingot_tokenizer *t, char **json, 
         sb_token(&b, t, pairs[2 * i + 1]);
         sb_str(&b, "]");
     }
-    sb_str(&b, nm ? "\n    ]\n  }\n}\n" : "]\n  }\n}\n");
+    sb_str(&b, nm ? "\n    ]\n  },\n" : "]\n  },\n");
+    /* after the model: loaders that read in order see the vocabulary first */
+    sb_str(&b, "  \"added_tokens\": [");
+    bool first = true;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        int32_t ty = export_type(t, i);
+        if (ty != TOK_T_CONTROL && ty != TOK_T_USER && ty != TOK_T_UNKNOWN) continue;
+        sb_str(&b, first ? "\n    {\"id\": " : ",\n    {\"id\": ");
+        first = false;
+        sb_int(&b, i);
+        sb_str(&b, ", \"content\": ");
+        sb_token(&b, t, (int32_t)i);
+        sb_str(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
+                   "\"normalized\": ");
+        sb_str(&b, ty == TOK_T_USER ? "true" : "false");
+        sb_str(&b, ", \"special\": ");
+        sb_str(&b, ty == TOK_T_USER ? "false}" : "true}");
+    }
+    sb_str(&b, first ? "]\n}\n" : "\n  ]\n}\n");
+
     ingot__free(NULL, pairs, (nm ? nm : 1) * 2 * sizeof *pairs);
 
     sbuf c = {0};

@@ -193,6 +193,7 @@ TEST(stories_round_trip_tensors_and_keys)
     ASSERT_TRUE(checked >= 16); /* the tokenizer arrays, the hyperparameters, the ids */
     /* what the round trip adds is what llama.cpp's converter writes from an HF folder */
     static const char *const added[] = {"general.file_type", "tokenizer.ggml.merges",
+                                        "llama.vocab_size", "tokenizer.ggml.pre",
                                         "tokenizer.ggml.add_bos_token",
                                         "tokenizer.ggml.add_eos_token"};
     for (uint64_t i = 0; i < ingot_file_meta_count(b); i++) {
@@ -555,6 +556,224 @@ TEST(errors_name_the_key_or_tensor)
                 INGOT_BAD_SHAPE, "model.layers.1.input_layernorm.weight", "1 layers");
 }
 
+/* ---- vocabularies against llama.cpp's own conversions ---- */
+
+#define VOCABS INGOT_FIXTURES "/tokenizers/"
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)sz + 1);
+    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) b[sz] = 0;
+    *n = (size_t)sz;
+    return b;
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(p, 1, n, f);
+        fclose(f);
+    }
+}
+
+/* llama.cpp's test vectors (.inp cases split by "\n__ggml_vocab_test__\n", .out one line of ids
+ * each, no BOS): how many `t` encodes differently. */
+static int vector_mismatches(const ingot_tokenizer *t, const char *inp, const char *outp,
+                             int *cases)
+{
+    size_t ni, no;
+    char *in = slurp(inp, &ni), *out = slurp(outp, &no);
+    int bad = 0;
+    *cases = 0;
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return -1;
+    }
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    char *p = in, *q = out;
+    for (char *e; (e = strstr(p, sep)) != NULL; p = e + sizeof sep - 1) {
+        char *eol = strchr(q, '\n');
+        if (!eol) eol = q + strlen(q);
+        int32_t want[1024], got[4096];
+        size_t nw = 0, ng = 0;
+        for (char *x = q; x < eol && nw < 1024;) {
+            char *end;
+            long v = strtol(x, &end, 10);
+            if (end == x) break;
+            want[nw++] = (int32_t)v;
+            x = end;
+        }
+        q = *eol ? eol + 1 : eol;
+        if (ingot_tokenizer_encode(t, p, (size_t)(e - p), 0, got, 4096, &ng, NULL, 0, NULL) !=
+                INGOT_OK ||
+            ng != nw || memcmp(got, want, nw * sizeof *got))
+            bad++;
+        (*cases)++;
+    }
+    free(in);
+    free(out);
+    return bad;
+}
+
+/* GPT-2's encoder.json + vocab.bpe in an HF folder (a tiny GPT-2 of its 50257-token vocabulary)
+ * -> GGUF: the tokenizer.ggml.* entries of llama.cpp's ggml-vocab-gpt-2.gguf, value for value */
+TEST(gpt2_vocabulary_as_llama_cpp_writes_it)
+{
+    const char *d = tmp("gpt2_vocab_hf");
+    ASSERT_EQ(mkdir(d, 0777), 0);
+    char p[800];
+    snprintf(p, sizeof p, "%s/config.json", d);
+    const char *cfg = "{\"model_type\": \"gpt2\", \"n_embd\": 4, \"n_layer\": 1, \"n_head\": 1, "
+                      "\"n_positions\": 8, \"vocab_size\": 50257, \"bos_token_id\": 50256, "
+                      "\"eos_token_id\": 50256}";
+    write_file(p, cfg, strlen(cfg));
+    static const struct { const char *name; uint64_t r, c; } ts[] = {
+        {"wte.weight", 50257, 4}, {"wpe.weight", 8, 4}, {"ln_f.weight", 4, 0},
+        {"ln_f.bias", 4, 0}, {"h.0.ln_1.weight", 4, 0}, {"h.0.ln_1.bias", 4, 0},
+        {"h.0.attn.c_attn.weight", 4, 12}, {"h.0.attn.c_attn.bias", 12, 0},
+        {"h.0.attn.c_proj.weight", 4, 4}, {"h.0.attn.c_proj.bias", 4, 0},
+        {"h.0.ln_2.weight", 4, 0}, {"h.0.ln_2.bias", 4, 0}, {"h.0.mlp.c_fc.weight", 4, 16},
+        {"h.0.mlp.c_fc.bias", 16, 0}, {"h.0.mlp.c_proj.weight", 16, 4},
+        {"h.0.mlp.c_proj.bias", 4, 0}};
+    static float zeros[50257 * 4];
+    ingot_writer_opts wo = {0};
+    wo.format = "safetensors";
+    wo.no_fsync = true;
+    ingot_writer *w = NULL;
+    ASSERT_OK(ingot_writer_new(&wo, &w, NULL));
+    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
+        uint64_t shape[2] = {ts[k].r, ts[k].c};
+        ASSERT_OK(ingot_writer_add_tensor(w, ts[k].name, INGOT_DTYPE_F32, ts[k].c ? 2 : 1, shape,
+                                          NULL, zeros, NULL));
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors", d);
+    ASSERT_OK(ingot_writer_save(w, p, NULL));
+    ingot_writer_free(w);
+    size_t n;
+    char *b = slurp(VOCABS "gpt2/encoder.json", &n);
+    snprintf(p, sizeof p, "%s/encoder.json", d);
+    write_file(p, b, n);
+    free(b);
+    b = slurp(VOCABS "gpt2/vocab.bpe", &n);
+    snprintf(p, sizeof p, "%s/vocab.bpe", d);
+    write_file(p, b, n);
+    free(b);
+    convert_hf(d, tmp("gpt2_vocab.gguf"));
+    ingot_file *ref = open_or_null(VOCABS "llama.cpp/ggml-vocab-gpt-2.gguf");
+    ingot_file *got = open_or_null(tmp("gpt2_vocab.gguf"));
+    ASSERT_TRUE(ref && got);
+    int keys = 0;
+    for (uint64_t i = 0; i < ingot_file_meta_count(ref); i++) {
+        ingot_meta_info m;
+        ingot_file_meta_at(ref, i, &m);
+        if (m.key_len < 16 || memcmp(m.key, "tokenizer.ggml.", 15)) continue;
+        CHECK(same_meta(ref, got, m.key, m.key_len), "key %.*s", (int)m.key_len, m.key);
+        keys++;
+    }
+    ASSERT_EQ(keys, 7); /* model, pre, tokens, token_type, merges, bos, eos */
+    for (uint64_t i = 0; i < ingot_file_meta_count(got); i++) {
+        ingot_meta_info m, mr;
+        ingot_file_meta_at(got, i, &m);
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)m.key_len, m.key);
+        CHECK(strncmp(key, "tokenizer.", 10) || ingot_file_meta_find(ref, key, &mr) == INGOT_OK,
+              "key %s is not in llama.cpp's file", key);
+    }
+    ingot_file_close(ref);
+    ingot_file_close(got);
+}
+
+/* Llama 2's SentencePiece vocabulary -> tokenizer.json (merges derived from the scores, as
+ * transformers does) -> reloaded: the same tokens and types, the scores where SentencePiece
+ * BPE's -k holds, and llama.cpp's 46 test vectors tokenized exactly */
+TEST(spm_vocabulary_to_tokenizer_json)
+{
+    ingot_tokenizer *t = NULL, *r = NULL;
+    ASSERT_OK(ingot_tokenizer_open(VOCABS "llama.cpp/ggml-vocab-llama-spm.gguf", NULL, &t, NULL));
+    char *json = NULL, *cfg = NULL;
+    size_t jn = 0, cn = 0;
+    ASSERT_OK(ingot_tokenizer_export_json(t, &json, &jn, &cfg, &cn, NULL));
+    const char *d = tmp("spm_tok");
+    ASSERT_EQ(mkdir(d, 0777), 0);
+    char p[800];
+    snprintf(p, sizeof p, "%s/tokenizer.json", d);
+    write_file(p, json, jn);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", d);
+    write_file(p, cfg, cn);
+    ingot_tokenizer_export_free(json, jn);
+    ingot_tokenizer_export_free(cfg, cn);
+    ingot_error e;
+    if (ingot_tokenizer_open(d, NULL, &r, &e) != INGOT_OK) {
+        char b[300];
+        FAIL_AT("reopen: %s", ingot_error_format(&e, b, sizeof b));
+    }
+    ASSERT_STR(ingot_tokenizer_kind(r), "bpe-fallback");
+    ASSERT_EQ(ingot_tokenizer_vocab_size(r), ingot_tokenizer_vocab_size(t));
+    uint32_t k = 0, kept = 0;
+    for (int32_t i = 0; i < (int32_t)ingot_tokenizer_vocab_size(t); i++) {
+        const char *sa, *sb;
+        size_t la, lb;
+        float fa, fb;
+        int32_t ya, yb;
+        ingot_tokenizer_token_text(t, i, &sa, &la);
+        ingot_tokenizer_token_text(r, i, &sb, &lb);
+        ingot_tokenizer_token_attrs(t, i, &fa, &ya);
+        ingot_tokenizer_token_attrs(r, i, &fb, &yb);
+        CHECK(la == lb && !memcmp(sa, sb, la) && ya == yb, "token %d", i);
+        float rule = ya == 1 ? -(float)k++ : 0.0f;
+        if (!memcmp(&fa, &rule, sizeof fa)) {
+            CHECK(!memcmp(&fa, &fb, sizeof fa), "score of token %d", i);
+            kept++;
+        }
+    }
+    ASSERT_TRUE(kept > 31900);
+    CHECK(ingot_tokenizer_adds_bos(r) && !ingot_tokenizer_adds_eos(r), "add_bos/add_eos");
+    int cases = 0;
+    ASSERT_EQ(vector_mismatches(r, VOCABS "llama.cpp/ggml-vocab-llama-spm.gguf.inp",
+                                VOCABS "llama.cpp/ggml-vocab-llama-spm.gguf.out", &cases),
+              0);
+    ASSERT_EQ(cases, 46);
+    ingot_tokenizer_close(t);
+    ingot_tokenizer_close(r);
+}
+
+/* Llama 3's tokenizer.json -> exported -> reloaded: the llama-bpe vectors still exact */
+TEST(llama3_tokenizer_json_round_trip)
+{
+    ingot_tokenizer *t = NULL, *r = NULL;
+    ASSERT_OK(ingot_tokenizer_open(VOCABS "llama3/tokenizer.json", NULL, &t, NULL));
+    char *json = NULL;
+    size_t jn = 0, nm_t = 0, nm_r = 0;
+    ASSERT_OK(ingot_tokenizer_export_json(t, &json, &jn, NULL, NULL, NULL));
+    ingot_status st = ingot_tokenizer_open_buffer(json, jn, NULL, &r, NULL);
+    ingot_tokenizer_export_free(json, jn);
+    ASSERT_OK(st);
+    ASSERT_STR(ingot_tokenizer_pre(r), "llama-bpe");
+    ASSERT_OK(ingot_tokenizer_merges(t, NULL, 0, &nm_t, NULL));
+    ASSERT_OK(ingot_tokenizer_merges(r, NULL, 0, &nm_r, NULL));
+    ASSERT_EQ(nm_t, nm_r);
+    ASSERT_TRUE(nm_t > 280000);
+    int cases = 0;
+    ASSERT_EQ(vector_mismatches(r, VOCABS "llama.cpp/ggml-vocab-llama-bpe.gguf.inp",
+                                VOCABS "llama.cpp/ggml-vocab-llama-bpe.gguf.out", &cases),
+              0);
+    ASSERT_EQ(cases, 46);
+    ingot_tokenizer_close(t);
+    ingot_tokenizer_close(r);
+}
+
 TEST(setup)
 {
     snprintf(dir, sizeof dir, "%s/test_convert_model.%d", INGOT_BINARY_DIR, (int)getpid());
@@ -566,4 +785,5 @@ RUN_TESTS(T(setup), T(stories_round_trip_tensors_and_keys),
           T(qwen2_hf_to_gguf_unpermuted_biases), T(mixtral_hf_to_gguf_stacked_experts),
           T(gpt2_hf_to_gguf_transposed), T(llama_gguf_to_hf), T(qwen2_gguf_to_hf),
           T(mixtral_gguf_to_hf), T(gpt2_gguf_to_hf), T(name_table_api),
-          T(errors_name_the_key_or_tensor))
+          T(errors_name_the_key_or_tensor), T(gpt2_vocabulary_as_llama_cpp_writes_it),
+          T(spm_vocabulary_to_tokenizer_json), T(llama3_tokenizer_json_round_trip))

@@ -408,8 +408,9 @@ static ingot_status write_tokenizer(ingot_writer *w, h2g *c, ingot_tokenizer *to
     if ((st = ingot_writer_set_string(w, "tokenizer.ggml.model",
                                       ingot_tokenizer_gguf_model(tok))) != INGOT_OK)
         goto werr;
-    if (!spm && (st = ingot_writer_set_string(w, "tokenizer.ggml.pre",
-                                              ingot_tokenizer_pre(tok))) != INGOT_OK)
+    /* llama.cpp names SentencePiece's (absent) pre-tokenizer "default" */
+    if ((st = ingot_writer_set_string(w, "tokenizer.ggml.pre",
+                                      spm ? "default" : ingot_tokenizer_pre(tok))) != INGOT_OK)
         goto werr;
     if ((st = ingot_writer_set_string_array(w, "tokenizer.ggml.tokens", INGOT_META_STRING, texts,
                                             lens, V)) != INGOT_OK)
@@ -437,10 +438,14 @@ static ingot_status write_tokenizer(ingot_writer *w, h2g *c, ingot_tokenizer *to
         if (id >= 0 && (st = ingot_writer_set_u32(w, ids[k].key, (uint32_t)id)) != INGOT_OK)
             goto werr;
     }
-    if ((st = ingot_writer_set_bool(w, "tokenizer.ggml.add_bos_token",
-                                    ingot_tokenizer_adds_bos(tok))) != INGOT_OK ||
-        (st = ingot_writer_set_bool(w, "tokenizer.ggml.add_eos_token",
-                                    ingot_tokenizer_adds_eos(tok))) != INGOT_OK)
+    /* SentencePiece vocabularies state both; byte-level ones only what is on (GPT-2's
+     * tokenizer_config.json has neither, and llama.cpp then writes neither) */
+    bool bos = ingot_tokenizer_adds_bos(tok), eos = ingot_tokenizer_adds_eos(tok);
+    if ((spm || bos) &&
+        (st = ingot_writer_set_bool(w, "tokenizer.ggml.add_bos_token", bos)) != INGOT_OK)
+        goto werr;
+    if ((spm || eos) &&
+        (st = ingot_writer_set_bool(w, "tokenizer.ggml.add_eos_token", eos)) != INGOT_OK)
         goto werr;
     goto done;
 werr:
@@ -478,11 +483,6 @@ static ingot_status write_meta(ingot_writer *w, h2g *c, ingot_tokenizer *tok, in
         ING_TRY(set_u32(w, c, "attention.head_count_kv", g->n_head_kv, err));
         if (c->rope_theta_given) ING_TRY(set_f32(w, c, "rope.freq_base", g->rope_theta, err));
         ING_TRY(set_f32(w, c, "attention.layer_norm_rms_epsilon", g->norm_eps, err));
-        if (g->head_dim * g->n_head != g->dim)
-            ING_TRY(set_u32(w, c, "attention.key_length", g->head_dim, err));
-        if (g->head_dim * g->n_head != g->dim)
-            ING_TRY(set_u32(w, c, "attention.value_length", g->head_dim, err));
-        ING_TRY(set_u32(w, c, "rope.dimension_count", g->head_dim, err));
         if (g->n_expert) {
             ING_TRY(set_u32(w, c, "expert_count", g->n_expert, err));
             ING_TRY(set_u32(w, c, "expert_used_count", g->n_expert_used, err));
@@ -490,6 +490,14 @@ static ingot_status write_meta(ingot_writer *w, h2g *c, ingot_tokenizer *tok, in
     }
     uint32_t ft = file_type(c);
     if (ft != UINT32_MAX) TRYW(ingot_writer_set_u32(w, "general.file_type", ft));
+    if (!gpt2) {
+        if (!strcmp(c->arch, "llama")) ING_TRY(set_u32(w, c, "vocab_size", c->vocab, err));
+        ING_TRY(set_u32(w, c, "rope.dimension_count", g->head_dim, err));
+        if (g->head_dim * g->n_head != g->dim) {
+            ING_TRY(set_u32(w, c, "attention.key_length", g->head_dim, err));
+            ING_TRY(set_u32(w, c, "attention.value_length", g->head_dim, err));
+        }
+    }
     if (tok) return write_tokenizer(w, c, tok, err);
     /* no vocabulary: the special ids config.json gives */
     if (g->bos >= 0) TRYW(ingot_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)g->bos));

@@ -111,8 +111,8 @@ static const cmd_help cmds[] = {
      "tokenizer.json) of GPT-2, Llama, Mistral, Qwen2 or Mixtral gives what llama.cpp's\n"
      "convert_hf_to_gguf.py writes (names, q/k permutation, keys, tokenizer arrays); OUT a folder\n"
      "(existing, ending in '/', without an extension, or --to hf) gives model.safetensors,\n"
-     "config.json, tokenizer.json and tokenizer_config.json from a GGUF. Plan options apply on the\n"
-     "GGUF side."},
+     "config.json, tokenizer.json and tokenizer_config.json from a GGUF. Plan options apply on\n"
+     "the GGUF side."},
     {"meta",
      "meta FILE [--set KEY[:TYPE]=VALUE]... [--delete KEY]... [--rename-key OLD=NEW]... [--json]",
      "edit a model file's metadata in place",

@@ -642,6 +642,14 @@ mkdir bad_hf && cp "$LM/gpt2_hf/model.safetensors" bad_hf/ && sed 's/"gpt2"/"ber
 run 1 "$ING" convert bad_hf bad.gguf
 expect_err "UNSUPPORTED.*model_type 'bert'"
 n=$((n + 1)); [ ! -e bad.gguf ] || { echo "FAIL: bad.gguf written"; fails=$((fails + 1)); }
+run 1 "$ING" convert "$LM/quant.gguf" quant_hf
+expect_err "BAD_TYPE: tensor 'token_embd.weight' is Q8_0, which safetensors cannot hold"
+run 0 "$ING" convert "$LM/quant.gguf" quant_hf --dequantize F32
+expect_err "lossy: 2 Q4_K tensors dequantized to F32"
+run 0 "$ING" convert "$LM/quant.gguf" quant_f32.safetensors --dequantize F32
+run 0 "$ING" convert quant_hf quant_back.gguf
+run 1 "$ING" diff quant_back.gguf quant_f32.safetensors
+expect_out "21 tensors the same, 0 differ"
 run 2 "$ING" convert st_hf st_hf2/
 expect_err "both IN and OUT are Hugging Face folders"
 

@@ -402,6 +402,18 @@ static int convert_to_hf(const convert_args *a, bool plan_opts, ingot_convert_op
         if (!stage) rc = fail_st(INGOT_NOMEM, "convert");
         if (!rc && ingot_convert_plan_new(f, &p, &e) != INGOT_OK) rc = fail_err(&e, "convert");
         if (!rc) rc = build_plan("convert", p, a);
+        /* the stage (.ingot) holds GGML blocks; the folder's safetensors cannot: --dequantize
+         * decodes them on the way */
+        for (uint64_t i = 0; !rc && o->dequantize && i < ingot_convert_plan_tensor_count(p); i++) {
+            ingot_convert_tensor ct;
+            ingot_convert_plan_tensor_at(p, i, &ct);
+            if (ct.action != INGOT_CONVERT_KEEP || !ingot_dtype_is_quantized(ct.dtype)) continue;
+            ct.name = NULL;
+            ct.action = INGOT_CONVERT_DEQUANTIZE;
+            ct.dtype = o->dequantize;
+            if (ingot_convert_plan_set_tensor(p, i, &ct, &e) != INGOT_OK)
+                rc = fail_err(&e, "--dequantize");
+        }
         if (!rc) {
             o->format = "ingot";
             o->no_fsync = true;

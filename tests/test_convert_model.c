@@ -551,6 +551,25 @@ TEST(errors_name_the_key_or_tensor)
     expect_fail(bad_folder("shape_hf", "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 4",
                            NULL),
                 INGOT_BAD_SHAPE, "model.layers.0.self_attn.k_proj.weight", "config.json implies");
+    /* GGUF -> HF: an architecture the table does not have */
+    ingot_file *f = open_or_null(GDIR "llama.gguf"), *g = NULL;
+    ingot_convert_plan *pl = NULL;
+    ASSERT_TRUE(f != NULL);
+    ASSERT_OK(ingot_convert_plan_new(f, &pl, NULL));
+    ASSERT_OK(ingot_convert_plan_meta_set_text(pl, "general.architecture=bert", NULL));
+    ingot_convert_opts co = {0};
+    co.no_fsync = true;
+    ASSERT_OK(ingot_convert_run(pl, tmp("bert.gguf"), &co, NULL, NULL));
+    ingot_convert_plan_free(pl);
+    ingot_file_close(f);
+    g = open_or_null(tmp("bert.gguf"));
+    ASSERT_TRUE(g != NULL);
+    memset(&e, 0, sizeof e);
+    ASSERT_EQ(ingot_convert_gguf_to_hf(g, tmp("bert_hf"), &o, NULL, &e), INGOT_UNSUPPORTED);
+    ASSERT_STR(e.where, "general.architecture");
+    ingot_file_close(g);
+    struct stat sb;
+    CHECK(stat(tmp("bert_hf"), &sb) != 0, "a refused conversion created the folder");
     expect_fail(bad_folder("layers_hf", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1",
                            NULL),
                 INGOT_BAD_SHAPE, "model.layers.1.input_layernorm.weight", "1 layers");

@@ -623,6 +623,12 @@ run 0 "$ING" convert st_hf st.gguf --json
 json_is 'd["ok"] and d["format"] == "gguf" and d["arch"] == "llama" and d["tensors"] == 48 and d["tokenizer"]'
 run 1 "$ING" diff "$STORIES" st.gguf
 expect_out "48 tensors the same, 0 differ"
+run 0 "$ING" convert "$STORIES" st_sharded --opt max_shard_size=400KB
+expect_out "^wrote st_sharded (hf, llama, 48 tensors, tokenizer, sharded)$"
+n=$((n + 1)); [ -s st_sharded/model.safetensors.index.json ] && [ -s st_sharded/model-00001-of-00004.safetensors ] || { echo "FAIL: shards"; fails=$((fails + 1)); }
+run 0 "$ING" convert st_sharded st_from_shards.gguf
+run 1 "$ING" diff "$STORIES" st_from_shards.gguf
+expect_out "48 tensors the same, 0 differ"
 run 0 "$ING" tokenize st_hf --text "Once upon a time, Tim said hello."
 cp out.txt tok_hf.txt
 run 0 "$ING" tokenize "$STORIES" --text "Once upon a time, Tim said hello."

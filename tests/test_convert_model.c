@@ -740,16 +740,24 @@ TEST(spm_vocabulary_to_tokenizer_json)
     }
     ASSERT_STR(ingot_tokenizer_kind(r), "bpe-fallback");
     ASSERT_EQ(ingot_tokenizer_vocab_size(r), ingot_tokenizer_vocab_size(t));
-    uint32_t k = 0, kept = 0;
-    for (int32_t i = 0; i < (int32_t)ingot_tokenizer_vocab_size(t); i++) {
+    uint32_t k = 0, kept = 0, nv = ingot_tokenizer_vocab_size(t);
+    float *sa_all = malloc(nv * sizeof(float)), *sb_all = malloc(nv * sizeof(float));
+    int32_t *ya_all = malloc(nv * sizeof(int32_t)), *yb_all = malloc(nv * sizeof(int32_t));
+    ASSERT_OK(ingot_tokenizer_vocab_attrs(t, sa_all, ya_all, nv));
+    ASSERT_OK(ingot_tokenizer_vocab_attrs(r, sb_all, yb_all, nv));
+    for (int32_t i = 0; i < (int32_t)nv; i += 997) { /* the single-id call agrees */
+        float f;
+        int32_t y;
+        ASSERT_OK(ingot_tokenizer_token_attrs(r, i, &f, &y));
+        CHECK(!memcmp(&f, &sb_all[i], sizeof f) && y == yb_all[i], "attrs of %d", i);
+    }
+    for (int32_t i = 0; i < (int32_t)nv; i++) {
         const char *sa, *sb;
         size_t la, lb;
-        float fa, fb;
-        int32_t ya, yb;
+        float fa = sa_all[i], fb = sb_all[i];
+        int32_t ya = ya_all[i], yb = yb_all[i];
         ingot_tokenizer_token_text(t, i, &sa, &la);
         ingot_tokenizer_token_text(r, i, &sb, &lb);
-        ingot_tokenizer_token_attrs(t, i, &fa, &ya);
-        ingot_tokenizer_token_attrs(r, i, &fb, &yb);
         CHECK(la == lb && !memcmp(sa, sb, la) && ya == yb, "token %d", i);
         float rule = ya == 1 ? -(float)k++ : 0.0f;
         if (!memcmp(&fa, &rule, sizeof fa)) {
@@ -757,6 +765,10 @@ TEST(spm_vocabulary_to_tokenizer_json)
             kept++;
         }
     }
+    free(sa_all);
+    free(sb_all);
+    free(ya_all);
+    free(yb_all);
     ASSERT_TRUE(kept > 31900);
     CHECK(ingot_tokenizer_adds_bos(r) && !ingot_tokenizer_adds_eos(r), "add_bos/add_eos");
     int cases = 0;

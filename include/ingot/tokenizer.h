@@ -188,6 +188,11 @@ INGOT_API const char *ingot_tokenizer_gguf_model(const ingot_tokenizer *t);
  *  others. RANGE for an id outside the vocabulary. */
 INGOT_API ingot_status ingot_tokenizer_token_attrs(const ingot_tokenizer *t, int32_t id,
                                                    float *score, int32_t *type);
+/** The same for every token at once (O(vocabulary); the single-id call is O(id) for
+ *  "bpe-fallback"): cap entries at least the vocabulary size (else RANGE); either array may be
+ *  NULL. */
+INGOT_API ingot_status ingot_tokenizer_vocab_attrs(const ingot_tokenizer *t, float *scores,
+                                                   int32_t *types, size_t cap);
 
 /** The merges as pairs of token ids (pairs[2i], pairs[2i+1]), in rank order: "bpe" and
  *  "bpe-fallback" the file's (a repeated pair once); "spm" those transformers' SentencePiece

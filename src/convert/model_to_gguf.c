@@ -368,6 +368,7 @@ static ingot_status write_tokenizer(ingot_writer *w, h2g *c, ingot_tokenizer *to
     char *mblob = NULL;
     size_t nm = 0, mblob_n = 0;
     if (!texts || !lens || !scores || !types || !pads) goto nomem;
+    ingot_tokenizer_vocab_attrs(tok, scores, types, V);
     for (uint32_t i = 0; i < V; i++) {
         if (i < n) {
             const char *s;
@@ -375,7 +376,6 @@ static ingot_status write_tokenizer(ingot_writer *w, h2g *c, ingot_tokenizer *to
             ingot_tokenizer_token_text(tok, (int32_t)i, &s, &l);
             texts[i] = s;
             lens[i] = l;
-            ingot_tokenizer_token_attrs(tok, (int32_t)i, &scores[i], &types[i]);
         } else {
             char *p = pads + (size_t)(i - n) * 16;
             lens[i] = (size_t)snprintf(p, 16, "[PAD%u]", i);

@@ -272,13 +272,15 @@ static ingot_status write_tokenizer(const g2h *c, bool *done, ingot_error *err)
     if (!strcmp(ingot_tokenizer_kind(tok), "spm")) {
         /* tokenizer.json holds no scores: a converter back gives SentencePiece BPE's -k */
         uint32_t n = ingot_tokenizer_vocab_size(tok), k = 0, differ = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            float s;
-            int32_t ty;
-            ingot_tokenizer_token_attrs(tok, (int32_t)i, &s, &ty);
-            float want = ty == 1 ? -(float)k++ : 0.0f;
-            differ += memcmp(&s, &want, sizeof s) != 0;
-        }
+        float *sc = ingot__alloc(NULL, (size_t)n * sizeof *sc);
+        int32_t *ty = ingot__alloc(NULL, (size_t)n * sizeof *ty);
+        if (sc && ty && ingot_tokenizer_vocab_attrs(tok, sc, ty, n) == INGOT_OK)
+            for (uint32_t i = 0; i < n; i++) {
+                float want = ty[i] == 1 ? -(float)k++ : 0.0f;
+                differ += memcmp(&sc[i], &want, sizeof want) != 0;
+            }
+        ingot__free(NULL, sc, (size_t)n * sizeof *sc);
+        ingot__free(NULL, ty, (size_t)n * sizeof *ty);
         if (differ) {
             char msg[200];
             snprintf(msg, sizeof msg, "tokenizer.json holds no scores: %u of %u SentencePiece "

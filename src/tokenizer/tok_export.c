@@ -45,6 +45,22 @@ ingot_status ingot_tokenizer_token_attrs(const ingot_tokenizer *t, int32_t id, f
     return INGOT_OK;
 }
 
+ingot_status ingot_tokenizer_vocab_attrs(const ingot_tokenizer *t, float *scores,
+                                         int32_t *types, size_t cap)
+{
+    if (!t) return INGOT_MISUSE;
+    if (cap < t->n_vocab) return INGOT_RANGE;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        int32_t ty = export_type(t, i);
+        if (types) types[i] = ty;
+        if (!scores) continue;
+        if (t->kind != TOK_BPE_FALLBACK) scores[i] = t->score[i];
+        else scores[i] = ty == TOK_T_NORMAL ? -(float)k++ : 0.0f;
+    }
+    return INGOT_OK;
+}
+
 /* ---- merges ---- */
 
 typedef struct spm_merge {

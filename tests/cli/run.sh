@@ -643,6 +643,9 @@ expect_out "quantized"
 run 0 "$ING" info --json q8.gguf
 json_is 'd["metadata"]["general.name"]["value"] == "q" and d["metadata"]["general.file_type"]["value"] == 7 and any(t["name"] == "blk.0.attn_q.weight" and t["dtype"] == "Q8_0" for t in d["tensors"])'
 n=$((n + 1)); ! ls q8.gguf.ingot-stage* >/dev/null 2>&1 || { echo "FAIL: stage left behind"; fails=$((fails + 1)); }
+run 0 "$ING" convert "$LM/llama_hf" f16.gguf --dtype F16
+run 0 "$ING" info --json f16.gguf
+json_is 'd["metadata"]["general.file_type"]["value"] == 1 and all(t["dtype"] == "F16" for t in d["tensors"])'
 # errors name the key or tensor
 mkdir bad_hf && cp "$LM/gpt2_hf/model.safetensors" bad_hf/ && sed 's/"gpt2"/"bert"/' "$LM/gpt2_hf/config.json" > bad_hf/config.json
 run 1 "$ING" convert bad_hf bad.gguf

@@ -376,6 +376,19 @@ static int convert_from_hf(const convert_args *a, bool plan_opts, ingot_convert_
     if (!rc) rc = open_file(stage, &f);
     if (!rc && ingot_convert_plan_new(f, &p, &e) != INGOT_OK) rc = fail_err(&e, "convert");
     if (!rc) rc = build_plan("convert", p, a);
+    /* --dtype changes what general.file_type says (llama.cpp: 0 F32, 1 F16, 32 BF16), unless
+     * --quantize set it or the user sets it */
+    bool user_ft = false;
+    for (size_t i = 0; i < a->n_edits; i++)
+        user_ft |= !strcmp(a->edits[i].opt, "--set") &&
+                   !strncmp(a->edits[i].arg, "general.file_type", 17);
+    if (!rc && a->dtype && !a->quantize && !user_ft) {
+        const char *ft = !strcmp(a->dtype, "F16") ? "general.file_type:u32=1"
+                       : !strcmp(a->dtype, "BF16") ? "general.file_type:u32=32"
+                       : !strcmp(a->dtype, "F32") ? "general.file_type:u32=0" : NULL;
+        if (ft && ingot_convert_plan_meta_set_text(p, ft, &e) != INGOT_OK)
+            rc = fail_err(&e, "convert");
+    }
     if (!rc) rc = run_plan("convert", p, a->in, a->out, o);
     ingot_convert_plan_free(p);
     ingot_file_close(f);

@@ -325,6 +325,65 @@ INGOT_API bool ingot_convert_target_accepts(const ingot_convert_plan *p,
  *  types; never integers or BOOL). */
 INGOT_API bool ingot_dtype_is_float_like(ingot_dtype dt);
 
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. Model-aware conversion: a Hugging Face folder <-> GGUF (llama.cpp's naming and keys)
+ *
+ * For GPT-2, the Llama family (Llama, Mistral, TinyLlama; Qwen2 with its q/k/v biases) and
+ * Mixtral, what llama.cpp's convert_hf_to_gguf.py writes: the tensor names of the runtime's
+ * table (ingot_lm_name_to_gguf, lm.h), q/k rows permuted from HF's half-split RoPE order to
+ * interleaved pairs for the "llama" architecture (not "qwen2"), GPT-2's Conv1D weights
+ * transposed, Mixtral's experts stacked into ffn_{gate,up,down}_exps, the general.* and {arch}.*
+ * keys, and the tokenizer.ggml.* arrays from tokenizer.json (+ tokenizer_config.json). Tensor
+ * data keeps its dtype (cast or quantize afterwards with a plan). Each target tensor is
+ * materialised alone (the largest one, or one layer's experts, is the peak memory).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct ingot_convert_model_opts {
+    const char *name;              /**< general.name (HF -> GGUF) or _name_or_path (GGUF -> HF);
+                                        NULL: config.json's _name_or_path, general.name, else
+                                        the folder's name */
+    const char *format;            /**< HF -> GGUF: writer format (NULL: from the path) */
+    const char *const *options;    /**< writer options "KEY=VALUE" (max_shard_size, ...) */
+    size_t n_options;
+    bool no_fsync;
+    ingot_notice_fn notice;        /**< one line per fact a user should know (a vocabulary
+                                        padded, scores tokenizer.json cannot hold); NULL: none */
+    void *notice_ctx;
+} ingot_convert_model_opts;
+
+/** What a model conversion wrote. */
+typedef struct ingot_convert_model_summary {
+    const char *arch;   /**< GGUF architecture ("llama", "qwen2", "gpt2"; static storage) */
+    uint64_t tensors;   /**< tensors written */
+    bool tokenizer;     /**< the vocabulary was converted */
+    bool sharded;       /**< GGUF -> HF: model.safetensors.index.json + shards */
+} ingot_convert_model_summary;
+
+/** Converts the Hugging Face folder `hf_dir` (config.json; model.safetensors, a sharded
+ *  model.safetensors.index.json or pytorch_model.bin; tokenizer.json or the other vocabularies
+ *  ingot_tokenizer_open() reads, optional) into `path` (atomic, as ingot_convert_run()).
+ *  Errors name the key or tensor: UNSUPPORTED (config.json's model_type, a tensor the
+ *  architecture has no GGUF name for), NOT_FOUND (a tensor the config implies is missing,
+ *  named as in the folder), BAD_SHAPE (a tensor disagrees with config.json), BAD_METADATA.
+ *  summary may be NULL. */
+INGOT_API ingot_status ingot_convert_hf_to_gguf(const char *hf_dir, const char *path,
+                                                const ingot_convert_model_opts *opts,
+                                                ingot_convert_model_summary *summary,
+                                                ingot_error *err);
+
+/** Converts a model with GGUF naming and keys (a GGUF, or any file a plan wrote from one) into
+ *  the folder `dir` (created if missing): model.safetensors (model.safetensors.index.json and
+ *  shards with a max_shard_size option, or above 5 GB), config.json (architectures, model_type,
+ *  the hyperparameters, tie_word_embeddings, torch_dtype), and tokenizer.json +
+ *  tokenizer_config.json when the file has tokenizer.ggml.* keys. The inverse of
+ *  ingot_convert_hf_to_gguf. Each file is written atomically. GGML block types are refused
+ *  (BAD_TYPE naming the tensor: dequantize with a plan first). */
+INGOT_API ingot_status ingot_convert_gguf_to_hf(const ingot_file *src, const char *dir,
+                                                const ingot_convert_model_opts *opts,
+                                                ingot_convert_model_summary *summary,
+                                                ingot_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -333,6 +333,49 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
                                             size_t out_cap, size_t *n_out, double *score,
                                             ingot_error *err);
 
+
+/* ---------------------------------------------------------------------------------------------
+ * 6. Names and config for converters (issue 18): the runtime's own table of tensor names, so
+ *    `ingot convert HF_FOLDER model.gguf` and the runtime agree on every name.
+ * ------------------------------------------------------------------------------------------- */
+
+/** What a name maps to, beside the other naming's name. */
+typedef struct ingot_lm_name_info {
+    uint32_t layer;     /**< the block, UINT32_MAX for tensors outside the blocks */
+    uint32_t expert;    /**< the expert of a per-expert tensor, UINT32_MAX otherwise */
+    /** 'q' or 'k' for the query and key projections (weights and biases), 0 otherwise:
+     *  llama.cpp's converter permutes their rows for the "llama" GGUF architecture (by the
+     *  head count for q, the KV head count for k; not for "qwen2", which rotates half-split) */
+    char qk;
+    bool hf_transposed; /**< the HF tensor is stored [in, out] (GPT-2's Conv1D) */
+    /** The GGUF name holds every expert of the layer stacked on a new outer dimension
+     *  (ffn_gate_exps, ffn_up_exps, ffn_down_exps), where HF has one tensor per expert */
+    bool stacked;
+    /** An HF buffer that is no parameter (GPT-2's attn.bias and attn.masked_bias, rotary
+     *  inv_freq): converters leave it out; the returned name is empty */
+    bool ignored;
+} ingot_lm_name_info;
+
+/** The GGUF (llama.cpp) name of Hugging Face tensor `hf` of an `arch` model into buf (cap bytes,
+ *  NUL-terminated); a per-expert tensor gives the stacked name, with info->expert set. GPT-2 names
+ *  are accepted with and without "transformer.". info may be NULL. NOT_FOUND (naming the tensor)
+ *  when the table has no such name, RANGE when buf is too small. */
+INGOT_API ingot_status ingot_lm_name_to_gguf(ingot_lm_arch arch, const char *hf, char *buf,
+                                             size_t cap, ingot_lm_name_info *info,
+                                             ingot_error *err);
+/** The Hugging Face name of GGUF tensor `gguf` (GPT-2 with "transformer."); for a stacked experts
+ *  tensor, that of expert `expert` (ignored otherwise). Errors as ingot_lm_name_to_gguf. */
+INGOT_API ingot_status ingot_lm_name_to_hf(ingot_lm_arch arch, const char *gguf, uint32_t expert,
+                                           char *buf, size_t cap, ingot_lm_name_info *info,
+                                           ingot_error *err);
+
+/** Reads a model's config without opening its weights, with the runtime's readers, defaults and
+ *  checks: from a config.json when `config_json` is a path, else from f's GGUF-style keys
+ *  (f must then be non-NULL). vocab is 0 when the config does not say (GGUF keys: take it from
+ *  token_embd). Errors as ingot_lm_open's (the key named in err->where). */
+INGOT_API ingot_status ingot_lm_config_read(const ingot_file *f, const char *config_json,
+                                            ingot_lm_config *out, ingot_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -171,6 +171,47 @@ INGOT_API ingot_status ingot_tokenizer_stream_flush(const ingot_tokenizer *t,
                                                     ingot_tokenizer_stream *s, char *out,
                                                     size_t cap, size_t *len);
 
+
+/* ---------------------------------------------------------------------------------------------
+ * Export, for converters (tok_export.c): what a GGUF's tokenizer.ggml.* arrays or a Hugging Face
+ * tokenizer.json hold, read back from any loaded tokenizer.
+ * ------------------------------------------------------------------------------------------- */
+
+/** The tokenizer.ggml.model llama.cpp's converter writes for this vocabulary: "gpt2" for "bpe",
+ *  "llama" for "spm" and "bpe-fallback" (static storage; NULL for NULL). */
+INGOT_API const char *ingot_tokenizer_gguf_model(const ingot_tokenizer *t);
+
+/** Score and GGUF token type (tokenizer.ggml.token_type numbering: 1 normal, 2 unknown, 3
+ *  control, 4 user-defined, 5 unused, 6 byte) of id; either pointer may be NULL. The unknown
+ *  token of the SentencePiece kinds is type 2. "bpe-fallback" vocabularies (tokenizer.json
+ *  stores no scores) get SentencePiece BPE's own: -k for the k-th normal token, 0 for the
+ *  others. RANGE for an id outside the vocabulary. */
+INGOT_API ingot_status ingot_tokenizer_token_attrs(const ingot_tokenizer *t, int32_t id,
+                                                   float *score, int32_t *type);
+/** The same for every token at once (O(vocabulary); the single-id call is O(id) for
+ *  "bpe-fallback"): cap entries at least the vocabulary size (else RANGE); either array may be
+ *  NULL. */
+INGOT_API ingot_status ingot_tokenizer_vocab_attrs(const ingot_tokenizer *t, float *scores,
+                                                   int32_t *types, size_t cap);
+
+/** The merges as pairs of token ids (pairs[2i], pairs[2i+1]), in rank order: "bpe" and
+ *  "bpe-fallback" the file's (a repeated pair once); "spm" those transformers' SentencePiece
+ *  converter derives (every split of a token's text at a character boundary into two tokens,
+ *  by left then right id, all ordered by the token's score, highest first). pairs NULL: *n gets
+ *  the count. RANGE when cap (in pairs) is too small; NOMEM. */
+INGOT_API ingot_status ingot_tokenizer_merges(const ingot_tokenizer *t, int32_t *pairs,
+                                              size_t cap, size_t *n, ingot_error *err);
+
+/** The vocabulary as a Hugging Face tokenizer.json (BPE model: byte-level with the GPT-2, Llama 3
+ *  or Qwen 2 pre-tokenizer, or SentencePiece-style with byte_fallback, as transformers writes
+ *  them) and, when config is not NULL, a tokenizer_config.json (add_bos_token, add_eos_token,
+ *  the special tokens, tokenizer_class). Both NUL-terminated, allocated with libc; release each
+ *  with ingot_tokenizer_export_free(text, len). UNSUPPORTED for other pre-tokenizers; NOMEM. */
+INGOT_API ingot_status ingot_tokenizer_export_json(const ingot_tokenizer *t, char **json,
+                                                   size_t *json_len, char **config,
+                                                   size_t *config_len, ingot_error *err);
+INGOT_API void ingot_tokenizer_export_free(char *text, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -609,5 +609,58 @@ expect_out "convert) opts=\" --to --align --opt --dequantize --dtype --dtype-map
 run 0 "$ING" help --completion zsh
 expect_out "^#compdef ingot$"
 
+# model-aware conversion: HF folder <-> GGUF (convert.h section 4)
+LM="$HERE/../golden/lm"
+run 0 "$ING" convert "$LM/llama_hf" llama.gguf
+expect_out "^wrote llama.gguf (gguf, llama, 21 tensors)$"
+expect_err "note: the folder has no tokenizer"
+run 1 "$ING" diff llama.gguf "$LM/llama.gguf"
+expect_out "21 tensors the same, 0 differ"
+run 0 "$ING" convert "$STORIES" st_hf
+expect_out "^wrote st_hf (hf, llama, 48 tensors, tokenizer)$"
+n=$((n + 1)); [ -s st_hf/model.safetensors ] && [ -s st_hf/config.json ] && [ -s st_hf/tokenizer.json ] && [ -s st_hf/tokenizer_config.json ] || { echo "FAIL: HF folder files"; fails=$((fails + 1)); }
+run 0 "$ING" convert st_hf st.gguf --json
+json_is 'd["ok"] and d["format"] == "gguf" and d["arch"] == "llama" and d["tensors"] == 48 and d["tokenizer"]'
+run 1 "$ING" diff "$STORIES" st.gguf
+expect_out "48 tensors the same, 0 differ"
+run 0 "$ING" convert "$STORIES" st_sharded --opt max_shard_size=400KB
+expect_out "^wrote st_sharded (hf, llama, 48 tensors, tokenizer, sharded)$"
+n=$((n + 1)); [ -s st_sharded/model.safetensors.index.json ] && [ -s st_sharded/model-00001-of-00004.safetensors ] || { echo "FAIL: shards"; fails=$((fails + 1)); }
+run 0 "$ING" convert st_sharded st_from_shards.gguf
+run 1 "$ING" diff "$STORIES" st_from_shards.gguf
+expect_out "48 tensors the same, 0 differ"
+run 0 "$ING" tokenize st_hf --text "Once upon a time, Tim said hello."
+cp out.txt tok_hf.txt
+run 0 "$ING" tokenize "$STORIES" --text "Once upon a time, Tim said hello."
+same out.txt tok_hf.txt
+# --to hf names the folder output; plan options stage through .ingot and apply to GGUF names
+run 0 "$ING" convert "$LM/moe.gguf" moe_out --to hf --exclude 'nothing*'
+expect_out "^wrote moe_out (hf, llama, 41 tensors)$"  # 2 x (4 attn, 2 norms, router, 4 x 3 experts) + 3
+n=$((n + 1)); ! ls moe_out.ingot-stage* >/dev/null 2>&1 || { echo "FAIL: stage left behind"; fails=$((fails + 1)); }
+run 0 "$ING" convert "$LM/qwen2_hf" q8.gguf --quantize Q8_0 --set general.name=q
+expect_out "^wrote q8.gguf (gguf, "
+expect_out "quantized"
+run 0 "$ING" info --json q8.gguf
+json_is 'd["metadata"]["general.name"]["value"] == "q" and d["metadata"]["general.file_type"]["value"] == 7 and any(t["name"] == "blk.0.attn_q.weight" and t["dtype"] == "Q8_0" for t in d["tensors"])'
+n=$((n + 1)); ! ls q8.gguf.ingot-stage* >/dev/null 2>&1 || { echo "FAIL: stage left behind"; fails=$((fails + 1)); }
+run 0 "$ING" convert "$LM/llama_hf" f16.gguf --dtype F16
+run 0 "$ING" info --json f16.gguf
+json_is 'd["metadata"]["general.file_type"]["value"] == 1 and all(t["dtype"] == "F16" for t in d["tensors"])'
+# errors name the key or tensor
+mkdir bad_hf && cp "$LM/gpt2_hf/model.safetensors" bad_hf/ && sed 's/"gpt2"/"bert"/' "$LM/gpt2_hf/config.json" > bad_hf/config.json
+run 1 "$ING" convert bad_hf bad.gguf
+expect_err "UNSUPPORTED.*model_type 'bert'"
+n=$((n + 1)); [ ! -e bad.gguf ] || { echo "FAIL: bad.gguf written"; fails=$((fails + 1)); }
+run 1 "$ING" convert "$LM/quant.gguf" quant_hf
+expect_err "BAD_TYPE: tensor 'token_embd.weight' is Q8_0, which safetensors cannot hold"
+run 0 "$ING" convert "$LM/quant.gguf" quant_hf --dequantize F32
+expect_err "lossy: 2 Q4_K tensors dequantized to F32"
+run 0 "$ING" convert "$LM/quant.gguf" quant_f32.safetensors --dequantize F32
+run 0 "$ING" convert quant_hf quant_back.gguf
+run 1 "$ING" diff quant_back.gguf quant_f32.safetensors
+expect_out "21 tensors the same, 0 differ"
+run 2 "$ING" convert st_hf st_hf2/
+expect_err "both IN and OUT are Hugging Face folders"
+
 echo "cli: $n checks, $fails failed"
 [ "$fails" = 0 ]

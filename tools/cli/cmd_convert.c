@@ -1,13 +1,17 @@
 /*
  * cmd_convert.c - `ingot convert IN OUT` and `ingot meta FILE`: a thin layer over the conversion
  * API (include/ingot/convert.h). Parses the options into a plan, runs it, prints the lossy
- * records as "lossy: ..." lines on stderr and one summary line on stdout.
+ * records as "lossy: ..." lines on stderr and one summary line on stdout. A Hugging Face folder
+ * as IN, or a folder (or --to hf) as OUT, makes it model-aware (convert.h section 4), staged
+ * through a temporary .ingot file when plan options come with it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define INGOT_CLI_HELPERS
 #include "cli.h"
@@ -286,6 +290,170 @@ static int run_plan(const char *cmd, ingot_convert_plan *p, const char *in, cons
     return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
 }
 
+/* ---- model-aware conversion: Hugging Face folder <-> GGUF ---- */
+
+static void print_notice(void *ctx, const char *msg)
+{
+    (void)ctx;
+    if (!cli_quiet) fprintf(stderr, "%s: note: %s\n", prog, msg);
+}
+
+/* A folder holding config.json. */
+static bool is_hf_folder(const char *p)
+{
+    struct stat sb;
+    char cfg[4096];
+    if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)) return false;
+    snprintf(cfg, sizeof cfg, "%s/config.json", p);
+    return stat(cfg, &sb) == 0;
+}
+
+/* OUT names a Hugging Face folder: --to hf, an existing folder, a trailing '/', or a name
+ * without an extension that no writer claims. */
+static bool is_hf_target(const char *out, const char *to)
+{
+    if (to) return !strcmp(to, "hf");
+    struct stat sb;
+    if (stat(out, &sb) == 0) return S_ISDIR(sb.st_mode);
+    size_t n = strlen(out);
+    if (n && out[n - 1] == '/') return true;
+    const char *base = strrchr(out, '/');
+    base = base ? base + 1 : out;
+    return !ingot_writer_format_for_path(out) && !strchr(base, '.');
+}
+
+static void model_report(const char *out, const char *format, const ingot_convert_model_summary *s)
+{
+    if (cli_json) {
+        printf("{\"ok\": true, \"path\": ");
+        json_str(stdout, out, strlen(out));
+        printf(", \"format\": \"%s\", \"arch\": \"%s\", \"tensors\": %" PRIu64
+               ", \"tokenizer\": %s}\n",
+               format, s->arch ? s->arch : "", s->tensors, s->tokenizer ? "true" : "false");
+        return;
+    }
+    if (cli_quiet) return;
+    printf("wrote %s (%s, %s, %" PRIu64 " tensor%s%s%s)\n", out, format, s->arch, s->tensors,
+           s->tensors == 1 ? "" : "s", s->tokenizer ? ", tokenizer" : "",
+           s->sharded ? ", sharded" : "");
+}
+
+/* "<out without trailing '/'>.ingot-stage.ingot": the intermediate file beside the target. */
+static char *stage_path(const char *out)
+{
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/') n--;
+    char *p = malloc(n + 32);
+    if (p) snprintf(p, n + 32, "%.*s.ingot-stage.ingot", (int)n, out);
+    return p;
+}
+
+/* HF folder -> OUT (GGUF or any format): directly, or through a stage when plan options are
+ * given (the plan then runs on the converted tensors, under their GGUF names). */
+static int convert_from_hf(const convert_args *a, bool plan_opts, ingot_convert_opts *o)
+{
+    ingot_convert_model_opts mo = {0};
+    mo.notice = print_notice;
+    ingot_convert_model_summary sum;
+    ingot_error e;
+    if (!plan_opts) {
+        mo.format = o->format;
+        mo.options = a->wopts;
+        mo.n_options = a->n_wopts;
+        if (ingot_convert_hf_to_gguf(a->in, a->out, &mo, &sum, &e) != INGOT_OK)
+            return fail_err(&e, a->in);
+        model_report(a->out, o->format, &sum);
+        return fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    }
+    char *stage = stage_path(a->out);
+    if (!stage) return fail_st(INGOT_NOMEM, "convert");
+    mo.format = "ingot";
+    mo.no_fsync = true;
+    int rc = 0;
+    if (ingot_convert_hf_to_gguf(a->in, stage, &mo, &sum, &e) != INGOT_OK) rc = fail_err(&e, a->in);
+    ingot_file *f = NULL;
+    ingot_convert_plan *p = NULL;
+    if (!rc) rc = open_file(stage, &f);
+    if (!rc && ingot_convert_plan_new(f, &p, &e) != INGOT_OK) rc = fail_err(&e, "convert");
+    if (!rc) rc = build_plan("convert", p, a);
+    /* --dtype changes what general.file_type says (llama.cpp: 0 F32, 1 F16, 32 BF16), unless
+     * --quantize set it or the user sets it */
+    bool user_ft = false;
+    for (size_t i = 0; i < a->n_edits; i++)
+        user_ft |= !strcmp(a->edits[i].opt, "--set") &&
+                   !strncmp(a->edits[i].arg, "general.file_type", 17);
+    if (!rc && a->dtype && !a->quantize && !user_ft) {
+        const char *ft = !strcmp(a->dtype, "F16") ? "general.file_type:u32=1"
+                       : !strcmp(a->dtype, "BF16") ? "general.file_type:u32=32"
+                       : !strcmp(a->dtype, "F32") ? "general.file_type:u32=0" : NULL;
+        if (ft && ingot_convert_plan_meta_set_text(p, ft, &e) != INGOT_OK)
+            rc = fail_err(&e, "convert");
+    }
+    if (!rc) rc = run_plan("convert", p, a->in, a->out, o);
+    ingot_convert_plan_free(p);
+    ingot_file_close(f);
+    unlink(stage);
+    free(stage);
+    return rc;
+}
+
+/* IN (GGUF naming) -> the HF folder OUT: directly, or after the plan options through a stage. */
+static int convert_to_hf(const convert_args *a, bool plan_opts, ingot_convert_opts *o)
+{
+    ingot_convert_model_opts mo = {0};
+    mo.notice = print_notice;
+    mo.options = a->wopts;
+    mo.n_options = a->n_wopts;
+    ingot_convert_model_summary sum;
+    ingot_error e;
+    ingot_file *f = NULL, *staged = NULL;
+    ingot_convert_plan *p = NULL;
+    char *stage = NULL;
+    int rc = open_file(a->in, &f);
+    if (!rc && plan_opts) {
+        stage = stage_path(a->out);
+        if (!stage) rc = fail_st(INGOT_NOMEM, "convert");
+        if (!rc && ingot_convert_plan_new(f, &p, &e) != INGOT_OK) rc = fail_err(&e, "convert");
+        if (!rc) rc = build_plan("convert", p, a);
+        /* the stage (.ingot) holds GGML blocks; the folder's safetensors cannot: --dequantize
+         * decodes them on the way */
+        for (uint64_t i = 0; !rc && o->dequantize && i < ingot_convert_plan_tensor_count(p); i++) {
+            ingot_convert_tensor ct;
+            ingot_convert_plan_tensor_at(p, i, &ct);
+            if (ct.action != INGOT_CONVERT_KEEP || !ingot_dtype_is_quantized(ct.dtype)) continue;
+            ct.name = NULL;
+            ct.action = INGOT_CONVERT_DEQUANTIZE;
+            ct.dtype = o->dequantize;
+            if (ingot_convert_plan_set_tensor(p, i, &ct, &e) != INGOT_OK)
+                rc = fail_err(&e, "--dequantize");
+        }
+        if (!rc) {
+            o->format = "ingot";
+            o->no_fsync = true;
+            o->lossy = print_lossy;
+            o->options = NULL;
+            o->n_options = 0;
+            ingot_convert_result *r = NULL;
+            if (ingot_convert_run(p, stage, o, &r, &e) != INGOT_OK) rc = fail_err(&e, a->in);
+            ingot_convert_result_free(r);
+        }
+        if (!rc) rc = open_file(stage, &staged);
+    }
+    if (!rc) {
+        if (ingot_convert_gguf_to_hf(staged ? staged : f, a->out, &mo, &sum, &e) != INGOT_OK)
+            rc = fail_err(&e, a->in);
+        else
+            model_report(a->out, "hf", &sum);
+    }
+    ingot_file_close(staged);
+    ingot_convert_plan_free(p);
+    ingot_file_close(f);
+    if (stage) unlink(stage);
+    free(stage);
+    if (!rc) rc = fflush(stdout) == 0 ? 0 : EXIT_REJECT;
+    return rc;
+}
+
 /* convert IN OUT: every tensor and metadata entry of IN into a new OUT, changed as the options
  * say, streamed and written atomically (include/ingot/convert.h). */
 int ingot_cli_convert(int argc, char **argv)
@@ -325,6 +493,25 @@ int ingot_cli_convert(int argc, char **argv)
         a.out = pos[1];
         a.dtype = opts[3].value;
         a.quantize = opts[4].value;
+        bool plan_opts = a.n_edits || a.dtype || a.quantize || o.dequantize || align;
+        bool hf_in = is_hf_folder(a.in), hf_out = is_hf_target(a.out, opts[1].value);
+        if (hf_in && hf_out) {
+            rc = usage("convert: both IN and OUT are Hugging Face folders");
+        } else if (hf_in || hf_out) {
+            o.alignment = (uint32_t)align;
+            o.options = a.wopts;
+            o.n_options = a.n_wopts;
+            o.format = opts[1].value ? opts[1].value : ingot_writer_format_for_path(a.out);
+            if (hf_in && !o.format)
+                rc = usage("convert: cannot tell the output format from '%s': name it with --to",
+                           a.out);
+            else
+                rc = hf_in ? convert_from_hf(&a, plan_opts, &o) : convert_to_hf(&a, plan_opts, &o);
+            free(rest);
+            free(a.wopts);
+            free(a.edits);
+            return rc;
+        }
         o.format = opts[1].value ? opts[1].value : ingot_writer_format_for_path(a.out);
         if (!o.format)
             rc = usage("convert: cannot tell the output format from '%s': name it with --to",

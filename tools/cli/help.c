@@ -76,7 +76,7 @@ static const cmd_help cmds[] = {
      "      [--exclude GLOB]... [--rename REGEX=REPL]... [--set KEY[:TYPE]=VALUE]...\n"
      "      [--delete KEY]... [--rename-key OLD=NEW]... [--json]",
      "convert a model file to another format, changing what the options say",
-     "--to FORMAT\tthe output format (default: from OUT's extension)\n"
+     "--to FORMAT\tthe output format (default: from OUT's extension; hf: an HF folder)\n"
      "--align N\ttensor data alignment of the output\n"
      "--opt KEY=VALUE\ta writer option of the output format (docs/COMPAT.md)\n"
      "--dequantize F32|F16|BF16\ttensors the target cannot store are decoded to that type\n"
@@ -92,7 +92,7 @@ static const cmd_help cmds[] = {
      "--json\tthe lossy records and the summary (or the error) as one JSON object on stdout:\n"
      "\t{ok, path, format, tensors, dropped, cast, quantized, dequantized, skipped,\n"
      "\tmetadata_lossy, lossy: [{kind, message, name, from, to, count}], error}\n",
-     "FORMAT: ingot, safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1. The output is\n"
+     "FORMAT: ingot, safetensors, gguf, npy, npz, burnpack, mag, tenzor, rmd1, hf. The output is\n"
      "written to a temporary and renamed over OUT once complete; every lossy step is one\n"
      "'lossy:' line on stderr. A tensor the target cannot store exactly is refused unless\n"
      "--dequantize names a float type to store it as (GGML blocks, F8 and other float types it\n"
@@ -106,7 +106,13 @@ static const cmd_help cmds[] = {
      "tensors no rule matches are dropped. --rename REGEX=REPL: \\1..\\9 and & in REPL, applied "
      "in\n"
      "order after the selection; two tensors ending with one name is an error naming both.\n"
-     "Order: selection, renames, casts, quantization, then metadata edits in command-line order."},
+     "Order: selection, renames, casts, quantization, then metadata edits in command-line order.\n"
+     "Model-aware: IN a Hugging Face folder (config.json, safetensors or pytorch_model.bin,\n"
+     "tokenizer.json) of GPT-2, Llama, Mistral, Qwen2 or Mixtral gives what llama.cpp's\n"
+     "convert_hf_to_gguf.py writes (names, q/k permutation, keys, tokenizer arrays); OUT a folder\n"
+     "(existing, ending in '/', without an extension, or --to hf) gives model.safetensors,\n"
+     "config.json, tokenizer.json and tokenizer_config.json from a GGUF. Plan options apply on\n"
+     "the GGUF side."},
     {"meta",
      "meta FILE [--set KEY[:TYPE]=VALUE]... [--delete KEY]... [--rename-key OLD=NEW]... [--json]",
      "edit a model file's metadata in place",

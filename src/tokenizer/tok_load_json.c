@@ -432,6 +432,10 @@ static ingot_status hf_pass(const uint8_t *buf, size_t n, hf *h, tok_build *b, i
     ingot__json_init(&c->j, buf, n, 64, 0);
     c->err = err;
     c->where = "tokenizer.json";
+    /* transformers writes added_tokens before model, and its added tokens usually repeat vocab
+     * entries (<unk>, <s>, </s> of Llama 2): the fill pass takes them after the vocabulary */
+    size_t deferred = SIZE_MAX;
+    bool seen_model = false;
     ING_TRY(expect(c, ING_JSON_OBJECT, "a JSON object"));
     for (;;) {
         ING_TRY(next(c));
@@ -439,6 +443,11 @@ static ingot_status hf_pass(const uint8_t *buf, size_t n, hf *h, tok_build *b, i
         if (key_is(c, "model")) {
             ING_TRY(expect(c, ING_JSON_OBJECT, "a model object"));
             ING_TRY(model_obj(c, h, b));
+            seen_model = true;
+        } else if (key_is(c, "added_tokens") && b && !seen_model) {
+            ING_TRY(expect(c, ING_JSON_ARRAY, "an array"));
+            deferred = c->t.pos;
+            ING_TRY(skip(c));
         } else if (key_is(c, "added_tokens")) {
             ING_TRY(expect(c, ING_JSON_ARRAY, "an array"));
             ING_TRY(added_arr(c, h, b));
@@ -475,7 +484,11 @@ static ingot_status hf_pass(const uint8_t *buf, size_t n, hf *h, tok_build *b, i
             ING_TRY(skip(c));
         }
     }
-    return expect_end(c);
+    ING_TRY(expect_end(c));
+    if (deferred == SIZE_MAX) return INGOT_OK;
+    ingot__json_init(&c->j, buf + deferred, n - deferred, 64, deferred);
+    ING_TRY(expect(c, ING_JSON_ARRAY, "an array"));
+    return added_arr(c, h, b);
 }
 
 /* tokenizer_config.json: bos/eos/unk/pad tokens (a string or {"content": ...}), add_bos_token,

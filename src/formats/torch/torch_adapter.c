@@ -95,6 +95,24 @@ ingot_status ingot__torch_finish(ingot_file *f, tstate *s, uint32_t root, uint64
                                  ingot_error *err)
 {
     ING_TRY(ingot__tp_flatten(&s->m, root, root_off, &s->fl, err));
+    /* Placeholders for objects outside the allow-list: one notice each, in file order. */
+    for (size_t i = 0; i < s->fl.n_places; i++) {
+        const tp_place *pl = &s->fl.places[i];
+        const uint8_t *cls;
+        uint64_t cl, at;
+        const char *op;
+        ingot__tp_place_describe(&s->m, pl->node, &cls, &cl, &op, &at);
+        bool obj = s->m.nodes[pl->node].kind == TPV_OBJECT;
+        const char *name = pl->name_len ? s->fl.names + pl->name_off : "(root)";
+        size_t nl = pl->name_len ? pl->name_len : 6;
+        ING_TRY(ingot__file_notice(f, INGOT_NOTICE_SKIPPED, name, nl, s->m.base_off + at, err,
+                                   "inert placeholder for %s %.*s (%s at byte %llu): never "
+                                   "imported or called",
+                                   obj ? "an object made by" : "the global",
+                                   (int)(cl > 96 ? 96 : cl),
+                                   (const char *)cls, op,
+                                   (unsigned long long)(s->m.base_off + at)));
+    }
     uint64_t align = 64;
     for (size_t i = 0; i < s->m.n_tensors; i++) {
         const tp_tensor *t = &s->m.tensors[i];

@@ -418,6 +418,7 @@ static const char *kind_name(uint8_t k)
     static const char *const names[] = {
         "?",     "None",   "bool",   "int",  "int",  "float",   "str",    "bytes",
         "tuple", "list",   "dict",   "set",  "global", "storage", "tensor", "dtype", "device",
+        "class placeholder", "object placeholder",
     };
     return k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
@@ -507,6 +508,13 @@ static ingot_status persid(tp_machine *m, uint32_t pid, uint64_t at, uint32_t *o
 {
     uint32_t it[6] = {0};
     size_t n = 0;
+    /* Legacy whole-module saves: ('module', class, source file, source) stands for the class; the
+     * source text is never looked at, the class becomes a placeholder like any unknown global. */
+    if (m->pid_len == 6 && tuple_items(m, pid, it, 6, &n) && n == 4 && str_is(m, it[0], "module") &&
+        is_kind(m, it[1], TPV_CLASS)) {
+        *out = it[1];
+        return INGOT_OK;
+    }
     if (!tuple_items(m, pid, it, 6, &n) || n != m->pid_len)
         return perr(m, err, INGOT_UNSUPPORTED, at,
                     "BINPERSID: persistent id is a %s, not a ('storage', type, key, location, "
@@ -753,10 +761,46 @@ static ingot_status tensor_metadata(tp_machine *m, uint32_t node, uint64_t at, i
  * REDUCE (spec §3.4)
  * ------------------------------------------------------------------------------------------- */
 
+/* REDUCE / NEWOBJ / NEWOBJ_EX of a placeholder: an OBJECT placeholder holding its class and
+ * arguments as data. Nothing is called. */
+static ingot_status placeholder_object(tp_machine *m, uint32_t cls, uint32_t args, uint8_t op,
+                                       uint64_t at, uint32_t *out, ingot_error *err)
+{
+    ING_TRY(new_node(m, TPV_OBJECT, at, out, err));
+    tp_node *n = &m->nodes[*out];
+    n->aux = op;
+    n->a = (uint64_t)cls | (uint64_t)args << 32;
+    n->b = at;
+    return INGOT_OK;
+}
+
+void ingot__tp_place_describe(const tp_machine *m, uint32_t node, const uint8_t **cls,
+                              uint64_t *cls_len, const char **op, uint64_t *at)
+{
+    const tp_node *n = &m->nodes[node];
+    if (n->kind == TPV_OBJECT) {
+        *op = ingot__tp_opcode_name((uint8_t)n->aux);
+        *at = n->b;
+        uint32_t c = (uint32_t)n->a;
+        while (m->nodes[c].kind == TPV_OBJECT) c = (uint32_t)m->nodes[c].a; /* made earlier */
+        *cls = ingot__tp_bytes(m, c, cls_len);
+        return;
+    }
+    *op = "GLOBAL";
+    *at = n->count;
+    *cls = ingot__tp_bytes(m, node, cls_len);
+}
+
 static ingot_status reduce(tp_machine *m, uint32_t fn, uint32_t args, uint64_t at, int depth,
                            uint32_t *out, ingot_error *err)
 {
     const tp_node *g = &m->nodes[fn];
+    if ((g->kind == TPV_CLASS || g->kind == TPV_OBJECT) && depth == 0) {
+        if (!is_kind(m, args, TPV_TUPLE))
+            return perr(m, err, INGOT_BAD_LAYOUT, at, "REDUCE: arguments are a %s, not a tuple",
+                        kind_name(m->nodes[args].kind));
+        return placeholder_object(m, fn, args, OP_REDUCE, at, out, err);
+    }
     if (g->kind != TPV_GLOBAL)
         return perr(m, err, INGOT_UNSUPPORTED, at, "REDUCE: callable is a %s, not an allowed global",
                     kind_name(g->kind));
@@ -911,6 +955,57 @@ static ingot_status reduce(tp_machine *m, uint32_t fn, uint32_t args, uint64_t a
  * GLOBAL lookup
  * ------------------------------------------------------------------------------------------- */
 
+/* Globals whose only use in a pickle is to run code when Python unpickles it. The machine would
+ * hold them as inert placeholders like any other class, but a checkpoint that names one was
+ * crafted to attack torch.load, not written by torch.save: it is refused so that a file ingot
+ * opens is never one that runs code elsewhere. A deny-list cannot be complete; ingot's own
+ * safety does not depend on it (nothing here is ever called). */
+static const char *code_runner(const uint8_t *mod, size_t ml, const uint8_t *name, size_t nl)
+{
+    static const char *const modules[] = {
+        "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "ctypes", "importlib",
+        "runpy", "pickle", "_pickle", "marshal", "code", "codeop", "pty", "webbrowser",
+        "multiprocessing", "pdb", "timeit", "torch.hub", "torch.jit", "torch.package",
+    };
+    static const char *const builtins[] = {
+        "eval", "exec", "compile", "getattr", "setattr", "delattr", "__import__", "open",
+        "breakpoint", "input", "globals", "locals", "vars", "exit", "quit", "apply", "execfile",
+        "file", "reload",
+    };
+    static const char *const why = "can run code when Python unpickles this file (a crafted "
+                                   "pickle, not a torch.save checkpoint)";
+    for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
+        if (has_prefix(mod, ml, modules[i])) return why;
+    if (bytes_eq(mod, ml, "builtins") || bytes_eq(mod, ml, "__builtin__"))
+        for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+            if (bytes_eq(name, nl, builtins[i])) return why;
+    if (bytes_eq(mod, ml, "torch") && (bytes_eq(name, nl, "load") || bytes_eq(name, nl, "save")))
+        return why;
+    if (bytes_eq(mod, ml, "torch.serialization") && !bytes_eq(name, nl, "_get_layout"))
+        return why;
+    return NULL;
+}
+
+/* An unknown global becomes a CLASS placeholder: its qualified name is kept as text, nothing is
+ * looked up. */
+static ingot_status placeholder_class(tp_machine *m, const uint8_t *mod, size_t ml,
+                                      const uint8_t *name, size_t nl, uint64_t at,
+                                      ingot_error *err)
+{
+    uint64_t off = 0, o2;
+    ING_TRY(pool_add(m, mod, ml, at, &off, err));
+    ING_TRY(pool_add(m, ".", 1, at, &o2, err));
+    ING_TRY(pool_add(m, name, nl, at, &o2, err));
+    uint32_t node;
+    ING_TRY(new_node(m, TPV_CLASS, at, &node, err));
+    tp_node *n = &m->nodes[node];
+    n->flags = TPN_POOL;
+    n->a = off;
+    n->b = ml + 1 + nl;
+    n->count = (uint32_t)at;
+    return push(m, node, at, err);
+}
+
 static ingot_status global(tp_machine *m, const uint8_t *mod, size_t ml, const uint8_t *name,
                            size_t nl, uint64_t at, uint8_t op, ingot_error *err)
 {
@@ -929,14 +1024,28 @@ static ingot_status global(tp_machine *m, const uint8_t *mod, size_t ml, const u
                 m->nodes[node].aux = (uint16_t)i;
                 return push(m, node, at, err);
             }
-    const char *why = "not in the allow-list (nothing is imported or called)";
+    /* torch 0.x pickled GPU storages by their own class before normalize_storage_type existed:
+     * the bytes in the file are the same, so torch.cuda.<X>Storage reads as torch.<X>Storage. */
+    if (bytes_eq(mod, ml, "torch.cuda"))
+        for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+            if (allowed[i].id == TG_STORAGE && bytes_eq((const uint8_t *)allowed[i].module,
+                                                        ing_strlen(allowed[i].module), "torch") &&
+                bytes_eq(name, nl, allowed[i].name)) {
+                ING_TRY(new_node(m, TPV_GLOBAL, at, &node, err));
+                m->nodes[node].aux = allowed[i].id;
+                m->nodes[node].a = allowed[i].arg;
+                return push(m, node, at, err);
+            }
+    const char *why = NULL;
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (bytes_eq(mod, ml, refused[i].module) && bytes_eq(name, nl, refused[i].name))
             why = refused[i].why;
     if (has_prefix(mod, ml, "torch.distributed")) why = "distributed tensors are not supported";
-    if (has_prefix(mod, ml, "numpy")) why = "numpy objects are not supported";
-    if (has_prefix(mod, ml, "__main__") || has_prefix(mod, ml, "torch.nn.modules"))
-        why = "a pickled module or user object: save its state_dict() instead";
+    if ((bytes_eq(mod, ml, "torch._utils") || bytes_eq(mod, ml, "torch._tensor")) && nl >= 8 &&
+        ING_MEMCMP(name, "_rebuild", 8) == 0 && !why)
+        why = "a tensor rebuild ingot does not know: the tensor cannot be read";
+    if (!why) why = code_runner(mod, ml, name, nl);
+    if (!why) return placeholder_class(m, mod, ml, name, nl, at, err);
     char where[64];
     size_t wl = ingot__fmt(where, sizeof where, "%.*s.%.*s", (int)(ml > 30 ? 30 : ml),
                            (const char *)mod, (int)(nl > 30 ? 30 : nl), (const char *)name);
@@ -1005,6 +1114,7 @@ static bool tier_ab(uint8_t op)
     case OP_FRAME: case OP_STACK_GLOBAL: case OP_SHORT_BINBYTES: case OP_BINBYTES:
     case OP_BINBYTES8: case OP_SHORT_BINSTRING: case OP_BINSTRING: case OP_EMPTY_SET:
     case OP_ADDITEMS: case OP_FROZENSET: case OP_POP: case OP_POP_MARK: case OP_DUP:
+    case OP_NEWOBJ: case OP_NEWOBJ_EX:
         return true;
     default:
         return false;
@@ -1286,7 +1396,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
         case OP_SETITEM: {
             ING_TRY(pop_n(m, v, 2, at, op, err));
             ING_TRY(top(m, &node, at, op, err));
-            if (!is_kind(m, node, TPV_DICT))
+            if (!is_kind(m, node, TPV_DICT) && !is_kind(m, node, TPV_OBJECT))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "SETITEM on a %s, not a dict",
                             kind_name(m->nodes[node].kind));
             uint8_t kk = m->nodes[v[0]].kind;
@@ -1300,7 +1410,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
         case OP_APPEND:
             ING_TRY(pop_n(m, v, 1, at, op, err));
             ING_TRY(top(m, &node, at, op, err));
-            if (!is_kind(m, node, TPV_LIST))
+            if (!is_kind(m, node, TPV_LIST) && !is_kind(m, node, TPV_OBJECT))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "APPEND on a %s, not a list",
                             kind_name(m->nodes[node].kind));
             ING_TRY(add_cell(m, node, TP_NONE_IDX, v[0], at, err));
@@ -1318,7 +1428,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
                             ingot__tp_opcode_name(op));
             node = m->stack[base - 1];
             uint8_t want = op == OP_SETITEMS ? TPV_DICT : op == OP_APPENDS ? TPV_LIST : TPV_SET;
-            if (!is_kind(m, node, want))
+            if (!is_kind(m, node, want) && !is_kind(m, node, TPV_OBJECT))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "%s on a %s, not a %s",
                             ingot__tp_opcode_name(op), kind_name(m->nodes[node].kind),
                             kind_name(want));
@@ -1411,10 +1521,33 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
             ING_TRY(reduce(m, v[1], v[0], at, 0, &node, err));
             m->stack[m->n_stack - 1] = node;
             break;
+        case OP_NEWOBJ:
+        case OP_NEWOBJ_EX: {
+            /* cls args [kwargs] -> obj: only a placeholder class may be instantiated, and only
+             * as a placeholder (torch.save's own values never use NEWOBJ). */
+            size_t k = op == OP_NEWOBJ ? 1 : 2;
+            ING_TRY(pop_n(m, v, k, at, op, err));
+            ING_TRY(top(m, &v[2], at, op, err));
+            uint8_t ck = m->nodes[v[2]].kind;
+            if (ck != TPV_CLASS && ck != TPV_OBJECT)
+                return perr(m, err, INGOT_UNSUPPORTED, at,
+                            "%s of a %s (only classes outside the allow-list become placeholders)",
+                            ingot__tp_opcode_name(op), kind_name(ck));
+            if (!is_kind(m, v[0], TPV_TUPLE) || (k == 2 && !is_kind(m, v[1], TPV_DICT)))
+                return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: arguments are not a tuple%s",
+                            ingot__tp_opcode_name(op), k == 2 ? " and a dict" : "");
+            ING_TRY(placeholder_object(m, v[2], v[0], op, at, &node, err));
+            m->stack[m->n_stack - 1] = node;
+            break;
+        }
         case OP_BUILD: {
             ING_TRY(pop_n(m, v, 1, at, op, err));
             ING_TRY(top(m, &node, at, op, err));
             tp_node *d = &m->nodes[node];
+            if (d->kind == TPV_OBJECT) { /* state kept as data; __setstate__ is never run */
+                d->attrs = v[0];
+                break;
+            }
             if (d->kind != TPV_DICT || !(d->flags & TPN_ORDERED))
                 return perr(m, err, INGOT_UNSUPPORTED, at,
                             "BUILD on a %s (only an OrderedDict() may receive attributes)",

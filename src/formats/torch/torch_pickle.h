@@ -44,12 +44,16 @@ typedef enum {
     TPV_TENSOR,
     TPV_DTYPE,
     TPV_DEVICE,
+    TPV_CLASS,  /* placeholder: a GLOBAL outside the allow-list (a tag, never imported) */
+    TPV_OBJECT, /* placeholder: what REDUCE / NEWOBJ / NEWOBJ_EX made of a TPV_CLASS */
 } tp_kind;
 
 /* Node flags. */
 enum {
     TPN_POOL = 1,      /* STR/BYTES/DEVICE bytes live in the machine's pool, not in the pickle */
     TPN_ORDERED = 2,   /* DICT made by OrderedDict() (BUILD allowed on it) */
+    TPN_NOTICED = 4,   /* CLASS/OBJECT already described by a notice (flattening) */
+    TPN_WALKING = 8,   /* OBJECT whose contents are being flattened (cycle guard) */
 };
 
 typedef struct {
@@ -62,6 +66,12 @@ typedef struct {
     uint64_t a;     /* INT value, FLOAT bits, BOOL; STR/BYTES/BIGINT offset; STORAGE/TENSOR index */
     uint64_t b;     /* STR/BYTES/BIGINT length */
 } tp_node;
+/* Placeholders (spec §3.4 lists what is allowed; everything else the pickle names becomes one):
+ *   CLASS   a, b: "module.name" in the pool (TPN_POOL, so ingot__tp_bytes works); count: offset of
+ *           the GLOBAL / STACK_GLOBAL opcode (relative to buf; buffers are < 4 GiB).
+ *   OBJECT  a: the CLASS (or OBJECT) node it was made from | the args node << 32; b: offset of the
+ *           REDUCE / NEWOBJ / NEWOBJ_EX opcode; attrs: the BUILD state or TP_NONE_IDX; head, tail,
+ *           count: items added by SETITEM(S) (key set), APPEND(S) and ADDITEMS (key unset). */
 
 typedef struct {
     uint32_t key; /* dict cells: key node; else TP_NONE_IDX */
@@ -215,6 +225,13 @@ typedef struct {
     uint64_t value;   /* scalar numeric bits; array: first index into vals/refs; str: node */
 } tp_meta;
 
+/* A placeholder reached while flattening, described by a notice: the first path reaching it. */
+typedef struct {
+    uint32_t node;
+    uint32_t name_len;
+    uint64_t name_off; /* into tp_flat.names */
+} tp_place;
+
 typedef struct {
     char *names;
     size_t n_names, cap_names;
@@ -228,6 +245,8 @@ typedef struct {
     size_t n_vals, cap_vals;
     uint32_t *refs; /* string array elements: nodes */
     size_t n_refs, cap_refs;
+    tp_place *places; /* placeholders, sorted by node (= by the offset of their opcode) */
+    size_t n_places, cap_places;
 } tp_flat;
 
 /* Walks the root and fills fl. Tensor names that end up equal, or equal to a metadata key, are
@@ -235,6 +254,10 @@ typedef struct {
 ingot_status ingot__tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
                         ingot_error *err);
 void ingot__tp_flat_free(tp_flat *fl, const ingot_allocator *a);
+/* Class name ("argparse.Namespace"), opcode name and offset (relative to the machine's buf) of a
+ * CLASS or OBJECT node. */
+void ingot__tp_place_describe(const tp_machine *m, uint32_t node, const uint8_t **cls,
+                              uint64_t *cls_len, const char **op, uint64_t *at);
 /* Index of entry / metadata named [name, +len) in sorted order, or -1. */
 int64_t ingot__tp_flat_find(const tp_flat *fl, const char *name, size_t len);
 int64_t ingot__tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len);

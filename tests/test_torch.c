@@ -218,9 +218,61 @@ static void check_meta(const ingot_file *f, json_object *meta, const char *file)
     }
 }
 
+/* Placeholder notices against the sidecar's [path, class] pairs (none when places is NULL), as a
+ * set (the sidecar lists them in the order Python reaches them, ingot in file order, which is
+ * checked separately): the name, the class in the reason, and the byte at the offset is the
+ * opcode the reason names. Python 3 writes builtins as __builtin__ at protocol 2 (fix_imports);
+ * the sidecar says builtins. */
+static void check_places(const ingot_file *f, json_object *places, const uint8_t *buf,
+                         size_t len, const char *file)
+{
+    size_t n = places ? json_object_array_length(places) : 0;
+    uint64_t nn = ingot_file_notice_count(f);
+    CHECK(nn == n, "%s: %" PRIu64 " notices, sidecar %zu", file, nn, n);
+    bool used[256] = {false};
+    CHECK(nn <= 256, "%s: too many notices for this test", file);
+    for (size_t i = 0; i < n; i++) {
+        json_object *jp = json_object_array_get_idx(places, i);
+        const char *name = json_object_get_string(json_object_array_get_idx(jp, 0));
+        const char *cls = json_object_get_string(json_object_array_get_idx(jp, 1));
+        char want[256];
+        if (strncmp(cls, "builtins.", 9) == 0)
+            snprintf(want, sizeof want, " __builtin__.%s ", cls + 9);
+        else snprintf(want, sizeof want, " %s ", cls);
+        bool found = false;
+        for (uint64_t k = 0; k < nn && k < 256 && !found; k++) {
+            ingot_notice nt;
+            if (used[k] || ingot_file_notice_at(f, k, &nt) != INGOT_OK) continue;
+            if (nt.kind != INGOT_NOTICE_SKIPPED || strcmp(nt.name, name) != 0 ||
+                !strstr(nt.reason, want))
+                continue;
+            found = used[k] = true;
+        }
+        CHECK(found, "%s: no notice '%s' naming%s", file, name, want);
+    }
+    uint64_t prev = 0;
+    for (uint64_t k = 0; k < nn; k++) {
+        ingot_notice nt;
+        CHECK(ingot_file_notice_at(f, k, &nt) == INGOT_OK, "%s: notice %" PRIu64, file, k);
+        CHECK(nt.offset < len && (k == 0 || nt.offset > prev), "%s/%s: offset %" PRIu64
+              " not in file order", file, nt.name, nt.offset);
+        if (nt.offset >= len) continue;
+        prev = nt.offset;
+        uint8_t op = buf[nt.offset];
+        bool ok = strstr(nt.reason, "(GLOBAL at") ? op == 'c' || op == 0x93
+                  : strstr(nt.reason, "(REDUCE at") ? op == 'R'
+                  : strstr(nt.reason, "(NEWOBJ at") ? op == 0x81
+                                                     : false;
+        char at[32];
+        snprintf(at, sizeof at, "byte %" PRIu64 ")", nt.offset);
+        CHECK(ok && strstr(nt.reason, at), "%s/%s: byte 0x%02x at %" PRIu64 " for '%s'", file,
+              nt.name, op, nt.offset, nt.reason);
+    }
+}
+
 /* Opens `path` by path (mmap), by path (pread) and from a buffer; runs check on each. */
 static void check_all_modes(const char *path, json_object *tensors, json_object *meta,
-                            bool shared, const char *refuse)
+                            json_object *places, bool shared, const char *refuse)
 {
     size_t len;
     uint8_t *buf = slurp(path, &len);
@@ -246,6 +298,7 @@ static void check_all_modes(const char *path, json_object *tensors, json_object 
         CHECK(strcmp(ingot_file_format(f), "torch") == 0, "format");
         check_tensors(f, tensors, shared, path);
         check_meta(f, meta, path);
+        check_places(f, places, buf, len, path);
         CHECK(ingot_file_verify(f, 1, &e) == INGOT_OK, "%s (mode %d): verify: %s", path, mode,
               e.msg);
         ingot_file_close(f);
@@ -267,7 +320,7 @@ TEST(fixtures_match_sidecars)
         json_object_object_get_ex(j, "tensors", &tensors);
         json_object_object_get_ex(j, "metadata", &meta);
         if (meta && json_object_get_type(meta) == json_type_null) meta = NULL;
-        check_all_modes(path, tensors, meta, true, NULL);
+        check_all_modes(path, tensors, meta, NULL, true, NULL);
         json_object_put(j);
     }
 }
@@ -278,7 +331,11 @@ TEST(vectors_match_sidecars)
         "views.pt",   "views_legacy.pt", "dtypes.pt",       "dtypes_legacy.pt",
         "checkpoint.pt", "checkpoint_legacy.pt", "proto4.pt", "proto4_legacy.pt",
         "root.pt",    "params.pt",       "many.pt",         "quantized.pt",    "sparse.pt",
-        "module.pt",  "complex128.pt",   "proto1.pt",       "plain_pickle.pt",
+        "complex128.pt",   "proto1.pt",       "plain_pickle.pt",
+        /* issue 18 §5: objects outside the allow-list, GPU locations (gen_torch_legacy.py) */
+        "../torch_legacy/onmt_legacy.pt", "../torch_legacy/gpu_legacy.pt",
+        "../torch_legacy/gpu.pt", "../torch_legacy/module_legacy.pt",
+        "../torch_legacy/module.pt",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[512], side[600];
@@ -286,11 +343,13 @@ TEST(vectors_match_sidecars)
         snprintf(side, sizeof side, "%s.json", path);
         json_object *j = json_object_from_file(side);
         if (!j) FAIL_AT("cannot read %s", side);
-        json_object *tensors = NULL, *meta = NULL, *refuse = NULL;
+        json_object *tensors = NULL, *meta = NULL, *refuse = NULL, *places = NULL;
         json_object_object_get_ex(j, "tensors", &tensors);
         json_object_object_get_ex(j, "metadata", &meta);
         json_object_object_get_ex(j, "refuse", &refuse);
-        check_all_modes(path, tensors, meta, false, refuse ? json_object_get_string(refuse) : NULL);
+        json_object_object_get_ex(j, "placeholders", &places);
+        check_all_modes(path, tensors, meta, places, false,
+                        refuse ? json_object_get_string(refuse) : NULL);
         json_object_put(j);
     }
 }
@@ -842,8 +901,8 @@ static void oom_free(void *ctx, void *p, size_t n)
 TEST(oom_loop)
 {
     static const char *const files[] = {DATA "checkpoint.pt", DATA "checkpoint_legacy.pt",
-                                        DATA "views.pt"};
-    for (size_t k = 0; k < 3; k++) {
+                                        DATA "views.pt", DATA "../torch_legacy/onmt_legacy.pt"};
+    for (size_t k = 0; k < 4; k++) {
         size_t len;
         uint8_t *b = slurp(files[k], &len);
         ASSERT_TRUE(b);
@@ -909,6 +968,24 @@ TEST(cli_smoke)
     ingot_file_close(a);
     ingot_file_close(b);
     remove(INGOT_BINARY_DIR "/torch_ckpt.ingot");
+    /* Placeholders in info: the class and where (key path, byte offset of the opcode). */
+    snprintf(cmd, sizeof cmd,
+             "%s info %s../torch_legacy/onmt_legacy.pt | grep -q '^  opt  *inert placeholder "
+             "for an object made by argparse.Namespace (NEWOBJ at byte [0-9]*)'",
+             INGOT_CLI, DATA);
+    ASSERT_EQ(run(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "%s info --json %s../torch_legacy/onmt_legacy.pt | grep -q '{\"name\": \"opt\", "
+             "\"reason\": \"inert placeholder for an object made by argparse.Namespace "
+             "(NEWOBJ at byte [0-9]*): never imported or called\", \"offset\": [0-9]*}'",
+             INGOT_CLI, DATA);
+    ASSERT_EQ(run(cmd), 0);
+    /* and the tensors around them convert */
+    snprintf(cmd, sizeof cmd, "%s convert %s../torch_legacy/onmt_legacy.pt %s/onmt.safetensors "
+             "> /dev/null 2>&1 && %s info %s/onmt.safetensors | grep -q 'model/weight_ih_l0'",
+             INGOT_CLI, DATA, INGOT_BINARY_DIR, INGOT_CLI, INGOT_BINARY_DIR);
+    ASSERT_EQ(run(cmd), 0);
+    remove(INGOT_BINARY_DIR "/onmt.safetensors");
 }
 
 RUN_TESTS(T(fixtures_match_sidecars), T(vectors_match_sidecars), T(spec_hex_example),

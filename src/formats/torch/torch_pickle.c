@@ -306,6 +306,8 @@ void ingot__tp_free(tp_machine *m)
     ingot__free(a, m->st_hash, m->st_hash_cap * sizeof *m->st_hash);
     ingot__free(a, m->tensors, m->cap_tensors * sizeof *m->tensors);
     ingot__free(a, m->dims, m->cap_dims * sizeof *m->dims);
+    ingot__free(a, m->pkeys, m->cap_pkeys * sizeof *m->pkeys);
+    ingot__free(a, m->pnodes, m->cap_pnodes * sizeof *m->pnodes);
     ING_MEMSET(m, 0, sizeof *m);
 }
 
@@ -626,6 +628,10 @@ static bool contiguous(const tp_tensor *t, const uint64_t *size, const int64_t *
     return true;
 }
 
+static ingot_status finish_tensor(tp_machine *m, tp_tensor *tp, const uint64_t *size,
+                                  const int64_t *stride, const tp_storage *st, uint64_t at,
+                                  uint32_t *out, ingot_error *err);
+
 /* dtype_node: TP_NONE_IDX for v2 (the storage's type), else the DTYPE argument of v3. */
 static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_node, uint64_t at,
                             uint32_t *out, ingot_error *err)
@@ -693,6 +699,17 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
         t.dtype = dtypes[dn->aux].dtype;
         t.esize = dtypes[dn->aux].esize;
     }
+    return finish_tensor(m, &t, size, stride, st, at, out, err);
+}
+
+/* Byte size, bounds against the storage, contiguity; then appends the tensor (and a TENSOR node
+ * when out is not NULL). */
+static ingot_status finish_tensor(tp_machine *m, tp_tensor *tp, const uint64_t *size,
+                                  const int64_t *stride, const tp_storage *st, uint64_t at,
+                                  uint32_t *out, ingot_error *err)
+{
+    tp_tensor t = *tp;
+    uint32_t k;
     uint64_t dense;
     if (!ing_mul(t.nelem, t.esize, &dense))
         return perr(m, err, INGOT_BAD_SIZE, at, "tensor rebuild: %llu elements overflow a byte size",
@@ -737,6 +754,188 @@ ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t 
     t.pid_offset = st->pid_offset;
     *out = (uint32_t)m->n_tensors;
     return add_tensor(m, &t, &size, &stride, st->pid_offset - m->base_off, NULL, err);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tar checkpoints: storages and tensors made outside the pickle, found by persistent key
+ * ------------------------------------------------------------------------------------------- */
+
+bool ingot__tp_storage_type(const tp_machine *m, uint32_t node, uint8_t *stype, uint8_t *esize)
+{
+    const tp_node *n = &m->nodes[node];
+    if (n->kind != TPV_GLOBAL || n->aux != TG_STORAGE || n->a == TPS_UNTYPED) return false;
+    *stype = (uint8_t)n->a;
+    *esize = stypes[n->a].esize;
+    return true;
+}
+
+static ingot_status persist_add(tp_machine *m, int64_t key, uint32_t node, uint64_t at,
+                                ingot_error *err)
+{
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->pkeys, &m->cap_pkeys, m->n_pkeys + 1,
+                           sizeof *m->pkeys) ||
+        !ingot__tp_reserve(m->alloc, (void **)&m->pnodes, &m->cap_pnodes, m->n_pkeys + 1,
+                           sizeof *m->pnodes))
+        return nomem(m, err, at);
+    m->pkeys[m->n_pkeys] = key;
+    m->pnodes[m->n_pkeys++] = node;
+    return INGOT_OK;
+}
+
+ingot_status ingot__tp_tar_storage(tp_machine *m, int64_t key, uint8_t stype, uint64_t numel,
+                                   uint64_t data_offset, uint64_t at, uint32_t *index,
+                                   ingot_error *err)
+{
+    uint64_t nbytes;
+    if (!ing_mul(numel, stypes[stype].esize, &nbytes))
+        return perr(m, err, INGOT_BAD_SIZE, at, "storage of %llu elements overflows",
+                    (unsigned long long)numel);
+    if (m->n_storages >= UINT32_MAX / 2) return perr(m, err, INGOT_LIMIT, at, "too many storages");
+    char txt[24];
+    size_t tl = ingot__fmt(txt, sizeof txt, "%lld", (long long)key);
+    uint64_t off;
+    ING_TRY(pool_add(m, txt, tl, at, &off, err));
+    uint32_t kn, sn;
+    ING_TRY(new_node(m, TPV_STR, at, &kn, err));
+    m->nodes[kn].flags = TPN_POOL;
+    m->nodes[kn].a = off;
+    m->nodes[kn].b = tl;
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->storages, &m->cap_storages, m->n_storages + 1,
+                           sizeof(tp_storage)))
+        return nomem(m, err, at);
+    size_t si = m->n_storages++;
+    tp_storage *st = &m->storages[si];
+    ING_MEMSET(st, 0, sizeof *st);
+    st->key_node = kn;
+    st->stype = stype;
+    st->esize = stypes[stype].esize;
+    st->numel = numel;
+    st->nbytes = nbytes;
+    st->pid_offset = m->base_off + at;
+    st->data_offset = data_offset;
+    st->used = true;
+    ING_TRY(new_node(m, TPV_STORAGE, at, &sn, err));
+    m->nodes[sn].a = si;
+    *index = (uint32_t)si;
+    return persist_add(m, key, sn, at, err);
+}
+
+ingot_status ingot__tp_tar_tensor(tp_machine *m, int64_t key, uint32_t storage, uint64_t offset,
+                                  uint32_t ndim, const uint64_t *size, const int64_t *stride,
+                                  uint64_t at, ingot_error *err)
+{
+    const tp_storage *st = &m->storages[storage];
+    if (ndim > INGOT_MAX_RANK)
+        return perr(m, err, INGOT_BAD_NDIMS, at, "tensor of %u dimensions (ingot's limit is %d)",
+                    ndim, INGOT_MAX_RANK);
+    if (!stypes[st->stype].dtype)
+        return perr(m, err, INGOT_BAD_TYPE, at, "torch.%s has no ingot dtype",
+                    stypes[st->stype].torch_name);
+    tp_tensor t;
+    ING_MEMSET(&t, 0, sizeof t);
+    t.pid_offset = m->base_off + at;
+    t.storage = storage;
+    t.offset = offset;
+    t.ndim = ndim;
+    t.nelem = 1;
+    for (uint32_t k = 0; k < ndim; k++) {
+        if (stride[k] < 0 || size[k] > (uint64_t)INT64_MAX)
+            return perr(m, err, INGOT_BAD_SHAPE, at, "tensor: size or stride %u is negative", k);
+        if (!ing_mul(t.nelem, size[k], &t.nelem) || t.nelem > (uint64_t)INT64_MAX)
+            return perr(m, err, INGOT_BAD_SHAPE, at, "tensor: element count overflows");
+    }
+    t.dtype = stypes[st->stype].dtype;
+    t.esize = st->esize;
+    uint32_t node;
+    ING_TRY(finish_tensor(m, &t, size, stride, st, at, &node, err));
+    return persist_add(m, key, node, at, err);
+}
+
+ingot_status ingot__tp_tar_seal(tp_machine *m, uint64_t at, ingot_error *err)
+{
+    /* insertion sort runs are fine for the few hundred keys of a 2017 file; use a merge sort to
+     * stay O(n log n) on hostile counts */
+    size_t n = m->n_pkeys;
+    if (n < 2) return INGOT_OK;
+    int64_t *tk = ingot__alloc(m->alloc, n * sizeof *tk);
+    uint32_t *tn = ingot__alloc(m->alloc, n * sizeof *tn);
+    if (!tk || !tn) {
+        ingot__free(m->alloc, tk, n * sizeof *tk);
+        ingot__free(m->alloc, tn, n * sizeof *tn);
+        return nomem(m, err, at);
+    }
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid || j < hi) {
+                bool right = i >= mid || (j < hi && m->pkeys[j] < m->pkeys[i]);
+                size_t src = right ? j++ : i++;
+                tk[k] = m->pkeys[src];
+                tn[k++] = m->pnodes[src];
+            }
+        }
+        ING_MEMCPY(m->pkeys, tk, n * sizeof *tk);
+        ING_MEMCPY(m->pnodes, tn, n * sizeof *tn);
+    }
+    ingot__free(m->alloc, tk, n * sizeof *tk);
+    ingot__free(m->alloc, tn, n * sizeof *tn);
+    for (size_t i = 1; i < n; i++)
+        if (m->pkeys[i] == m->pkeys[i - 1])
+            return perr(m, err, INGOT_DUPLICATE, at, "persistent key %lld names two objects",
+                        (long long)m->pkeys[i]);
+    return INGOT_OK;
+}
+
+/* Tar pickles: BINPERSID of an int or its decimal str -> the tensor or storage with that key
+ * (torch.load: deserialized_objects[int(saved_id)]); a tuple (class, source file, source) is a
+ * pickled module's class. */
+static ingot_status tar_persid(tp_machine *m, uint32_t pid, uint64_t at, uint32_t *out,
+                               ingot_error *err)
+{
+    const tp_node *n = &m->nodes[pid];
+    int64_t key = 0;
+    if (n->kind == TPV_TUPLE && n->count == 3 &&
+        m->nodes[m->cells[n->head].val].kind == TPV_CLASS) {
+        *out = m->cells[n->head].val;
+        return INGOT_OK;
+    }
+    if (n->kind == TPV_INT) {
+        key = (int64_t)n->a;
+    } else if (n->kind == TPV_STR) {
+        uint64_t len;
+        const uint8_t *s = ingot__tp_bytes(m, pid, &len);
+        uint64_t i = len && s[0] == '-' ? 1 : 0, v = 0;
+        if (i == len || len > 20)
+            return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: key is not a decimal int");
+        for (; i < len; i++) {
+            if (s[i] < '0' || s[i] > '9' || v > (uint64_t)INT64_MAX / 10)
+                return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: key is not a decimal int");
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        }
+        if (v > (uint64_t)INT64_MAX)
+            return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: key out of range");
+        key = s[0] == '-' ? -(int64_t)v : (int64_t)v;
+    } else {
+        return perr(m, err, INGOT_BAD_LAYOUT, at,
+                    "BINPERSID: persistent id is a %s, not a tensor or storage key",
+                    kind_name(n->kind));
+    }
+    size_t lo = 0, hi = m->n_pkeys;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->pkeys[mid] == key) {
+            uint32_t v = m->pnodes[mid], node;
+            ING_TRY(new_node(m, m->nodes[v].kind, at, &node, err)); /* a fresh reference */
+            m->nodes[node].a = m->nodes[v].a;
+            *out = node;
+            return INGOT_OK;
+        }
+        if (m->pkeys[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: no tensor or storage has key %lld",
+                (long long)key);
 }
 
 /* Validates the optional trailing `metadata` dict of v2/v3: conj/neg bits set -> refuse. */
@@ -1512,7 +1711,8 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
         }
         case OP_BINPERSID:
             ING_TRY(pop_n(m, v, 1, at, op, err));
-            ING_TRY(persid(m, v[0], at, &node, err));
+            if (m->pid_len == 0) ING_TRY(tar_persid(m, v[0], at, &node, err));
+            else ING_TRY(persid(m, v[0], at, &node, err));
             ING_TRY(push(m, node, at, err));
             break;
         case OP_REDUCE:

@@ -122,7 +122,7 @@ typedef struct tp_machine {
     const uint8_t *buf; /* all pickles of one run sit in buf[0, buf_len) */
     uint64_t buf_len;
     uint64_t base_off; /* file offset of buf[0], for error offsets */
-    uint32_t pid_len;  /* 5 (zip) or 6 (legacy) */
+    uint32_t pid_len;  /* 5 (zip), 6 (legacy) or 0 (tar: ids are keys of the persist table) */
 
     tp_node *nodes;
     size_t n_nodes, cap_nodes;
@@ -146,6 +146,12 @@ typedef struct tp_machine {
     size_t n_tensors, cap_tensors;
     uint64_t *dims; /* sizes and strides of every tensor */
     size_t n_dims, cap_dims;
+
+    /* Tar checkpoints: persistent id (an int or its decimal str) -> TENSOR / STORAGE node, sorted
+     * by key once sealed. */
+    int64_t *pkeys;
+    uint32_t *pnodes;
+    size_t n_pkeys, cap_pkeys, cap_pnodes;
 
     uint64_t opcodes; /* executed, over every run */
     uint32_t protocol; /* of the last run */
@@ -177,6 +183,23 @@ int64_t ingot__tp_storage_find(const tp_machine *m, const uint8_t *key, uint64_t
 /* Appends the tensor exposing a bare storage (1-D, all elements); *out its index. */
 ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out,
                                       ingot_error *err);
+
+/* ---- Tar checkpoints (torch <= 0.1.9, torch_tar.c): storages and tensors are described outside
+ * the object pickle and found by persistent id. `at` is an offset relative to m->buf. */
+
+/* If node is a storage type global (torch.FloatStorage), its tp_stype and element size. */
+bool ingot__tp_storage_type(const tp_machine *m, uint32_t node, uint8_t *stype, uint8_t *esize);
+/* Appends a storage of numel elements at absolute file offset data_offset under persistent key
+ * `key`; *index its index. */
+ingot_status ingot__tp_tar_storage(tp_machine *m, int64_t key, uint8_t stype, uint64_t numel,
+                                   uint64_t data_offset, uint64_t at, uint32_t *index,
+                                   ingot_error *err);
+/* Appends a tensor viewing storage `storage` (the checks of a tensor rebuild) under key `key`. */
+ingot_status ingot__tp_tar_tensor(tp_machine *m, int64_t key, uint32_t storage, uint64_t offset,
+                                  uint32_t ndim, const uint64_t *size, const int64_t *stride,
+                                  uint64_t at, ingot_error *err);
+/* Sorts the persistent keys; DUPLICATE if one is used twice. */
+ingot_status ingot__tp_tar_seal(tp_machine *m, uint64_t at, ingot_error *err);
 
 /* torch's name of a DTYPE node's dtype ("float16"). */
 const char *ingot__tp_dtype_torch_name(uint16_t id);

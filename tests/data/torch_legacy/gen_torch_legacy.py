@@ -22,9 +22,13 @@ import argparse
 import collections
 import copyreg
 import hashlib
+import io
 import json
 import os
+import pickle
+import struct
 import sys
+import tarfile
 import types
 
 import numpy
@@ -58,6 +62,8 @@ class Flat:
 
     def walk(self, obj, path, depth=0):
         join = lambda k: (path + "/" if path else "") + str(k)
+        if isinstance(obj, torch.storage.TypedStorage):
+            obj = torch.empty(0, dtype=obj.dtype).set_(obj)
         if isinstance(obj, torch.Tensor):
             self.tensors.append({"name": path or "tensor", "dtype": DT[obj.dtype],
                                  "shape": list(obj.shape), "stride": list(obj.stride()),
@@ -133,6 +139,65 @@ def save(name, obj, location=None, **kw):
         torch.serialization.location_tag = saved
     fl = Flat()
     fl.walk(torch.load(path, map_location="cpu"), "")
+    with open(path + ".json", "w") as f:
+        json.dump({"tensors": fl.tensors, "metadata": fl.meta, "placeholders": fl.places}, f,
+                  indent=1)
+
+
+def write_tar(path, obj):
+    """torch.save as torch <= 0.1.9 wrote it: a pax tar of sys_info, pickle, tensors, storages,
+    laid out as torch.serialization's legacy tar loader (1.13) reads it. Tensor and storage keys
+    are ints (the writer's id()s); the object pickle names them by their decimal str."""
+    tensors, storages = {}, {}
+
+    def storage_key(st):
+        key = st.data_ptr()
+        storages.setdefault(key, st)
+        return key
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, o):
+            if isinstance(o, torch.Tensor):
+                tensors.setdefault(id(o), o)
+                storage_key(o.storage())
+                return str(id(o))
+            if isinstance(o, torch.storage.TypedStorage):
+                return str(storage_key(o))
+            return None
+
+    buf = io.BytesIO()
+    Pickler(buf, protocol=2).dump(obj)
+    members = [("sys_info", pickle.dumps({"protocol_version": 1000, "little_endian": True,
+                                          "type_sizes": {"short": 2, "int": 4, "long": 8}},
+                                         protocol=2)),
+               ("pickle", buf.getvalue())]
+    t = pickle.dumps(len(tensors), protocol=2)
+    for key, x in tensors.items():
+        t += pickle.dumps((key, x.storage().data_ptr(), getattr(torch, x.type()[6:])), protocol=2)
+        t += struct.pack("<i", x.dim()) + b"\0" * 4
+        t += struct.pack("<%dq" % x.dim(), *x.shape) + struct.pack("<%dq" % x.dim(), *x.stride())
+        t += struct.pack("<q", x.storage_offset())
+    members.append(("tensors", t))
+    d = pickle.dumps(len(storages), protocol=2)
+    for key, st in storages.items():
+        whole = torch.empty(0, dtype=st.dtype).set_(st)
+        d += pickle.dumps((key, "cpu", type(st) if type(st) is not torch.storage.TypedStorage
+                           else getattr(torch, st.pickle_storage_type())), protocol=2)
+        d += struct.pack("<q", whole.numel()) + cbytes(whole)
+    d += pickle.dumps([], protocol=2)
+    members.append(("storages", d))
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def save_tar(name, obj):
+    path = os.path.join(OUT, name)
+    write_tar(path, obj)
+    fl = Flat()
+    fl.walk(torch.load(path), "")
     with open(path + ".json", "w") as f:
         json.dump({"tensors": fl.tensors, "metadata": fl.meta, "placeholders": fl.places}, f,
                   indent=1)
@@ -223,6 +288,15 @@ def main():
     # id) and zip.
     save("module_legacy.pt", Tiny(), _use_new_zipfile_serialization=False)
     save("module.pt", Tiny())
+    # torch <= 0.1.9 tar checkpoints (torch 1.13 still reads them: the oracle).
+    w = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    sd = collections.OrderedDict([("fc.weight", w), ("fc.bias", torch.tensor([0.5, -1.0]))])
+    save_tar("tar_legacy.pt", {"state_dict": sd, "tied": w, "view": w.t(), "row": w[1],
+                               "half": torch.arange(4, dtype=torch.float16),
+                               "steps": torch.tensor([3, 4], dtype=torch.int64),
+                               "mask": torch.tensor([1, 0, 1], dtype=torch.uint8),
+                               "storage": torch.tensor([7, 8, 9], dtype=torch.int32).storage(),
+                               "epoch": 3, "opt": argparse.Namespace(lr=0.1, model="mlp")})
     return 0
 
 

@@ -54,7 +54,7 @@ static void check_success(tp_machine *m, tp_flat *fl)
         FZ_CHECK(i == 0 || fl->places[i - 1].node < pl->node);
         uint8_t k = m->nodes[pl->node].kind;
         FZ_CHECK(k == TPV_CLASS || k == TPV_OBJECT);
-        FZ_CHECK(strlen(fl->names + pl->name_off) == pl->name_len);
+        FZ_CHECK(fl->names[pl->name_off + pl->name_len] == '\0'); /* a str key may hold NULs */
         const uint8_t *cls;
         uint64_t cl, at;
         const char *op;

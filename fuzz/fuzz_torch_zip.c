@@ -18,7 +18,7 @@ static void check_file(const ingot_file *f, const uint8_t *d, size_t size)
     for (uint64_t i = 0; i < nn; i++) {
         ingot_notice nt;
         FZ_ST(ingot_file_notice_at(f, i, &nt), INGOT_OK);
-        FZ_CHECK(nt.name && strlen(nt.name) == nt.name_len && nt.name_len >= 1);
+        FZ_CHECK(nt.name && nt.name[nt.name_len] == '\0' && nt.name_len >= 1);
         FZ_CHECK(nt.reason && nt.reason[0]);
         FZ_CHECK(nt.offset < size && (i == 0 || nt.offset > prev));
         prev = nt.offset;

@@ -332,7 +332,7 @@ TEST(vectors_match_sidecars)
         "views.pt",   "views_legacy.pt", "dtypes.pt",       "dtypes_legacy.pt",
         "checkpoint.pt", "checkpoint_legacy.pt", "proto4.pt", "proto4_legacy.pt",
         "root.pt",    "params.pt",       "many.pt",         "quantized.pt",    "sparse.pt",
-        "complex128.pt",   "proto1.pt",       "plain_pickle.pt",
+        "complex128.pt",   "complex128_legacy.pt", "proto1.pt",       "plain_pickle.pt",
         /* issue 18 §5: objects outside the allow-list, GPU locations (gen_torch_legacy.py) */
         "../torch_legacy/onmt_legacy.pt", "../torch_legacy/gpu_legacy.pt",
         "../torch_legacy/gpu.pt", "../torch_legacy/module_legacy.pt",

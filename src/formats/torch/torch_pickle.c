@@ -139,7 +139,7 @@ static const dtype_def dtypes[] = {
     {"int64", INGOT_DTYPE_I64, 8},            {"int32", INGOT_DTYPE_I32, 4},
     {"int16", INGOT_DTYPE_I16, 2},            {"int8", INGOT_DTYPE_I8, 1},
     {"uint8", INGOT_DTYPE_U8, 1},             {"bool", INGOT_DTYPE_BOOL, 1},
-    {"complex64", INGOT_DTYPE_C64, 8},        {"complex128", 0, 16},
+    {"complex64", INGOT_DTYPE_C64, 8},        {"complex128", INGOT_DTYPE_C128, 16},
     {"complex32", 0, 4},                      {"uint16", INGOT_DTYPE_U16, 2},
     {"uint32", INGOT_DTYPE_U32, 4},           {"uint64", INGOT_DTYPE_U64, 8},
     {"float8_e5m2", INGOT_DTYPE_F8_E5M2, 1},  {"float8_e4m3fn", INGOT_DTYPE_F8_E4M3, 1},
@@ -176,7 +176,7 @@ static const stype_def stypes[] = {
     [TPS_BYTE] = {"ByteStorage", INGOT_DTYPE_U8, 1, "uint8"},
     [TPS_BOOL] = {"BoolStorage", INGOT_DTYPE_BOOL, 1, "bool"},
     [TPS_CFLOAT] = {"ComplexFloatStorage", INGOT_DTYPE_C64, 8, "complex64"},
-    [TPS_CDOUBLE] = {"ComplexDoubleStorage", 0, 16, "complex128"},
+    [TPS_CDOUBLE] = {"ComplexDoubleStorage", INGOT_DTYPE_C128, 16, "complex128"},
     [TPS_UNTYPED] = {"UntypedStorage", 0, 1, "uint8"},
 };
 

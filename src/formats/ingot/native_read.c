@@ -386,9 +386,9 @@ typedef char v16i8 __attribute__((vector_size(16)));
 
 /* Per dtype code: bytes per block | log2(elements per block) << 12
  * | (elements per block - 1) << 16; 0 for codes that are not dtypes. Every block size is a power
- * of two of at most 2^8 elements and at most 16 bytes per element (C128), so from an element count
- * below 2^59 the size stays below 2^63. dt_elem_bytes holds the byte size of the types of one element
- * per block (0 for the others), for the common case. */
+ * of two of at most 2^8 elements and at most 16 bytes per element (C128), so from an element
+ * count below 2^59 the size stays below 2^63. dt_elem_bytes holds the byte size of the types of
+ * one element per block (0 for the others), for the common case. */
 #define DT_LOG2(be)                                                                                \
     ((be) == 1 ? 0 : (be) == 2 ? 1 : (be) == 4 ? 2 : (be) == 8 ? 3 : (be) == 16 ? 4                \
      : (be) == 32 ? 5 : (be) == 64 ? 6 : (be) == 128 ? 7 : (be) == 256 ? 8 : 15)

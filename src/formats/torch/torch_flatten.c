@@ -446,7 +446,8 @@ static ingot_status sort_places(walker *w)
     tp_place *v = fl->places;
     for (size_t width = 1; width < n; width *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
-            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
             size_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi) tmp[k++] = v[j].node < v[i].node ? v[j++] : v[i++];
             while (i < mid) tmp[k++] = v[i++];

@@ -69,7 +69,8 @@ static ingot_status pax(const uint8_t *d, size_t n, uint64_t at, char *path, siz
         const uint8_t *kv = d + q + 1, *end = d + p + len - 1;
         const uint8_t *eq = kv;
         while (eq < end && *eq != '=') eq++;
-        if (eq == end) return ingot__err(err, INGOT_BAD_LAYOUT, at, "tar", 3, "pax record without '='");
+        if (eq == end)
+            return ingot__err(err, INGOT_BAD_LAYOUT, at, "tar", 3, "pax record without '='");
         size_t kl = (size_t)(eq - kv), vl = (size_t)(end - eq - 1);
         if (kl == 4 && ING_MEMCMP(kv, "path", 4) == 0) {
             if (vl > 255) return ingot__err(err, INGOT_LIMIT, at, "tar", 3, "pax path too long");
@@ -120,7 +121,8 @@ static ingot_status find_members(ingot_file *f, member *mem, ingot_error *err)
             return ingot__err(err, INGOT_BAD_CHECKSUM, pos + 148, "tar", 3,
                               "tar header checksum does not match");
         if (ING_MEMCMP(h + 257, "ustar", 5) != 0)
-            return ingot__err(err, INGOT_BAD_MAGIC, pos + 257, "tar", 3, "tar header without ustar");
+            return ingot__err(err, INGOT_BAD_MAGIC, pos + 257, "tar", 3,
+                              "tar header without ustar");
         uint64_t size = octal(h + 124, 12, &ok);
         if (!ok) return ingot__err(err, INGOT_BAD_SIZE, pos + 124, "tar", 3, "bad tar member size");
         if (has_size) size = pax_size;
@@ -192,10 +194,15 @@ static ingot_status run_at(ingot_file *f, tstate *s, uint64_t off, uint64_t lim,
     tp_machine *m = &s->m;
     const uint8_t *p;
     uint64_t len = lim - off, stop = 0, end = 0;
-    if (len > TP_MAX_PICKLE + 4096) len = TP_MAX_PICKLE + 4096;
+    bool capped = len > TP_MAX_PICKLE + 4096;
+    if (capped) len = TP_MAX_PICKLE + 4096;
     if (f->base) {
         p = f->base + off;
-        ING_TRY(ingot__tp_scan_end(p, len, 0, off, &stop, NULL, err));
+        ingot_status st = ingot__tp_scan_end(p, len, 0, off, &stop, NULL, err);
+        if (st == INGOT_TRUNCATED && capped)
+            return ingot__err(err, INGOT_LIMIT, off, "pickle", 6, "pickle larger than %llu bytes",
+                              (unsigned long long)TP_MAX_PICKLE);
+        ING_TRY(st);
     } else {
         uint64_t win = len < 4096 ? len : 4096;
         for (;;) {
@@ -207,6 +214,10 @@ static ingot_status run_at(ingot_file *f, tstate *s, uint64_t off, uint64_t lim,
             ING_TRY(ingot__file_read(f, off, s->owned, (size_t)win, err));
             ingot_status st = ingot__tp_scan_end(s->owned, win, 0, off, &stop, NULL, err);
             if (st == INGOT_OK) break;
+            if (st == INGOT_TRUNCATED && win == len && capped)
+                return ingot__err(err, INGOT_LIMIT, off, "pickle", 6,
+                                  "pickle larger than %llu bytes",
+                                  (unsigned long long)TP_MAX_PICKLE);
             if (st != INGOT_TRUNCATED || win == len) return st;
             win = len / 4 < win ? len : win * 4;
         }

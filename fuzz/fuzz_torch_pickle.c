@@ -5,7 +5,8 @@
  * rest is run as pickle(s), then flattened. Checks: the status is a defined code with a consistent
  * error record; on success every tensor lies inside its storage, every name is NUL-terminated
  * UTF-8 without NUL inside, names are unique and found again by binary search, every metadata
- * entry's strings and arrays are addressable.
+ * entry's strings and arrays are addressable; placeholders (objects outside the allow-list) are
+ * distinct, in node order, and name a class and an opcode inside the input.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,20 @@ static void check_success(tp_machine *m, tp_flat *fl)
         FZ_CHECK(fz_utf8((const uint8_t *)name, e->name_len, false));
         FZ_CHECK(ingot__tp_flat_find(fl, name, e->name_len) == (int64_t)i);
         FZ_CHECK(ingot__tp_flat_meta_find(fl, name, e->name_len) < 0);
+    }
+    for (size_t i = 0; i < fl->n_places; i++) { /* placeholders: distinct, in node order */
+        const tp_place *pl = &fl->places[i];
+        FZ_CHECK(pl->node < m->n_nodes);
+        FZ_CHECK(i == 0 || fl->places[i - 1].node < pl->node);
+        uint8_t k = m->nodes[pl->node].kind;
+        FZ_CHECK(k == TPV_CLASS || k == TPV_OBJECT);
+        FZ_CHECK(fl->names[pl->name_off + pl->name_len] == '\0'); /* a str key may hold NULs */
+        const uint8_t *cls;
+        uint64_t cl, at;
+        const char *op;
+        ingot__tp_place_describe(m, pl->node, &cls, &cl, &op, &at);
+        FZ_CHECK(op != NULL && cl >= 1 && at < m->buf_len);
+        FZ_CHECK(cls[0] == cls[0] && cls[cl - 1] == cls[cl - 1]);
     }
     for (size_t i = 0; i < fl->n_metas; i++) {
         const tp_meta *mt = &fl->metas[i];

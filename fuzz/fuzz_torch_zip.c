@@ -13,6 +13,16 @@
 
 static void check_file(const ingot_file *f, const uint8_t *d, size_t size)
 {
+    uint64_t nn = strcmp(ingot_file_format(f), "torch") == 0 ? ingot_file_notice_count(f) : 0;
+    uint64_t prev = 0; /* torch notices are placeholders, in file order */
+    for (uint64_t i = 0; i < nn; i++) {
+        ingot_notice nt;
+        FZ_ST(ingot_file_notice_at(f, i, &nt), INGOT_OK);
+        FZ_CHECK(nt.name && nt.name[nt.name_len] == '\0' && nt.name_len >= 1);
+        FZ_CHECK(nt.reason && nt.reason[0]);
+        FZ_CHECK(nt.offset < size && (i == 0 || nt.offset > prev));
+        prev = nt.offset;
+    }
     uint64_t n = ingot_file_tensor_count(f);
     for (uint64_t i = 0; i < n; i++) {
         ingot_tensor_info t, u;

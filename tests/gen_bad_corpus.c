@@ -1265,7 +1265,7 @@ static const gcase gen_cases[] = {
     SHP("dtype_0.ingot", BAD_TYPE, GT_EMBED, SHP_DTYPE, 2, 0),
     SHP("dtype_ffff.ingot", BAD_TYPE, GT_Q, SHP_DTYPE, 2, 0xffff),
     SHP("dtype_7fff.ingot", BAD_TYPE, GT_BIAS, SHP_DTYPE, 2, 0x7fff),
-    SHP("dtype_23_gap.ingot", BAD_TYPE, GT_UTF8, SHP_DTYPE, 2, 23),
+    SHP("dtype_24_gap.ingot", BAD_TYPE, GT_UTF8, SHP_DTYPE, 2, 24),
     SHP("dtype_257_gap.ingot", BAD_TYPE, GT_I64, SHP_DTYPE, 2, 257),
     SHP("dtype_280_gap.ingot", BAD_TYPE, GT_TAIL, SHP_DTYPE, 2, 280),
     SHP("dtype_299_after_last.ingot", BAD_TYPE, GT_EMBT, SHP_DTYPE, 2, 299),

@@ -928,7 +928,7 @@ TEST(test_npy_header_grammar)
         {1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,)}", 16, INGOT_UNSUPPORTED},
         {1, "{'descr': '|V8', 'fortran_order': False, 'shape': (2,)}", 16, INGOT_UNSUPPORTED},
         {1, "{'descr': '<M8[s]', 'fortran_order': False, 'shape': (2,)}", 16, INGOT_UNSUPPORTED},
-        {1, "{'descr': '<c16', 'fortran_order': False, 'shape': (2,)}", 32, INGOT_UNSUPPORTED},
+        {1, "{'descr': '<c32', 'fortran_order': False, 'shape': (2,)}", 64, INGOT_UNSUPPORTED},
         {1, "{'descr': '<f16', 'fortran_order': False, 'shape': (2,)}", 32, INGOT_UNSUPPORTED},
         {1, "{'descr': '>c8', 'fortran_order': False, 'shape': (2,)}", 16, INGOT_UNSUPPORTED},
         {1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (2,)}", 8,

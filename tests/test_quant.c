@@ -454,7 +454,8 @@ TEST(errors)
     static const ingot_dtype unsupported[] = {
         INGOT_DTYPE_IQ2_XXS, INGOT_DTYPE_IQ2_XS, INGOT_DTYPE_IQ3_XXS, INGOT_DTYPE_IQ1_S,
         INGOT_DTYPE_IQ3_S,   INGOT_DTYPE_IQ2_S,  INGOT_DTYPE_IQ1_M,   INGOT_DTYPE_Q2_0,
-        INGOT_DTYPE_F4,      INGOT_DTYPE_F6_E2M3, INGOT_DTYPE_F6_E3M2, INGOT_DTYPE_C64};
+        INGOT_DTYPE_F4,      INGOT_DTYPE_F6_E2M3, INGOT_DTYPE_F6_E3M2, INGOT_DTYPE_C64,
+        INGOT_DTYPE_C128};
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
         ingot_dtype dt = unsupported[i];
         CHECK(!ingot_dequantize_supported(dt), "%s supported?", ingot_dtype_name(dt));
@@ -465,7 +466,7 @@ TEST(errors)
               "%s: %s where '%s' msg '%s'", ingot_dtype_name(dt), ingot_status_name(st), e.where,
               e.msg);
     }
-    ASSERT_ST(ingot_dequantize((ingot_dtype)23, buf, 1, v, 1, &e), INGOT_BAD_TYPE);
+    ASSERT_ST(ingot_dequantize((ingot_dtype)24, buf, 1, v, 1, &e), INGOT_BAD_TYPE);
     ASSERT_ST(ingot_dequantize(INGOT_DTYPE_INVALID, buf, 1, v, 1, &e), INGOT_BAD_TYPE);
     /* NULL buffers */
     ASSERT_ST(ingot_dequantize(INGOT_DTYPE_Q8_0, NULL, 34, v, 32, &e), INGOT_MISUSE);

@@ -13,6 +13,7 @@
 #include "file.h"
 #include "harness.h"
 #include "sha256.h"
+#include "torch_pickle.h"
 #include "zip.h"
 
 #define DATA INGOT_SOURCE_DIR "/tests/data/torch/"
@@ -218,9 +219,61 @@ static void check_meta(const ingot_file *f, json_object *meta, const char *file)
     }
 }
 
+/* Placeholder notices against the sidecar's [path, class] pairs (none when places is NULL), as a
+ * set (the sidecar lists them in the order Python reaches them, ingot in file order, which is
+ * checked separately): the name, the class in the reason, and the byte at the offset is the
+ * opcode the reason names. Python 3 writes builtins as __builtin__ at protocol 2 (fix_imports);
+ * the sidecar says builtins. */
+static void check_places(const ingot_file *f, json_object *places, const uint8_t *buf,
+                         size_t len, const char *file)
+{
+    size_t n = places ? json_object_array_length(places) : 0;
+    uint64_t nn = ingot_file_notice_count(f);
+    CHECK(nn == n, "%s: %" PRIu64 " notices, sidecar %zu", file, nn, n);
+    bool used[256] = {false};
+    CHECK(nn <= 256, "%s: too many notices for this test", file);
+    for (size_t i = 0; i < n; i++) {
+        json_object *jp = json_object_array_get_idx(places, i);
+        const char *name = json_object_get_string(json_object_array_get_idx(jp, 0));
+        const char *cls = json_object_get_string(json_object_array_get_idx(jp, 1));
+        char want[256];
+        if (strncmp(cls, "builtins.", 9) == 0)
+            snprintf(want, sizeof want, " __builtin__.%s ", cls + 9);
+        else snprintf(want, sizeof want, " %s ", cls);
+        bool found = false;
+        for (uint64_t k = 0; k < nn && k < 256 && !found; k++) {
+            ingot_notice nt;
+            if (used[k] || ingot_file_notice_at(f, k, &nt) != INGOT_OK) continue;
+            if (nt.kind != INGOT_NOTICE_SKIPPED || strcmp(nt.name, name) != 0 ||
+                !strstr(nt.reason, want))
+                continue;
+            found = used[k] = true;
+        }
+        CHECK(found, "%s: no notice '%s' naming%s", file, name, want);
+    }
+    uint64_t prev = 0;
+    for (uint64_t k = 0; k < nn; k++) {
+        ingot_notice nt;
+        CHECK(ingot_file_notice_at(f, k, &nt) == INGOT_OK, "%s: notice %" PRIu64, file, k);
+        CHECK(nt.offset < len && (k == 0 || nt.offset > prev), "%s/%s: offset %" PRIu64
+              " not in file order", file, nt.name, nt.offset);
+        if (nt.offset >= len) continue;
+        prev = nt.offset;
+        uint8_t op = buf[nt.offset];
+        bool ok = strstr(nt.reason, "(GLOBAL at") ? op == 'c' || op == 0x93
+                  : strstr(nt.reason, "(REDUCE at") ? op == 'R'
+                  : strstr(nt.reason, "(NEWOBJ at") ? op == 0x81
+                                                     : false;
+        char at[32];
+        snprintf(at, sizeof at, "byte %" PRIu64 ")", nt.offset);
+        CHECK(ok && strstr(nt.reason, at), "%s/%s: byte 0x%02x at %" PRIu64 " for '%s'", file,
+              nt.name, op, nt.offset, nt.reason);
+    }
+}
+
 /* Opens `path` by path (mmap), by path (pread) and from a buffer; runs check on each. */
 static void check_all_modes(const char *path, json_object *tensors, json_object *meta,
-                            bool shared, const char *refuse)
+                            json_object *places, bool shared, const char *refuse)
 {
     size_t len;
     uint8_t *buf = slurp(path, &len);
@@ -246,6 +299,7 @@ static void check_all_modes(const char *path, json_object *tensors, json_object 
         CHECK(strcmp(ingot_file_format(f), "torch") == 0, "format");
         check_tensors(f, tensors, shared, path);
         check_meta(f, meta, path);
+        check_places(f, places, buf, len, path);
         CHECK(ingot_file_verify(f, 1, &e) == INGOT_OK, "%s (mode %d): verify: %s", path, mode,
               e.msg);
         ingot_file_close(f);
@@ -267,7 +321,7 @@ TEST(fixtures_match_sidecars)
         json_object_object_get_ex(j, "tensors", &tensors);
         json_object_object_get_ex(j, "metadata", &meta);
         if (meta && json_object_get_type(meta) == json_type_null) meta = NULL;
-        check_all_modes(path, tensors, meta, true, NULL);
+        check_all_modes(path, tensors, meta, NULL, true, NULL);
         json_object_put(j);
     }
 }
@@ -278,7 +332,11 @@ TEST(vectors_match_sidecars)
         "views.pt",   "views_legacy.pt", "dtypes.pt",       "dtypes_legacy.pt",
         "checkpoint.pt", "checkpoint_legacy.pt", "proto4.pt", "proto4_legacy.pt",
         "root.pt",    "params.pt",       "many.pt",         "quantized.pt",    "sparse.pt",
-        "module.pt",  "complex128.pt",   "proto1.pt",       "plain_pickle.pt",
+        "complex128.pt",   "complex128_legacy.pt", "proto1.pt",       "plain_pickle.pt",
+        /* issue 18 §5: objects outside the allow-list, GPU locations (gen_torch_legacy.py) */
+        "../torch_legacy/onmt_legacy.pt", "../torch_legacy/gpu_legacy.pt",
+        "../torch_legacy/gpu.pt", "../torch_legacy/module_legacy.pt",
+        "../torch_legacy/module.pt", "../torch_legacy/tar_legacy.pt",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[512], side[600];
@@ -286,11 +344,13 @@ TEST(vectors_match_sidecars)
         snprintf(side, sizeof side, "%s.json", path);
         json_object *j = json_object_from_file(side);
         if (!j) FAIL_AT("cannot read %s", side);
-        json_object *tensors = NULL, *meta = NULL, *refuse = NULL;
+        json_object *tensors = NULL, *meta = NULL, *refuse = NULL, *places = NULL;
         json_object_object_get_ex(j, "tensors", &tensors);
         json_object_object_get_ex(j, "metadata", &meta);
         json_object_object_get_ex(j, "refuse", &refuse);
-        check_all_modes(path, tensors, meta, false, refuse ? json_object_get_string(refuse) : NULL);
+        json_object_object_get_ex(j, "placeholders", &places);
+        check_all_modes(path, tensors, meta, places, false,
+                        refuse ? json_object_get_string(refuse) : NULL);
         json_object_put(j);
     }
 }
@@ -645,7 +705,9 @@ TEST(zip_refused_containers)
     uint8_t tar[1024] = {0};
     memcpy(tar, "sys_info", 8);
     memcpy(tar + 257, "ustar", 5);
-    ASSERT_ST(ingot_file_open_buffer(tar, sizeof tar, NULL, &f, &e), INGOT_UNSUPPORTED);
+    /* torch <= 0.1.9 tar checkpoints are read (tar_* tests); this header's checksum is wrong */
+    ASSERT_ST(ingot_file_open_buffer(tar, sizeof tar, NULL, &f, &e), INGOT_BAD_CHECKSUM);
+    ASSERT_U64(e.offset, 148);
     /* A zip prefixed by junk is not a torch file (torch decides by the first four bytes). */
     size_t len;
     uint8_t *b = slurp(DATA "tiny_spec.pt", &len);
@@ -731,6 +793,259 @@ static void flip_all(const char *path, bool zip)
 
 TEST(zip_byte_flips) { flip_all(DATA "tiny_spec.pt", true); }
 TEST(legacy_byte_flips) { flip_all(FIX "torch_tinynet_legacy.pt", false); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Tar checkpoints of torch <= 0.1.9 (tests/data/torch_legacy/tar_legacy.pt, written by
+ * gen_torch_legacy.py following torch 1.13's tar loader; its sidecar comes from torch.load)
+ * ------------------------------------------------------------------------------------------- */
+
+#define TAR DATA "../torch_legacy/tar_legacy.pt"
+
+typedef struct {
+    char name[100];
+    uint8_t type;
+    uint8_t *data;
+    size_t n;
+} tmem;
+
+/* A ustar archive of the members (valid checksums), two zero blocks at the end. */
+static size_t tar_build(const tmem *m, size_t k, uint8_t *out)
+{
+    size_t pos = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint8_t *h = out + pos;
+        memset(h, 0, 512);
+        memcpy(h, m[i].name, strlen(m[i].name));
+        memcpy(h + 100, "0000644", 7);
+        memcpy(h + 108, "0000000", 7);
+        memcpy(h + 116, "0000000", 7);
+        snprintf((char *)h + 124, 12, "%011zo", m[i].n);
+        memcpy(h + 136, "00000000000", 11);
+        h[156] = m[i].type ? m[i].type : '0';
+        memcpy(h + 257, "ustar\0" "00", 8);
+        memset(h + 148, ' ', 8);
+        unsigned sum = 0;
+        for (int j = 0; j < 512; j++) sum += h[j];
+        snprintf((char *)h + 148, 8, "%06o", sum);
+        pos += 512;
+        memcpy(out + pos, m[i].data, m[i].n);
+        memset(out + pos + m[i].n, 0, (512 - m[i].n % 512) % 512);
+        pos += (m[i].n + 511) / 512 * 512;
+    }
+    memset(out + pos, 0, 1024);
+    return pos + 1024;
+}
+
+/* The members of tar_legacy.pt (pointing into b). */
+static size_t tar_split(uint8_t *b, size_t len, tmem *m)
+{
+    size_t k = 0;
+    for (size_t pos = 0; pos + 512 <= len && b[pos]; k++) {
+        size_t n = (size_t)strtoull((const char *)b + pos + 124, NULL, 8);
+        snprintf(m[k].name, sizeof m[k].name, "%s", (const char *)b + pos);
+        m[k].type = b[pos + 156];
+        m[k].data = b + pos + 512;
+        m[k].n = n;
+        pos += 512 + (n + 511) / 512 * 512;
+    }
+    return k;
+}
+
+static ingot_status tar_open(const tmem *m, size_t k, ingot_error *e, uint64_t *ntensors)
+{
+    static uint8_t out[1 << 16];
+    size_t n = tar_build(m, k, out);
+    ingot_file *f = NULL;
+    ingot_status st = open_buf(out, n, &f, e);
+    if (ntensors) *ntensors = st == INGOT_OK ? ingot_file_tensor_count(f) : 0;
+    ingot_file_close(f);
+    return st;
+}
+
+static size_t find_member(tmem *m, size_t k, const char *name)
+{
+    for (size_t i = 0; i < k; i++)
+        if (strcmp(m[i].name, name) == 0) return i;
+    return k;
+}
+
+/* End of the pickle starting at d[0]. */
+static size_t pickle_len(const uint8_t *d, size_t n)
+{
+    uint64_t end = 0;
+    ingot_error e;
+    bool stopped = false;
+    if (ingot__tp_scan_end(d, n, 0, 0, &end, &stopped, &e) != INGOT_OK || !stopped) return 0;
+    return (size_t)end;
+}
+
+TEST(tar_members_and_layout)
+{
+    size_t len;
+    uint8_t *b = slurp(TAR, &len);
+    ASSERT_TRUE(b);
+    tmem m[8], w[8];
+    size_t k = tar_split(b, len, m);
+    ASSERT_U64(k, 4);
+    ASSERT_STR(m[0].name, "sys_info");
+    ingot_error e;
+    uint64_t nt;
+    ASSERT_OK(tar_open(m, k, &e, &nt)); /* the rebuilt archive opens the same */
+    ASSERT_U64(nt, 9);
+    size_t ip = find_member(m, k, "pickle"), it = find_member(m, k, "tensors"),
+           is = find_member(m, k, "storages");
+    ASSERT_TRUE(ip < k && it < k && is < k);
+    /* each member missing; one listed twice; a symlink member */
+    for (size_t drop = 1; drop < k; drop++) {
+        memcpy(w, m, sizeof m);
+        memmove(w + drop, w + drop + 1, (k - drop - 1) * sizeof *w);
+        ASSERT_ST(tar_open(w, k - 1, &e, NULL), INGOT_BAD_LAYOUT);
+        ASSERT_STR(e.where, m[drop].name);
+    }
+    memcpy(w, m, sizeof m);
+    w[k] = m[it];
+    ASSERT_ST(tar_open(w, k + 1, &e, NULL), INGOT_DUPLICATE);
+    ASSERT_STR(e.where, "tensors");
+    memcpy(w, m, sizeof m);
+    w[k] = (tmem){"link", '2', m[0].data, 0};
+    ASSERT_ST(tar_open(w, k + 1, &e, NULL), INGOT_UNSUPPORTED);
+    /* directories and other files are ignored; a pax header renames the next member */
+    static uint8_t paxrec[] = "15 path=pickle\n";
+    memcpy(w, m, sizeof m);
+    w[k] = (tmem){"notes/", '5', m[0].data, 0};
+    w[k + 1] = (tmem){"README", '0', (uint8_t *)"hello", 5};
+    ASSERT_OK(tar_open(w, k + 2, &e, &nt));
+    ASSERT_U64(nt, 9);
+    tmem v[8];
+    size_t n = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (i == ip) {
+            v[n++] = (tmem){"PaxHeaders/x", 'x', paxrec, 15};
+            v[n] = m[i];
+            strcpy(v[n++].name, "renamed");
+        } else {
+            v[n++] = m[i];
+        }
+    }
+    ASSERT_OK(tar_open(v, n, &e, &nt));
+    ASSERT_U64(nt, 9);
+    /* big-endian writer */
+    static uint8_t be[] = "\x80\x02}X\x0d\0\0\0little_endian\x89s.";
+    memcpy(w, m, sizeof m);
+    w[0].data = be;
+    w[0].n = sizeof be - 1;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_UNSUPPORTED);
+    /* storages: a count beyond the member, views, trailing bytes */
+    static uint8_t buf[8192];
+    memcpy(w, m, sizeof m);
+    memcpy(buf, "\x80\x02J\x40\x42\x0f\x00.", 8); /* 1000000 */
+    size_t c0 = pickle_len(m[is].data, m[is].n);
+    ASSERT_TRUE(c0 > 0);
+    memcpy(buf + 8, m[is].data + c0, m[is].n - c0);
+    w[is].data = buf;
+    w[is].n = m[is].n - c0 + 8;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_COUNT);
+    memcpy(w, m, sizeof m);
+    memcpy(buf, m[is].data, m[is].n);
+    static const uint8_t noviews[] = "\x80\x02]q\x00.";
+    ASSERT_MEM(buf + m[is].n - 6, noviews, 6);
+    memcpy(buf + m[is].n - 6, "\x80\x02](K\x01K\x02K\x00K\x01ta.", 15);
+    w[is].data = buf;
+    w[is].n = m[is].n - 6 + 15;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_UNSUPPORTED);
+    memcpy(buf, m[is].data, m[is].n);
+    memcpy(buf + m[is].n, "xx", 2);
+    w[is].n = m[is].n + 2;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_LAYOUT);
+    w[is].n = m[is].n - 7; /* the last storage cut short, no views */
+    ASSERT_TRUE(tar_open(w, k, &e, NULL) != INGOT_OK);
+    /* tensors: ndim 65, a negative size, the last record dropped (the object pickle then names
+     * a key nobody defines), trailing bytes */
+    memcpy(w, m, sizeof m);
+    memcpy(buf, m[it].data, m[it].n);
+    w[it].data = buf;
+    size_t p0 = pickle_len(buf, m[it].n);
+    size_t r0 = p0 + pickle_len(buf + p0, m[it].n - p0); /* first record's ndim */
+    ASSERT_TRUE(p0 > 0 && r0 > p0);
+    ASSERT_EQ(buf[r0], 2);
+    buf[r0] = 65;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_NDIMS);
+    buf[r0] = 2;
+    buf[r0 + 8 + 7] = 0x80; /* size[0] < 0 */
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_SHAPE);
+    buf[r0 + 8 + 7] = 0;
+    buf[r0 + 8] = 3; /* 3 rows: past the storage */
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_LAYOUT);
+    buf[r0 + 8] = 2;
+    ASSERT_OK(tar_open(w, k, &e, NULL));
+    size_t pos = p0, last = 0;
+    for (int i = 0; i < 7; i++) { /* 7 records: 'tied' is fc.weight, 'storage' a storage */
+        last = pos;
+        pos += pickle_len(buf + pos, m[it].n - pos);
+        uint32_t nd = buf[pos];
+        pos += 8 + 16 * nd + 8;
+    }
+    ASSERT_U64(pos, m[it].n);
+    ASSERT_MEM(buf, "\x80\x02K\x07.", 5);
+    buf[3] = 6;
+    w[it].n = last;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_LAYOUT);
+    ASSERT_TRUE(strstr(e.msg, "no tensor or storage has key") != NULL);
+    buf[3] = 7;
+    memcpy(buf + m[it].n, "x", 1);
+    w[it].n = m[it].n + 1;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_LAYOUT);
+    /* the object pickle: trailing bytes after STOP */
+    memcpy(w, m, sizeof m);
+    memcpy(buf, m[ip].data, m[ip].n);
+    buf[m[ip].n] = 'N';
+    w[ip].data = buf;
+    w[ip].n = m[ip].n + 1;
+    ASSERT_ST(tar_open(w, k, &e, NULL), INGOT_BAD_LAYOUT);
+    /* a header with a size field that is not octal */
+    uint8_t *c = malloc(len);
+    memcpy(c, b, len);
+    memcpy(c + 124, "00000000x00", 11);
+    ingot_file *f = NULL;
+    ASSERT_TRUE(open_buf(c, len, &f, &e) != INGOT_OK);
+    free(c);
+    free(b);
+}
+
+TEST(tar_truncation_and_flips)
+{
+    size_t len;
+    uint8_t *b = slurp(TAR, &len);
+    ASSERT_TRUE(b);
+    tmem m[8];
+    size_t k = tar_split(b, len, m);
+    /* the end-of-archive block follows the last member */
+    size_t eoa = (size_t)(m[k - 1].data - b) + (m[k - 1].n + 511) / 512 * 512 + 512;
+    for (size_t n = 0; n < len; n++) {
+        ingot_file *f = NULL;
+        ingot_error e;
+        ingot_status st = open_buf(b, n, &f, &e);
+        if (n < eoa) /* a prefix of "sys_info\0..." is a truncated tar header */
+            CHECK(st == INGOT_TRUNCATED, "cut at %zu: %s (%s)", n, ingot_status_name(st), e.msg);
+        else CHECK(st == INGOT_OK, "cut at %zu after the end block: %s", n, ingot_status_name(st));
+        ingot_file_close(f);
+        if (n % 13) continue;
+        const char *tmp = INGOT_BINARY_DIR "/torch_trunc.tar";
+        FILE *fp = fopen(tmp, "wb");
+        ASSERT_TRUE(fp);
+        fwrite(b, 1, n, fp);
+        fclose(fp);
+        ingot_open_opts o = {0};
+        o.io = INGOT_IO_PREAD;
+        o.format = "torch";
+        ingot_status st2 = ingot_file_open(tmp, &o, &f, &e);
+        CHECK(st2 == st, "cut at %zu, pread: %s (%s)", n, ingot_status_name(st2), e.msg);
+        ingot_file_close(f);
+    }
+    remove(INGOT_BINARY_DIR "/torch_trunc.tar");
+    free(b);
+    flip_all(TAR, false);
+}
 
 TEST(legacy_truncation_every_byte)
 {
@@ -842,8 +1157,9 @@ static void oom_free(void *ctx, void *p, size_t n)
 TEST(oom_loop)
 {
     static const char *const files[] = {DATA "checkpoint.pt", DATA "checkpoint_legacy.pt",
-                                        DATA "views.pt"};
-    for (size_t k = 0; k < 3; k++) {
+                                        DATA "views.pt", DATA "../torch_legacy/onmt_legacy.pt",
+                                        DATA "../torch_legacy/tar_legacy.pt"};
+    for (size_t k = 0; k < 5; k++) {
         size_t len;
         uint8_t *b = slurp(files[k], &len);
         ASSERT_TRUE(b);
@@ -909,10 +1225,29 @@ TEST(cli_smoke)
     ingot_file_close(a);
     ingot_file_close(b);
     remove(INGOT_BINARY_DIR "/torch_ckpt.ingot");
+    /* Placeholders in info: the class and where (key path, byte offset of the opcode). */
+    snprintf(cmd, sizeof cmd,
+             "%s info %s../torch_legacy/onmt_legacy.pt | grep -q '^  opt  *inert placeholder "
+             "for an object made by argparse.Namespace (NEWOBJ at byte [0-9]*)'",
+             INGOT_CLI, DATA);
+    ASSERT_EQ(run(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "%s info --json %s../torch_legacy/onmt_legacy.pt | grep -q '{\"name\": \"opt\", "
+             "\"reason\": \"inert placeholder for an object made by argparse.Namespace "
+             "(NEWOBJ at byte [0-9]*): never imported or called\", \"offset\": [0-9]*}'",
+             INGOT_CLI, DATA);
+    ASSERT_EQ(run(cmd), 0);
+    /* and the tensors around them convert */
+    snprintf(cmd, sizeof cmd, "%s convert %s../torch_legacy/onmt_legacy.pt %s/onmt.safetensors "
+             "> /dev/null 2>&1 && %s info %s/onmt.safetensors | grep -q 'model/weight_ih_l0'",
+             INGOT_CLI, DATA, INGOT_BINARY_DIR, INGOT_CLI, INGOT_BINARY_DIR);
+    ASSERT_EQ(run(cmd), 0);
+    remove(INGOT_BINARY_DIR "/onmt.safetensors");
 }
 
 RUN_TESTS(T(fixtures_match_sidecars), T(vectors_match_sidecars), T(spec_hex_example),
           T(views_and_tied_weights), T(zip_builder_round_trip), T(zip_rules),
           T(zip_refused_containers), T(zip_truncation_every_byte), T(zip_byte_flips),
-          T(legacy_byte_flips), T(legacy_truncation_every_byte), T(legacy_rules),
+          T(legacy_byte_flips), T(tar_members_and_layout), T(tar_truncation_and_flips),
+          T(legacy_truncation_every_byte), T(legacy_rules),
           T(pread_matches_mmap_for_views), T(oom_loop), T(cli_smoke))

@@ -449,6 +449,251 @@ TEST(rebuild_v3_and_from_type)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Placeholders: objects outside the allow-list (issue 18 §5)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Class name, opcode and offset of place i; the name it was found under. */
+static void place(const res *r, size_t i, const char **name, char cls[128], const char **op,
+                  uint64_t *at)
+{
+    const uint8_t *c;
+    uint64_t cl;
+    ingot__tp_place_describe(&r->m, r->fl.places[i].node, &c, &cl, op, at);
+    snprintf(cls, 128, "%.*s", (int)cl, (const char *)c);
+    *name = r->fl.names + r->fl.places[i].name_off;
+}
+
+static int64_t meta_i64(const res *r, const char *key)
+{
+    int64_t k = ingot__tp_flat_meta_find(&r->fl, key, strlen(key));
+    if (k < 0 || r->fl.metas[k].type != INGOT_META_I64 || r->fl.metas[k].is_array) return -999;
+    return (int64_t)r->fl.metas[k].value;
+}
+
+TEST(placeholder_namespace_and_tensors_around_it)
+{
+    /* {'opt': argparse.Namespace(layers=2, lr=0.5, gpuid=[0, 1]), 'w': tensor} at protocol 2:
+     * GLOBAL, EMPTY_TUPLE, NEWOBJ, state dict, BUILD (how Python pickles a plain object). */
+    pk p;
+    start(&p);
+    by(&p, '}'), by(&p, '(');
+    str(&p, "opt");
+    size_t g = p.n;
+    glob(&p, "argparse", "Namespace");
+    by(&p, ')');
+    size_t nw = p.n;
+    by(&p, 0x81);
+    by(&p, '}'), by(&p, '(');
+    str(&p, "layers"), int1(&p, 2);
+    str(&p, "lr"), by(&p, 'G'), raw(&p, "\x3f\xe0\0\0\0\0\0\0", 8);
+    str(&p, "gpuid"), by(&p, ']'), by(&p, '('), int1(&p, 0), int1(&p, 1), by(&p, 'e');
+    by(&p, 'u'), by(&p, 'b');
+    str(&p, "w"), tensor1(&p, "0", 3);
+    by(&p, 'u');
+    stop(&p);
+    res r;
+    run_pk(&p, &r, true);
+    ASSERT_OK(r.st);
+    ASSERT_U64(r.fl.n_entries, 1);
+    ASSERT_TRUE(ingot__tp_flat_find(&r.fl, "w", 1) >= 0);
+    ASSERT_U64(r.fl.n_metas, 3);
+    ASSERT_EQ(meta_i64(&r, "opt/layers"), 2);
+    int64_t k = ingot__tp_flat_meta_find(&r.fl, "opt/lr", 6);
+    ASSERT_TRUE(k >= 0 && r.fl.metas[k].type == INGOT_META_F64);
+    double lr;
+    memcpy(&lr, &r.fl.metas[k].value, 8);
+    ASSERT_TRUE(lr == 0.5);
+    k = ingot__tp_flat_meta_find(&r.fl, "opt/gpuid", 9);
+    ASSERT_TRUE(k >= 0 && r.fl.metas[k].is_array && r.fl.metas[k].count == 2);
+    ASSERT_U64(r.fl.n_places, 1);
+    const char *name, *op;
+    char cls[128];
+    uint64_t at;
+    place(&r, 0, &name, cls, &op, &at);
+    ASSERT_STR(name, "opt");
+    ASSERT_STR(cls, "argparse.Namespace");
+    ASSERT_STR(op, "NEWOBJ");
+    ASSERT_U64(at, nw);
+    ASSERT_TRUE(g < nw);
+    done(&r);
+}
+
+TEST(placeholder_containers_counter_and_bare_globals)
+{
+    pk p;
+    start(&p);
+    by(&p, '}'), by(&p, '(');
+    /* an OrderedDict subclass: REDUCE (cls, ()), SETITEMS of its items, then BUILD of its
+     * __dict__: the items are flattened, the attributes are not (as for OrderedDict) */
+    str(&p, "sd");
+    glob(&p, "mylib.state", "StateDict"), by(&p, ')'), by(&p, 'R');
+    by(&p, '('), str(&p, "fc.weight"), tensor1(&p, "0", 4), str(&p, "fc.bias"),
+        tensor1(&p, "1", 2), by(&p, 'u');
+    by(&p, '}'), str(&p, "_metadata"), int1(&p, 7), by(&p, 's'), by(&p, 'b');
+    /* a list subclass with APPENDS */
+    str(&p, "hist");
+    glob(&p, "mylib", "History"), by(&p, ')'), by(&p, 0x81);
+    by(&p, '('), int1(&p, 5), tensor1(&p, "2", 1), by(&p, 'e');
+    /* collections.Counter: REDUCE (Counter, ({'a': 3},)): the data is the argument */
+    str(&p, "freqs");
+    glob(&p, "collections", "Counter"), by(&p, '}'), str(&p, "the"), int1(&p, 3), by(&p, 's'),
+        by(&p, 0x85), by(&p, 'R');
+    /* a defaultdict: REDUCE (defaultdict, (factory,)) then SETITEMS; the factory is a bare
+     * global that is never walked (the items are the content) */
+    str(&p, "stoi");
+    glob(&p, "collections", "defaultdict"), glob(&p, "torchtext.vocab", "_default_unk_index"),
+        by(&p, 0x85), by(&p, 'R');
+    by(&p, '('), str(&p, "cat"), int1(&p, 4), by(&p, 'u');
+    /* a bare global as a value */
+    str(&p, "fn");
+    size_t fg = p.n;
+    glob(&p, "mylib", "make");
+    by(&p, 'u');
+    stop(&p);
+    res r;
+    run_pk(&p, &r, true);
+    ASSERT_OK(r.st);
+    ASSERT_U64(r.fl.n_entries, 3);
+    ASSERT_TRUE(ingot__tp_flat_find(&r.fl, "sd/fc.weight", 12) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_find(&r.fl, "sd/fc.bias", 10) >= 0);
+    ASSERT_TRUE(ingot__tp_flat_find(&r.fl, "hist/1", 6) >= 0);
+    ASSERT_EQ(meta_i64(&r, "hist/0"), 5);
+    ASSERT_EQ(meta_i64(&r, "freqs/the"), 3);
+    ASSERT_EQ(meta_i64(&r, "stoi/cat"), 4);
+    ASSERT_TRUE(ingot__tp_flat_meta_find(&r.fl, "sd/_metadata", 12) < 0);
+    ASSERT_U64(r.fl.n_metas, 3);
+    static const char *const want[][3] = {{"sd", "mylib.state.StateDict", "REDUCE"},
+                                           {"hist", "mylib.History", "NEWOBJ"},
+                                           {"freqs", "collections.Counter", "REDUCE"},
+                                           {"stoi", "collections.defaultdict", "REDUCE"},
+                                           {"fn", "mylib.make", "GLOBAL"}};
+    ASSERT_U64(r.fl.n_places, 5);
+    for (size_t i = 0; i < 5; i++) {
+        const char *name, *op;
+        char cls[128];
+        uint64_t at;
+        place(&r, i, &name, cls, &op, &at);
+        ASSERT_STR(name, want[i][0]);
+        ASSERT_STR(cls, want[i][1]);
+        ASSERT_STR(op, want[i][2]);
+        ASSERT_TRUE(p.b[at] == (op[0] == 'G' ? 'c' : op[0] == 'R' ? 'R' : 0x81));
+        if (i == 4) ASSERT_U64(at, fg);
+    }
+    done(&r);
+}
+
+TEST(placeholder_cycles_sharing_and_root)
+{
+    /* obj.__dict__ = {'self': obj, 'x': 1}; the root is the object itself, reached again by a
+     * second key through the memo: one notice, its contents walked once per path, no loop */
+    pk p;
+    start(&p);
+    glob(&p, "__main__", "Node"), by(&p, ')'), by(&p, 0x81), by(&p, 'q'), by(&p, 0);
+    by(&p, '}'), str(&p, "self"), by(&p, 'h'), by(&p, 0), by(&p, 's');
+    str(&p, "x"), int1(&p, 1), by(&p, 's');
+    str(&p, "t"), tensor1(&p, "0", 2), by(&p, 's');
+    by(&p, 'b');
+    stop(&p);
+    res r;
+    run_pk(&p, &r, true);
+    ASSERT_OK(r.st);
+    ASSERT_U64(r.fl.n_places, 1);
+    ASSERT_STR(r.fl.names + r.fl.places[0].name_off, "");
+    ASSERT_EQ(meta_i64(&r, "x"), 1);
+    ASSERT_TRUE(ingot__tp_flat_find(&r.fl, "t", 1) >= 0);
+    ASSERT_U64(r.fl.n_entries, 1);
+    done(&r);
+    /* a root object whose content is one tensor keeps the root name */
+    start(&p);
+    glob(&p, "mylib", "Wrap"), tensor1(&p, "0", 2), by(&p, 0x85), by(&p, 'R');
+    stop(&p);
+    run_pk(&p, &r, true);
+    ASSERT_OK(r.st);
+    ASSERT_U64(r.fl.n_entries, 1);
+    ASSERT_STR(r.fl.names + r.fl.entries[0].name_off, "tensor");
+    done(&r);
+    /* placeholders as dict keys are legal but cannot be named: metadata below is dropped, a
+     * tensor below is refused */
+    start(&p);
+    by(&p, '}'), glob(&p, "enum", "Color"), int1(&p, 1), by(&p, 0x85), by(&p, 'R'), int1(&p, 9),
+        by(&p, 's');
+    stop(&p);
+    run_pk(&p, &r, true);
+    ASSERT_OK(r.st);
+    ASSERT_U64(r.fl.n_metas, 0);
+    done(&r);
+    start(&p);
+    by(&p, '}'), glob(&p, "enum", "Color"), int1(&p, 1), by(&p, 0x85), by(&p, 'R');
+    tensor1(&p, "0", 1), by(&p, 's');
+    stop(&p);
+    EXPECT(&p, INGOT_UNSUPPORTED, UINT64_MAX, "cannot be named");
+    /* NEWOBJ_EX keeps args and ignores kwargs; a GPU storage class reads as the CPU one */
+    start(&p);
+    p.b[1] = 4;
+    by(&p, '}'), by(&p, '(');
+    str(&p, "o"), glob(&p, "mylib", "K"), int1(&p, 6), by(&p, 0x85), by(&p, '}'), by(&p, 0x92);
+    str(&p, "g");
+    glob(&p, "torch._utils", "_rebuild_tensor_v2");
+    by(&p, '(');
+    pid(&p, "torch.cuda", "FloatStorage", "0", 2);
+    int1(&p, 0), by(&p, '('), int1(&p, 2), by(&p, 't'), by(&p, '('), int1(&p, 1), by(&p, 't');
+    by(&p, 0x89), by(&p, '}'), by(&p, 't'), by(&p, 'R');
+    by(&p, 'u');
+    stop(&p);
+    run_pk(&p, &r, true);
+    ASSERT_OK(r.st);
+    ASSERT_EQ(meta_i64(&r, "o"), 6);
+    int64_t k = ingot__tp_flat_find(&r.fl, "g", 1);
+    ASSERT_TRUE(k >= 0);
+    ASSERT_EQ(r.m.tensors[r.fl.entries[k].tensor].dtype, INGOT_DTYPE_F32);
+    done(&r);
+}
+
+TEST(placeholder_misuse_refused)
+{
+    pk p;
+    /* NEWOBJ of an allow-listed global, of a str; NEWOBJ_EX with non-dict kwargs */
+    start(&p);
+    glob(&p, "collections", "OrderedDict"), by(&p, ')');
+    size_t at = p.n;
+    by(&p, 0x81);
+    stop(&p);
+    EXPECT(&p, INGOT_UNSUPPORTED, at, "NEWOBJ");
+    start(&p);
+    str(&p, "x"), by(&p, ')');
+    at = p.n;
+    by(&p, 0x81);
+    stop(&p);
+    EXPECT(&p, INGOT_UNSUPPORTED, at, "NEWOBJ");
+    start(&p);
+    glob(&p, "mylib", "K"), by(&p, ')'), by(&p, ')');
+    at = p.n;
+    by(&p, 0x92);
+    stop(&p);
+    EXPECT(&p, INGOT_BAD_LAYOUT, at, "NEWOBJ_EX");
+    start(&p); /* REDUCE of a placeholder with non-tuple arguments */
+    glob(&p, "mylib", "K"), by(&p, ']');
+    at = p.n;
+    by(&p, 'R');
+    stop(&p);
+    EXPECT(&p, INGOT_BAD_LAYOUT, at, "tuple");
+    start(&p); /* BUILD on a bare class token */
+    glob(&p, "mylib", "K"), by(&p, '}');
+    at = p.n;
+    by(&p, 'b');
+    stop(&p);
+    EXPECT(&p, INGOT_UNSUPPORTED, at, "BUILD");
+    start(&p); /* a placeholder as the storage type of a persistent id */
+    pid(&p, "mylib", "FloatStorage", "0", 1);
+    stop(&p);
+    EXPECT(&p, INGOT_BAD_LAYOUT, UINT64_MAX, "storage type");
+    start(&p); /* a code-running global stays refused when reached through NEWOBJ's class */
+    glob(&p, "subprocess", "Popen");
+    stop(&p);
+    EXPECT(&p, INGOT_UNSUPPORTED, 2, "run code");
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Refusals (spec §7)
  * ------------------------------------------------------------------------------------------- */
 
@@ -458,7 +703,7 @@ TEST(refuses_tier_c_opcodes)
         uint8_t op;
         const char *name;
     } tc[] = {
-        {'i', "INST"},         {'o', "OBJ"},        {0x81, "NEWOBJ"},     {0x92, "NEWOBJ_EX"},
+        {'i', "INST"},         {'o', "OBJ"},
         {0x82, "EXT1"},        {0x83, "EXT2"},      {0x84, "EXT4"},       {'P', "PERSID"},
         {'I', "INT"},          {'L', "LONG"},       {'F', "FLOAT"},       {'S', "STRING"},
         {'V', "UNICODE"},      {'g', "GET"},        {'p', "PUT"},         {'d', "DICT"},
@@ -479,12 +724,16 @@ TEST(refuses_tier_c_opcodes)
 TEST(refuses_arbitrary_globals)
 {
     static const char *const g[][3] = {
-        {"os", "system", "allow-list"},
-        {"posix", "system", "allow-list"},
-        {"builtins", "eval", "allow-list"},
-        {"__builtin__", "getattr", "allow-list"},
-        {"subprocess", "Popen", "allow-list"},
-        {"torch", "load", "allow-list"},
+        {"os", "system", "run code"},
+        {"posix", "system", "run code"},
+        {"builtins", "eval", "run code"},
+        {"__builtin__", "getattr", "run code"},
+        {"subprocess", "Popen", "run code"},
+        {"torch", "load", "run code"},
+        {"os.path", "join", "run code"},
+        {"runpy", "run_path", "run code"},
+        {"torch.serialization", "load", "run code"},
+        {"torch._utils", "_rebuild_xla_tensor", "rebuild ingot does not know"},
         {"torch._utils", "_rebuild_qtensor", "quantized"},
         {"torch", "QInt8Storage", "quantized"},
         {"torch", "per_tensor_affine", "quantized"},
@@ -493,12 +742,7 @@ TEST(refuses_arbitrary_globals)
         {"torch", "sparse_coo", "sparse"},
         {"torch._utils", "_rebuild_nested_tensor", "nested"},
         {"torch.storage", "_load_from_bytes", "plain pickle"},
-        {"__main__", "Net", "pickled module"},
-        {"torch.nn.modules.linear", "Linear", "pickled module"},
-        {"numpy.core.multiarray", "_reconstruct", "numpy"},
         {"torch.distributed._tensor.api", "DTensor", "distributed"},
-        {"collections", "OrderedDictX", "allow-list"},
-        {"collection", "OrderedDict", "allow-list"},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         pk p;
@@ -724,13 +968,21 @@ TEST(refuses_bad_tensors)
     tensor_v2(&p, "0", 1, 0, 4, huge, hd);
     stop(&p);
     EXPECT(&p, INGOT_BAD_SHAPE, p.n - 2, "overflows");
-    /* complex128 has no ingot dtype; UntypedStorage needs v3 */
+    /* complex128 is C128 (complex32 without a dtype: rebuild_v3_and_from_type); UntypedStorage
+     * needs v3 */
     start(&p);
     glob(&p, "torch._utils", "_rebuild_tensor_v2");
     by(&p, '('), pid(&p, "torch", "ComplexDoubleStorage", "0", 1), int1(&p, 0), by(&p, ')'),
         by(&p, ')'), by(&p, 0x89), by(&p, '}'), by(&p, 't'), by(&p, 'R');
     stop(&p);
-    EXPECT(&p, INGOT_BAD_TYPE, p.n - 2, "complex128");
+    {
+        res r;
+        run_pk(&p, &r, true);
+        ASSERT_OK(r.st);
+        ASSERT_EQ(r.m.tensors[0].dtype, INGOT_DTYPE_C128);
+        ASSERT_EQ(r.m.tensors[0].esize, 16);
+        done(&r);
+    }
     start(&p);
     glob(&p, "torch._utils", "_rebuild_tensor_v2");
     by(&p, '('), pid(&p, "torch.storage", "UntypedStorage", "0", 1), int1(&p, 0), by(&p, ')'),
@@ -957,7 +1209,11 @@ TEST(scan_end_finds_stops)
 
 RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(protocol4_opcodes),
           T(state_dict_with_views_and_tied_names), T(root_tensor_and_placeholders),
-          T(allowed_reduces), T(rebuild_v3_and_from_type), T(refuses_tier_c_opcodes),
+          T(allowed_reduces), T(rebuild_v3_and_from_type),
+          T(placeholder_namespace_and_tensors_around_it),
+          T(placeholder_containers_counter_and_bare_globals),
+          T(placeholder_cycles_sharing_and_root), T(placeholder_misuse_refused),
+          T(refuses_tier_c_opcodes),
           T(refuses_arbitrary_globals), T(refuses_bad_reduce),
           T(refuses_build_on_anything_but_ordereddict), T(refuses_protocols_0_and_1),
           T(refuses_bad_persistent_ids), T(refuses_bad_tensors), T(refuses_structural_errors),

@@ -217,6 +217,7 @@ typedef struct ingot_allocator {
     X(C64, 20, 1, 8)                                                                             \
     X(F8_E4M3FNUZ, 21, 1, 1)                                                                     \
     X(F8_E5M2FNUZ, 22, 1, 1)                                                                     \
+    X(C128, 23, 1, 16)                                                                           \
     X(Q4_0, 258, 32, 18)                                                                         \
     X(Q4_1, 259, 32, 20)                                                                         \
     X(Q5_0, 262, 32, 22)                                                                         \

@@ -236,6 +236,7 @@ ingot_status ingot_file_tensor_copy(const ingot_file *f, uint64_t i, void *dst, 
     }
     if (st == INGOT_OK && (t.flags & INGOT_TENSOR_BIG_ENDIAN)) {
         if (t.dtype == INGOT_DTYPE_C64) swap_elems(dst, t.nelem * 2, 4); /* re and im each */
+        else if (t.dtype == INGOT_DTYPE_C128) swap_elems(dst, t.nelem * 2, 8);
         else swap_elems(dst, t.nelem, es);
     }
     if (tmp) ingot__free(&f->alloc, tmp, tmp_len);

@@ -640,7 +640,7 @@ static ingot_status no_decoder(ingot_error *err, ingot_dtype dt, const char *whe
     if (!where) where = name, wl = ing_strlen(name);
     return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, where, wl,
                       "no decoder for dtype %s (ingot decodes GGML blocks except IQ1/IQ2/IQ3 "
-                      "and Q2_0, and every scalar dtype except F4, F6 and C64)",
+                      "and Q2_0, and every scalar dtype except F4, F6, C64 and C128)",
                       name);
 }
 

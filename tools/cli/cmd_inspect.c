@@ -108,6 +108,16 @@ static void print_value(ingot_dtype dt, const uint8_t *p)
         printf("j");
         break;
     }
+    case INGOT_DTYPE_C128: {
+        double re, im;
+        memcpy(&re, p, 8);
+        memcpy(&im, p + 8, 8);
+        print_float(re, 17);
+        printf("%s", im < 0 || (im == 0 && signbit(im)) ? "-" : "+");
+        print_float(fabs(im), 17);
+        printf("j");
+        break;
+    }
     default: break;
     }
 }
@@ -145,6 +155,15 @@ static void json_value(ingot_dtype dt, const uint8_t *p)
         json_double(stdout, re, true);
         fputs(", ", stdout);
         json_double(stdout, im, true);
+        fputc(']', stdout);
+    } else if (dt == INGOT_DTYPE_C128) {
+        double re, im;
+        memcpy(&re, p, 8);
+        memcpy(&im, p + 8, 8);
+        fputc('[', stdout);
+        json_double(stdout, re, false);
+        fputs(", ", stdout);
+        json_double(stdout, im, false);
         fputc(']', stdout);
     } else {
         print_value(dt, p);

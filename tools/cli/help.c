@@ -29,6 +29,8 @@ static const cmd_help cmds[] = {
      "array types end in [], integers beyond 2^53 are strings, f64 is printed "
      "shortest-round-trip,\n"
      "bytes as base64, NaN and infinities as the strings \"NaN\", \"Infinity\", \"-Infinity\".\n"
+     "\"skipped\" ({name, reason, offset}) lists the parts not opened as tensors: .npz string\n"
+     "members, PyTorch objects outside the allow-list (inert placeholders, never run).\n"
      "With several files, one object per line."},
     {"verify", "verify [--threads N] [--json] FILE...", "run every check a file's format allows",
      "--threads N\tthreads checking tensor data (default: up to 8)\n"

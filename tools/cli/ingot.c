@@ -446,6 +446,7 @@ static int info_one(const char *path, bool json)
             json_str(o, n.name, n.name_len);
             fputs(", \"reason\": ", o);
             json_str(o, n.reason, strlen(n.reason));
+            if (n.offset != INGOT_NO_OFFSET) fprintf(o, ", \"offset\": %" PRIu64, n.offset);
             fputc('}', o);
         }
         fprintf(o, "]}\n");

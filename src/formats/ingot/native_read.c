@@ -386,9 +386,9 @@ typedef char v16i8 __attribute__((vector_size(16)));
 
 /* Per dtype code: bytes per block | log2(elements per block) << 12
  * | (elements per block - 1) << 16; 0 for codes that are not dtypes. Every block size is a power
- * of two of at most 2^8 elements and at most 8 bytes per element, so from an element count below
- * 2^60 the size stays below 2^63. dt_elem_bytes holds the byte size of the types of one element
- * per block (0 for the others), for the common case. */
+ * of two of at most 2^8 elements and at most 16 bytes per element (C128), so from an element
+ * count below 2^59 the size stays below 2^63. dt_elem_bytes holds the byte size of the types of
+ * one element per block (0 for the others), for the common case. */
 #define DT_LOG2(be)                                                                                \
     ((be) == 1 ? 0 : (be) == 2 ? 1 : (be) == 4 ? 2 : (be) == 8 ? 3 : (be) == 16 ? 4                \
      : (be) == 32 ? 5 : (be) == 64 ? 6 : (be) == 128 ? 7 : (be) == 256 ? 8 : 15)
@@ -405,7 +405,7 @@ static const uint32_t dt_block[] = {
 #define DT_TAB_N (sizeof dt_block / sizeof dt_block[0])
 _Static_assert(sizeof dt_elem_bytes == DT_TAB_N, "one size per dtype table");
 #define X(name, value, be, bb)                                                                     \
-    _Static_assert(DT_LOG2(be) <= 8 && (bb) > 0 && (bb) < 4096 && (bb) <= 8 * (be),              \
+    _Static_assert(DT_LOG2(be) <= 8 && (bb) > 0 && (bb) < 4096 && (bb) <= 16 * (be),             \
                    "dt_block: " #name);
 INGOT_DTYPE_LIST(X)
 #undef X
@@ -421,10 +421,10 @@ static inline bool table_nbytes(uint32_t dt, uint32_t rank, const uint8_t *d, ui
         uint64_t a = ing_ld64(d);
         inner = ing_ld64(d + 8);
         nel = a * inner;
-        big = (a | inner) >> 30;
+        big = (a | inner) >> 29;
     } else if (rank == 1) {
         nel = inner = ing_ld64(d);
-        big = nel >> 60;
+        big = nel >> 59;
     } else {
         uint64_t all = 0;
         nel = inner = 1;
@@ -433,9 +433,9 @@ static inline bool table_nbytes(uint32_t dt, uint32_t rank, const uint8_t *d, ui
             nel *= inner;
             all |= inner;
         }
-        /* below 2^(60/rank) each, no product reaches 2^60; above rank 60 any non-zero
+        /* below 2^(59/rank) each, no product reaches 2^59; above rank 59 any non-zero
          * dimension takes the exact rule; a scalar (rank 0) is one element */
-        big = rank ? all >> (60 / rank) : 0;
+        big = rank ? all >> (59 / rank) : 0;
     }
     uint64_t nb = nel * dt_elem_bytes[dt];
     if (ING_UNLIKELY(nb == 0 || big)) {

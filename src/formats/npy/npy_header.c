@@ -185,7 +185,7 @@ static const dmap dtypes[] = {
     {'i', 4, INGOT_DTYPE_I32},  {'i', 8, INGOT_DTYPE_I64},  {'u', 1, INGOT_DTYPE_U8},
     {'u', 2, INGOT_DTYPE_U16},  {'u', 4, INGOT_DTYPE_U32},  {'u', 8, INGOT_DTYPE_U64},
     {'f', 2, INGOT_DTYPE_F16},  {'f', 4, INGOT_DTYPE_F32},  {'f', 8, INGOT_DTYPE_F64},
-    {'c', 8, INGOT_DTYPE_C64},
+    {'c', 8, INGOT_DTYPE_C64},  {'c', 16, INGOT_DTYPE_C128},
 };
 
 const char *ingot__npy_descr(ingot_dtype dt)
@@ -204,11 +204,12 @@ const char *ingot__npy_descr(ingot_dtype dt)
     case INGOT_DTYPE_F32: return "<f4";
     case INGOT_DTYPE_F64: return "<f8";
     case INGOT_DTYPE_C64: return "<c8";
+    case INGOT_DTYPE_C128: return "<c16";
     default: return NULL;
     }
 }
 
-/* descr string -> dtype. Unsupported kinds (text, objects, dates, void, complex128, long double)
+/* descr string -> dtype. Unsupported kinds (text, objects, dates, void, complex256, long double)
  * are UNSUPPORTED naming the descr; anything else unknown is BAD_TYPE. */
 static ingot_status parse_descr(scan *s, size_t a, size_t b, npy_header *h)
 {
@@ -256,7 +257,7 @@ static ingot_status parse_descr(scan *s, size_t a, size_t b, npy_header *h)
         if (size > 1 && order == '|')
             return SERR(INGOT_BAD_TYPE, a,
                         "npy: descr '%s': '|' (no byte order) on a multi-byte type", h->descr);
-        if (order == '>' && size > 1 && dtypes[j].dt == INGOT_DTYPE_C64)
+        if (order == '>' && size > 1 && kind == 'c')
             return SERR(INGOT_UNSUPPORTED, a,
                         "npy: descr '%s': big-endian complex is not supported", h->descr);
         h->dtype = dtypes[j].dt;

@@ -2,13 +2,15 @@
  * torch_adapter.c - PyTorch checkpoints written by torch.save (../shared/formats/pytorch.md):
  * detection by content, the getters, verification and metadata. The container readers are
  * torch_zip.c (torch >= 1.6: a zip whose records are 64-byte aligned and stored) and
- * torch_legacy.c (the pre-1.6 stream of five pickles and raw storages); both feed the restricted
- * pickle machine of torch_pickle.c, which never calls or imports anything.
+ * torch_legacy.c (the pre-1.6 stream of five pickles and raw storages) and torch_tar.c (the tar
+ * archives of torch <= 0.1.9); all feed the restricted pickle machine of torch_pickle.c, which
+ * never calls or imports anything.
  *
  * Layout facts the probe relies on (spec §1):
  *   zip      "PK\3\4" at 0 and a first member named "<prefix>/data.pkl" (torch writes it first)
  *   legacy   PROTO 2..5 [FRAME] LONG1 10 bytes 6C FC 9C 46 F9 20 6A A8 50 19, STOP
- *   refused  "PYTORCH1" preview archives; the tar format of torch <= 0.1.9 ("sys_info" member)
+ *   tar      "ustar" at 257 and a first member named "sys_info" (torch <= 0.1.9)
+ *   refused  "PYTORCH1" preview archives
  */
 #include "alloc.h"
 #include "checked.h"
@@ -76,17 +78,20 @@ static ingot_status open_torch(ingot_file *f, ingot_error *err)
     if (n >= 8 && ING_MEMCMP(h, "PYTORCH1", 8) == 0)
         return ingot__err(err, INGOT_UNSUPPORTED, 0, 0, 0,
                           "PYTORCH1 preview-release archive (torch refuses it too)");
-    if (is_torch_tar(h, n))
-        return ingot__err(err, INGOT_UNSUPPORTED, 0, 0, 0,
-                          "tar checkpoint of torch <= 0.1.9 (not readable safely, not supported)");
+    bool tar = is_torch_tar(h, n);
+    if (!tar && n < 262 && ING_MEMCMP(h, "sys_info", n < 9 ? n : 9) == 0)
+        return ingot__err(err, INGOT_TRUNCATED, n, "tar", 3,
+                          "file ends inside the first header of a tar checkpoint");
     bool zip = n >= 4 && ING_MEMCMP(h, "PK\3\4", 4) == 0;
-    if (!zip && h[0] != 0x80)
+    if (!zip && !tar && h[0] != 0x80)
         return ingot__err(err, n < 4 ? INGOT_TRUNCATED : INGOT_BAD_MAGIC, 0, 0, 0,
                           "not a torch.save checkpoint (neither a zip nor the legacy magic)");
     tstate *s = ingot__calloc(&f->alloc, sizeof *s);
     if (!s) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating the state");
     f->state = s;
-    ingot_status st = zip ? ingot__torch_open_zip(f, s, err) : ingot__torch_open_legacy(f, s, err);
+    ingot_status st = zip   ? ingot__torch_open_zip(f, s, err)
+                      : tar ? ingot__torch_open_tar(f, s, err)
+                            : ingot__torch_open_legacy(f, s, err);
     if (st != INGOT_OK) close_torch(f);
     return st;
 }
@@ -95,6 +100,24 @@ ingot_status ingot__torch_finish(ingot_file *f, tstate *s, uint32_t root, uint64
                                  ingot_error *err)
 {
     ING_TRY(ingot__tp_flatten(&s->m, root, root_off, &s->fl, err));
+    /* Placeholders for objects outside the allow-list: one notice each, in file order. */
+    for (size_t i = 0; i < s->fl.n_places; i++) {
+        const tp_place *pl = &s->fl.places[i];
+        const uint8_t *cls;
+        uint64_t cl, at;
+        const char *op;
+        ingot__tp_place_describe(&s->m, pl->node, &cls, &cl, &op, &at);
+        bool obj = s->m.nodes[pl->node].kind == TPV_OBJECT;
+        const char *name = pl->name_len ? s->fl.names + pl->name_off : "(root)";
+        size_t nl = pl->name_len ? pl->name_len : 6;
+        ING_TRY(ingot__file_notice(f, INGOT_NOTICE_SKIPPED, name, nl, s->m.base_off + at, err,
+                                   "inert placeholder for %s %.*s (%s at byte %llu): never "
+                                   "imported or called",
+                                   obj ? "an object made by" : "the global",
+                                   (int)(cl > 96 ? 96 : cl),
+                                   (const char *)cls, op,
+                                   (unsigned long long)(s->m.base_off + at)));
+    }
     uint64_t align = 64;
     for (size_t i = 0; i < s->m.n_tensors; i++) {
         const tp_tensor *t = &s->m.tensors[i];

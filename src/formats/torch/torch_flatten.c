@@ -259,6 +259,81 @@ static ingot_status array_meta(walker *w, const tp_node *n, bool *done)
     return INGOT_OK;
 }
 
+static ingot_status walk(walker *w, uint32_t node, uint32_t depth, bool unnamed);
+
+/* Items of a dict, or of a placeholder made from a dict/list subclass (SETITEM(S) cells carry a
+ * key, APPEND(S)/ADDITEMS cells none and are numbered): key or index path components. */
+static ingot_status walk_items(walker *w, const tp_node *n, uint32_t depth, bool unnamed)
+{
+    tp_machine *m = w->m;
+    char tmp[640];
+    uint64_t i = 0;
+    for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next) {
+        const char *s = tmp;
+        size_t len, saved;
+        uint32_t key = m->cells[c].key, val = m->cells[c].val;
+        if (key == TP_NONE_IDX) {
+            len = ingot__fmt(tmp, sizeof tmp, "%llu", (unsigned long long)i++);
+        } else if (unnamed || !key_text(w, key, &s, &len, tmp)) {
+            ING_TRY(walk(w, val, depth + 1, true));
+            continue;
+        }
+        ING_TRY(path_push(w, s, len, &saved));
+        ING_TRY(walk(w, val, depth + 1, unnamed));
+        path_pop(w, saved);
+    }
+    return INGOT_OK;
+}
+
+static bool is_container(uint8_t k)
+{
+    return k == TPV_DICT || k == TPV_LIST || k == TPV_TUPLE || k == TPV_SET || k == TPV_OBJECT;
+}
+
+/* A placeholder: one notice (at the first path that reaches it), then its contents as plain data
+ * under the same path: the items of a dict/list subclass; else the BUILD state (attributes:
+ * argparse.Namespace's options); else the constructor arguments (a 1-tuple's item in place:
+ * collections.Counter's dict). A placeholder met again inside its own contents (a cycle) is not
+ * walked twice. */
+static ingot_status walk_place(walker *w, uint32_t node, uint32_t depth, bool unnamed)
+{
+    tp_machine *m = w->m;
+    tp_flat *fl = w->fl;
+    if (!(m->nodes[node].flags & TPN_NOTICED)) {
+        m->nodes[node].flags |= TPN_NOTICED;
+        if (!ingot__tp_reserve(w->a, (void **)&fl->places, &fl->cap_places, fl->n_places + 1,
+                               sizeof(tp_place)))
+            return oom(w);
+        uint64_t off;
+        ING_TRY(names_add(w, w->path_len ? w->path : "", w->path_len, &off));
+        fl->places[fl->n_places++] = (tp_place){node, (uint32_t)w->path_len, off};
+    }
+    const tp_node *n = &m->nodes[node];
+    if (n->kind == TPV_CLASS || (n->flags & TPN_WALKING)) return INGOT_OK;
+    uint32_t content = TP_NONE_IDX;
+    if (n->count == 0) {
+        if (n->attrs != TP_NONE_IDX && m->nodes[n->attrs].kind != TPV_NONE) {
+            content = n->attrs;
+        } else {
+            const tp_node *args = &m->nodes[(uint32_t)(n->a >> 32)];
+            if (args->count == 1) content = m->cells[args->head].val;
+            else if (args->count > 1) content = (uint32_t)(n->a >> 32);
+        }
+        if (content == TP_NONE_IDX) return INGOT_OK;
+    }
+    m->nodes[node].flags |= TPN_WALKING;
+    ingot_status st;
+    if (content == TP_NONE_IDX) {
+        st = walk_items(w, n, depth, unnamed);
+    } else {
+        /* A scalar or tensor content at the root keeps the root's names ("value", "tensor"). */
+        bool root = w->path_len == 0 && !is_container(m->nodes[content].kind);
+        st = walk(w, content, root ? 0 : depth + 1, unnamed);
+    }
+    m->nodes[node].flags &= (uint8_t)~TPN_WALKING;
+    return st;
+}
+
 static ingot_status walk(walker *w, uint32_t node, uint32_t depth, bool unnamed)
 {
     if (++w->visits > w->max_visits)
@@ -277,22 +352,11 @@ static ingot_status walk(walker *w, uint32_t node, uint32_t depth, bool unnamed)
             ING_TRY(ingot__tp_storage_tensor(m, (uint32_t)n->a, &t, w->err));
         return add_entry(w, t, depth == 0);
     }
-    case TPV_DICT: {
-        char tmp[640];
-        for (uint32_t c = n->head; c != TP_NONE_IDX; c = m->cells[c].next) {
-            const char *s;
-            size_t len, saved;
-            uint32_t key = m->cells[c].key, val = m->cells[c].val;
-            if (unnamed || !key_text(w, key, &s, &len, tmp)) {
-                ING_TRY(walk(w, val, depth + 1, true));
-                continue;
-            }
-            ING_TRY(path_push(w, s, len, &saved));
-            ING_TRY(walk(w, val, depth + 1, false));
-            path_pop(w, saved);
-        }
-        return INGOT_OK;
-    }
+    case TPV_DICT:
+        return walk_items(w, n, depth, unnamed);
+    case TPV_CLASS:
+    case TPV_OBJECT:
+        return walk_place(w, node, depth, unnamed);
     case TPV_LIST:
     case TPV_TUPLE:
     case TPV_SET: {
@@ -371,6 +435,30 @@ static ingot_status sort_index(walker *w, const void *items, size_t n, size_t st
     return INGOT_OK;
 }
 
+/* Places in node order, which is the order of the opcodes that made them (file order). */
+static ingot_status sort_places(walker *w)
+{
+    tp_flat *fl = w->fl;
+    size_t n = fl->n_places;
+    if (n < 2) return INGOT_OK;
+    tp_place *tmp = ingot__alloc(w->a, n * sizeof *tmp);
+    if (!tmp) return oom(w);
+    tp_place *v = fl->places;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = v[j].node < v[i].node ? v[j++] : v[i++];
+            while (i < mid) tmp[k++] = v[i++];
+            while (j < hi) tmp[k++] = v[j++];
+        }
+        ING_MEMCPY(v, tmp, n * sizeof *v);
+    }
+    ingot__free(w->a, tmp, n * sizeof *tmp);
+    return INGOT_OK;
+}
+
 static ingot_status dup_err(walker *w, const char *name, size_t len, const char *what)
 {
     return ingot__err(w->err, INGOT_DUPLICATE, w->root_off, name, len > 63 ? 63 : len,
@@ -386,6 +474,7 @@ ingot_status ingot__tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, 
     ingot_status st = walk(&w, root, 0, false);
     ingot__free(w.a, w.path, w.path_cap);
     if (st != INGOT_OK) return st;
+    ING_TRY(sort_places(&w));
     ING_TRY(sort_index(&w, fl->entries, fl->n_entries, sizeof(tp_entry),
                        offsetof(tp_entry, name_off), offsetof(tp_entry, name_len), &fl->sorted));
     ING_TRY(sort_index(&w, fl->metas, fl->n_metas, sizeof(tp_meta), offsetof(tp_meta, key_off),
@@ -419,6 +508,7 @@ void ingot__tp_flat_free(tp_flat *fl, const ingot_allocator *a)
     ingot__free(a, fl->msorted, (fl->n_metas ? fl->n_metas : 1) * sizeof *fl->msorted);
     ingot__free(a, fl->vals, fl->cap_vals * sizeof *fl->vals);
     ingot__free(a, fl->refs, fl->cap_refs * sizeof *fl->refs);
+    ingot__free(a, fl->places, fl->cap_places * sizeof *fl->places);
     ING_MEMSET(fl, 0, sizeof *fl);
 }
 

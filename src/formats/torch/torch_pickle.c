@@ -139,7 +139,7 @@ static const dtype_def dtypes[] = {
     {"int64", INGOT_DTYPE_I64, 8},            {"int32", INGOT_DTYPE_I32, 4},
     {"int16", INGOT_DTYPE_I16, 2},            {"int8", INGOT_DTYPE_I8, 1},
     {"uint8", INGOT_DTYPE_U8, 1},             {"bool", INGOT_DTYPE_BOOL, 1},
-    {"complex64", INGOT_DTYPE_C64, 8},        {"complex128", 0, 16},
+    {"complex64", INGOT_DTYPE_C64, 8},        {"complex128", INGOT_DTYPE_C128, 16},
     {"complex32", 0, 4},                      {"uint16", INGOT_DTYPE_U16, 2},
     {"uint32", INGOT_DTYPE_U32, 4},           {"uint64", INGOT_DTYPE_U64, 8},
     {"float8_e5m2", INGOT_DTYPE_F8_E5M2, 1},  {"float8_e4m3fn", INGOT_DTYPE_F8_E4M3, 1},
@@ -176,7 +176,7 @@ static const stype_def stypes[] = {
     [TPS_BYTE] = {"ByteStorage", INGOT_DTYPE_U8, 1, "uint8"},
     [TPS_BOOL] = {"BoolStorage", INGOT_DTYPE_BOOL, 1, "bool"},
     [TPS_CFLOAT] = {"ComplexFloatStorage", INGOT_DTYPE_C64, 8, "complex64"},
-    [TPS_CDOUBLE] = {"ComplexDoubleStorage", 0, 16, "complex128"},
+    [TPS_CDOUBLE] = {"ComplexDoubleStorage", INGOT_DTYPE_C128, 16, "complex128"},
     [TPS_UNTYPED] = {"UntypedStorage", 0, 1, "uint8"},
 };
 
@@ -306,6 +306,8 @@ void ingot__tp_free(tp_machine *m)
     ingot__free(a, m->st_hash, m->st_hash_cap * sizeof *m->st_hash);
     ingot__free(a, m->tensors, m->cap_tensors * sizeof *m->tensors);
     ingot__free(a, m->dims, m->cap_dims * sizeof *m->dims);
+    ingot__free(a, m->pkeys, m->cap_pkeys * sizeof *m->pkeys);
+    ingot__free(a, m->pnodes, m->cap_pnodes * sizeof *m->pnodes);
     ING_MEMSET(m, 0, sizeof *m);
 }
 
@@ -418,6 +420,7 @@ static const char *kind_name(uint8_t k)
     static const char *const names[] = {
         "?",     "None",   "bool",   "int",  "int",  "float",   "str",    "bytes",
         "tuple", "list",   "dict",   "set",  "global", "storage", "tensor", "dtype", "device",
+        "class placeholder", "object placeholder",
     };
     return k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
@@ -507,6 +510,13 @@ static ingot_status persid(tp_machine *m, uint32_t pid, uint64_t at, uint32_t *o
 {
     uint32_t it[6] = {0};
     size_t n = 0;
+    /* Legacy whole-module saves: ('module', class, source file, source) stands for the class; the
+     * source text is never looked at, the class becomes a placeholder like any unknown global. */
+    if (m->pid_len == 6 && tuple_items(m, pid, it, 6, &n) && n == 4 && str_is(m, it[0], "module") &&
+        is_kind(m, it[1], TPV_CLASS)) {
+        *out = it[1];
+        return INGOT_OK;
+    }
     if (!tuple_items(m, pid, it, 6, &n) || n != m->pid_len)
         return perr(m, err, INGOT_UNSUPPORTED, at,
                     "BINPERSID: persistent id is a %s, not a ('storage', type, key, location, "
@@ -618,6 +628,10 @@ static bool contiguous(const tp_tensor *t, const uint64_t *size, const int64_t *
     return true;
 }
 
+static ingot_status finish_tensor(tp_machine *m, tp_tensor *tp, const uint64_t *size,
+                                  const int64_t *stride, const tp_storage *st, uint64_t at,
+                                  uint32_t *out, ingot_error *err);
+
 /* dtype_node: TP_NONE_IDX for v2 (the storage's type), else the DTYPE argument of v3. */
 static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_node, uint64_t at,
                             uint32_t *out, ingot_error *err)
@@ -685,6 +699,17 @@ static ingot_status rebuild(tp_machine *m, const uint32_t *it, uint32_t dtype_no
         t.dtype = dtypes[dn->aux].dtype;
         t.esize = dtypes[dn->aux].esize;
     }
+    return finish_tensor(m, &t, size, stride, st, at, out, err);
+}
+
+/* Byte size, bounds against the storage, contiguity; then appends the tensor (and a TENSOR node
+ * when out is not NULL). */
+static ingot_status finish_tensor(tp_machine *m, tp_tensor *tp, const uint64_t *size,
+                                  const int64_t *stride, const tp_storage *st, uint64_t at,
+                                  uint32_t *out, ingot_error *err)
+{
+    tp_tensor t = *tp;
+    uint32_t k;
     uint64_t dense;
     if (!ing_mul(t.nelem, t.esize, &dense))
         return perr(m, err, INGOT_BAD_SIZE, at, "tensor rebuild: %llu elements overflow a byte size",
@@ -731,6 +756,188 @@ ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t 
     return add_tensor(m, &t, &size, &stride, st->pid_offset - m->base_off, NULL, err);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Tar checkpoints: storages and tensors made outside the pickle, found by persistent key
+ * ------------------------------------------------------------------------------------------- */
+
+bool ingot__tp_storage_type(const tp_machine *m, uint32_t node, uint8_t *stype, uint8_t *esize)
+{
+    const tp_node *n = &m->nodes[node];
+    if (n->kind != TPV_GLOBAL || n->aux != TG_STORAGE || n->a == TPS_UNTYPED) return false;
+    *stype = (uint8_t)n->a;
+    *esize = stypes[n->a].esize;
+    return true;
+}
+
+static ingot_status persist_add(tp_machine *m, int64_t key, uint32_t node, uint64_t at,
+                                ingot_error *err)
+{
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->pkeys, &m->cap_pkeys, m->n_pkeys + 1,
+                           sizeof *m->pkeys) ||
+        !ingot__tp_reserve(m->alloc, (void **)&m->pnodes, &m->cap_pnodes, m->n_pkeys + 1,
+                           sizeof *m->pnodes))
+        return nomem(m, err, at);
+    m->pkeys[m->n_pkeys] = key;
+    m->pnodes[m->n_pkeys++] = node;
+    return INGOT_OK;
+}
+
+ingot_status ingot__tp_tar_storage(tp_machine *m, int64_t key, uint8_t stype, uint64_t numel,
+                                   uint64_t data_offset, uint64_t at, uint32_t *index,
+                                   ingot_error *err)
+{
+    uint64_t nbytes;
+    if (!ing_mul(numel, stypes[stype].esize, &nbytes))
+        return perr(m, err, INGOT_BAD_SIZE, at, "storage of %llu elements overflows",
+                    (unsigned long long)numel);
+    if (m->n_storages >= UINT32_MAX / 2) return perr(m, err, INGOT_LIMIT, at, "too many storages");
+    char txt[24];
+    size_t tl = ingot__fmt(txt, sizeof txt, "%lld", (long long)key);
+    uint64_t off;
+    ING_TRY(pool_add(m, txt, tl, at, &off, err));
+    uint32_t kn, sn;
+    ING_TRY(new_node(m, TPV_STR, at, &kn, err));
+    m->nodes[kn].flags = TPN_POOL;
+    m->nodes[kn].a = off;
+    m->nodes[kn].b = tl;
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->storages, &m->cap_storages, m->n_storages + 1,
+                           sizeof(tp_storage)))
+        return nomem(m, err, at);
+    size_t si = m->n_storages++;
+    tp_storage *st = &m->storages[si];
+    ING_MEMSET(st, 0, sizeof *st);
+    st->key_node = kn;
+    st->stype = stype;
+    st->esize = stypes[stype].esize;
+    st->numel = numel;
+    st->nbytes = nbytes;
+    st->pid_offset = m->base_off + at;
+    st->data_offset = data_offset;
+    st->used = true;
+    ING_TRY(new_node(m, TPV_STORAGE, at, &sn, err));
+    m->nodes[sn].a = si;
+    *index = (uint32_t)si;
+    return persist_add(m, key, sn, at, err);
+}
+
+ingot_status ingot__tp_tar_tensor(tp_machine *m, int64_t key, uint32_t storage, uint64_t offset,
+                                  uint32_t ndim, const uint64_t *size, const int64_t *stride,
+                                  uint64_t at, ingot_error *err)
+{
+    const tp_storage *st = &m->storages[storage];
+    if (ndim > INGOT_MAX_RANK)
+        return perr(m, err, INGOT_BAD_NDIMS, at, "tensor of %u dimensions (ingot's limit is %d)",
+                    ndim, INGOT_MAX_RANK);
+    if (!stypes[st->stype].dtype)
+        return perr(m, err, INGOT_BAD_TYPE, at, "torch.%s has no ingot dtype",
+                    stypes[st->stype].torch_name);
+    tp_tensor t;
+    ING_MEMSET(&t, 0, sizeof t);
+    t.pid_offset = m->base_off + at;
+    t.storage = storage;
+    t.offset = offset;
+    t.ndim = ndim;
+    t.nelem = 1;
+    for (uint32_t k = 0; k < ndim; k++) {
+        if (stride[k] < 0 || size[k] > (uint64_t)INT64_MAX)
+            return perr(m, err, INGOT_BAD_SHAPE, at, "tensor: size or stride %u is negative", k);
+        if (!ing_mul(t.nelem, size[k], &t.nelem) || t.nelem > (uint64_t)INT64_MAX)
+            return perr(m, err, INGOT_BAD_SHAPE, at, "tensor: element count overflows");
+    }
+    t.dtype = stypes[st->stype].dtype;
+    t.esize = st->esize;
+    uint32_t node;
+    ING_TRY(finish_tensor(m, &t, size, stride, st, at, &node, err));
+    return persist_add(m, key, node, at, err);
+}
+
+ingot_status ingot__tp_tar_seal(tp_machine *m, uint64_t at, ingot_error *err)
+{
+    /* insertion sort runs are fine for the few hundred keys of a 2017 file; use a merge sort to
+     * stay O(n log n) on hostile counts */
+    size_t n = m->n_pkeys;
+    if (n < 2) return INGOT_OK;
+    int64_t *tk = ingot__alloc(m->alloc, n * sizeof *tk);
+    uint32_t *tn = ingot__alloc(m->alloc, n * sizeof *tn);
+    if (!tk || !tn) {
+        ingot__free(m->alloc, tk, n * sizeof *tk);
+        ingot__free(m->alloc, tn, n * sizeof *tn);
+        return nomem(m, err, at);
+    }
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid || j < hi) {
+                bool right = i >= mid || (j < hi && m->pkeys[j] < m->pkeys[i]);
+                size_t src = right ? j++ : i++;
+                tk[k] = m->pkeys[src];
+                tn[k++] = m->pnodes[src];
+            }
+        }
+        ING_MEMCPY(m->pkeys, tk, n * sizeof *tk);
+        ING_MEMCPY(m->pnodes, tn, n * sizeof *tn);
+    }
+    ingot__free(m->alloc, tk, n * sizeof *tk);
+    ingot__free(m->alloc, tn, n * sizeof *tn);
+    for (size_t i = 1; i < n; i++)
+        if (m->pkeys[i] == m->pkeys[i - 1])
+            return perr(m, err, INGOT_DUPLICATE, at, "persistent key %lld names two objects",
+                        (long long)m->pkeys[i]);
+    return INGOT_OK;
+}
+
+/* Tar pickles: BINPERSID of an int or its decimal str -> the tensor or storage with that key
+ * (torch.load: deserialized_objects[int(saved_id)]); a tuple (class, source file, source) is a
+ * pickled module's class. */
+static ingot_status tar_persid(tp_machine *m, uint32_t pid, uint64_t at, uint32_t *out,
+                               ingot_error *err)
+{
+    const tp_node *n = &m->nodes[pid];
+    int64_t key = 0;
+    if (n->kind == TPV_TUPLE && n->count == 3 &&
+        m->nodes[m->cells[n->head].val].kind == TPV_CLASS) {
+        *out = m->cells[n->head].val;
+        return INGOT_OK;
+    }
+    if (n->kind == TPV_INT) {
+        key = (int64_t)n->a;
+    } else if (n->kind == TPV_STR) {
+        uint64_t len;
+        const uint8_t *s = ingot__tp_bytes(m, pid, &len);
+        uint64_t i = len && s[0] == '-' ? 1 : 0, v = 0;
+        if (i == len || len > 20)
+            return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: key is not a decimal int");
+        for (; i < len; i++) {
+            if (s[i] < '0' || s[i] > '9' || v > (uint64_t)INT64_MAX / 10)
+                return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: key is not a decimal int");
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        }
+        if (v > (uint64_t)INT64_MAX)
+            return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: key out of range");
+        key = s[0] == '-' ? -(int64_t)v : (int64_t)v;
+    } else {
+        return perr(m, err, INGOT_BAD_LAYOUT, at,
+                    "BINPERSID: persistent id is a %s, not a tensor or storage key",
+                    kind_name(n->kind));
+    }
+    size_t lo = 0, hi = m->n_pkeys;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->pkeys[mid] == key) {
+            uint32_t v = m->pnodes[mid], node;
+            ING_TRY(new_node(m, m->nodes[v].kind, at, &node, err)); /* a fresh reference */
+            m->nodes[node].a = m->nodes[v].a;
+            *out = node;
+            return INGOT_OK;
+        }
+        if (m->pkeys[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return perr(m, err, INGOT_BAD_LAYOUT, at, "BINPERSID: no tensor or storage has key %lld",
+                (long long)key);
+}
+
 /* Validates the optional trailing `metadata` dict of v2/v3: conj/neg bits set -> refuse. */
 static ingot_status tensor_metadata(tp_machine *m, uint32_t node, uint64_t at, ingot_error *err)
 {
@@ -753,10 +960,46 @@ static ingot_status tensor_metadata(tp_machine *m, uint32_t node, uint64_t at, i
  * REDUCE (spec §3.4)
  * ------------------------------------------------------------------------------------------- */
 
+/* REDUCE / NEWOBJ / NEWOBJ_EX of a placeholder: an OBJECT placeholder holding its class and
+ * arguments as data. Nothing is called. */
+static ingot_status placeholder_object(tp_machine *m, uint32_t cls, uint32_t args, uint8_t op,
+                                       uint64_t at, uint32_t *out, ingot_error *err)
+{
+    ING_TRY(new_node(m, TPV_OBJECT, at, out, err));
+    tp_node *n = &m->nodes[*out];
+    n->aux = op;
+    n->a = (uint64_t)cls | (uint64_t)args << 32;
+    n->b = at;
+    return INGOT_OK;
+}
+
+void ingot__tp_place_describe(const tp_machine *m, uint32_t node, const uint8_t **cls,
+                              uint64_t *cls_len, const char **op, uint64_t *at)
+{
+    const tp_node *n = &m->nodes[node];
+    if (n->kind == TPV_OBJECT) {
+        *op = ingot__tp_opcode_name((uint8_t)n->aux);
+        *at = n->b;
+        uint32_t c = (uint32_t)n->a;
+        while (m->nodes[c].kind == TPV_OBJECT) c = (uint32_t)m->nodes[c].a; /* made earlier */
+        *cls = ingot__tp_bytes(m, c, cls_len);
+        return;
+    }
+    *op = "GLOBAL";
+    *at = n->count;
+    *cls = ingot__tp_bytes(m, node, cls_len);
+}
+
 static ingot_status reduce(tp_machine *m, uint32_t fn, uint32_t args, uint64_t at, int depth,
                            uint32_t *out, ingot_error *err)
 {
     const tp_node *g = &m->nodes[fn];
+    if ((g->kind == TPV_CLASS || g->kind == TPV_OBJECT) && depth == 0) {
+        if (!is_kind(m, args, TPV_TUPLE))
+            return perr(m, err, INGOT_BAD_LAYOUT, at, "REDUCE: arguments are a %s, not a tuple",
+                        kind_name(m->nodes[args].kind));
+        return placeholder_object(m, fn, args, OP_REDUCE, at, out, err);
+    }
     if (g->kind != TPV_GLOBAL)
         return perr(m, err, INGOT_UNSUPPORTED, at, "REDUCE: callable is a %s, not an allowed global",
                     kind_name(g->kind));
@@ -911,6 +1154,57 @@ static ingot_status reduce(tp_machine *m, uint32_t fn, uint32_t args, uint64_t a
  * GLOBAL lookup
  * ------------------------------------------------------------------------------------------- */
 
+/* Globals whose only use in a pickle is to run code when Python unpickles it. The machine would
+ * hold them as inert placeholders like any other class, but a checkpoint that names one was
+ * crafted to attack torch.load, not written by torch.save: it is refused so that a file ingot
+ * opens is never one that runs code elsewhere. A deny-list cannot be complete; ingot's own
+ * safety does not depend on it (nothing here is ever called). */
+static const char *code_runner(const uint8_t *mod, size_t ml, const uint8_t *name, size_t nl)
+{
+    static const char *const modules[] = {
+        "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "ctypes", "importlib",
+        "runpy", "pickle", "_pickle", "marshal", "code", "codeop", "pty", "webbrowser",
+        "multiprocessing", "pdb", "timeit", "torch.hub", "torch.jit", "torch.package",
+    };
+    static const char *const builtins[] = {
+        "eval", "exec", "compile", "getattr", "setattr", "delattr", "__import__", "open",
+        "breakpoint", "input", "globals", "locals", "vars", "exit", "quit", "apply", "execfile",
+        "file", "reload",
+    };
+    static const char *const why = "can run code when Python unpickles this file (a crafted "
+                                   "pickle, not a torch.save checkpoint)";
+    for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
+        if (has_prefix(mod, ml, modules[i])) return why;
+    if (bytes_eq(mod, ml, "builtins") || bytes_eq(mod, ml, "__builtin__"))
+        for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+            if (bytes_eq(name, nl, builtins[i])) return why;
+    if (bytes_eq(mod, ml, "torch") && (bytes_eq(name, nl, "load") || bytes_eq(name, nl, "save")))
+        return why;
+    if (bytes_eq(mod, ml, "torch.serialization") && !bytes_eq(name, nl, "_get_layout"))
+        return why;
+    return NULL;
+}
+
+/* An unknown global becomes a CLASS placeholder: its qualified name is kept as text, nothing is
+ * looked up. */
+static ingot_status placeholder_class(tp_machine *m, const uint8_t *mod, size_t ml,
+                                      const uint8_t *name, size_t nl, uint64_t at,
+                                      ingot_error *err)
+{
+    uint64_t off = 0, o2;
+    ING_TRY(pool_add(m, mod, ml, at, &off, err));
+    ING_TRY(pool_add(m, ".", 1, at, &o2, err));
+    ING_TRY(pool_add(m, name, nl, at, &o2, err));
+    uint32_t node;
+    ING_TRY(new_node(m, TPV_CLASS, at, &node, err));
+    tp_node *n = &m->nodes[node];
+    n->flags = TPN_POOL;
+    n->a = off;
+    n->b = ml + 1 + nl;
+    n->count = (uint32_t)at;
+    return push(m, node, at, err);
+}
+
 static ingot_status global(tp_machine *m, const uint8_t *mod, size_t ml, const uint8_t *name,
                            size_t nl, uint64_t at, uint8_t op, ingot_error *err)
 {
@@ -929,14 +1223,28 @@ static ingot_status global(tp_machine *m, const uint8_t *mod, size_t ml, const u
                 m->nodes[node].aux = (uint16_t)i;
                 return push(m, node, at, err);
             }
-    const char *why = "not in the allow-list (nothing is imported or called)";
+    /* torch 0.x pickled GPU storages by their own class before normalize_storage_type existed:
+     * the bytes in the file are the same, so torch.cuda.<X>Storage reads as torch.<X>Storage. */
+    if (bytes_eq(mod, ml, "torch.cuda"))
+        for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+            if (allowed[i].id == TG_STORAGE && bytes_eq((const uint8_t *)allowed[i].module,
+                                                        ing_strlen(allowed[i].module), "torch") &&
+                bytes_eq(name, nl, allowed[i].name)) {
+                ING_TRY(new_node(m, TPV_GLOBAL, at, &node, err));
+                m->nodes[node].aux = allowed[i].id;
+                m->nodes[node].a = allowed[i].arg;
+                return push(m, node, at, err);
+            }
+    const char *why = NULL;
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (bytes_eq(mod, ml, refused[i].module) && bytes_eq(name, nl, refused[i].name))
             why = refused[i].why;
     if (has_prefix(mod, ml, "torch.distributed")) why = "distributed tensors are not supported";
-    if (has_prefix(mod, ml, "numpy")) why = "numpy objects are not supported";
-    if (has_prefix(mod, ml, "__main__") || has_prefix(mod, ml, "torch.nn.modules"))
-        why = "a pickled module or user object: save its state_dict() instead";
+    if ((bytes_eq(mod, ml, "torch._utils") || bytes_eq(mod, ml, "torch._tensor")) && nl >= 8 &&
+        ING_MEMCMP(name, "_rebuild", 8) == 0 && !why)
+        why = "a tensor rebuild ingot does not know: the tensor cannot be read";
+    if (!why) why = code_runner(mod, ml, name, nl);
+    if (!why) return placeholder_class(m, mod, ml, name, nl, at, err);
     char where[64];
     size_t wl = ingot__fmt(where, sizeof where, "%.*s.%.*s", (int)(ml > 30 ? 30 : ml),
                            (const char *)mod, (int)(nl > 30 ? 30 : nl), (const char *)name);
@@ -1005,6 +1313,7 @@ static bool tier_ab(uint8_t op)
     case OP_FRAME: case OP_STACK_GLOBAL: case OP_SHORT_BINBYTES: case OP_BINBYTES:
     case OP_BINBYTES8: case OP_SHORT_BINSTRING: case OP_BINSTRING: case OP_EMPTY_SET:
     case OP_ADDITEMS: case OP_FROZENSET: case OP_POP: case OP_POP_MARK: case OP_DUP:
+    case OP_NEWOBJ: case OP_NEWOBJ_EX:
         return true;
     default:
         return false;
@@ -1286,7 +1595,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
         case OP_SETITEM: {
             ING_TRY(pop_n(m, v, 2, at, op, err));
             ING_TRY(top(m, &node, at, op, err));
-            if (!is_kind(m, node, TPV_DICT))
+            if (!is_kind(m, node, TPV_DICT) && !is_kind(m, node, TPV_OBJECT))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "SETITEM on a %s, not a dict",
                             kind_name(m->nodes[node].kind));
             uint8_t kk = m->nodes[v[0]].kind;
@@ -1300,7 +1609,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
         case OP_APPEND:
             ING_TRY(pop_n(m, v, 1, at, op, err));
             ING_TRY(top(m, &node, at, op, err));
-            if (!is_kind(m, node, TPV_LIST))
+            if (!is_kind(m, node, TPV_LIST) && !is_kind(m, node, TPV_OBJECT))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "APPEND on a %s, not a list",
                             kind_name(m->nodes[node].kind));
             ING_TRY(add_cell(m, node, TP_NONE_IDX, v[0], at, err));
@@ -1318,7 +1627,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
                             ingot__tp_opcode_name(op));
             node = m->stack[base - 1];
             uint8_t want = op == OP_SETITEMS ? TPV_DICT : op == OP_APPENDS ? TPV_LIST : TPV_SET;
-            if (!is_kind(m, node, want))
+            if (!is_kind(m, node, want) && !is_kind(m, node, TPV_OBJECT))
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "%s on a %s, not a %s",
                             ingot__tp_opcode_name(op), kind_name(m->nodes[node].kind),
                             kind_name(want));
@@ -1402,7 +1711,8 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
         }
         case OP_BINPERSID:
             ING_TRY(pop_n(m, v, 1, at, op, err));
-            ING_TRY(persid(m, v[0], at, &node, err));
+            if (m->pid_len == 0) ING_TRY(tar_persid(m, v[0], at, &node, err));
+            else ING_TRY(persid(m, v[0], at, &node, err));
             ING_TRY(push(m, node, at, err));
             break;
         case OP_REDUCE:
@@ -1411,10 +1721,33 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
             ING_TRY(reduce(m, v[1], v[0], at, 0, &node, err));
             m->stack[m->n_stack - 1] = node;
             break;
+        case OP_NEWOBJ:
+        case OP_NEWOBJ_EX: {
+            /* cls args [kwargs] -> obj: only a placeholder class may be instantiated, and only
+             * as a placeholder (torch.save's own values never use NEWOBJ). */
+            size_t k = op == OP_NEWOBJ ? 1 : 2;
+            ING_TRY(pop_n(m, v, k, at, op, err));
+            ING_TRY(top(m, &v[2], at, op, err));
+            uint8_t ck = m->nodes[v[2]].kind;
+            if (ck != TPV_CLASS && ck != TPV_OBJECT)
+                return perr(m, err, INGOT_UNSUPPORTED, at,
+                            "%s of a %s (only classes outside the allow-list become placeholders)",
+                            ingot__tp_opcode_name(op), kind_name(ck));
+            if (!is_kind(m, v[0], TPV_TUPLE) || (k == 2 && !is_kind(m, v[1], TPV_DICT)))
+                return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: arguments are not a tuple%s",
+                            ingot__tp_opcode_name(op), k == 2 ? " and a dict" : "");
+            ING_TRY(placeholder_object(m, v[2], v[0], op, at, &node, err));
+            m->stack[m->n_stack - 1] = node;
+            break;
+        }
         case OP_BUILD: {
             ING_TRY(pop_n(m, v, 1, at, op, err));
             ING_TRY(top(m, &node, at, op, err));
             tp_node *d = &m->nodes[node];
+            if (d->kind == TPV_OBJECT) { /* state kept as data; __setstate__ is never run */
+                d->attrs = v[0];
+                break;
+            }
             if (d->kind != TPV_DICT || !(d->flags & TPN_ORDERED))
                 return perr(m, err, INGOT_UNSUPPORTED, at,
                             "BUILD on a %s (only an OrderedDict() may receive attributes)",

@@ -44,12 +44,16 @@ typedef enum {
     TPV_TENSOR,
     TPV_DTYPE,
     TPV_DEVICE,
+    TPV_CLASS,  /* placeholder: a GLOBAL outside the allow-list (a tag, never imported) */
+    TPV_OBJECT, /* placeholder: what REDUCE / NEWOBJ / NEWOBJ_EX made of a TPV_CLASS */
 } tp_kind;
 
 /* Node flags. */
 enum {
     TPN_POOL = 1,      /* STR/BYTES/DEVICE bytes live in the machine's pool, not in the pickle */
     TPN_ORDERED = 2,   /* DICT made by OrderedDict() (BUILD allowed on it) */
+    TPN_NOTICED = 4,   /* CLASS/OBJECT already described by a notice (flattening) */
+    TPN_WALKING = 8,   /* OBJECT whose contents are being flattened (cycle guard) */
 };
 
 typedef struct {
@@ -62,6 +66,12 @@ typedef struct {
     uint64_t a;     /* INT value, FLOAT bits, BOOL; STR/BYTES/BIGINT offset; STORAGE/TENSOR index */
     uint64_t b;     /* STR/BYTES/BIGINT length */
 } tp_node;
+/* Placeholders (spec §3.4 lists what is allowed; everything else the pickle names becomes one):
+ *   CLASS   a, b: "module.name" in the pool (TPN_POOL, so ingot__tp_bytes works); count: offset of
+ *           the GLOBAL / STACK_GLOBAL opcode (relative to buf; buffers are < 4 GiB).
+ *   OBJECT  a: the CLASS (or OBJECT) node it was made from | the args node << 32; b: offset of the
+ *           REDUCE / NEWOBJ / NEWOBJ_EX opcode; attrs: the BUILD state or TP_NONE_IDX; head, tail,
+ *           count: items added by SETITEM(S) (key set), APPEND(S) and ADDITEMS (key unset). */
 
 typedef struct {
     uint32_t key; /* dict cells: key node; else TP_NONE_IDX */
@@ -112,7 +122,7 @@ typedef struct tp_machine {
     const uint8_t *buf; /* all pickles of one run sit in buf[0, buf_len) */
     uint64_t buf_len;
     uint64_t base_off; /* file offset of buf[0], for error offsets */
-    uint32_t pid_len;  /* 5 (zip) or 6 (legacy) */
+    uint32_t pid_len;  /* 5 (zip), 6 (legacy) or 0 (tar: ids are keys of the persist table) */
 
     tp_node *nodes;
     size_t n_nodes, cap_nodes;
@@ -136,6 +146,12 @@ typedef struct tp_machine {
     size_t n_tensors, cap_tensors;
     uint64_t *dims; /* sizes and strides of every tensor */
     size_t n_dims, cap_dims;
+
+    /* Tar checkpoints: persistent id (an int or its decimal str) -> TENSOR / STORAGE node, sorted
+     * by key once sealed. */
+    int64_t *pkeys;
+    uint32_t *pnodes;
+    size_t n_pkeys, cap_pkeys, cap_pnodes;
 
     uint64_t opcodes; /* executed, over every run */
     uint32_t protocol; /* of the last run */
@@ -167,6 +183,23 @@ int64_t ingot__tp_storage_find(const tp_machine *m, const uint8_t *key, uint64_t
 /* Appends the tensor exposing a bare storage (1-D, all elements); *out its index. */
 ingot_status ingot__tp_storage_tensor(tp_machine *m, uint32_t storage, uint32_t *out,
                                       ingot_error *err);
+
+/* ---- Tar checkpoints (torch <= 0.1.9, torch_tar.c): storages and tensors are described outside
+ * the object pickle and found by persistent id. `at` is an offset relative to m->buf. */
+
+/* If node is a storage type global (torch.FloatStorage), its tp_stype and element size. */
+bool ingot__tp_storage_type(const tp_machine *m, uint32_t node, uint8_t *stype, uint8_t *esize);
+/* Appends a storage of numel elements at absolute file offset data_offset under persistent key
+ * `key`; *index its index. */
+ingot_status ingot__tp_tar_storage(tp_machine *m, int64_t key, uint8_t stype, uint64_t numel,
+                                   uint64_t data_offset, uint64_t at, uint32_t *index,
+                                   ingot_error *err);
+/* Appends a tensor viewing storage `storage` (the checks of a tensor rebuild) under key `key`. */
+ingot_status ingot__tp_tar_tensor(tp_machine *m, int64_t key, uint32_t storage, uint64_t offset,
+                                  uint32_t ndim, const uint64_t *size, const int64_t *stride,
+                                  uint64_t at, ingot_error *err);
+/* Sorts the persistent keys; DUPLICATE if one is used twice. */
+ingot_status ingot__tp_tar_seal(tp_machine *m, uint64_t at, ingot_error *err);
 
 /* torch's name of a DTYPE node's dtype ("float16"). */
 const char *ingot__tp_dtype_torch_name(uint16_t id);
@@ -215,6 +248,13 @@ typedef struct {
     uint64_t value;   /* scalar numeric bits; array: first index into vals/refs; str: node */
 } tp_meta;
 
+/* A placeholder reached while flattening, described by a notice: the first path reaching it. */
+typedef struct {
+    uint32_t node;
+    uint32_t name_len;
+    uint64_t name_off; /* into tp_flat.names */
+} tp_place;
+
 typedef struct {
     char *names;
     size_t n_names, cap_names;
@@ -228,6 +268,8 @@ typedef struct {
     size_t n_vals, cap_vals;
     uint32_t *refs; /* string array elements: nodes */
     size_t n_refs, cap_refs;
+    tp_place *places; /* placeholders, sorted by node (= by the offset of their opcode) */
+    size_t n_places, cap_places;
 } tp_flat;
 
 /* Walks the root and fills fl. Tensor names that end up equal, or equal to a metadata key, are
@@ -235,6 +277,10 @@ typedef struct {
 ingot_status ingot__tp_flatten(tp_machine *m, uint32_t root, uint64_t root_off, tp_flat *fl,
                         ingot_error *err);
 void ingot__tp_flat_free(tp_flat *fl, const ingot_allocator *a);
+/* Class name ("argparse.Namespace"), opcode name and offset (relative to the machine's buf) of a
+ * CLASS or OBJECT node. */
+void ingot__tp_place_describe(const tp_machine *m, uint32_t node, const uint8_t **cls,
+                              uint64_t *cls_len, const char **op, uint64_t *at);
 /* Index of entry / metadata named [name, +len) in sorted order, or -1. */
 int64_t ingot__tp_flat_find(const tp_flat *fl, const char *name, size_t len);
 int64_t ingot__tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len);

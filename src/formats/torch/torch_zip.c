@@ -250,7 +250,7 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
                             (unsigned long long)e->size, (unsigned long long)sto->nbytes);
             goto done;
         }
-        if (s->big_endian && sto->stype == TPS_CFLOAT) {
+        if (s->big_endian && (sto->stype == TPS_CFLOAT || sto->stype == TPS_CDOUBLE)) {
             st = ingot__err(err, INGOT_UNSUPPORTED, e->data_offset, (const char *)key, wl,
                             "big-endian complex storage");
             goto done;

@@ -22,7 +22,7 @@ import torch
 OUT = os.path.dirname(os.path.abspath(__file__))
 DT = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
       torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
-      torch.uint8: "U8", torch.bool: "BOOL", torch.complex64: "C64"}
+      torch.uint8: "U8", torch.bool: "BOOL", torch.complex64: "C64", torch.complex128: "C128"}
 
 
 def cbytes(t):
@@ -80,10 +80,13 @@ def refuse(name, obj, status, **kw):
         json.dump({"refuse": status}, f)
 
 
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(3, 2)
+def complex128():
+    """complex128 (C128), zip and legacy: ComplexDoubleStorage."""
+    c = {"c": torch.tensor([[1 + 2j, -3.5 - 0.25j, 1e300 + 1e-300j], [0j, -0.0 - 0.0j, 7 - 1j]],
+                           dtype=torch.complex128)}
+    c["t"] = c["c"].t()  # a strided view of the same storage
+    save("complex128.pt", c)
+    save("complex128_legacy.pt", c, _use_new_zipfile_serialization=False)
 
 
 def main():
@@ -101,6 +104,8 @@ def main():
     # Every classic dtype, a 0-dim tensor, an empty (0, 3) tensor.
     dts = collections.OrderedDict()
     for dt in DT:
+        if dt == torch.complex128:
+            continue  # its own files below (dtypes*.pt predate C128)
         if dt.is_complex:
             dts[str(dt)[6:]] = torch.tensor([1 + 2j, -3.5 + 0.25j], dtype=dt)
         elif dt == torch.bool:
@@ -140,8 +145,8 @@ def main():
     refuse("quantized.pt", {"q": torch.quantize_per_tensor(torch.ones(4), 0.1, 0, torch.qint8)},
            "UNSUPPORTED")
     refuse("sparse.pt", {"s": torch.eye(3).to_sparse()}, "UNSUPPORTED")
-    refuse("module.pt", Tiny(), "UNSUPPORTED")
-    refuse("complex128.pt", {"c": torch.ones(2, dtype=torch.complex128)}, "BAD_TYPE")
+    # A pickled nn.Module (module.pt) now opens with placeholders: ../torch_legacy/ writes it.
+    complex128()
     refuse("proto1.pt", {"a": torch.ones(2)}, "BAD_VERSION", pickle_protocol=1)
     with open(os.path.join(OUT, "plain_pickle.pt"), "wb") as f:
         pickle.dump({"a": 1}, f, protocol=2)

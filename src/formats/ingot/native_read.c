@@ -757,11 +757,38 @@ __attribute__((target("avx2"))) static uint64_t scan32(const uint8_t *p, uint64_
 
 /* Names section: exactly n NUL bytes (the terminators fast_tensors checked, so none inside a
  * name) and valid UTF-8 as a whole, which, with NUL separators, is each name being valid. */
+#ifdef HAVE_X86_512
+/* scan16 with AVX-512, 64 bytes a step: the NULs of a step are the population count of a mask;
+ * the tail comes through a masked load. */
+__attribute__((target("avx512f,avx512bw,popcnt"))) static uint64_t scan64(const uint8_t *p,
+                                                                          uint64_t n,
+                                                                          uint8_t *or_all)
+{
+    uint64_t i = 0, zeros = 0;
+    __m512i high = _mm512_setzero_si512();
+    for (; i + 64 <= n; i += 64) {
+        __m512i v = _mm512_loadu_si512((const void *)(p + i));
+        high = _mm512_or_si512(high, v);
+        zeros += (uint64_t)__builtin_popcountll(_mm512_testn_epi8_mask(v, v));
+    }
+    __mmask64 m = n - i ? ~0ull >> (64 - (n - i)) : 0;
+    __m512i v = _mm512_maskz_loadu_epi8(m, p + i);
+    high = _mm512_or_si512(high, v);
+    zeros += (uint64_t)__builtin_popcountll(_mm512_mask_testn_epi8_mask(m, v, v));
+    *or_all = _mm512_movepi8_mask(high) ? 0x80 : 0;
+    return zeros;
+}
+#endif
+
 __attribute__((noinline)) static bool fast_names(const ingot_native *r)
 {
     const uint8_t *p = names(r);
     uint64_t n = r->names_size, zeros;
     uint8_t hb;
+#ifdef HAVE_X86_512
+    if (ingot__utf8_level() >= 3) zeros = scan64(p, n, &hb);
+    else
+#endif
 #ifdef HAVE_SCAN32
     if (ingot__cpu_avx2()) zeros = scan32(p, n, &hb);
     else
@@ -783,52 +810,6 @@ static unsigned mask16(v16u8 m)
 #endif
 }
 
-/* Whether the name at nm + a sorts strictly before the one at nm + b, compared as C strings
- * byte by byte from offset j on (both names agree before it). */
-static bool name_before(const uint8_t *nm, uint64_t a, uint64_t b, uint64_t j)
-{
-    const uint8_t *x = nm + a + j, *y = nm + b + j;
-    while (*x && *x == *y) x++, y++;
-    return *x < *y; /* equal (both NUL) or decreasing: no */
-}
-
-#ifdef HAVE_X86_512
-/* fast_index with AVX-512, 64 bytes of each name at once: the first lane that differs or holds
- * the earlier name's NUL must be one where the earlier name's byte is below the later one's
- * (blsi isolates that lane). The index entries are bounded by one vector pass first. */
-__attribute__((target("avx512f,avx512bw,avx512vl,bmi"))) static bool index512(
-    const ingot_native *r)
-{
-    const uint64_t n = r->n_tensors;
-    const uint8_t *ix = r->buf + r->ni_off, *t = r->buf + r->tt_off, *nm = names(r);
-    const uint64_t safe = r->avail - r->names_off >= 32 ? r->avail - r->names_off - 32 : 0;
-    const __m512i vn = _mm512_set1_epi32((int)n);
-    __mmask16 over = 0;
-    uint64_t k = 0;
-    for (; k + 16 <= n; k += 16)
-        over |= _mm512_cmpge_epu32_mask(_mm512_loadu_si512((const void *)(ix + 4 * k)), vn);
-    __mmask16 m = (__mmask16)((1u << (n - k)) - 1);
-    over |= _mm512_mask_cmpge_epu32_mask(m, _mm512_maskz_loadu_epi32(m, ix + 4 * k), vn);
-    if (over) return false;
-    uint64_t bad = 0;
-    uint64_t po = ing_ld32(t + (uint64_t)ing_ld32(ix) * ING_TEN_SIZE + TEN_NAME_OFF);
-    for (const uint8_t *p = ix + 4, *end = ix + 4 * n; p < end; p += 4) {
-        uint64_t co = ing_ld32(t + (uint64_t)ing_ld32(p) * ING_TEN_SIZE + TEN_NAME_OFF);
-        if (ING_LIKELY(po <= safe && co <= safe)) {
-            __m256i x = _mm256_loadu_si256((const void *)(nm + po));
-            __m256i y = _mm256_loadu_si256((const void *)(nm + co));
-            uint32_t stop = _mm256_cmpneq_epu8_mask(x, y) | _mm256_testn_epi8_mask(x, x);
-            if (ING_LIKELY(stop)) bad |= _blsi_u32(stop) & ~_mm256_cmplt_epu8_mask(x, y);
-            else if (!name_before(nm, po, co, 32)) return false;
-        } else if (!name_before(nm, po, co, 0)) {
-            return false;
-        }
-        po = co;
-    }
-    return !bad && (!(n & 1) || ing_ld32(ix + 4 * n) == 0);
-}
-#endif
-
 /* Name index: a permutation of the tensors in strictly increasing name order; zero padding.
  * fast_tensors checked that every name ends with its NUL and fast_names that no other NUL lies
  * in the names section, so two names compare as C strings: the first byte where they differ or
@@ -839,9 +820,6 @@ __attribute__((noinline)) static bool fast_index(const ingot_native *r)
 {
     const uint64_t n = r->n_tensors;
     if (n == 0) return true;
-#ifdef HAVE_X86_512
-    if (ingot__utf8_level() >= 3) return index512(r);
-#endif
     const uint8_t *ix = r->buf + r->ni_off, *t = r->buf + r->tt_off, *nm = names(r);
     const uint64_t safe = r->avail - r->names_off >= 16 ? r->avail - r->names_off - 16 : 0;
     uint64_t cur = ing_ld32(ix);

@@ -2,15 +2,18 @@
  * utf8.c - strict UTF-8 validation for names, keys and string values read from files, and for
  * whole sections of them in one pass. Implementations, chosen once from CPUID (as crc32c.c does):
  *   - portable: a byte decoder with an 8-byte ASCII fast path (any CPU; the freestanding core);
- *   - x86-64 SSE4.1, AVX2, AVX-512BW: the nibble-table method of Keiser and Lemire ("Validating
- *     UTF-8 in less than one instruction per byte", 2021), 64 bytes per step, written from the
- *     paper's description. Each byte pair (previous, current) is classified by three 16-entry
- *     table lookups (high and low nibble of the previous byte, high nibble of the current one)
- *     whose AND is non-zero exactly for the invalid pairs; a second rule requires a continuation
- *     byte wherever the byte two (three) back is a 3-byte (4-byte) lead. The tail is copied into a
- *     block padded with spaces (AVX-512: a masked load), so a sequence cut by the end meets a
- *     non-continuation byte. The vector code only says valid or not; an error position comes from
- *     the portable decoder, restarted at a character boundary just before the block that failed.
+ *   - x86-64 SSE4.1, AVX2, AVX-512BW, AVX-512 VBMI: the nibble-table method of Keiser and Lemire
+ *     ("Validating UTF-8 in less than one instruction per byte", 2021), 64 bytes per step, written
+ *     from the paper's description. Each byte pair (previous, current) is classified by three
+ *     16-entry table lookups (high and low nibble of the previous byte, high nibble of the current
+ *     one) whose AND is non-zero exactly for the invalid pairs; a second rule requires a
+ *     continuation byte wherever the byte two (three) back is a 3-byte (4-byte) lead. The tail is
+ *     copied into a block padded with spaces (AVX-512: a masked load), so a sequence cut by the end
+ *     meets a non-continuation byte. The vector code only says valid or not; an error position
+ *     comes from the portable decoder, restarted at a character boundary just before the block
+ *     that failed. With AVX-512, every block after the first takes the bytes one, two and three
+ *     back from unaligned loads rather than lane shuffles (the shuffle port is the limit), and
+ *     with VBMI the lookups are vpermb on tables repeated four times, which need no nibble masks.
  * All levels give the same answers (tests/test_utf8.c: every sequence class, every truncation at
  * every block boundary, random inputs, each level against the portable code; fuzz/fuzz_utf8.c).
  * Freestanding: no libc.

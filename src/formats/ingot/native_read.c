@@ -13,7 +13,10 @@
  * say yes or no, a few nanoseconds per tensor) and, when it says no, the exact one (check_tensors,
  * check_index), which walks the same rules in the order of docs/FORMAT.md and names the first
  * broken field. A file is accepted only if one of them accepts it; the fast one accepting a file
- * the exact one rejects would be a bug, which fuzz builds check on every input.
+ * the exact one rejects would be a bug, which fuzz builds check on every input. On x86-64 the
+ * tensor-table pass, the names scan and the string-array reference pass have AVX-512 versions,
+ * taken at run time (ingot__utf8_level() >= 3) beside the portable code; tests/test_native_fast.c
+ * damages every entry and checks every level against the exact rules.
  */
 #include "checked.h"
 #include "crc32c.h"

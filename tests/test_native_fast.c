@@ -166,6 +166,9 @@ static void damage_all(const image *im)
                    ing_st32(c + e + TEN_NAME_OFF, (uint32_t)noff(im->img, im, k) + 1));
             DAMAGE("name offset 2^32-1", INGOT_BAD_NAME, e - ING_TEN_SIZE + TEN_NAME_OFF,
                    ing_st32(c + e + TEN_NAME_OFF, UINT32_MAX));
+            /* the previous name then ends before it starts; its NUL would be byte -1 */
+            DAMAGE("name offset 0", INGOT_BAD_NAME, e - ING_TEN_SIZE + TEN_NAME_OFF,
+                   ing_st32(c + e + TEN_NAME_OFF, 0));
         }
         /* index entry k */
         uint64_t x = im->ni + 4 * k;

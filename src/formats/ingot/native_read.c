@@ -590,7 +590,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static uint64_t tensors512(
     const ingot_native *r, uint64_t *pos)
 {
     const uint8_t *t = r->buf + r->tt_off, *sh = r->buf + r->sh_off + SHP_NBYTES;
-    const uint8_t *nm = names(r);
+    const uint8_t *nm1 = names(r) - 1;
     const uint64_t n = r->n_tensors, ns = r->n_shapes, nsz = r->names_size;
     const __m512i v_ns = _mm512_set1_epi64((long long)ns), v_nsz = _mm512_set1_epi64((long long)nsz);
     const __m512i v_maxfl = _mm512_set1_epi64(r->n_params ? TEN_FLAG_PARAM_ID : 0);
@@ -647,13 +647,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static uint64_t tensors512(
         bad |= _mm512_cmpgt_epu64_mask(_mm512_sub_epi64(_mm512_sub_epi64(next, noff), two),
                                        v_lenmax);
         bad |= _mm512_cmpgt_epu64_mask(next, v_nsz);
-        /* each name's last byte, its NUL (next clamped into the section; the reader's buffer
-         * starts 192 bytes or more before the names, so next = 0 reads inside it): eight scalar
-         * loads cost less than a gather here */
+        /* each name's last byte, its NUL, at nm1 + next (next clamped into the section; the
+         * reader's buffer starts 192 bytes or more before the names, so nm1 = nm - 1 lies in it
+         * and next = 0 reads inside it): eight scalar loads cost less than a gather here */
         uint64_t nd[8];
         _mm512_storeu_si512((void *)nd, _mm512_min_epu64(next, v_nsz));
-        nul |= nm[nd[0] - 1] | nm[nd[1] - 1] | nm[nd[2] - 1] | nm[nd[3] - 1] | nm[nd[4] - 1] |
-               nm[nd[5] - 1] | nm[nd[6] - 1] | nm[nd[7] - 1];
+        nul |= nm1[nd[0]] | nm1[nd[1]] | nm1[nd[2]] | nm1[nd[3]] | nm1[nd[4]] | nm1[nd[5]] |
+               nm1[nd[6]] | nm1[nd[7]];
         /* shape ids and flags */
         __m512i shape = _mm512_srli_epi64(q0, 32);
         bad |= _mm512_cmpge_epu64_mask(shape, v_ns);

@@ -440,14 +440,14 @@ static void utf8_case(int reps)
     printf("utf8: %" PRIu64 " tokens, %zu bytes with separators, %.1f %% of them >= 0x80\n",
            m.count, n, 100.0 * (double)high / (double)n);
     int inner = 200;
-    double scan[MAX_REPS], lv[4][MAX_REPS], per[MAX_REPS], mc[MAX_REPS], bs[MAX_REPS];
-    int levels[4], nl = 0, last = -1;
-    for (int l = 0; l <= 3; l++) {
+    double scan[MAX_REPS], lv[INGOT__UTF8_TOP + 1][MAX_REPS], per[MAX_REPS], mc[MAX_REPS], bs[MAX_REPS];
+    int levels[INGOT__UTF8_TOP + 1], nl = 0, last = -1;
+    for (int l = 0; l <= INGOT__UTF8_TOP; l++) {
         int got = ingot__utf8_limit(l);
         if (got != last) levels[nl++] = got;
         last = got;
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
     for (int r = 0; r < reps; r++) {
         double t = now_s();
         for (int i = 0; i < inner; i++) sink += plain_scan(sec, n);
@@ -465,7 +465,7 @@ static void utf8_case(int reps)
                 if (!ingot__utf8_valid(sec, n, true)) die("vocab not UTF-8", NULL);
             lv[k][r] = (now_s() - t) / inner;
         }
-        ingot__utf8_limit(3);
+        ingot__utf8_limit(INGOT__UTF8_TOP);
         t = now_s();
         for (int i = 0; i < inner / 10; i++)
             for (uint64_t k = 0; k < m.count; k++)
@@ -477,7 +477,8 @@ static void utf8_case(int reps)
            gb / median(scan, reps));
     printf("  %-40s %8.2f GB/s  (info)\n", "byte loop (OR of every byte)", gb / median(bs, reps));
     printf("  %-40s %8.2f GB/s  (info)\n", "glibc memchr", gb / median(mc, reps));
-    static const char *const names[4] = {"portable", "SSE4.1", "AVX2", "AVX-512BW"};
+    static const char *const names[INGOT__UTF8_TOP + 1] = {"portable", "SSE4.1", "AVX2",
+                                                            "AVX-512BW", "AVX-512 VBMI"};
     for (int k = 0; k < nl; k++) {
         double r[MAX_REPS];
         for (int i = 0; i < reps; i++) r[i] = scan[i] / lv[k][i];

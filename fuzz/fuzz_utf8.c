@@ -24,10 +24,10 @@ static void check(const uint8_t *s, size_t n, bool allow_nul, const int *levels,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int levels[4], nl;
+    static int levels[INGOT__UTF8_TOP + 1], nl;
     if (!nl) {
         int last = -1;
-        for (int l = 0; l <= 3; l++) {
+        for (int l = 0; l <= INGOT__UTF8_TOP; l++) {
             int got = ingot__utf8_limit(l);
             if (got != last) levels[nl++] = got;
             last = got;
@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(buf + at, size - at, true, levels, nl);
         check(buf + at, size - at, false, levels, nl);
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
     free(buf);
     return 0;
 }

@@ -56,18 +56,18 @@ static int build(strfile *f)
     return 0;
 }
 
-static int levels[4], n_levels;
+static int levels[INGOT__UTF8_TOP + 1], n_levels;
 
 static void find_levels(void)
 {
     int last = -1;
     n_levels = 0;
-    for (int l = 0; l <= 3; l++) {
+    for (int l = 0; l <= INGOT__UTF8_TOP; l++) {
         int got = ingot__utf8_limit(l);
         if (got != last) levels[n_levels++] = got;
         last = got;
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
 }
 
 /* Opens the image (header CRC not checked: the cases damage the header) at every level; the
@@ -91,7 +91,7 @@ static ingot_status open_all(const strfile *f, char *msg, size_t cap, int *disag
             (*disagree)++;
         }
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
     snprintf(msg, cap, "%s", first);
     return st;
 }

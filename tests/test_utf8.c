@@ -50,19 +50,19 @@ static size_t ref_prefix(const uint8_t *s, size_t n, bool allow_nul)
     return n;
 }
 
-static int levels[4], n_levels;
+static int levels[INGOT__UTF8_TOP + 1], n_levels;
 
 /* The distinct levels this CPU has, lowest first; leaves the default in force. */
 static void find_levels(void)
 {
     if (n_levels) return;
     int last = -1;
-    for (int l = 0; l <= 3; l++) {
+    for (int l = 0; l <= INGOT__UTF8_TOP; l++) {
         int got = ingot__utf8_limit(l);
         if (got != last) levels[n_levels++] = got;
         last = got;
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
 }
 
 static int mismatches;
@@ -83,7 +83,7 @@ static void check_all(const uint8_t *s, size_t n, bool allow_nul, const char *wh
             fprintf(stderr, "  %s: level %d gives %zu (valid %d), reference %zu (n %zu)\n", what,
                     levels[k], got, ok, want, n);
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
 }
 
 /* Offsets that put a sequence across each 16-, 32- and 64-byte boundary of a 200-byte buffer. */
@@ -151,7 +151,7 @@ TEST(test_utf8_named_cases)
             ingot__utf8_limit(levels[k]);
             ASSERT_U64(ingot__utf8_prefix(s, cases[i].n, true), cases[i].want);
         }
-        ingot__utf8_limit(3);
+        ingot__utf8_limit(INGOT__UTF8_TOP);
         check_seq(s, cases[i].n, cases[i].s);
     }
     ASSERT_EQ(mismatches, 0);
@@ -326,7 +326,7 @@ TEST(test_utf8_section_of_strings)
         ASSERT_TRUE(ingot__utf8_valid(sec, n, true));
         ASSERT_TRUE(!ingot__utf8_valid(sec, n, false));
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
     /* a lead byte right before a separator: the string is cut, the section invalid there */
     size_t at = 0;
     while (sec[at + 1] != 0) at++;
@@ -335,7 +335,7 @@ TEST(test_utf8_section_of_strings)
         ingot__utf8_limit(levels[k]);
         ASSERT_U64(ingot__utf8_prefix(sec, n, true), ref_prefix(sec, n, true));
     }
-    ingot__utf8_limit(3);
+    ingot__utf8_limit(INGOT__UTF8_TOP);
 }
 
 RUN_TESTS(T(test_utf8_levels), T(test_utf8_named_cases), T(test_utf8_every_two_byte_sequence),

@@ -2,15 +2,18 @@
  * utf8.c - strict UTF-8 validation for names, keys and string values read from files, and for
  * whole sections of them in one pass. Implementations, chosen once from CPUID (as crc32c.c does):
  *   - portable: a byte decoder with an 8-byte ASCII fast path (any CPU; the freestanding core);
- *   - x86-64 SSE4.1, AVX2, AVX-512BW: the nibble-table method of Keiser and Lemire ("Validating
- *     UTF-8 in less than one instruction per byte", 2021), 64 bytes per step, written from the
- *     paper's description. Each byte pair (previous, current) is classified by three 16-entry
- *     table lookups (high and low nibble of the previous byte, high nibble of the current one)
- *     whose AND is non-zero exactly for the invalid pairs; a second rule requires a continuation
- *     byte wherever the byte two (three) back is a 3-byte (4-byte) lead. The tail is copied into a
- *     block padded with spaces (AVX-512: a masked load), so a sequence cut by the end meets a
- *     non-continuation byte. The vector code only says valid or not; an error position comes from
- *     the portable decoder, restarted at a character boundary just before the block that failed.
+ *   - x86-64 SSE4.1, AVX2, AVX-512BW, AVX-512 VBMI: the nibble-table method of Keiser and Lemire
+ *     ("Validating UTF-8 in less than one instruction per byte", 2021), 64 bytes per step, written
+ *     from the paper's description. Each byte pair (previous, current) is classified by three
+ *     16-entry table lookups (high and low nibble of the previous byte, high nibble of the current
+ *     one) whose AND is non-zero exactly for the invalid pairs; a second rule requires a
+ *     continuation byte wherever the byte two (three) back is a 3-byte (4-byte) lead. The tail is
+ *     copied into a block padded with spaces (AVX-512: a masked load), so a sequence cut by the end
+ *     meets a non-continuation byte. The vector code only says valid or not; an error position
+ *     comes from the portable decoder, restarted at a character boundary just before the block
+ *     that failed. With AVX-512, every block after the first takes the bytes one, two and three
+ *     back from unaligned loads rather than lane shuffles (the shuffle port is the limit), and
+ *     with VBMI the lookups are vpermb on tables repeated four times, which need no nibble masks.
  * All levels give the same answers (tests/test_utf8.c: every sequence class, every truncation at
  * every block boundary, random inputs, each level against the portable code; fuzz/fuzz_utf8.c).
  * Freestanding: no libc.
@@ -275,6 +278,24 @@ typedef struct {
     __m512i th, tl, tc, nib, err, prev, open;
 } avx512_st;
 
+/* The rules on one block in, given the vectors of the byte one, two and three back (p1, p2, p3):
+ * errors into st->err, a sequence left open at its end into st->open. */
+AVX512_TARGET static inline void avx512_rules(avx512_st *st, __m512i in, __m512i p1, __m512i p2,
+                                              __m512i p3)
+{
+    __m512i a = _mm512_shuffle_epi8(st->th, _mm512_and_si512(_mm512_srli_epi16(p1, 4), st->nib));
+    __m512i b = _mm512_shuffle_epi8(st->tl, _mm512_and_si512(p1, st->nib));
+    __m512i c = _mm512_shuffle_epi8(st->tc, _mm512_and_si512(_mm512_srli_epi16(in, 4), st->nib));
+    __m512i sc = _mm512_ternarylogic_epi32(a, b, c, 0x80); /* a & b & c */
+    /* bit 7 of (p2 -sat 0x60) | (p3 -sat 0x70): the byte two back >= E0 or three back >= F0 */
+    __m512i must = _mm512_ternarylogic_epi32(
+        _mm512_subs_epu8(p2, _mm512_set1_epi8((char)(0xE0 - 0x80))),
+        _mm512_subs_epu8(p3, _mm512_set1_epi8((char)(0xF0 - 0x80))),
+        _mm512_set1_epi8((char)0x80), 0xA8); /* (x | y) & z */
+    st->err = _mm512_ternarylogic_epi32(st->err, must, sc, 0xF6); /* err | (must ^ sc) */
+    st->open = _mm512_subs_epu8(in, _mm512_loadu_si512((const void *)tab_open_end));
+}
+
 /* One block. valid: the bytes of the block that belong to the input (the others read as 0 and
  * count as the end of the input, not as NUL bytes). NUL bytes, when not allowed, go to *nul. */
 AVX512_TARGET static inline void avx512_block(avx512_st *st, __m512i in, __mmask64 valid,
@@ -290,18 +311,26 @@ AVX512_TARGET static inline void avx512_block(avx512_st *st, __m512i in, __mmask
         __m512i p1 = _mm512_alignr_epi8(in, t, 15);
         __m512i p2 = _mm512_alignr_epi8(in, t, 14);
         __m512i p3 = _mm512_alignr_epi8(in, t, 13);
-        __m512i a = _mm512_shuffle_epi8(st->th, _mm512_and_si512(_mm512_srli_epi16(p1, 4),
-                                                                 st->nib));
-        __m512i b = _mm512_shuffle_epi8(st->tl, _mm512_and_si512(p1, st->nib));
-        __m512i c = _mm512_shuffle_epi8(st->tc, _mm512_and_si512(_mm512_srli_epi16(in, 4),
-                                                                 st->nib));
-        __m512i sc = _mm512_ternarylogic_epi32(a, b, c, 0x80); /* a & b & c */
-        __m512i must =
-            _mm512_or_si512(_mm512_subs_epu8(p2, _mm512_set1_epi8((char)(0xE0 - 0x80))),
-                            _mm512_subs_epu8(p3, _mm512_set1_epi8((char)(0xF0 - 0x80))));
-        must = _mm512_and_si512(must, _mm512_set1_epi8((char)0x80));
-        st->err = _mm512_ternarylogic_epi32(st->err, must, sc, 0xF6); /* err | (must ^ sc) */
-        st->open = _mm512_subs_epu8(in, _mm512_loadu_si512((const void *)tab_open_end));
+        avx512_rules(st, in, p1, p2, p3);
+    }
+    st->prev = in;
+}
+
+/* A block at s, not the first one of the input: the vectors of the byte one, two and three back
+ * come from unaligned loads at s - 1, s - 2, s - 3, which leaves the shuffle port to the three
+ * table lookups (the shifts by lanes above take four more shuffles). The whole block is input. */
+AVX512_TARGET static inline void avx512_block_at(avx512_st *st, const uint8_t *s, bool allow_nul,
+                                                 __mmask64 *nul)
+{
+    __m512i in = _mm512_loadu_si512((const void *)s);
+    if (!allow_nul) *nul |= _mm512_testn_epi8_mask(in, in);
+    if (_mm512_movepi8_mask(in) == 0) {
+        st->err = _mm512_or_si512(st->err, st->open);
+        st->open = _mm512_setzero_si512();
+    } else {
+        avx512_rules(st, in, _mm512_loadu_si512((const void *)(s - 1)),
+                     _mm512_loadu_si512((const void *)(s - 2)),
+                     _mm512_loadu_si512((const void *)(s - 3)));
     }
     st->prev = in;
 }
@@ -322,19 +351,91 @@ AVX512_TARGET static size_t prefix_avx512(const uint8_t *s, size_t n, bool allow
     const __mmask64 all = ~(__mmask64)0;
     __mmask64 nul = 0;
     size_t b = 0;
-    /* two blocks per check: an error is placed in the pair, the portable code finds it */
-    for (; n - b >= 2 * BLOCK; b += 2 * BLOCK) {
-        avx512_block(&st, _mm512_loadu_si512((const void *)(s + b)), all, allow_nul, &nul);
-        avx512_block(&st, _mm512_loadu_si512((const void *)(s + b + BLOCK)), all, allow_nul,
-                     &nul);
-        if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
-    }
-    if (n - b >= BLOCK) {
-        avx512_block(&st, _mm512_loadu_si512((const void *)(s + b)), all, allow_nul, &nul);
-        if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
-        b += BLOCK;
+    if (n >= BLOCK) {
+        avx512_block(&st, _mm512_loadu_si512((const void *)s), all, allow_nul, &nul);
+        if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, 0);
+        b = BLOCK;
+        /* two blocks per check: an error is placed in the pair, the portable code finds it */
+        for (; n - b >= 2 * BLOCK; b += 2 * BLOCK) {
+            avx512_block_at(&st, s + b, allow_nul, &nul);
+            avx512_block_at(&st, s + b + BLOCK, allow_nul, &nul);
+            if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
+        }
+        if (n - b >= BLOCK) {
+            avx512_block_at(&st, s + b, allow_nul, &nul);
+            if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
+            b += BLOCK;
+        }
     }
     /* Masked-off bytes are not read (no fault past the end) and load as 0: the end. */
+    __mmask64 m = n - b ? ~0ull >> (BLOCK - (n - b)) : 0;
+    avx512_block(&st, _mm512_maskz_loadu_epi8(m, s + b), m, allow_nul, &nul);
+    if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
+    return n;
+}
+
+/* ---- AVX-512 VBMI: as above, with vpermb for the lookups ---- */
+
+#define VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+/* The rules of avx512_rules with vpermb, whose index takes bits 0-5 of each byte: with the
+ * 16-entry tables repeated four times, a byte's low nibble selects the same entry whatever its
+ * bits 4-7, and so does the high nibble after a 16-bit shift (bits 4-7 of the low byte of each
+ * pair then hold the next byte's low nibble), which spares the three masks of the nibbles. A
+ * sequence left open at the end of a block is found from st->prev when the next block is ASCII
+ * (vbmi_block_at) or at the end, so it is not computed for every block. */
+VBMI_TARGET static inline void vbmi_block_at(avx512_st *st, const uint8_t *s, bool allow_nul,
+                                             __mmask64 *nul)
+{
+    __m512i in = _mm512_loadu_si512((const void *)s);
+    if (!allow_nul) *nul |= _mm512_testn_epi8_mask(in, in);
+    if (_mm512_movepi8_mask(in) == 0) {
+        st->err = _mm512_or_si512(
+            st->err, _mm512_subs_epu8(st->prev, _mm512_loadu_si512((const void *)tab_open_end)));
+    } else {
+        __m512i p1 = _mm512_loadu_si512((const void *)(s - 1));
+        __m512i a = _mm512_permutexvar_epi8(_mm512_srli_epi16(p1, 4), st->th);
+        __m512i b = _mm512_permutexvar_epi8(p1, st->tl);
+        __m512i c = _mm512_permutexvar_epi8(_mm512_srli_epi16(in, 4), st->tc);
+        __m512i sc = _mm512_ternarylogic_epi32(a, b, c, 0x80); /* a & b & c */
+        __m512i must = _mm512_ternarylogic_epi32(
+            _mm512_subs_epu8(_mm512_loadu_si512((const void *)(s - 2)),
+                             _mm512_set1_epi8((char)(0xE0 - 0x80))),
+            _mm512_subs_epu8(_mm512_loadu_si512((const void *)(s - 3)),
+                             _mm512_set1_epi8((char)(0xF0 - 0x80))),
+            _mm512_set1_epi8((char)0x80), 0xA8); /* (x | y) & z */
+        st->err = _mm512_ternarylogic_epi32(st->err, must, sc, 0xF6); /* err | (must ^ sc) */
+    }
+    st->prev = in;
+}
+
+VBMI_TARGET static size_t prefix_vbmi(const uint8_t *s, size_t n, bool allow_nul)
+{
+    avx512_st st;
+    st.th = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)tab_prev_high));
+    st.tl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)tab_prev_low));
+    st.tc = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)tab_cur_high));
+    st.nib = _mm512_set1_epi8(0x0F);
+    st.err = st.prev = st.open = _mm512_setzero_si512();
+    const __mmask64 all = ~(__mmask64)0;
+    __mmask64 nul = 0;
+    size_t b = 0;
+    if (n >= BLOCK) {
+        avx512_block(&st, _mm512_loadu_si512((const void *)s), all, allow_nul, &nul);
+        if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, 0);
+        b = BLOCK;
+        for (; n - b >= 2 * BLOCK; b += 2 * BLOCK) {
+            vbmi_block_at(&st, s + b, allow_nul, &nul);
+            vbmi_block_at(&st, s + b + BLOCK, allow_nul, &nul);
+            if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
+        }
+        if (n - b >= BLOCK) {
+            vbmi_block_at(&st, s + b, allow_nul, &nul);
+            if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
+            b += BLOCK;
+        }
+        st.open = _mm512_subs_epu8(st.prev, _mm512_loadu_si512((const void *)tab_open_end));
+    }
     __mmask64 m = n - b ? ~0ull >> (BLOCK - (n - b)) : 0;
     avx512_block(&st, _mm512_maskz_loadu_epi8(m, s + b), m, allow_nul, &nul);
     if (!avx512_ok(&st, nul)) return prefix_from_block(s, n, allow_nul, b);
@@ -344,6 +445,7 @@ AVX512_TARGET static size_t prefix_avx512(const uint8_t *s, size_t n, bool allow
 #define CAP_SSE 1
 #define CAP_AVX2 2
 #define CAP_AVX512 4
+#define CAP_VBMI 16
 #define CAPS_KNOWN 8
 static atomic_int caps_state, caps_probed; /* in force; what the CPU has (CPUID is slow in VMs) */
 
@@ -360,9 +462,11 @@ static int probe(void)
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     if ((lo & 6u) != 6u || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return s;
     if (b & (1u << 5)) s |= CAP_AVX2;
-    /* AVX-512F (b16) and BW (b30); the OS saves opmask and ZMM state (XCR0 bits 5-7) */
-    bool f512 = b & (1u << 16), bw = b & (1u << 30);
-    if ((s & CAP_AVX2) && f512 && bw && (lo & 0xE0u) == 0xE0u) s |= CAP_AVX512;
+    /* AVX-512F (b16), BW (b30) and VL (b31: the native reader's scans use it); the OS saves
+     * opmask and ZMM state (XCR0 bits 5-7) */
+    bool f512 = b & (1u << 16), bw = b & (1u << 30), vl = b & (1u << 31);
+    if ((s & CAP_AVX2) && f512 && bw && vl && (lo & 0xE0u) == 0xE0u) s |= CAP_AVX512;
+    if ((s & CAP_AVX512) && (c & (1u << 1))) s |= CAP_VBMI; /* AVX512_VBMI: ecx bit 1 */
     return s;
 }
 
@@ -375,6 +479,15 @@ static int caps(void)
     return s;
 }
 
+static int level_of(int c)
+{
+    return (c & CAP_VBMI)     ? 4
+           : (c & CAP_AVX512) ? 3
+           : (c & CAP_AVX2)   ? 2
+           : (c & CAP_SSE)    ? 1
+                              : 0;
+}
+
 int ingot__utf8_limit(int level)
 {
     int s = atomic_load_explicit(&caps_probed, memory_order_relaxed);
@@ -382,18 +495,15 @@ int ingot__utf8_limit(int level)
         s = probe();
         atomic_store_explicit(&caps_probed, s, memory_order_relaxed);
     }
+    if (level < 4) s &= ~CAP_VBMI;
     if (level < 3) s &= ~CAP_AVX512;
     if (level < 2) s &= ~CAP_AVX2;
     if (level < 1) s &= ~CAP_SSE;
     atomic_store_explicit(&caps_state, s, memory_order_relaxed);
-    return (s & CAP_AVX512) ? 3 : (s & CAP_AVX2) ? 2 : (s & CAP_SSE) ? 1 : 0;
+    return level_of(s);
 }
 
-int ingot__utf8_level(void)
-{
-    int c = caps();
-    return (c & CAP_AVX512) ? 3 : (c & CAP_AVX2) ? 2 : (c & CAP_SSE) ? 1 : 0;
-}
+int ingot__utf8_level(void) { return level_of(caps()); }
 
 /* Below this length the portable code's ASCII loop is as fast (most names and keys). */
 #define VECTOR_MIN 16
@@ -402,6 +512,7 @@ size_t ingot__utf8_prefix(const uint8_t *s, size_t n, bool allow_nul)
 {
     if (n < VECTOR_MIN) return prefix_sw(s, n, allow_nul);
     int c = caps();
+    if (c & CAP_VBMI) return prefix_vbmi(s, n, allow_nul);
     if (c & CAP_AVX512) return prefix_avx512(s, n, allow_nul);
     if (c & CAP_AVX2) return prefix_avx2(s, n, allow_nul);
     if (c & CAP_SSE) return prefix_sse(s, n, allow_nul);

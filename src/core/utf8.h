@@ -17,11 +17,13 @@ size_t ingot__utf8_prefix(const uint8_t *s, size_t n, bool allow_nul);
 size_t ingot__utf8_prefix_sw(const uint8_t *s, size_t n, bool allow_nul);
 
 /* Tests only, not thread-safe: restricts ingot__utf8_prefix/valid to the paths up to level (0
- * portable, 1 SSE4.1, 2 AVX2, 3 AVX-512BW) that the CPU has; returns the level now in force (0 off
- * x86-64). A level of 3 or more restores the default. */
+ * portable, 1 SSE4.1, 2 AVX2, 3 AVX-512BW, 4 AVX-512BW with VBMI) that the CPU has; returns the
+ * level now in force (0 off x86-64). A level of INGOT__UTF8_TOP or more restores the default. */
 int ingot__utf8_limit(int level);
+#define INGOT__UTF8_TOP 4
 
-/* The level in force (as above); other scans of string sections take their vector path from it. */
+/* The level in force (as above); other scans of string sections take their vector path from it
+ * (3 or more: AVX-512F, BW and VL). */
 int ingot__utf8_level(void);
 
 #endif

@@ -13,7 +13,10 @@
  * say yes or no, a few nanoseconds per tensor) and, when it says no, the exact one (check_tensors,
  * check_index), which walks the same rules in the order of docs/FORMAT.md and names the first
  * broken field. A file is accepted only if one of them accepts it; the fast one accepting a file
- * the exact one rejects would be a bug, which fuzz builds check on every input.
+ * the exact one rejects would be a bug, which fuzz builds check on every input. On x86-64 the
+ * tensor-table pass, the names scan and the string-array reference pass have AVX-512 versions,
+ * taken at run time (ingot__utf8_level() >= 3) beside the portable code; tests/test_native_fast.c
+ * damages every entry and checks every level against the exact rules.
  */
 #include "checked.h"
 #include "crc32c.h"
@@ -546,20 +549,16 @@ static ingot_status check_shapes(ingot_native *r, ingot_error *err)
  * shape record ids, flags and data offsets. Every load is bounded before it happens (a name end
  * past the names section stops the loop before its byte is read), and branches that are never
  * taken cost less here than accumulating flags. Data ends rise from 0 and stay within data_size.
- * Sizes are the records' (check_shapes ran first). */
-__attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
+ * Sizes are the records' (check_shapes ran first). tensors_from checks the entries from e on,
+ * given the end of the previous tensor's data (pos) and where entry e's name starts (name). */
+static bool tensors_from(const ingot_native *r, const uint8_t *e, uint64_t pos, uint64_t name)
 {
-    const uint8_t *t = r->buf + r->tt_off, *sh = r->buf + r->sh_off + SHP_NBYTES, *nm = names(r);
-    const uint64_t n = r->n_tensors, ns = r->n_shapes, am1 = (uint64_t)r->alignment - 1;
+    const uint8_t *sh = r->buf + r->sh_off + SHP_NBYTES, *nm = names(r);
+    const uint64_t ns = r->n_shapes, am1 = (uint64_t)r->alignment - 1;
     const uint64_t dsz = r->data_size, nsz = r->names_size;
     const uint32_t maxfl = r->n_params ? TEN_FLAG_PARAM_ID : 0;
-    if (n == 0) return nsz == 0 && dsz == 0;
-    /* below 2^62 no sum of an offset and a size (check_shapes found every size below 2^62 when
-     * max_nbytes says so) can wrap */
-    if ((dsz | r->max_nbytes) >> 62 || ing_ld32(t + TEN_NAME_OFF) != 0) return false;
-    const uint8_t *e = t, *end = t + n * ING_TEN_SIZE;
-    uint64_t pos = 0, name = 0;
-    do {
+    const uint8_t *end = r->buf + r->tt_off + r->n_tensors * ING_TEN_SIZE;
+    for (; e < end; e += ING_TEN_SIZE) {
         /* name i ends (with its NUL) where entry i+1's starts, the last one at the end of the
          * names section. For the last entry this reads 4 bytes of the name index, which follows
          * the table, and does not use them. */
@@ -573,9 +572,132 @@ __attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
         if (at != ((pos + am1) & ~am1)) return false;
         pos = at + ing_ld64(sh + s * ING_SHP_SIZE);
         if (pos > dsz) return false;
-        e += ING_TEN_SIZE;
-    } while (e < end);
+    }
     return pos == dsz;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(INGOT_NO_SIMD)
+#include <immintrin.h>
+#define HAVE_X86_512 1
+/* The rules of tensors_from, eight entries (192 bytes, three vectors) a step with AVX-512: the
+ * entries' three quadwords (name offset | shape id << 32, data offset, crc | flags << 32) become
+ * three columns by two permutes each; the next name offsets are the column moved by one lane; each
+ * name's last byte and each size come by a gather (sizes by a permute when there are at most 16
+ * records); the expected data offsets are the previous ends, moved by one lane and rounded up. The
+ * checks of a step are ORed into one mask. Returns the number of entries it checked (a multiple
+ * of 8), with *pos the end of the last one's data; 0 with *pos = ~0 when a rule fails. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static uint64_t tensors512(
+    const ingot_native *r, uint64_t *pos)
+{
+    const uint8_t *t = r->buf + r->tt_off, *sh = r->buf + r->sh_off + SHP_NBYTES;
+    const uint8_t *nm1 = names(r) - 1;
+    const uint64_t n = r->n_tensors, ns = r->n_shapes, nsz = r->names_size;
+    const __m512i v_ns = _mm512_set1_epi64((long long)ns), v_nsz = _mm512_set1_epi64((long long)nsz);
+    const __m512i v_maxfl = _mm512_set1_epi64(r->n_params ? TEN_FLAG_PARAM_ID : 0);
+    const __m512i v_am1 = _mm512_set1_epi64((long long)r->alignment - 1);
+    const __m512i v_dsz = _mm512_set1_epi64((long long)r->data_size);
+    const __m512i v_lenmax = _mm512_set1_epi64(ING_NAME_MAX - 1), two = _mm512_set1_epi64(2);
+    const __m512i lo32 = _mm512_set1_epi64(0xFFFFFFFFll);
+    /* quadword 3k + c of the three vectors is column c of entry k: first from the first two
+     * vectors (indices 0-15), then the third one's fill the rest (indices 8-15 of that permute) */
+    const __m512i c0a = _mm512_setr_epi64(0, 3, 6, 9, 12, 15, 0, 0);
+    const __m512i c0b = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 10, 13);
+    const __m512i c1a = _mm512_setr_epi64(1, 4, 7, 10, 13, 0, 0, 0);
+    const __m512i c1b = _mm512_setr_epi64(0, 1, 2, 3, 4, 8, 11, 14);
+    const __m512i c2a = _mm512_setr_epi64(2, 5, 8, 11, 14, 0, 0, 0);
+    const __m512i c2b = _mm512_setr_epi64(0, 1, 2, 3, 4, 9, 12, 15);
+    /* sizes of records 0-15 for the permute: quadword 2k + 1 of each record pair */
+    __m512i tab0 = _mm512_setzero_si512(), tab1 = _mm512_setzero_si512();
+    const bool small_tab = ns <= 16;
+    if (small_tab) {
+        __m512i idx = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+        const uint8_t *rec = r->buf + r->sh_off;
+        __m512i a = _mm512_maskz_loadu_epi64((__mmask8)(ns >= 4 ? 0xFF : (1u << (2 * ns)) - 1),
+                                             rec);
+        __m512i b = _mm512_maskz_loadu_epi64(
+            (__mmask8)(ns >= 8 ? 0xFF : ns <= 4 ? 0 : (1u << (2 * (ns - 4))) - 1), rec + 64);
+        tab0 = _mm512_permutex2var_epi64(a, _mm512_add_epi64(idx, _mm512_set1_epi64(1)), b);
+        if (ns > 8) {
+            a = _mm512_maskz_loadu_epi64(
+                (__mmask8)(ns >= 12 ? 0xFF : (1u << (2 * (ns - 8))) - 1), rec + 128);
+            b = _mm512_maskz_loadu_epi64(
+                (__mmask8)(ns >= 16 ? 0xFF : ns <= 12 ? 0 : (1u << (2 * (ns - 12))) - 1),
+                rec + 192);
+            tab1 = _mm512_permutex2var_epi64(a, _mm512_add_epi64(idx, _mm512_set1_epi64(1)), b);
+        }
+    }
+    const __m512i v_last = _mm512_set1_epi64((long long)(ns ? ns - 1 : 0));
+    __m512i prev = _mm512_setzero_si512(); /* lane 7: the end of the previous entry's data */
+    __mmask8 bad = 0;
+    uint32_t nul = 0;
+    uint64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        const uint8_t *e = t + k * ING_TEN_SIZE;
+        __m512i x = _mm512_loadu_si512((const void *)e);
+        __m512i y = _mm512_loadu_si512((const void *)(e + 64));
+        __m512i z = _mm512_loadu_si512((const void *)(e + 128));
+        __m512i q0 = _mm512_permutex2var_epi64(_mm512_permutex2var_epi64(x, c0a, y), c0b, z);
+        __m512i q1 = _mm512_permutex2var_epi64(_mm512_permutex2var_epi64(x, c1a, y), c1b, z);
+        __m512i q2 = _mm512_permutex2var_epi64(_mm512_permutex2var_epi64(x, c2a, y), c2b, z);
+        /* names: entry k+8's name offset (4 bytes of the name index after the last entry, not
+         * used) or the section end closes the last one */
+        uint64_t nx = k + 8 < n ? ing_ld32(e + 8 * ING_TEN_SIZE) : nsz;
+        __m512i noff = _mm512_and_si512(q0, lo32);
+        __m512i next = _mm512_alignr_epi64(_mm512_set1_epi64((long long)nx), noff, 1);
+        bad |= _mm512_cmpgt_epu64_mask(_mm512_sub_epi64(_mm512_sub_epi64(next, noff), two),
+                                       v_lenmax);
+        bad |= _mm512_cmpgt_epu64_mask(next, v_nsz);
+        /* each name's last byte, its NUL, at nm1 + next (next clamped into the section; the
+         * reader's buffer starts 192 bytes or more before the names, so nm1 = nm - 1 lies in it
+         * and next = 0 reads inside it): eight scalar loads cost less than a gather here */
+        uint64_t nd[8];
+        _mm512_storeu_si512((void *)nd, _mm512_min_epu64(next, v_nsz));
+        nul |= nm1[nd[0]] | nm1[nd[1]] | nm1[nd[2]] | nm1[nd[3]] | nm1[nd[4]] | nm1[nd[5]] |
+               nm1[nd[6]] | nm1[nd[7]];
+        /* shape ids and flags */
+        __m512i shape = _mm512_srli_epi64(q0, 32);
+        bad |= _mm512_cmpge_epu64_mask(shape, v_ns);
+        bad |= _mm512_cmpgt_epu64_mask(_mm512_srli_epi64(q2, 32), v_maxfl);
+        /* data offsets: each the previous end rounded up, each end within the data section */
+        __m512i sid = _mm512_min_epu64(shape, v_last), size;
+        if (small_tab) size = _mm512_permutex2var_epi64(tab0, sid, tab1);
+        else size = _mm512_i64gather_epi64(_mm512_slli_epi64(sid, 1), sh, 8);
+        __m512i ends = _mm512_add_epi64(q1, size);
+        __m512i want = _mm512_alignr_epi64(ends, prev, 7);
+        want = _mm512_andnot_si512(v_am1, _mm512_add_epi64(want, v_am1));
+        bad |= _mm512_cmpneq_epu64_mask(q1, want);
+        bad |= _mm512_cmpgt_epu64_mask(ends, v_dsz);
+        prev = ends;
+        if (bad | nul) {
+            *pos = ~(uint64_t)0;
+            return 0;
+        }
+    }
+    uint64_t last[8];
+    _mm512_storeu_si512((void *)last, prev);
+    *pos = last[7];
+    return k;
+}
+#endif
+
+__attribute__((noinline)) static bool fast_tensors(const ingot_native *r)
+{
+    const uint8_t *t = r->buf + r->tt_off;
+    const uint64_t n = r->n_tensors;
+    if (n == 0) return r->names_size == 0 && r->data_size == 0;
+    /* below 2^62 no sum of an offset and a size (check_shapes found every size below 2^62 when
+     * max_nbytes says so) can wrap */
+    if ((r->data_size | r->max_nbytes) >> 62 || ing_ld32(t + TEN_NAME_OFF) != 0) return false;
+#ifdef HAVE_X86_512
+    /* the vector code also needs a shape record (n > 0 has one in a valid file) */
+    if (n >= 8 && r->n_shapes && ingot__utf8_level() >= 3) {
+        uint64_t pos, k = tensors512(r, &pos);
+        if (k == 0) return false;
+        const uint8_t *e = t + k * ING_TEN_SIZE;
+        return tensors_from(r, e, pos, k < n ? ing_ld32(e + TEN_NAME_OFF) : r->names_size);
+    }
+#endif
+    return tensors_from(r, t, 0, 0);
 }
 
 /* NUL bytes and the OR of all bytes of p[0, n), 16 bytes at a time: the counting part of
@@ -638,11 +760,38 @@ __attribute__((target("avx2"))) static uint64_t scan32(const uint8_t *p, uint64_
 
 /* Names section: exactly n NUL bytes (the terminators fast_tensors checked, so none inside a
  * name) and valid UTF-8 as a whole, which, with NUL separators, is each name being valid. */
+#ifdef HAVE_X86_512
+/* scan16 with AVX-512, 64 bytes a step: the NULs of a step are the population count of a mask;
+ * the tail comes through a masked load. */
+__attribute__((target("avx512f,avx512bw,popcnt"))) static uint64_t scan64(const uint8_t *p,
+                                                                          uint64_t n,
+                                                                          uint8_t *or_all)
+{
+    uint64_t i = 0, zeros = 0;
+    __m512i high = _mm512_setzero_si512();
+    for (; i + 64 <= n; i += 64) {
+        __m512i v = _mm512_loadu_si512((const void *)(p + i));
+        high = _mm512_or_si512(high, v);
+        zeros += (uint64_t)__builtin_popcountll(_mm512_testn_epi8_mask(v, v));
+    }
+    __mmask64 m = n - i ? ~0ull >> (64 - (n - i)) : 0;
+    __m512i v = _mm512_maskz_loadu_epi8(m, p + i);
+    high = _mm512_or_si512(high, v);
+    zeros += (uint64_t)__builtin_popcountll(_mm512_mask_testn_epi8_mask(m, v, v));
+    *or_all = _mm512_movepi8_mask(high) ? 0x80 : 0;
+    return zeros;
+}
+#endif
+
 __attribute__((noinline)) static bool fast_names(const ingot_native *r)
 {
     const uint8_t *p = names(r);
     uint64_t n = r->names_size, zeros;
     uint8_t hb;
+#ifdef HAVE_X86_512
+    if (ingot__utf8_level() >= 3) zeros = scan64(p, n, &hb);
+    else
+#endif
 #ifdef HAVE_SCAN32
     if (ingot__cpu_avx2()) zeros = scan32(p, n, &hb);
     else
@@ -726,48 +875,61 @@ static uint64_t run_utf8(const ingot_native *r, const uint8_t *refs, uint64_t j,
     return j;
 }
 
-/* The common case of str_elems, yes or no: every element starts right after the previous one's
- * NUL, lies inside the pool and has its NUL, and the whole run is valid UTF-8. Branch-free over
- * the elements: a bad element only sets a flag (its NUL is read at a clamped index), and the exact
- * code then finds it. */
-/* Whether references [0, count) of a string array (count >= 2) follow each other: each start is
- * the previous start + length + 1, and no length reaches 2^32 (so no sum wraps). */
-static bool refs_follow(const uint8_t *refs, uint64_t count)
+/* Whether references [0, count) of a string array (count >= 2) follow each other and end with a
+ * NUL: each start is the previous start + length + 1, no length reaches 2^32 (so no sum wraps),
+ * and the byte before each start from the second on is 0. Every such byte is read at an index
+ * clamped to `final` (the last element's NUL, inside the pool), so a broken chain never reads
+ * outside the pool; its verdict is no in any case. */
+static bool refs_follow(const uint8_t *pl, const uint8_t *refs, uint64_t count, uint64_t final)
 {
     uint64_t off_run = 0, lens = 0;
+    uint32_t nul = 0;
     for (const uint8_t *ref = refs, *end = refs + (count - 1) * ING_STRREF_SIZE; ref < end;
          ref += ING_STRREF_SIZE) {
-        uint64_t so = ing_ld64(ref), sl = ing_ld64(ref + 8);
-        off_run |= ing_ld64(ref + ING_STRREF_SIZE) ^ (so + sl + 1);
+        uint64_t so = ing_ld64(ref), sl = ing_ld64(ref + 8), e = so + sl;
+        off_run |= ing_ld64(ref + ING_STRREF_SIZE) ^ (e + 1);
         lens |= sl;
+        nul |= pl[e < final ? e : final];
     }
-    return !off_run && !(lens >> 32);
+    return !off_run && !(lens >> 32) && !nul;
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(INGOT_NO_SIMD)
-#include <immintrin.h>
+#ifdef HAVE_X86_512
 #define HAVE_REFS512 1
-/* refs_follow with AVX-512, four references per step: the vector of references k..k+3 gives the
- * ends, the one of k+1..k+4 (16 bytes further) the next starts. */
-__attribute__((target("avx512f,avx512bw"))) static bool refs_follow512(const uint8_t *refs,
-                                                                       uint64_t count)
+/* refs_follow with AVX-512, four references (one vector) per step: the vector of references
+ * k..k+3 and the next one give, moved by one reference, the next starts; the four NUL positions
+ * (start + length, clamped) go through the stack to four byte loads, which cost less than a
+ * gather here. */
+__attribute__((target("avx512f,avx512bw"))) static bool refs_follow512(const uint8_t *pl,
+                                                                       const uint8_t *refs,
+                                                                       uint64_t count,
+                                                                       uint64_t final)
 {
-    const __m512i one = _mm512_set1_epi64(1);
+    const __m512i one = _mm512_set1_epi64(1), v_final = _mm512_set1_epi64((long long)final);
     __m512i off_run = _mm512_setzero_si512(), lens = _mm512_setzero_si512();
+    uint32_t nul = 0;
     uint64_t k = 0;
-    for (; k + 5 <= count; k += 4) {
-        const uint8_t *p = refs + k * ING_STRREF_SIZE;
-        __m512i x = _mm512_loadu_si512((const void *)p);
-        __m512i y = _mm512_loadu_si512((const void *)(p + ING_STRREF_SIZE));
-        /* even qwords: start + length + 1 against the next start; odd ones: lengths */
-        __m512i e = _mm512_add_epi64(_mm512_add_epi64(x, _mm512_bsrli_epi128(x, 8)), one);
-        off_run = _mm512_or_si512(off_run, _mm512_maskz_xor_epi64(0x55, y, e));
-        lens = _mm512_or_si512(lens, x);
+    if (count >= 8) {
+        __m512i x = _mm512_loadu_si512((const void *)refs);
+        for (; k + 8 <= count; k += 4) {
+            __m512i nx = _mm512_loadu_si512((const void *)(refs + (k + 4) * ING_STRREF_SIZE));
+            __m512i y = _mm512_alignr_epi64(nx, x, 2); /* references k+1..k+4 */
+            /* even quadwords: start + length (the NUL), + 1 against the next start; odd ones:
+             * lengths */
+            __m512i e = _mm512_add_epi64(x, _mm512_bsrli_epi128(x, 8));
+            off_run = _mm512_or_si512(off_run,
+                                      _mm512_maskz_xor_epi64(0x55, y, _mm512_add_epi64(e, one)));
+            lens = _mm512_or_si512(lens, x);
+            uint64_t at[8];
+            _mm512_storeu_si512((void *)at, _mm512_min_epu64(e, v_final));
+            nul |= pl[at[0]] | pl[at[2]] | pl[at[4]] | pl[at[6]];
+            x = nx;
+        }
     }
-    if (_mm512_test_epi64_mask(off_run, off_run) ||
+    if (_mm512_test_epi64_mask(off_run, off_run) || nul ||
         _mm512_mask_test_epi64_mask(0xAA, lens, _mm512_set1_epi64((long long)0xFFFFFFFF00000000ull)))
         return false;
-    return count - k < 2 || refs_follow(refs + k * ING_STRREF_SIZE, count - k);
+    return count - k < 2 || refs_follow(pl, refs + k * ING_STRREF_SIZE, count - k, final);
 }
 #endif
 
@@ -782,21 +944,15 @@ static bool str_elems_fast(const ingot_native *r, const uint8_t *refs, uint64_t 
     const uint64_t first = ing_ld64(refs), lsl = ing_ld64(lref + 8);
     const uint64_t final = ing_ld64(lref) + lsl; /* the last NUL, if the run holds */
     if (lsl >> 32 || first >= ps || final >= ps || final < first || pl[final]) return false;
-    if (count > 1) {
+    /* with the starts following from `first` up to the last one, below `final`, every element
+     * lies in the pool */
 #ifdef HAVE_REFS512
-        if (!(ingot__utf8_level() >= 3 ? refs_follow512(refs, count) : refs_follow(refs, count)))
-            return false;
+    if (count > 1 && !(ingot__utf8_level() >= 3 ? refs_follow512(pl, refs, count, final)
+                                                : refs_follow(pl, refs, count, final)))
+        return false;
 #else
-        if (!refs_follow(refs, count)) return false;
+    if (count > 1 && !refs_follow(pl, refs, count, final)) return false;
 #endif
-        /* the starts follow from `first` up to the last one, below `final`: every byte before a
-         * start (the previous element's NUL) lies in the pool */
-        uint32_t nul = 0;
-        for (const uint8_t *ref = refs + ING_STRREF_SIZE, *end = lref + ING_STRREF_SIZE;
-             ref < end; ref += ING_STRREF_SIZE)
-            nul |= pl[ing_ld64(ref) - 1];
-        if (nul) return false;
-    }
     return ingot__utf8_valid(pl + first, (size_t)(final - first), true);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "backend_export.h"
 #include "checked.h"
 #include "error.h"
 #include "ingot/quant.h"
@@ -338,6 +339,7 @@ ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingo
     memcpy(dv.strides, dst, sizeof dst);
     ingot_attn_params ap = {0};
     ap.causal = true; /* bottom-right: query i sees keys 0 .. pos + i */
+    if (ingot__attention_keys8(be, &dv, &qv, &kv, &vv, &ap)) return INGOT_OK;
     return ingot_op_attention(be, &dv, &qv, &kv, &vv, &ap, err);
 }
 

@@ -562,11 +562,28 @@ done:
 #include <pthread.h>
 #include <unistd.h>
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU time of the whole process (every thread of the pool), immune to time spent waiting for a
+ * core on a loaded machine. */
+static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+/* Median of v[0, n) (sorts v); 0 for n == 0. */
+static double median(double *v, unsigned n)
+{
+    if (!n) return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 typedef struct read_job {
@@ -712,7 +729,7 @@ static double first_token(const lm_args *a, ingot_backend *be)
 int ingot_cli_bench_generate(int argc, char **argv)
 {
     lm_args a;
-    unsigned prompt = 128, decode = 64;
+    unsigned prompt = 128, decode = 64, reps = 3;
     /* bench options on top of the shared ones */
     int k = 0;
     char *rest[64];
@@ -724,11 +741,15 @@ int ingot_cli_bench_generate(int argc, char **argv)
         else if (!strcmp(argv[i], "--decode-tokens") && i + 1 < argc &&
                  parse_uint(argv[i + 1], 4096, &u))
             decode = (unsigned)u, i++;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc && parse_uint(argv[i + 1], 99, &u) &&
+                 u >= 1)
+            reps = (unsigned)u, i++;
         else rest[k++] = argv[i];
     }
     if (parse_args(k, rest, true, &a) || prompt < 1 || decode < 2) {
         fprintf(stderr, "usage: ingot bench generate MODEL [--threads N] [--json] "
-                        "[--prompt-tokens P] [--decode-tokens D] [--config config.json]\n");
+                        "[--prompt-tokens P] [--decode-tokens D] [--reps R] "
+                        "[--config config.json]\n");
         return 2;
     }
     ingot_backend *be = NULL;
@@ -758,23 +779,35 @@ int ingot_cli_bench_generate(int argc, char **argv)
         fail("bench generate", "prefill", &e);
         goto done;
     }
-    double best_pre = 0, best_dec = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    /* per repetition: tokens/s of wall time and of process CPU time, prefill and decode */
+    double best_pre = 0, best_dec = 0, r_pre[99], r_dec[99], c_pre[99], c_dec[99];
+    unsigned done = 0;
+    for (unsigned rep = 0; rep < reps; rep++, done++) {
         ingot_lm_session_rewind(s, 0, NULL);
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cpu_s();
         if (ingot_lm_eval(s, toks, prompt, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) != INGOT_OK)
             break;
-        double tp = now_s() - t0;
-        t0 = now_s();
-        for (unsigned i = 0; i < decode; i++)
+        double tp = now_s() - t0, cp = cpu_s() - c0;
+        t0 = now_s(), c0 = cpu_s();
+        unsigned i = 0;
+        for (; i < decode; i++)
             if (ingot_lm_eval(s, toks + prompt + i, 1, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) !=
                 INGOT_OK)
                 break;
-        double td = now_s() - t0;
-        if (prompt / tp > best_pre) best_pre = prompt / tp;
-        if (decode / td > best_dec) best_dec = decode / td;
+        if (i < decode) break;
+        double td = now_s() - t0, cd = cpu_s() - c0;
+        r_pre[rep] = prompt / tp, r_dec[rep] = decode / td;
+        c_pre[rep] = cp > 0 ? prompt / cp : 0, c_dec[rep] = cd > 0 ? decode / cd : 0;
+        if (r_pre[rep] > best_pre) best_pre = r_pre[rep];
+        if (r_dec[rep] > best_dec) best_dec = r_dec[rep];
     }
     free(lg);
+    if (done < reps) {
+        fail("bench generate", "eval", &e);
+        goto done;
+    }
+    double med_pre = median(r_pre, done), med_dec = median(r_dec, done);
+    double cpu_pre = median(c_pre, done), cpu_dec = median(c_dec, done);
     ingot_lm_session_free(s);
     s = NULL;
     double bw = read_bandwidth(threads), gf = sgemm_rate(be);
@@ -792,11 +825,14 @@ int ingot_cli_bench_generate(int argc, char **argv)
                "\"prefill_bound_tokens_per_s\": %.2f, \"prefill_ratio\": %.3f, "
                "\"decode_tokens\": %u, \"decode_tokens_per_s\": %.2f, "
                "\"decode_bound_tokens_per_s\": %.2f, \"decode_ratio\": %.3f, "
-               "\"ttft_cold_s\": %.4f, \"ttft_warm_s\": %.4f}\n",
+               "\"ttft_cold_s\": %.4f, \"ttft_warm_s\": %.4f, \"reps\": %u, "
+               "\"prefill_tokens_per_s_median\": %.2f, \"prefill_cpu_tokens_per_s\": %.2f, "
+               "\"decode_tokens_per_s_median\": %.2f, \"decode_cpu_tokens_per_s\": %.2f}\n",
                a.model, threads, (unsigned long long)est.weight_bytes,
                (unsigned long long)est.flops_per_token, bw, gf, prompt, best_pre, pre_bound,
                pre_bound ? best_pre / pre_bound : 0, decode, best_dec, dec_bound,
-               dec_bound ? best_dec / dec_bound : 0, cold, warm);
+               dec_bound ? best_dec / dec_bound : 0, cold, warm, reps, med_pre, cpu_pre, med_dec,
+               cpu_dec);
     } else {
         printf("ingot bench generate %s: %u threads, %.1f MB of weights per token, %.1f MFLOP "
                "per token\n", a.model, threads, est.weight_bytes / 1e6,
@@ -809,6 +845,8 @@ int ingot_cli_bench_generate(int argc, char **argv)
                pre_bound ? best_pre / pre_bound : 0);
         printf("  time to first token after open: cold %.1f ms, warm %.1f ms\n", cold * 1e3,
                warm * 1e3);
+        printf("  medians of %u runs: prefill %.1f tokens/s (%.1f per CPU second), decode %.1f "
+               "tokens/s (%.1f per CPU second)\n", reps, med_pre, cpu_pre, med_dec, cpu_dec);
     }
     rc = 0;
 done:

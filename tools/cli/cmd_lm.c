@@ -3,8 +3,9 @@
  *       float32 [T, vocab]: the logits at every position under teacher forcing.
  *   ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P]
  *       [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N] [--kv f32|f16] [--beams W]
- *       [--length-penalty L] [--json] [options]
- *       streams the generated tokens to stdout; --temp 0 is greedy; no prompt starts from BOS.
+ *       [--length-penalty L] [--echo] [--json] [options]
+ *       streams the generated tokens to stdout (after the prompt with --echo); --temp 0 is
+ *       greedy; no prompt starts from BOS.
  * Shared options: --config config.json, --lora ADAPTER[:SCALE] (a PEFT adapter folder or its
  * .safetensors; merged at open, or with --lora-runtime applied per call), --threads N,
  * --backend cpu|ref.
@@ -28,7 +29,7 @@ typedef struct lm_args {
     bool lora_runtime;
     unsigned threads, ctx, n, beams;
     double length_penalty;
-    bool json, have_n, have_seed;
+    bool json, have_n, have_seed, echo;
     ingot_dtype kv;
     ingot_sampler_params sp;
 } lm_args;
@@ -108,15 +109,17 @@ static int usage_generate(void)
             "usage: ingot generate MODEL [--tokenizer SRC] [--prompt TEXT | --prompt-file F |\n"
             "         --tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
             "         [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N]\n"
-            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--json]\n"
+            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--echo] [--json]\n"
             "         [--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]]\n"
             "         [--threads N] [--backend cpu|ref]\n"
             "  streams the generated text to stdout (token ids when neither --tokenizer nor the\n"
             "  model has a tokenizer); --temp 0 is greedy; without a prompt (or with an empty\n"
             "  one) it starts from BOS; --beams W > 1 runs beam search\n"
             "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
-            "  are ignored; -n is required). --json prints one object: prompt_tokens, tokens,\n"
-            "  text, prefill_tokens_per_s, decode_tokens_per_s.\n");
+            "  are ignored; -n is required). -n counts generated tokens; --echo prints the\n"
+            "  prompt first (as llama2.c does: its -n also counts the prompt's tokens after\n"
+            "  BOS). --json prints one object: prompt_tokens, tokens, text (with --echo, the\n"
+            "  prompt's text too), prefill_tokens_per_s, decode_tokens_per_s.\n");
     return 2;
 }
 
@@ -183,6 +186,9 @@ static int parse_args(int argc, char **argv, bool generate, lm_args *a)
             a->have_seed = true;
         } else if (generate && !strcmp(o, "--json")) {
             a->json = true;
+            val = false;
+        } else if (generate && !strcmp(o, "--echo")) {
+            a->echo = true;
             val = false;
         } else if (o[0] == '-' || a->model) {
             fprintf(stderr, "ingot %s: bad or unknown argument '%s'\n",
@@ -443,7 +449,7 @@ int ingot_cli_generate(int argc, char **argv)
         /* After a prompt the text goes on from it: keep the space SentencePiece puts in front
          * of the first generated word (it is stripped only at the start of a text). */
         bool text_before = false;
-        for (size_t i = 0; i < np && !text_before; i++)
+        for (size_t i = 0; i < np && !text_before && !a.echo; i++)
             text_before = !ingot_tokenizer_is_control(tok, prompt[i]);
         ingot_tokenizer_stream_init(&g.st, text_before ? INGOT_DECODE_KEEP_LEADING_SPACE : 0);
         if (!(g.piece = malloc(ingot_tokenizer_stream_max(tok)))) rc = 1;
@@ -453,6 +459,9 @@ int ingot_cli_generate(int argc, char **argv)
         free(prompt);
         return rc;
     }
+    /* --echo: the prompt through the same stream (its control tokens print nothing; without a
+     * tokenizer its ids), so the generated text goes on from it as llama2.c prints it */
+    for (size_t i = 0; a.echo && i < np; i++) tokens_to_text(&g, prompt[i]);
     ingot_backend *be = NULL;
     ingot_lm *m = NULL;
     ingot_lm_session *s = NULL;

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend_export.h"
 #include "error.h"
 #include "lm_internal.h"
 
@@ -37,6 +38,7 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
     ingot_tensor r;
     ingot__lm_view2(&r, s->router, 0, n, E);
     ING_TRY(ingot_op_linear(be, &r, xn, &ly->router.t, NULL, err));
+    if (n > 1) ingot__cpu_clean_upper(); /* as ingot__lm_linear does */
     ING_TRY(ingot_op_softmax(be, &r, &r, 1, false, err));
     ING_TRY(ingot_op_fill(be, tmp, 0.0, err));
     const float *p = ingot_buffer_host(s->router);

@@ -158,6 +158,52 @@ TEST(gpt2_lmhead_state_dict) { check_model("cpu", "gpt2", "gpt2_pt", &GPT2_HEAD)
 TEST(gpt2_gguf) { check_model("cpu", "gpt2", "gpt2.gguf", &GPT2_GGUF); }
 TEST(gpt2_ref_backend) { check_model("ref", "gpt2", "gpt2_hf", &GPT2_TIED); }
 
+/* Scaled RoPE: config.json rope_scaling linear (factor 4) and llama3 (factor 8, bands 1 / 4 of
+ * an original context of 64: head size 8's four frequencies fall in all three bands); GGUF
+ * rope.scaling.type "linear" + rope.scaling.factor, and rope_freqs.weight (llama.cpp's form of
+ * the Llama 3 rule). Torch's reference rescales the frequencies as transformers does. */
+static void check_scaled(const char *backend, const char *base, const char *variant,
+                         const expect_cfg *x, ingot_lm_rope_scaling want)
+{
+    char path[512];
+    snprintf(path, sizeof path, GDIR "%s", variant);
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", path, &be, &e);
+    ASSERT_TRUE(m);
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    CHECK(c->rope_scaling == want, "%s: rope scaling %d, want %d", variant, c->rope_scaling,
+          want);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    check_model(backend, base, variant, x);
+}
+TEST(rope_linear_hf)
+{
+    check_scaled("cpu", "llama_ropelin", "llama_ropelin_hf", &LLAMA_HF,
+                 INGOT_LM_ROPE_SCALING_LINEAR);
+}
+TEST(rope_linear_gguf)
+{
+    check_scaled("cpu", "llama_ropelin", "llama_ropelin.gguf", &LLAMA_GGUF,
+                 INGOT_LM_ROPE_SCALING_LINEAR);
+}
+TEST(rope_llama3_hf)
+{
+    check_scaled("cpu", "llama_rope3", "llama_rope3_hf", &LLAMA_HF,
+                 INGOT_LM_ROPE_SCALING_LLAMA3);
+}
+TEST(rope_llama3_gguf_rope_freqs)
+{
+    check_scaled("cpu", "llama_rope3", "llama_rope3.gguf", &LLAMA_GGUF,
+                 INGOT_LM_ROPE_SCALING_FREQS);
+}
+TEST(rope_llama3_ref_backend)
+{
+    check_scaled("ref", "llama_rope3", "llama_rope3_hf", &LLAMA_HF,
+                 INGOT_LM_ROPE_SCALING_LLAMA3);
+}
+
 /* ---- quantized GGUF files (scripts/gen_lm_quant.py): torch ran on the dequantized weights ---- */
 
 static int notices;
@@ -458,7 +504,21 @@ TEST(config_json_errors_name_the_key_or_tensor)
     expect_error("\"model_type\": \"llama\"", "\"model_type\": \"bert\"", INGOT_E_UNSUPPORTED,
                  "model_type");
     expect_error("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\"}",
-                 INGOT_E_UNSUPPORTED, "rope_scaling");
+                 INGOT_E_BAD_METADATA, "factor");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
+                 INGOT_E_UNSUPPORTED, "rope_scaling.rope_type");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                 "\"low_freq_factor\": 1.0, \"original_max_position_embeddings\": 64}",
+                 INGOT_E_BAD_METADATA, "high_freq_factor");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": {\"factor\": 2.0}",
+                 INGOT_E_BAD_METADATA, "rope_scaling.rope_type");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": {\"type\": \"linear\", \"factor\": -1}",
+                 INGOT_E_BAD_METADATA, "factor");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": 3", INGOT_E_BAD_METADATA,
+                 "rope_scaling");
     expect_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", INGOT_E_UNSUPPORTED,
                  "hidden_act");
     expect_error("\"intermediate_size\": 64,", "", INGOT_E_BAD_METADATA, "intermediate_size");
@@ -521,7 +581,8 @@ RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
           T(llama_gguf_permuted_qk), T(llama_gguf_ref_backend), T(qwen2_qkv_bias_tied_hf),
           T(qwen2_qkv_bias_tied_gguf), T(moe_hf_experts), T(moe_gguf_merged_experts),
           T(moe_ref_backend), T(gpt2_hub_safetensors), T(gpt2_lmhead_state_dict), T(gpt2_gguf),
-          T(gpt2_ref_backend), T(quantized_mixed_types), T(quantized_mixed_types_f32_activations),
+          T(gpt2_ref_backend), T(rope_linear_hf), T(rope_linear_gguf), T(rope_llama3_hf),
+          T(rope_llama3_gguf_rope_freqs), T(rope_llama3_ref_backend), T(quantized_mixed_types), T(quantized_mixed_types_f32_activations),
           T(quantized_stories_q8_0), T(quantized_stories_q8_0_f32_activations),
           T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),
           T(lora_errors_name_the_key_or_tensor), T(config_json_errors_name_the_key_or_tensor),

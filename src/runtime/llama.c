@@ -25,6 +25,64 @@ static void heads_view(ingot_tensor *out, const ingot_tensor *rows, uint32_t hea
     out->strides[2] = 1;
 }
 
+/* One half of the rotation pairs of a [heads, n, hd] view as [heads, n, hd/2]: the first
+ * (second = false) or second elements, interleaved (x[2i], x[2i+1]) or half-split (x[i],
+ * x[i + hd/2]). */
+static void pair_view(ingot_tensor *out, const ingot_tensor *t, ingot_rope_mode mode, bool second)
+{
+    int64_t half = t->shape[2] / 2, st = t->strides[2];
+    *out = *t;
+    out->shape[2] = half;
+    if (mode == INGOT_ROPE_INTERLEAVED) {
+        out->strides[2] = 2 * st;
+        out->offset += second ? (uint64_t)st * 4 : 0;
+    } else {
+        out->offset += second ? (uint64_t)(half * st) * 4 : 0;
+    }
+}
+
+/* dst = RoPE(x), both [heads, n, hd] at positions s->pos..: the backend's rope op, or with
+ * scaled frequencies (m->rope_scaled) the rotation from the session's cos/sin tables:
+ * first' = first cos - second sin, second' = first sin + second cos (six binary ops, the
+ * tables broadcast over the heads, temporaries in s->ao, free until attention). */
+static ingot_status rope(ingot_lm_session *s, ingot_tensor *dst, const ingot_tensor *x,
+                         const ingot_tensor *pos, uint32_t n, ingot_error *err)
+{
+    const ingot_lm_config *c = &s->m->cfg;
+    ingot_backend *be = s->m->be;
+    if (!s->m->rope_scaled) return ingot_op_rope(be, dst, x, pos, c->rope_theta, c->rope_mode, err);
+    int64_t heads = x->shape[0], half = c->head_dim / 2;
+    ingot_tensor x1, x2, d1, d2, cs, sn, t1, t2;
+    pair_view(&x1, x, c->rope_mode, false);
+    pair_view(&x2, x, c->rope_mode, true);
+    pair_view(&d1, dst, c->rope_mode, false);
+    pair_view(&d2, dst, c->rope_mode, true);
+    ingot__lm_view2(&cs, s->rope_cs, (uint64_t)s->pos * half, n, half);
+    ingot__lm_view2(&sn, s->rope_cs, ((uint64_t)s->n_ctx + s->pos) * half, n, half);
+    cs.rank = sn.rank = 3; /* [1, n, half] */
+    cs.shape[2] = sn.shape[2] = half;
+    cs.shape[1] = sn.shape[1] = n;
+    cs.shape[0] = sn.shape[0] = 1;
+    cs.strides[2] = sn.strides[2] = 1;
+    cs.strides[1] = sn.strides[1] = half;
+    cs.strides[0] = sn.strides[0] = (int64_t)n * half;
+    ingot__lm_view2(&t1, s->ao, 0, heads * n, half);
+    ingot__lm_view2(&t2, s->ao, (uint64_t)(heads * n * half), heads * n, half);
+    t1.rank = t2.rank = 3;
+    t1.shape[0] = t2.shape[0] = heads;
+    t1.shape[1] = t2.shape[1] = n;
+    t1.shape[2] = t2.shape[2] = half;
+    t1.strides[0] = t2.strides[0] = (int64_t)n * half;
+    t1.strides[1] = t2.strides[1] = half;
+    t1.strides[2] = t2.strides[2] = 1;
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t1, &x1, &cs, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t2, &x2, &sn, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_SUB, &d1, &t1, &t2, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t1, &x1, &sn, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t2, &x2, &cs, err));
+    return ingot_op_binary(be, INGOT_BINARY_ADD, &d2, &t1, &t2, err);
+}
+
 /* Mixtral routing: softmax over the router logits, the top k experts (ties: lower index),
  * their probabilities renormalised to sum 1; the SwiGLU experts' outputs weighted and summed
  * into tmp. Rows run one at a time through the GEMV. */
@@ -113,12 +171,12 @@ ingot_status ingot__llama_forward(ingot_lm_session *s, uint32_t n, ingot_error *
         ING_TRY(ingot__lm_linear(s, &q, &xn, &ly->wq, &ly->bq, err));
         ING_TRY(ingot__lm_linear(s, &k, &xn, &ly->wk, &ly->bk, err));
         ING_TRY(ingot__lm_linear(s, &v, &xn, &ly->wv, &ly->bv, err));
-        ING_TRY(ingot_op_rope(be, &qrh, &qh, &pos, c->rope_theta, c->rope_mode, err));
+        ING_TRY(rope(s, &qrh, &qh, &pos, n, err));
         if (f32kv) { /* rotated keys straight into the cache */
             ingot__lm_kv_view(s, l, false, s->pos, n, &kc);
-            ING_TRY(ingot_op_rope(be, &kc, &kh, &pos, c->rope_theta, c->rope_mode, err));
+            ING_TRY(rope(s, &kc, &kh, &pos, n, err));
         } else {
-            ING_TRY(ingot_op_rope(be, &krh, &kh, &pos, c->rope_theta, c->rope_mode, err));
+            ING_TRY(rope(s, &krh, &kh, &pos, n, err));
             ING_TRY(ingot__lm_kv_store(s, l, false, &kr, n, err));
         }
         ING_TRY(ingot__lm_kv_store(s, l, true, &v, n, err));

@@ -37,7 +37,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 typedef struct plan {
     uint32_t n_ctx, n_batch;
     ingot_dtype kv_dtype;
-    uint64_t qkv, ffn, kv, kvf, router;
+    uint64_t qkv, ffn, kv, kvf, router, rope;
 } plan;
 
 static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p)
@@ -57,6 +57,7 @@ static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p
     p->kv = sat_mul(sat_mul(sat_mul(2 * (uint64_t)c->n_layer, Hk), sat_mul(p->n_ctx, hd)), es);
     p->kvf = p->kv_dtype == INGOT_DTYPE_F32 ? 0 : sat_mul(sat_mul(2 * Hk, p->n_ctx), hd * 4);
     p->router = c->n_expert;
+    p->rope = m->rope_scaled ? sat_mul((uint64_t)p->n_ctx * 4, c->head_dim) : 0; /* cos, sin */
 }
 
 /* Bytes of every activation buffer for plan p (each rounded to 64 as the backend allocates). */
@@ -70,7 +71,7 @@ static uint64_t scratch_bytes(const ingot_lm *m, const plan *p)
                     sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
                     sat_mul(B, (uint64_t)c->vocab * 4), p->kvf, B * p->router * 4 + 64, D * 4,
                     (uint64_t)c->vocab * 4 + (uint64_t)p->n_ctx * 4, B * m->lora_rank * 4,
-                    B * m->lora_out * 4};
+                    B * m->lora_out * 4, p->rope};
     uint64_t t = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) t = sat_add(t, (f[i] + 63) & ~63ull);
     return t;
@@ -137,6 +138,7 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         {&s->u, sat_mul(B, p.ffn * 4)}, {&s->logits, sat_mul(B, (uint64_t)c->vocab * 4)},
         {&s->kv, p.kv}, {&s->kvf, p.kvf}, {&s->router, B * p.router * 4 + 64},
         {&s->eo, D * 4}, {&s->lr, B * m->lora_rank * 4}, {&s->lo, B * m->lora_out * 4},
+        {&s->rope_cs, p.rope},
     };
     for (size_t i = 0; st == INGOT_OK && i < sizeof bufs / sizeof bufs[0]; i++)
         st = alloc_buf(s, bufs[i].n, bufs[i].b, err);
@@ -150,6 +152,16 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         /* positions 0..n_ctx-1 for RoPE / learned positions */
         int32_t *pos = ingot_buffer_host(s->posb);
         for (uint32_t i = 0; i < p.n_ctx; i++) pos[i] = (int32_t)i;
+        if (m->rope_scaled) { /* cos and sin of every (position, frequency), in double */
+            uint32_t half = c->head_dim / 2;
+            float *cs = ingot_buffer_host(s->rope_cs), *sn = cs + (size_t)p.n_ctx * half;
+            for (uint32_t t = 0; t < p.n_ctx; t++)
+                for (uint32_t i = 0; i < half; i++) {
+                    double a = (double)t * m->rope_freq[i];
+                    cs[(size_t)t * half + i] = (float)cos(a);
+                    sn[(size_t)t * half + i] = (float)sin(a);
+                }
+        }
     }
     if (st != INGOT_OK) {
         ingot_lm_session_free(s);
@@ -165,7 +177,8 @@ INGOT_API void ingot_lm_session_free(ingot_lm_session *s)
 {
     if (!s) return;
     ingot_buffer *bufs[] = {s->ids, s->posb, s->x, s->xn, s->q, s->qr, s->kr, s->ao, s->tmp,
-                            s->g, s->u, s->logits, s->kv, s->kvf, s->router, s->eo, s->lr, s->lo};
+                            s->g, s->u, s->logits, s->kv, s->kvf, s->router, s->eo, s->lr, s->lo,
+                            s->rope_cs};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ingot_buffer_free(bufs[i]);
     const ingot_allocator *al = s->m->al;
     if (s->tokens) ingot__free(al, s->tokens, (size_t)s->n_ctx * sizeof *s->tokens);

@@ -85,14 +85,16 @@ static ingot_status rope(ingot_lm_session *s, ingot_tensor *dst, const ingot_ten
 
 /* Mixtral routing: softmax over the router logits, the top k experts (ties: lower index),
  * their probabilities renormalised to sum 1; the SwiGLU experts' outputs weighted and summed
- * into tmp. Rows run one at a time through the GEMV. */
+ * into tmp. One row (decode): its k experts through the GEMV. Several rows (prefill): each
+ * expert once, over the rows that picked it gathered into s->mx (the GEMM), its weighted output
+ * rows added back to theirs, experts in index order. */
 static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_tensor *xn,
                         ingot_tensor *tmp, uint32_t n, ingot_error *err)
 {
     ingot_lm *m = s->m;
     const ingot_lm_config *c = &m->cfg;
     ingot_backend *be = m->be;
-    uint32_t E = c->n_expert, K = c->n_expert_used;
+    uint32_t E = c->n_expert, K = c->n_expert_used, D = c->dim;
     ingot_tensor r;
     ingot__lm_view2(&r, s->router, 0, n, E);
     ING_TRY(ingot_op_linear(be, &r, xn, &ly->router.t, NULL, err));
@@ -100,9 +102,10 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
     ING_TRY(ingot_op_softmax(be, &r, &r, 1, false, err));
     ING_TRY(ingot_op_fill(be, tmp, 0.0, err));
     const float *p = ingot_buffer_host(s->router);
+    uint32_t *sel = ingot_buffer_host(s->msel), *rows = sel + (size_t)s->n_batch * K;
+    float *sw = (float *)(void *)(rows + s->n_batch), *rw = sw + (size_t)s->n_batch * K;
     for (uint32_t i = 0; i < n; i++) {
         const float *pi = p + (size_t)i * E;
-        uint32_t pick[LM_MAX_EXPERTS];
         bool used[LM_MAX_EXPERTS] = {false};
         double sum = 0;
         for (uint32_t k = 0; k < K; k++) {
@@ -110,25 +113,63 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
             for (uint32_t e = 0; e < E; e++)
                 if (!used[e] && (best == E || pi[e] > pi[best])) best = e;
             used[best] = true;
-            pick[k] = best;
+            sel[(size_t)i * K + k] = best;
             sum += pi[best];
         }
-        ingot_tensor xr, tr, g, u, eo;
-        ingot__lm_view2(&xr, xn->buf, xn->offset / 4 + (uint64_t)i * c->dim, 1, c->dim);
-        ingot__lm_view2(&tr, tmp->buf, tmp->offset / 4 + (uint64_t)i * c->dim, 1, c->dim);
+        for (uint32_t k = 0; k < K; k++)
+            sw[(size_t)i * K + k] = (float)(sum > 0 ? pi[sel[(size_t)i * K + k]] / sum : 0.0);
+    }
+    ingot_tensor g, u, eo;
+    if (n == 1) {
         ingot__lm_view2(&g, s->g, 0, 1, c->ffn_dim);
         ingot__lm_view2(&u, s->u, 0, 1, c->ffn_dim);
-        ingot__lm_view2(&eo, s->eo, 0, 1, c->dim);
+        ingot__lm_view2(&eo, s->eo, 0, 1, D);
         for (uint32_t k = 0; k < K; k++) {
-            const lm_w *ex = &ly->exp[(size_t)pick[k] * 3];
-            double w = sum > 0 ? pi[pick[k]] / sum : 0.0;
-            ING_TRY(ingot_op_linear(be, &g, &xr, &ex[0].t, NULL, err));
-            ING_TRY(ingot_op_linear(be, &u, &xr, &ex[1].t, NULL, err));
+            const lm_w *ex = &ly->exp[(size_t)sel[k] * 3];
+            ING_TRY(ingot_op_linear(be, &g, xn, &ex[0].t, NULL, err));
+            ING_TRY(ingot_op_linear(be, &u, xn, &ex[1].t, NULL, err));
             ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
             ING_TRY(ingot_op_linear(be, &eo, &g, &ex[2].t, NULL, err));
-            ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &eo, &eo, (float)w, err));
-            ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, &tr, &tr, &eo, err));
+            ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &eo, &eo, sw[k], err));
+            ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, tmp, tmp, &eo, err));
+        }
+        return INGOT_OK;
+    }
+    const float *xp = (const float *)(const void *)((const uint8_t *)ingot_buffer_host(xn->buf) +
+                                                    xn->offset);
+    float *tp = (float *)(void *)((uint8_t *)ingot_buffer_host(tmp->buf) + tmp->offset);
+    float *mx = ingot_buffer_host(s->mx);
+    const float *my = ingot_buffer_host(s->my);
+    int64_t xs = xn->strides[0], ts = tmp->strides[0];
+    for (uint32_t e = 0; e < E; e++) {
+        uint32_t cnt = 0;
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t k = 0; k < K; k++)
+                if (sel[(size_t)i * K + k] == e) {
+                    rows[cnt] = i;
+                    rw[cnt] = sw[(size_t)i * K + k];
+                    memcpy(mx + (size_t)cnt * D, xp + (size_t)i * xs, (size_t)D * 4);
+                    cnt++;
+                }
+        if (!cnt) continue;
+        const lm_w *ex = &ly->exp[(size_t)e * 3];
+        ingot_tensor X, Y;
+        ingot__lm_view2(&X, s->mx, 0, cnt, D);
+        ingot__lm_view2(&Y, s->my, 0, cnt, D);
+        ingot__lm_view2(&g, s->g, 0, cnt, c->ffn_dim);
+        ingot__lm_view2(&u, s->u, 0, cnt, c->ffn_dim);
+        ING_TRY(ingot_op_linear(be, &g, &X, &ex[0].t, NULL, err));
+        ING_TRY(ingot_op_linear(be, &u, &X, &ex[1].t, NULL, err));
+        if (cnt > 1) ingot__cpu_clean_upper();
+        ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
+        ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
+        ING_TRY(ingot_op_linear(be, &Y, &g, &ex[2].t, NULL, err));
+        if (cnt > 1) ingot__cpu_clean_upper();
+        for (uint32_t j = 0; j < cnt; j++) { /* as the one-row path: (w y) rounded, then added */
+            float *t = tp + (size_t)rows[j] * ts;
+            const float *y = my + (size_t)j * D;
+            for (uint32_t d = 0; d < D; d++) t[d] += rw[j] * y[d];
         }
     }
     return INGOT_OK;

@@ -127,6 +127,9 @@ struct ingot_lm_session {
     ingot_buffer *logits, *kv, *kvf, *router, *eo;
     ingot_buffer *lr, *lo;        /* run-time LoRA: A x [n_batch, r], B (A x) [n_batch, out] */
     ingot_buffer *rope_cs;        /* scaled RoPE: cos then sin, each [n_ctx, head_dim / 2] */
+    /* MoE: rows gathered per expert [n_batch, dim] and its outputs; the picks of every row
+     * (n_batch x k ids, n_batch row ids, n_batch x k weights, n_batch weights) */
+    ingot_buffer *mx, *my, *msel;
     uint64_t kv_layer_bytes;      /* K then V of one layer */
 };
 

@@ -37,7 +37,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 typedef struct plan {
     uint32_t n_ctx, n_batch;
     ingot_dtype kv_dtype;
-    uint64_t qkv, ffn, kv, kvf, router, rope;
+    uint64_t qkv, ffn, kv, kvf, router, rope, moe_rows, moe_sel;
 } plan;
 
 static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p)
@@ -57,6 +57,10 @@ static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p
     p->kv = sat_mul(sat_mul(sat_mul(2 * (uint64_t)c->n_layer, Hk), sat_mul(p->n_ctx, hd)), es);
     p->kvf = p->kv_dtype == INGOT_DTYPE_F32 ? 0 : sat_mul(sat_mul(2 * Hk, p->n_ctx), hd * 4);
     p->router = c->n_expert;
+    if (c->n_expert) { /* gathered rows and outputs; picks: ids and weights, k + 1 per row */
+        p->moe_rows = sat_mul((uint64_t)p->n_batch * 4, c->dim);
+        p->moe_sel = (uint64_t)p->n_batch * 8 * ((uint64_t)c->n_expert_used + 1);
+    }
     p->rope = m->rope_scaled ? sat_mul((uint64_t)p->n_ctx * 4, c->head_dim) : 0; /* cos, sin */
 }
 
@@ -71,7 +75,7 @@ static uint64_t scratch_bytes(const ingot_lm *m, const plan *p)
                     sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
                     sat_mul(B, (uint64_t)c->vocab * 4), p->kvf, B * p->router * 4 + 64, D * 4,
                     (uint64_t)c->vocab * 4 + (uint64_t)p->n_ctx * 4, B * m->lora_rank * 4,
-                    B * m->lora_out * 4, p->rope};
+                    B * m->lora_out * 4, p->rope, p->moe_rows, p->moe_rows, p->moe_sel};
     uint64_t t = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) t = sat_add(t, (f[i] + 63) & ~63ull);
     return t;
@@ -138,7 +142,8 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         {&s->u, sat_mul(B, p.ffn * 4)}, {&s->logits, sat_mul(B, (uint64_t)c->vocab * 4)},
         {&s->kv, p.kv}, {&s->kvf, p.kvf}, {&s->router, B * p.router * 4 + 64},
         {&s->eo, D * 4}, {&s->lr, B * m->lora_rank * 4}, {&s->lo, B * m->lora_out * 4},
-        {&s->rope_cs, p.rope},
+        {&s->rope_cs, p.rope}, {&s->mx, p.moe_rows}, {&s->my, p.moe_rows},
+        {&s->msel, p.moe_sel},
     };
     for (size_t i = 0; st == INGOT_OK && i < sizeof bufs / sizeof bufs[0]; i++)
         st = alloc_buf(s, bufs[i].n, bufs[i].b, err);
@@ -178,7 +183,7 @@ INGOT_API void ingot_lm_session_free(ingot_lm_session *s)
     if (!s) return;
     ingot_buffer *bufs[] = {s->ids, s->posb, s->x, s->xn, s->q, s->qr, s->kr, s->ao, s->tmp,
                             s->g, s->u, s->logits, s->kv, s->kvf, s->router, s->eo, s->lr, s->lo,
-                            s->rope_cs};
+                            s->rope_cs, s->mx, s->my, s->msel};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ingot_buffer_free(bufs[i]);
     const ingot_allocator *al = s->m->al;
     if (s->tokens) ingot__free(al, s->tokens, (size_t)s->n_ctx * sizeof *s->tokens);

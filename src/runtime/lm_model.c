@@ -481,7 +481,8 @@ static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
     if (m->naming == LM_NAMES_GGUF &&
         ingot_file_tensor_find(m->f, "rope_freqs.weight", &ti) == INGOT_OK) {
         int64_t want = half;
-        if (ti.rank != 1 || ti.shape[0] != half) return shape_err(ti.name, &ti, 1, &want, false, err);
+        if (ti.rank != 1 || ti.shape[0] != half)
+            return shape_err(ti.name, &ti, 1, &want, false, err);
         ING_TRY(ingot_file_tensor_dequantize(m->f, ti.index, 0, half, div, err));
         for (uint32_t i = 0; i < half; i++)
             if (!(div[i] > 0.0f && div[i] < 1e9f))

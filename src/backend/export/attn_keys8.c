@@ -74,7 +74,8 @@ K8_TARGET static __m256 dot8(const float *q, const float *k0, int64_t ks, int64_
     __m256 t0 = _mm256_hadd_ps(a0, a1), t1 = _mm256_hadd_ps(a2, a3);
     __m256 t2 = _mm256_hadd_ps(a4, a5), t3 = _mm256_hadd_ps(a6, a7);
     __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                         _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
 K8_TARGET static float hsum8(__m256 v)
@@ -186,8 +187,8 @@ K8_TARGET static void k8_rows(void *arg, int64_t begin, int64_t end)
 static bool k8_operand(const ingot_tensor *t)
 {
     const uint8_t *p = t->buf ? ingot_buffer_host(t->buf) : NULL;
-    return t->rank == 4 && t->dtype == INGOT_DTYPE_F32 && p && (uintptr_t)(p + t->offset) % 4 == 0 &&
-           t->strides[3] == 1;
+    return t->rank == 4 && t->dtype == INGOT_DTYPE_F32 && p &&
+           (uintptr_t)(p + t->offset) % 4 == 0 && t->strides[3] == 1;
 }
 
 bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *q,

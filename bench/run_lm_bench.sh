@@ -2,8 +2,10 @@
 # bench/run_lm_bench.sh [INGOT [BENCH_LM [DIR [STORIES]]]]: writes the four benchmark models
 # (bench_lm: llama.cpp's llama-bench shape, F32 / F16 / Q8_0 / Q4_K) into DIR unless present,
 # then runs `ingot bench generate` on each at 1 and 2 threads (prefill of 128, 32 decode steps
-# as llama-bench's pp128 / tg), and on stories260K (255 decode
+# as llama-bench's pp128 / tg; REPS repetitions, 5 by default: best and median wall-clock rates,
+# median rates per CPU second beside the bounds per CPU second), and on stories260K (255 decode
 # steps from one prompt token, llama2.c's run) at 1 thread. One JSON object per line on stdout.
+# Each run holds /tmp/ingot-bench.lock, so benchmarks of parallel sessions do not overlap.
 set -euo pipefail
 ING=${1:-build/tools/cli/ingot}
 GEN=${2:-build/bench/bench_lm}
@@ -13,10 +15,12 @@ mkdir -p "$DIR"
 for dt in F32 F16 Q8_0 Q4_K; do
     [ -f "$DIR/llama-$dt.gguf" ] || "$GEN" "$DIR/llama-$dt.gguf" "$dt" >&2
 done
+REPS=${REPS:-5}
 for dt in Q4_K Q8_0 F16 F32; do
     for t in 1 2; do
-        "$ING" bench generate "$DIR/llama-$dt.gguf" --threads "$t" --prompt-tokens 128 \
-            --decode-tokens 32 --json
+        flock /tmp/ingot-bench.lock "$ING" bench generate "$DIR/llama-$dt.gguf" --threads "$t" \
+            --prompt-tokens 128 --decode-tokens 32 --reps "$REPS" --json
     done
 done
-"$ING" bench generate "$STORIES" --threads 1 --prompt-tokens 1 --decode-tokens 255 --json
+flock /tmp/ingot-bench.lock "$ING" bench generate "$STORIES" --threads 1 --prompt-tokens 1 \
+    --decode-tokens 255 --reps 15 --json

@@ -102,6 +102,11 @@ def main():
                       "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
                       "bos_token_id": 0, "eos_token_id": 0, "task_specific_params": {"x": [1]}},
         "rope_scaling.json": dict(base, rope_scaling={"type": "linear", "factor": 2.0}),
+        "rope_scaling_llama3.json": dict(base, rope_scaling={
+            "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192}),
+        "rope_scaling_yarn.json": dict(base, rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                           "beta_fast": 32, "beta_slow": 1}),
     }
     for name, cfg in cfgs.items():
         with open(os.path.join(CFG, name), "w") as f:

@@ -14,6 +14,9 @@ Hugging Face modeling code's semantics:
            permuted for the interleaved rotation (its converter's permute)
   qwen2    q/k/v biases (Qwen2), rope_theta 1e6, tied head; safetensors + GGUF arch "qwen2"
            (llama.cpp keeps NEOX order: no permutation)
+  llama_ropelin, llama_rope3  the llama layout with scaled RoPE (config.json rope_scaling):
+           linear (factor 4) and Llama 3's per-frequency rule; GGUF with rope.scaling.type
+           "linear" + rope.scaling.factor, and with rope_freqs.weight (llama.cpp's converter)
   gpt2     GPT-2: Conv1D weights [in, out], fused c_attn with bias, learned positions, tanh GELU,
            tied head, the attn.bias / attn.masked_bias buffers present; hub-style safetensors
            (names without "transformer."), a GPT2LMHeadModel state dict (with it), and GGUF in
@@ -27,6 +30,7 @@ the path checked to exceed 1e-3 so float rounding cannot flip it).
 """
 import io
 import json
+import math
 import os
 import struct
 import zipfile
@@ -118,10 +122,30 @@ def causal_attention(q, k, v):
     return torch.einsum("hts,shd->thd", torch.softmax(s, -1), v).reshape(T, H * d)
 
 
-def rope_half(x, theta):
+def inv_freq(d, theta, scaling=None):
+    """The RoPE frequencies, rescaled as transformers' _compute_linear_scaling_rope_parameters
+    (positions / factor) and _compute_llama3_parameters do."""
+    inv = 1.0 / theta ** (torch.arange(0, d, 2) / d)
+    if not scaling:
+        return inv
+    factor = scaling["factor"]
+    if scaling["rope_type"] == "linear":
+        return inv / factor
+    assert scaling["rope_type"] == "llama3"
+    lo, hi = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    lo_wl, hi_wl = old / lo, old / hi
+    wl = 2 * math.pi / inv
+    out = torch.where(wl > lo_wl, inv / factor, inv)
+    smooth = (old / wl - lo) / (hi - lo)
+    mid = (1 - smooth) * out / factor + smooth * out
+    return torch.where((wl >= hi_wl) & (wl <= lo_wl), mid, out)
+
+
+def rope_half(x, theta, scaling=None):
     """HF rotate_half: pairs (i, i + d/2)."""
     T, H, d = x.shape
-    inv = 1.0 / theta ** (torch.arange(0, d, 2) / d)
+    inv = inv_freq(d, theta, scaling)
     f = torch.arange(T)[:, None] * inv[None]
     emb = torch.cat([f, f], -1)
     cos, sin = emb.cos()[:, None], emb.sin()[:, None]
@@ -141,8 +165,8 @@ def llama_forward(c, W, tokens):
             y = x @ W[p + f"self_attn.{n}_proj.weight"].T
             b = W.get(p + f"self_attn.{n}_proj.bias")
             return y if b is None else y + b
-        q = rope_half(proj("q").reshape(T, H, d), c["theta"])
-        k = rope_half(proj("k").reshape(T, Hk, d), c["theta"])
+        q = rope_half(proj("q").reshape(T, H, d), c["theta"], c.get("rope_scaling"))
+        k = rope_half(proj("k").reshape(T, Hk, d), c["theta"], c.get("rope_scaling"))
         v = proj("v").reshape(T, Hk, d)
         h = h + causal_attention(q, k, v) @ W[p + "self_attn.o_proj.weight"].T
         x = rmsnorm(h, W[p + "post_attention_layernorm.weight"], c["eps"])
@@ -242,7 +266,7 @@ def hf_llama_config(c, model_type, tied, **extra):
            "num_key_value_heads": c["kv_heads"], "vocab_size": c["vocab"],
            "max_position_embeddings": 64, "rms_norm_eps": c["eps"], "rope_theta": c["theta"],
            "tie_word_embeddings": tied, "hidden_act": "silu", "bos_token_id": 1,
-           "eos_token_id": 2, "torch_dtype": "float32", "rope_scaling": None}
+           "eos_token_id": 2, "torch_dtype": "float32", "rope_scaling": c.get("rope_scaling")}
     cfg.update(extra)
     return cfg
 
@@ -268,6 +292,13 @@ def gguf_llama(path, c, W, arch, permute_qk, merged_experts=False):
                 (f"{a}.expert_used_count", GGUF_U32, c["experts_used"])]
     n = lambda x: x.numpy().astype(np.float32)
     T = [("token_embd.weight", n(W["model.embed_tokens.weight"]))]
+    rs = c.get("rope_scaling")
+    if rs and rs["rope_type"] == "linear":  # llama.cpp's converter: type and factor keys
+        kvs += [(f"{a}.rope.scaling.type", GGUF_STRING, "linear"),
+                (f"{a}.rope.scaling.factor", GGUF_F32, rs["factor"])]
+    elif rs:  # llama3: per-frequency divisors in rope_freqs.weight, as its converter writes
+        d = c["dim"] // c["heads"]
+        T.append(("rope_freqs.weight", n(inv_freq(d, c["theta"]) / inv_freq(d, c["theta"], rs))))
     for l in range(c["layers"]):
         p, b = f"model.layers.{l}.", f"blk.{l}."
         q, k = n(W[p + "self_attn.q_proj.weight"]), n(W[p + "self_attn.k_proj.weight"])
@@ -465,6 +496,13 @@ def main():
                merged_experts=True)
     make_gpt2("gpt2", {"dim": 32, "layers": 2, "heads": 4, "vocab": 64, "positions": 32,
                        "eps": 1e-5}, seed=4)
+    # scaled RoPE: linear (positions / 4) and Llama 3's per-frequency rule, with an original
+    # context small enough that head size 8's four frequencies fall in all three of its bands
+    make_llama("llama_ropelin", dict(base, rope_scaling={"rope_type": "linear", "factor": 4.0}),
+               seed=6)
+    make_llama("llama_rope3", dict(base, rope_scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64}), seed=7)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ one) and decoded again by an independent decoder written from ggml's dequantize_
 must agree exactly, which checks the packing); the reference logits come from a float64 torch
 forward pass over the decoded weights. Goldens: <m>_tokens.npy, <m>_logits.npy, <m>_greedy.npy
 (BOS + 32 greedy tokens; every top-2 gap on the path > 0.05, so the 8-bit activations of the
-quantized matmuls cannot flip a token).
+quantized matmuls cannot flip a token), and <m>_logits_act8.npy: the same forward pass with each
+matmul's activations quantized to 8 bits as ingot's cpu backend does (act_ingot), the error that
+alone causes printed tensor by tensor beside what llama.cpp's scheme gives (act_ggml).
 """
 import os
 import struct
@@ -307,32 +309,112 @@ def rope_interleaved(x, theta):
     return out
 
 
-def gguf_llama_forward(c, W, tokens):
-    """Llama over GGUF-named weights with the interleaved rotation (the q/k rows as stored)."""
+# ---- activation quantization, as the integer-dot matmuls do it ------------------------------
+# Each simulates what happens to the activation row x before the dot with a weight of type t;
+# the dot itself is then exact (float64), which is what the integer kernels compute.
+
+def act_ingot(x, t):
+    """ingot's cpu backend (src/backend/cpu/kernels/qdot.c, ingot__qx_quantize): for the types it
+    runs natively with 8-bit activations, per block of 32 (Q8_0, Q4_0) or 256 (Q4_K, Q5_K, Q6_K)
+    in float32: d = amax / 127, q = round-half-away(x / d) in [-127, 127], x -> q d. Every other
+    type (F16, BF16: f32 activations; Q4_1, Q5_0, Q5_1: converted to F32 at load) keeps x."""
+    B = {T_Q8_0: 32, T_Q4_0: 32, T_Q4_K: 256, T_Q5_K: 256, T_Q6_K: 256}.get(t)
+    if B is None:
+        return x
+    xb = x.numpy().astype(np.float32).reshape(x.shape[0], -1, B)
+    d = (np.abs(xb).max(-1, keepdims=True) / np.float32(127)).astype(np.float32)
+    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0).astype(np.float32)
+    q = np.clip(rnd((xb * inv).astype(np.float32)), -127, 127)
+    return torch.from_numpy((q * d.astype(np.float64)).reshape(x.shape))
+
+
+def act_ggml(x, t):
+    """llama.cpp's CPU backend (ggml-cpu's vec_dot_type per weight type, ggml-quants.c's
+    quantize_row_q8_0/q8_1/q8_K): Q8_0 for Q8_0/Q4_0/Q5_0 and Q8_1 for Q4_1/Q5_1 (blocks of 32,
+    d = amax / 127 stored as f16, q = roundf(x / d)); Q8_K for the K-quants (blocks of 256,
+    iscale = -127 / the signed value of largest magnitude, q = nearest_int (half to even),
+    d = 1 / iscale in f32); F16 and BF16 weights take F16 / BF16 activations."""
+    x32 = x.numpy().astype(np.float32)
+    if t == T_F16:
+        return torch.from_numpy(x32.astype(np.float16).astype(np.float64))
+    if t == T_BF16:
+        u = x32.view(np.uint32).astype(np.uint64)
+        u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+        return torch.from_numpy(u.astype(np.uint32).view(np.float32).astype(np.float64))
+    if t in (T_Q8_0, T_Q4_0, T_Q5_0, T_Q4_1, T_Q5_1):
+        xb = x32.reshape(x.shape[0], -1, 32)
+        d = (np.abs(xb).max(-1, keepdims=True) / np.float32(127)).astype(np.float32)
+        inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0).astype(np.float32)
+        q = rnd((xb * inv).astype(np.float32))
+        return torch.from_numpy((q * f16(d).astype(np.float64)).reshape(x.shape))
+    if t in (T_Q4_K, T_Q5_K, T_Q6_K):
+        xb = x32.reshape(x.shape[0], -1, 256)
+        i = np.abs(xb).argmax(-1)[..., None]
+        mx = np.take_along_axis(xb, i, -1)
+        isc = np.divide(np.float32(-127), mx, out=np.zeros_like(mx), where=mx != 0).astype(np.float32)
+        q = np.minimum(np.rint((isc * xb).astype(np.float32)), 127)
+        d = np.divide(np.float32(1), isc, out=np.zeros_like(isc), where=isc != 0).astype(np.float32)
+        return torch.from_numpy((q * d.astype(np.float64)).reshape(x.shape))
+    return x
+
+
+def gguf_llama_forward(c, W, tokens, act=None, types=None):
+    """Llama over GGUF-named weights with the interleaved rotation (the q/k rows as stored).
+    act(x, type): what the matmul against a weight of that type does to its activations."""
     L, H, Hk = c["layers"], c["heads"], c["kv_heads"]
     d = c["dim"] // H
     T = len(tokens)
+
+    def mm(x, name):
+        return (act(x, types[name]) if act else x) @ W[name].T
     h = W["token_embd.weight"][tokens]
     for l in range(L):
         p = f"blk.{l}."
         x = G.rmsnorm(h, W[p + "attn_norm.weight"], c["eps"])
-        q = rope_interleaved((x @ W[p + "attn_q.weight"].T).reshape(T, H, d), c["theta"])
-        k = rope_interleaved((x @ W[p + "attn_k.weight"].T).reshape(T, Hk, d), c["theta"])
-        v = (x @ W[p + "attn_v.weight"].T).reshape(T, Hk, d)
-        h = h + G.causal_attention(q, k, v) @ W[p + "attn_output.weight"].T
+        q = rope_interleaved(mm(x, p + "attn_q.weight").reshape(T, H, d), c["theta"])
+        k = rope_interleaved(mm(x, p + "attn_k.weight").reshape(T, Hk, d), c["theta"])
+        v = mm(x, p + "attn_v.weight").reshape(T, Hk, d)
+        h = h + mm(G.causal_attention(q, k, v), p + "attn_output.weight")
         x = G.rmsnorm(h, W[p + "ffn_norm.weight"], c["eps"])
-        g = torch.nn.functional.silu(x @ W[p + "ffn_gate.weight"].T)
-        h = h + (g * (x @ W[p + "ffn_up.weight"].T)) @ W[p + "ffn_down.weight"].T
+        g = torch.nn.functional.silu(mm(x, p + "ffn_gate.weight"))
+        h = h + mm(g * mm(x, p + "ffn_up.weight"), p + "ffn_down.weight")
     h = G.rmsnorm(h, W["output_norm.weight"], c["eps"])
-    return h @ W.get("output.weight", W["token_embd.weight"]).T
+    return mm(h, "output.weight" if "output.weight" in W else "token_embd.weight")
 
 
-def finish(name, c, W, min_gap):
+def rel(a, b):
+    return float(torch.linalg.norm(a - b) / torch.linalg.norm(b))
+
+
+def act_report(name, c, W, types, toks, exact):
+    """<name>_logits_act8.npy: the logits with every matmul's activations quantized as ingot's
+    cpu backend does (exact weights, exact dots otherwise): what its integer kernels compute.
+    Prints the error this alone causes, tensor by tensor, and what llama.cpp's scheme gives."""
+    t = torch.tensor(toks)
+    ours = gguf_llama_forward(c, W, t, act_ingot, types)
+    G.save_npy(name + "_logits_act8.npy", ours.numpy().astype(np.float32))
+    print(f"{name}: 8-bit activations as ingot quantizes them: {rel(ours, exact):.4g} from the "
+          f"f32-activation logits; as llama.cpp does (Q8_0/Q8_1/Q8_K, F16/BF16): "
+          f"{rel(gguf_llama_forward(c, W, t, act_ggml, types), exact):.4g}")
+    for n in [k for k in types if types[k] != T_F32]:
+        sel = {k: (types[k] if k == n else T_F32) for k in types}
+        e = rel(gguf_llama_forward(c, W, t, act_ingot, sel), exact)
+        if e:
+            print(f"  only {n} ({TYPE_NAMES[types[n]]}): {e:.4g}")
+
+
+TYPE_NAMES = {T_F32: "F32", T_F16: "F16", T_Q4_0: "Q4_0", T_Q4_1: "Q4_1", T_Q5_0: "Q5_0",
+              T_Q5_1: "Q5_1", T_Q8_0: "Q8_0", T_Q4_K: "Q4_K", T_Q5_K: "Q5_K", T_Q6_K: "Q6_K",
+              T_BF16: "BF16"}
+
+
+def finish(name, c, W, min_gap, types=None):
     fwd = gguf_llama_forward
     g = torch.Generator().manual_seed(4321)
     toks = [1] + torch.randint(3, c["vocab"], (23,), generator=g).tolist()
     G.save_npy(name + "_tokens.npy", np.array(toks, dtype=np.int32))
-    G.save_npy(name + "_logits.npy", fwd(c, W, torch.tensor(toks)).numpy().astype(np.float32))
+    exact = fwd(c, W, torch.tensor(toks))
+    G.save_npy(name + "_logits.npy", exact.numpy().astype(np.float32))
     out = [1]
     for _ in range(32):
         lg = fwd(c, W, torch.tensor(out))[-1]
@@ -341,6 +423,8 @@ def finish(name, c, W, min_gap):
             return False
         out.append(int(torch.argmax(lg)))
     G.save_npy(name + "_greedy.npy", np.array(out, dtype=np.int32))
+    if types:
+        act_report(name, c, W, types, toks, exact)
     return True
 
 
@@ -360,12 +444,13 @@ def make_quant(seed):
     }
     shapes = {"attn_q": (H * hd, D), "attn_k": (Hk * hd, D), "attn_v": (Hk * hd, D),
               "attn_output": (D, H * hd), "ffn_gate": (F, D), "ffn_up": (F, D), "ffn_down": (D, F)}
-    tensors, W = [], {}
+    tensors, W, types = [], {}, {}
 
     def add(name, arr, t):
         raw, back = quantize(arr, t)
         tensors.append((name, arr.shape, t, raw))
         W[name] = torch.from_numpy(back)
+        types[name] = t
 
     add("token_embd.weight", r(V, D), T_Q8_0)
     for l in range(c["layers"]):
@@ -377,7 +462,7 @@ def make_quant(seed):
     add("output_norm.weight", 1 + 0.1 * r(D), T_F32)
     add("output.weight", r(V, D, scale=s * 4), T_Q6_K)
     write_gguf_typed(os.path.join(OUT, "quant.gguf"), llama_kvs(c), tensors)
-    return finish("quant", c, W, 0.05)
+    return finish("quant", c, W, 0.05, types)
 
 
 def make_stories_q8():
@@ -402,12 +487,13 @@ def make_stories_q8():
     norm = take(dim)
     c = {"dim": dim, "ffn": hid, "layers": L, "heads": H, "kv_heads": Hk, "vocab": V, "eps": 1e-5,
          "theta": 10000.0, "ctx": seq}
-    tensors, W = [], {}
+    tensors, W, types = [], {}, {}
 
     def add(name, arr, t):
         raw, back = quantize(arr, t)
         tensors.append((name, arr.shape, t, raw))
         W[name] = torch.from_numpy(back)
+        types[name] = t
 
     add("token_embd.weight", embd, T_Q8_0)
     for l in range(L):
@@ -418,7 +504,7 @@ def make_stories_q8():
             add(f"blk.{l}.{k}.weight", x, t)
     add("output_norm.weight", norm, T_F32)
     write_gguf_typed(os.path.join(OUT, "stories_q8.gguf"), llama_kvs(c), tensors)
-    assert finish("stories_q8", c, W, 0.05), "stories_q8: a greedy gap below 0.05"
+    assert finish("stories_q8", c, W, 0.05, types), "stories_q8: a greedy gap below 0.05"
 
 
 def main():

@@ -158,6 +158,52 @@ TEST(gpt2_lmhead_state_dict) { check_model("cpu", "gpt2", "gpt2_pt", &GPT2_HEAD)
 TEST(gpt2_gguf) { check_model("cpu", "gpt2", "gpt2.gguf", &GPT2_GGUF); }
 TEST(gpt2_ref_backend) { check_model("ref", "gpt2", "gpt2_hf", &GPT2_TIED); }
 
+/* Scaled RoPE: config.json rope_scaling linear (factor 4) and llama3 (factor 8, bands 1 / 4 of
+ * an original context of 64: head size 8's four frequencies fall in all three bands); GGUF
+ * rope.scaling.type "linear" + rope.scaling.factor, and rope_freqs.weight (llama.cpp's form of
+ * the Llama 3 rule). Torch's reference rescales the frequencies as transformers does. */
+static void check_scaled(const char *backend, const char *base, const char *variant,
+                         const expect_cfg *x, ingot_lm_rope_scaling want)
+{
+    char path[512];
+    snprintf(path, sizeof path, GDIR "%s", variant);
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", path, &be, &e);
+    ASSERT_TRUE(m);
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    CHECK(c->rope_scaling == want, "%s: rope scaling %d, want %d", variant, c->rope_scaling,
+          want);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    check_model(backend, base, variant, x);
+}
+TEST(rope_linear_hf)
+{
+    check_scaled("cpu", "llama_ropelin", "llama_ropelin_hf", &LLAMA_HF,
+                 INGOT_LM_ROPE_SCALING_LINEAR);
+}
+TEST(rope_linear_gguf)
+{
+    check_scaled("cpu", "llama_ropelin", "llama_ropelin.gguf", &LLAMA_GGUF,
+                 INGOT_LM_ROPE_SCALING_LINEAR);
+}
+TEST(rope_llama3_hf)
+{
+    check_scaled("cpu", "llama_rope3", "llama_rope3_hf", &LLAMA_HF,
+                 INGOT_LM_ROPE_SCALING_LLAMA3);
+}
+TEST(rope_llama3_gguf_rope_freqs)
+{
+    check_scaled("cpu", "llama_rope3", "llama_rope3.gguf", &LLAMA_GGUF,
+                 INGOT_LM_ROPE_SCALING_FREQS);
+}
+TEST(rope_llama3_ref_backend)
+{
+    check_scaled("ref", "llama_rope3", "llama_rope3_hf", &LLAMA_HF,
+                 INGOT_LM_ROPE_SCALING_LLAMA3);
+}
+
 /* ---- quantized GGUF files (scripts/gen_lm_quant.py): torch ran on the dequantized weights ---- */
 
 static int notices;
@@ -168,23 +214,41 @@ static void count_notice(void *ctx, const char *msg)
     notices++;
 }
 
-/* The logits within 1e-2 of torch's (2-norm of the difference over the 2-norm of the reference,
- * all positions: the Q8_0 / Q4_0 matmuls quantize their activations to 8 bits, as ggml does; the
- * ref backend, which does not, is within 1e-7), the same argmax at every position, the same 32
- * greedy tokens. */
-static void check_quant(const char *base, int want_notices, double tol)
+/* 2-norm of got - ref over the 2-norm of ref. */
+static double rel_err(const float *got, const float *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double a = got[i], b = ref[i];
+        num += (a - b) * (a - b);
+        den += b * b;
+    }
+    return sqrt(num / den);
+}
+
+/* The logits against torch's on the dequantized weights (2-norm of the difference over the
+ * 2-norm of the reference, all positions) within tol, the same argmax at every position, the
+ * same 32 greedy tokens. On the cpu backend the matmuls of the block types quantize their
+ * activations to 8 bits (as ggml does), so the logits are also compared with torch's forward
+ * pass that quantizes each matmul's activations the same way (<base>_logits_act8.npy,
+ * scripts/gen_lm_quant.py) within tol_act8: what remains is float32 rounding. The ref
+ * backend keeps f32 activations: tol_act8 < 0 skips that comparison. want_notices < 0: any. */
+static void check_quant(const char *backend, const char *base, int want_notices, double tol,
+                        double tol_act8)
 {
     char path[512];
-    uint64_t nt = 0, nl = 0, ng = 0;
+    uint64_t nt = 0, nl = 0, ng = 0, na = 0;
     snprintf(path, sizeof path, GDIR "%s_tokens.npy", base);
     int32_t *tok = load_npy(path, INGOT_DTYPE_I32, &nt);
     snprintf(path, sizeof path, GDIR "%s_logits.npy", base);
     float *ref = load_npy(path, INGOT_DTYPE_F32, &nl);
+    snprintf(path, sizeof path, GDIR "%s_logits_act8.npy", base);
+    float *ref8 = load_npy(path, INGOT_DTYPE_F32, &na);
     snprintf(path, sizeof path, GDIR "%s_greedy.npy", base);
     int32_t *gr = load_npy(path, INGOT_DTYPE_I32, &ng);
-    ASSERT_TRUE(tok && ref && gr && ng == 33);
+    ASSERT_TRUE(tok && ref && ref8 && gr && ng == 33 && na == nl);
     ingot_backend *be = NULL;
-    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ASSERT_OK(ingot_backend_new(backend, NULL, &be, NULL));
     ingot_lm_opts o = {0};
     o.notice = count_notice;
     notices = 0;
@@ -192,28 +256,27 @@ static void check_quant(const char *base, int want_notices, double tol)
     snprintf(path, sizeof path, GDIR "%s.gguf", base);
     ASSERT_OK(ingot_lm_open_path(be, path, &o, &m, NULL));
     /* one notice per tensor whose dtype the backend has no linear for (converted to F32 once) */
-    CHECK(notices == want_notices, "%s: %d conversion notices, want %d", base, notices,
-          want_notices);
+    CHECK(want_notices < 0 || notices == want_notices, "%s: %d conversion notices, want %d", base,
+          notices, want_notices);
     uint32_t V = ingot_lm_get_config(m)->vocab;
     ASSERT_EQ(nl, nt * V);
     float *got = malloc(nt * V * 4);
     ingot_lm_session *s = NULL;
     ASSERT_OK(ingot_lm_session_new(m, NULL, &s, NULL));
     ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
-    double num = 0, den = 0;
     for (size_t r = 0; r < nt; r++) {
         size_t ba = 0, bb = 0;
         for (size_t i = 0; i < V; i++) {
-            double a = got[r * V + i], b = ref[r * V + i];
-            num += (a - b) * (a - b);
-            den += b * b;
-            if (a > got[r * V + ba]) ba = i;
-            if (b > ref[r * V + bb]) bb = i;
+            if (got[r * V + i] > got[r * V + ba]) ba = i;
+            if (ref[r * V + i] > ref[r * V + bb]) bb = i;
         }
         CHECK(ba == bb, "%s: row %zu argmax %zu, torch %zu", base, r, ba, bb);
     }
-    CHECK(sqrt(num / den) <= tol, "%s: logits differ from torch by %.3g (2-norm relative)",
-          base, sqrt(num / den));
+    double e = rel_err(got, ref, nl), e8 = rel_err(got, ref8, nl);
+    CHECK(e <= tol, "%s (%s): logits differ from torch by %.3g (2-norm relative)", base, backend,
+          e);
+    CHECK(tol_act8 < 0 || e8 <= tol_act8,
+          "%s (%s): logits differ from torch with 8-bit activations by %.3g", base, backend, e8);
     ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
     ingot_sampler *sp = NULL;
     ingot_sampler_params p = {0};
@@ -237,20 +300,25 @@ static void check_quant(const char *base, int want_notices, double tol)
     free(got);
     free(tok);
     free(ref);
+    free(ref8);
     free(gr);
 }
 
-/* Q4_K Q5_K Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 F16 BF16 mixed per tensor; this backend runs Q8_0 and
- * Q4_0 natively, the 12 others are converted (their notices counted). */
-/* Q4_1, Q5_0 and Q5_1 are converted to F32 at load (3 notices); every other type runs natively.
- * With the K-quants' matmuls also quantizing their activations to 8 bits (per 256-element block,
- * as ggml's Q8_K), this small random model's logits move 1.25e-2 (2-norm relative) at every ISA
- * level, scalar included: above the issue's 1e-2, with every argmax and all 32 greedy tokens
- * still identical. The 1.5e-2 bound pins that figure; issue 15 tracks the 1e-2 goal. */
-TEST(quantized_mixed_types) { check_quant("quant", 3, 1.5e-2); }
-/* the real stories260K in Q8_0, ffn_down (rows of 172) in F16 */
-/* ffn_down (rows of 172) stays F16, which the backend runs natively: no conversion notice. */
-TEST(quantized_stories_q8_0) { check_quant("stories_q8", 0, 1e-2); }
+/* Q4_K Q5_K Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 F16 BF16 mixed per tensor. Q4_1, Q5_0 and Q5_1 are
+ * converted to F32 at load (3 notices); every other type runs natively. The logits are
+ * 1.25e-2 (2-norm relative) from torch's on the dequantized weights, above issue 15's 1e-2,
+ * and 0.8e-7 to 1.9e-7 (every ISA level) from torch's with the activations quantized as the
+ * cpu backend quantizes them: the whole difference is the 8-bit activations (llama.cpp's
+ * scheme gives 1.39e-2 on this model; gen_lm_quant.py prints the share of each tensor: the Q6_K
+ * head, one 256-element block per row, 0.78e-2 alone). The ref backend, with f32 activations,
+ * is within 1e-7. Every argmax and all 32 greedy tokens are identical. docs/RUNTIME.md has the
+ * figures. */
+TEST(quantized_mixed_types) { check_quant("cpu", "quant", 3, 1.5e-2, 1e-6); }
+TEST(quantized_mixed_types_f32_activations) { check_quant("ref", "quant", -1, 1e-6, -1); }
+/* the real stories260K in Q8_0; ffn_down (rows of 172) stays F16, which the backend runs
+ * natively: no conversion notice. 0.54e-2 from torch, 0.50e-2 with llama.cpp's scheme. */
+TEST(quantized_stories_q8_0) { check_quant("cpu", "stories_q8", 0, 1e-2, 1e-6); }
+TEST(quantized_stories_q8_0_f32_activations) { check_quant("ref", "stories_q8", -1, 1e-6, -1); }
 
 /* ---- LoRA (tests/golden/lm/llama_lora: r 4, alpha 8 on q/k/v and down; torch merged it at
  * scale 0.5) ---- */
@@ -436,7 +504,21 @@ TEST(config_json_errors_name_the_key_or_tensor)
     expect_error("\"model_type\": \"llama\"", "\"model_type\": \"bert\"", INGOT_E_UNSUPPORTED,
                  "model_type");
     expect_error("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\"}",
-                 INGOT_E_UNSUPPORTED, "rope_scaling");
+                 INGOT_E_BAD_METADATA, "factor");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
+                 INGOT_E_UNSUPPORTED, "rope_scaling.rope_type");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                 "\"low_freq_factor\": 1.0, \"original_max_position_embeddings\": 64}",
+                 INGOT_E_BAD_METADATA, "high_freq_factor");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": {\"factor\": 2.0}",
+                 INGOT_E_BAD_METADATA, "rope_scaling.rope_type");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": {\"type\": \"linear\", \"factor\": -1}",
+                 INGOT_E_BAD_METADATA, "factor");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": 3", INGOT_E_BAD_METADATA,
+                 "rope_scaling");
     expect_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", INGOT_E_UNSUPPORTED,
                  "hidden_act");
     expect_error("\"intermediate_size\": 64,", "", INGOT_E_BAD_METADATA, "intermediate_size");
@@ -499,7 +581,10 @@ RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
           T(llama_gguf_permuted_qk), T(llama_gguf_ref_backend), T(qwen2_qkv_bias_tied_hf),
           T(qwen2_qkv_bias_tied_gguf), T(moe_hf_experts), T(moe_gguf_merged_experts),
           T(moe_ref_backend), T(gpt2_hub_safetensors), T(gpt2_lmhead_state_dict), T(gpt2_gguf),
-          T(gpt2_ref_backend), T(quantized_mixed_types), T(quantized_stories_q8_0),
+          T(gpt2_ref_backend), T(rope_linear_hf), T(rope_linear_gguf), T(rope_llama3_hf),
+          T(rope_llama3_gguf_rope_freqs), T(rope_llama3_ref_backend), T(quantized_mixed_types),
+          T(quantized_mixed_types_f32_activations),
+          T(quantized_stories_q8_0), T(quantized_stories_q8_0_f32_activations),
           T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),
           T(lora_errors_name_the_key_or_tensor), T(config_json_errors_name_the_key_or_tensor),
           T(sliding_window_bounds_the_session), T(weights_without_config_are_refused))

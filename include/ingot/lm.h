@@ -77,6 +77,16 @@ typedef enum ingot_lm_arch {
     INGOT_LM_ARCH_GPT2 = 2,  /**< LayerNorm, learned positions, fused qkv + biases, tanh GELU */
 } ingot_lm_arch;
 
+/** RoPE scaling (Llama family): how the rotation frequencies theta^(-2i/d) are rescaled. */
+typedef enum ingot_lm_rope_scaling {
+    INGOT_LM_ROPE_SCALING_NONE = 0,
+    INGOT_LM_ROPE_SCALING_LINEAR = 1, /**< every frequency / rope_factor (position p as p/f) */
+    INGOT_LM_ROPE_SCALING_LLAMA3 = 2, /**< Llama 3.1's rule: low frequencies / rope_factor, high
+                                           ones kept, the band between interpolated */
+    INGOT_LM_ROPE_SCALING_FREQS = 3,  /**< frequency i / the file's rope_freqs.weight[i] (GGUF:
+                                           how llama.cpp's converter stores the Llama 3 rule) */
+} ingot_lm_rope_scaling;
+
 /** The hyper-parameters every architecture shares (filled at open; read-only). */
 typedef struct ingot_lm_config {
     ingot_lm_arch arch;
@@ -101,6 +111,13 @@ typedef struct ingot_lm_config {
     uint32_t sliding_window; /**< attention window (Mistral); 0: none. Sessions longer than the
                                   window are refused: full attention would differ past it */
     const char *naming;     /**< "gguf" or "hf": which tensor names the weights had */
+    /* appended after the first release of this struct: */
+    ingot_lm_rope_scaling rope_scaling; /**< config.json rope_scaling, GGUF
+                                             {arch}.rope.scaling.type / rope_freqs.weight */
+    double rope_factor;                 /**< LINEAR and LLAMA3: the factor (else 1) */
+    double rope_low_freq_factor;        /**< LLAMA3 */
+    double rope_high_freq_factor;       /**< LLAMA3 */
+    uint32_t rope_orig_ctx;             /**< LLAMA3: original_max_position_embeddings */
 } ingot_lm_config;
 
 /** Receives one line per notice at open (a tensor converted, a default applied). */

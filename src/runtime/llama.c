@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend_export.h"
 #include "error.h"
 #include "lm_internal.h"
 
@@ -24,25 +25,87 @@ static void heads_view(ingot_tensor *out, const ingot_tensor *rows, uint32_t hea
     out->strides[2] = 1;
 }
 
+/* One half of the rotation pairs of a [heads, n, hd] view as [heads, n, hd/2]: the first
+ * (second = false) or second elements, interleaved (x[2i], x[2i+1]) or half-split (x[i],
+ * x[i + hd/2]). */
+static void pair_view(ingot_tensor *out, const ingot_tensor *t, ingot_rope_mode mode, bool second)
+{
+    int64_t half = t->shape[2] / 2, st = t->strides[2];
+    *out = *t;
+    out->shape[2] = half;
+    if (mode == INGOT_ROPE_INTERLEAVED) {
+        out->strides[2] = 2 * st;
+        out->offset += second ? (uint64_t)st * 4 : 0;
+    } else {
+        out->offset += second ? (uint64_t)(half * st) * 4 : 0;
+    }
+}
+
+/* dst = RoPE(x), both [heads, n, hd] at positions s->pos..: the backend's rope op, or with
+ * scaled frequencies (m->rope_scaled) the rotation from the session's cos/sin tables:
+ * first' = first cos - second sin, second' = first sin + second cos (six binary ops, the
+ * tables broadcast over the heads, temporaries in s->ao, free until attention). */
+static ingot_status rope(ingot_lm_session *s, ingot_tensor *dst, const ingot_tensor *x,
+                         const ingot_tensor *pos, uint32_t n, ingot_error *err)
+{
+    const ingot_lm_config *c = &s->m->cfg;
+    ingot_backend *be = s->m->be;
+    if (!s->m->rope_scaled) return ingot_op_rope(be, dst, x, pos, c->rope_theta, c->rope_mode, err);
+    int64_t heads = x->shape[0], half = c->head_dim / 2;
+    ingot_tensor x1, x2, d1, d2, cs, sn, t1, t2;
+    pair_view(&x1, x, c->rope_mode, false);
+    pair_view(&x2, x, c->rope_mode, true);
+    pair_view(&d1, dst, c->rope_mode, false);
+    pair_view(&d2, dst, c->rope_mode, true);
+    ingot__lm_view2(&cs, s->rope_cs, (uint64_t)s->pos * half, n, half);
+    ingot__lm_view2(&sn, s->rope_cs, ((uint64_t)s->n_ctx + s->pos) * half, n, half);
+    cs.rank = sn.rank = 3; /* [1, n, half] */
+    cs.shape[2] = sn.shape[2] = half;
+    cs.shape[1] = sn.shape[1] = n;
+    cs.shape[0] = sn.shape[0] = 1;
+    cs.strides[2] = sn.strides[2] = 1;
+    cs.strides[1] = sn.strides[1] = half;
+    cs.strides[0] = sn.strides[0] = (int64_t)n * half;
+    ingot__lm_view2(&t1, s->ao, 0, heads * n, half);
+    ingot__lm_view2(&t2, s->ao, (uint64_t)(heads * n * half), heads * n, half);
+    t1.rank = t2.rank = 3;
+    t1.shape[0] = t2.shape[0] = heads;
+    t1.shape[1] = t2.shape[1] = n;
+    t1.shape[2] = t2.shape[2] = half;
+    t1.strides[0] = t2.strides[0] = (int64_t)n * half;
+    t1.strides[1] = t2.strides[1] = half;
+    t1.strides[2] = t2.strides[2] = 1;
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t1, &x1, &cs, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t2, &x2, &sn, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_SUB, &d1, &t1, &t2, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t1, &x1, &sn, err));
+    ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &t2, &x2, &cs, err));
+    return ingot_op_binary(be, INGOT_BINARY_ADD, &d2, &t1, &t2, err);
+}
+
 /* Mixtral routing: softmax over the router logits, the top k experts (ties: lower index),
  * their probabilities renormalised to sum 1; the SwiGLU experts' outputs weighted and summed
- * into tmp. Rows run one at a time through the GEMV. */
+ * into tmp. One row (decode): its k experts through the GEMV. Several rows (prefill): each
+ * expert once, over the rows that picked it gathered into s->mx (the GEMM), its weighted output
+ * rows added back to theirs, experts in index order. */
 static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_tensor *xn,
                         ingot_tensor *tmp, uint32_t n, ingot_error *err)
 {
     ingot_lm *m = s->m;
     const ingot_lm_config *c = &m->cfg;
     ingot_backend *be = m->be;
-    uint32_t E = c->n_expert, K = c->n_expert_used;
+    uint32_t E = c->n_expert, K = c->n_expert_used, D = c->dim;
     ingot_tensor r;
     ingot__lm_view2(&r, s->router, 0, n, E);
     ING_TRY(ingot_op_linear(be, &r, xn, &ly->router.t, NULL, err));
+    if (n > 1) ingot__cpu_clean_upper(); /* as ingot__lm_linear does */
     ING_TRY(ingot_op_softmax(be, &r, &r, 1, false, err));
     ING_TRY(ingot_op_fill(be, tmp, 0.0, err));
     const float *p = ingot_buffer_host(s->router);
+    uint32_t *sel = ingot_buffer_host(s->msel), *rows = sel + (size_t)s->n_batch * K;
+    float *sw = (float *)(void *)(rows + s->n_batch), *rw = sw + (size_t)s->n_batch * K;
     for (uint32_t i = 0; i < n; i++) {
         const float *pi = p + (size_t)i * E;
-        uint32_t pick[LM_MAX_EXPERTS];
         bool used[LM_MAX_EXPERTS] = {false};
         double sum = 0;
         for (uint32_t k = 0; k < K; k++) {
@@ -50,25 +113,63 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
             for (uint32_t e = 0; e < E; e++)
                 if (!used[e] && (best == E || pi[e] > pi[best])) best = e;
             used[best] = true;
-            pick[k] = best;
+            sel[(size_t)i * K + k] = best;
             sum += pi[best];
         }
-        ingot_tensor xr, tr, g, u, eo;
-        ingot__lm_view2(&xr, xn->buf, xn->offset / 4 + (uint64_t)i * c->dim, 1, c->dim);
-        ingot__lm_view2(&tr, tmp->buf, tmp->offset / 4 + (uint64_t)i * c->dim, 1, c->dim);
+        for (uint32_t k = 0; k < K; k++)
+            sw[(size_t)i * K + k] = (float)(sum > 0 ? pi[sel[(size_t)i * K + k]] / sum : 0.0);
+    }
+    ingot_tensor g, u, eo;
+    if (n == 1) {
         ingot__lm_view2(&g, s->g, 0, 1, c->ffn_dim);
         ingot__lm_view2(&u, s->u, 0, 1, c->ffn_dim);
-        ingot__lm_view2(&eo, s->eo, 0, 1, c->dim);
+        ingot__lm_view2(&eo, s->eo, 0, 1, D);
         for (uint32_t k = 0; k < K; k++) {
-            const lm_w *ex = &ly->exp[(size_t)pick[k] * 3];
-            double w = sum > 0 ? pi[pick[k]] / sum : 0.0;
-            ING_TRY(ingot_op_linear(be, &g, &xr, &ex[0].t, NULL, err));
-            ING_TRY(ingot_op_linear(be, &u, &xr, &ex[1].t, NULL, err));
+            const lm_w *ex = &ly->exp[(size_t)sel[k] * 3];
+            ING_TRY(ingot_op_linear(be, &g, xn, &ex[0].t, NULL, err));
+            ING_TRY(ingot_op_linear(be, &u, xn, &ex[1].t, NULL, err));
             ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
             ING_TRY(ingot_op_linear(be, &eo, &g, &ex[2].t, NULL, err));
-            ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &eo, &eo, (float)w, err));
-            ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, &tr, &tr, &eo, err));
+            ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &eo, &eo, sw[k], err));
+            ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, tmp, tmp, &eo, err));
+        }
+        return INGOT_OK;
+    }
+    const float *xp = (const float *)(const void *)((const uint8_t *)ingot_buffer_host(xn->buf) +
+                                                    xn->offset);
+    float *tp = (float *)(void *)((uint8_t *)ingot_buffer_host(tmp->buf) + tmp->offset);
+    float *mx = ingot_buffer_host(s->mx);
+    const float *my = ingot_buffer_host(s->my);
+    int64_t xs = xn->strides[0], ts = tmp->strides[0];
+    for (uint32_t e = 0; e < E; e++) {
+        uint32_t cnt = 0;
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t k = 0; k < K; k++)
+                if (sel[(size_t)i * K + k] == e) {
+                    rows[cnt] = i;
+                    rw[cnt] = sw[(size_t)i * K + k];
+                    memcpy(mx + (size_t)cnt * D, xp + (size_t)i * xs, (size_t)D * 4);
+                    cnt++;
+                }
+        if (!cnt) continue;
+        const lm_w *ex = &ly->exp[(size_t)e * 3];
+        ingot_tensor X, Y;
+        ingot__lm_view2(&X, s->mx, 0, cnt, D);
+        ingot__lm_view2(&Y, s->my, 0, cnt, D);
+        ingot__lm_view2(&g, s->g, 0, cnt, c->ffn_dim);
+        ingot__lm_view2(&u, s->u, 0, cnt, c->ffn_dim);
+        ING_TRY(ingot_op_linear(be, &g, &X, &ex[0].t, NULL, err));
+        ING_TRY(ingot_op_linear(be, &u, &X, &ex[1].t, NULL, err));
+        if (cnt > 1) ingot__cpu_clean_upper();
+        ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
+        ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
+        ING_TRY(ingot_op_linear(be, &Y, &g, &ex[2].t, NULL, err));
+        if (cnt > 1) ingot__cpu_clean_upper();
+        for (uint32_t j = 0; j < cnt; j++) { /* as the one-row path: (w y) rounded, then added */
+            float *t = tp + (size_t)rows[j] * ts;
+            const float *y = my + (size_t)j * D;
+            for (uint32_t d = 0; d < D; d++) t[d] += rw[j] * y[d];
         }
     }
     return INGOT_OK;
@@ -111,12 +212,12 @@ ingot_status ingot__llama_forward(ingot_lm_session *s, uint32_t n, ingot_error *
         ING_TRY(ingot__lm_linear(s, &q, &xn, &ly->wq, &ly->bq, err));
         ING_TRY(ingot__lm_linear(s, &k, &xn, &ly->wk, &ly->bk, err));
         ING_TRY(ingot__lm_linear(s, &v, &xn, &ly->wv, &ly->bv, err));
-        ING_TRY(ingot_op_rope(be, &qrh, &qh, &pos, c->rope_theta, c->rope_mode, err));
+        ING_TRY(rope(s, &qrh, &qh, &pos, n, err));
         if (f32kv) { /* rotated keys straight into the cache */
             ingot__lm_kv_view(s, l, false, s->pos, n, &kc);
-            ING_TRY(ingot_op_rope(be, &kc, &kh, &pos, c->rope_theta, c->rope_mode, err));
+            ING_TRY(rope(s, &kc, &kh, &pos, n, err));
         } else {
-            ING_TRY(ingot_op_rope(be, &krh, &kh, &pos, c->rope_theta, c->rope_mode, err));
+            ING_TRY(rope(s, &krh, &kh, &pos, n, err));
             ING_TRY(ingot__lm_kv_store(s, l, false, &kr, n, err));
         }
         ING_TRY(ingot__lm_kv_store(s, l, true, &v, n, err));

@@ -148,12 +148,24 @@ ingot_status ingot__lm_config_gguf(const ingot_file *f, ingot_lm_config *c, ingo
     ingot__fmt(key2, sizeof key2, "%s.attention.layer_norm%s_epsilon", a,
                c->arch == INGOT_LM_ARCH_GPT2 ? "" : "_rms");
     ING_TRY(meta_float(f, key2, &c->norm_eps, &present, err));
-    /* Scaled RoPE variants change the angles; running them unscaled would be silently wrong. */
+    /* Scaled RoPE variants change the angles; running them unscaled would be silently wrong:
+     * linear runs (with its factor), the others are refused. (llama.cpp's converter stores the
+     * Llama 3 rule as the tensor rope_freqs.weight, which lm_model.c reads.) */
+    c->rope_factor = 1.0;
     ingot__fmt(key2, sizeof key2, "%s.rope.scaling.type", a);
     if (ingot_file_meta_get_string(f, key2, &s, &n) == INGOT_OK &&
-        !(n == 4 && !memcmp(s, "none", 4)))
-        return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, key2, strlen(key2),
-                          "lm: RoPE scaling '%.*s' is not supported", (int)(n > 20 ? 20 : n), s);
+        !(n == 4 && !memcmp(s, "none", 4))) {
+        if (!(n == 6 && !memcmp(s, "linear", 6)))
+            return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, key2, strlen(key2),
+                              "lm: RoPE scaling '%.*s' is not supported (linear)",
+                              (int)(n > 20 ? 20 : n), s);
+        ingot__fmt(key2, sizeof key2, "%s.rope.scaling.factor", a);
+        ING_TRY(meta_float(f, key2, &c->rope_factor, &present, err));
+        if (!present || !(c->rope_factor > 0 && c->rope_factor < 1e9))
+            return key_err(err, INGOT_E_BAD_METADATA, key2,
+                           "must be a positive float (linear RoPE scaling)");
+        c->rope_scaling = INGOT_LM_ROPE_SCALING_LINEAR;
+    }
     uint64_t v;
     c->bos = c->eos = -1;
     ING_TRY(meta_uint(f, "tokenizer.ggml.bos_token_id", &v, &present, err));
@@ -165,7 +177,7 @@ ingot_status ingot__lm_config_gguf(const ingot_file *f, ingot_lm_config *c, ingo
 
 /* ---- config.json ---- */
 
-enum jv { JV_U32, JV_F64, JV_BOOL, JV_STR, JV_TOKEN };
+enum jv { JV_U32, JV_F64, JV_BOOL, JV_STR, JV_TOKEN, JV_ROPE };
 
 typedef struct json_key {
     const char *key;
@@ -179,7 +191,12 @@ typedef struct cfg_json {
     uint32_t hidden, inter, layers, heads, kv_heads, head_dim, vocab, ctx, experts, experts_used;
     uint32_t window;
     double rms_eps, ln_eps, theta;
-    bool tie, attn_bias, rope_scaling;
+    bool tie, attn_bias;
+    /* rope_scaling: type 0 null/"default", 1 linear, 2 llama3 (ingot_lm_rope_scaling) */
+    uint32_t rs_type;
+    double rs_factor, rs_low, rs_high;
+    uint32_t rs_orig;
+    bool rs_have[4]; /* factor, low_freq_factor, high_freq_factor, original_max_pos... */
     int32_t bos, eos;
     uint64_t seen; /* bit per json_keys entry */
 } cfg_json;
@@ -210,7 +227,7 @@ static const json_key json_keys[] = {
     {"rope_theta", JV_F64, OFF(theta)},
     {"tie_word_embeddings", JV_BOOL, OFF(tie)},
     {"attention_bias", JV_BOOL, OFF(attn_bias)},
-    {"rope_scaling", JV_BOOL, OFF(rope_scaling)}, /* object = true, null = false */
+    {"rope_scaling", JV_ROPE, OFF(rs_type)}, /* null or an object (rope_scaling_value) */
     {"bos_token_id", JV_TOKEN, OFF(bos)},
     {"eos_token_id", JV_TOKEN, OFF(eos)},
 };
@@ -224,12 +241,82 @@ static ingot_status jerr(ingot_error *err, ingot_status code, const ingot__json 
                       "config.json: '%s' %s", key, what);
 }
 
+/* rope_scaling: null, or {"rope_type" (or "type"): "default" | "linear" | "llama3", "factor",
+ * and for llama3 "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
+ * other members are skipped, other types refused naming them. */
+static ingot_status rope_scaling_value(ingot__json *j, const ingot__json_tok *t, cfg_json *cj,
+                                       ingot_error *err)
+{
+    if (t->type == ING_JSON_NULL) return INGOT_OK;
+    if (t->type != ING_JSON_OBJECT)
+        return jerr(err, INGOT_E_BAD_METADATA, j, t, "rope_scaling", "must be null or an object");
+    static const char *const nums[] = {"factor", "low_freq_factor", "high_freq_factor",
+                                       "original_max_position_embeddings"};
+    bool have_type = false;
+    ingot__json_tok k, v;
+    for (;;) {
+        ING_TRY(ingot__json_next(j, &k, err));
+        if (k.type == ING_JSON_OBJECT_END) break;
+        ING_TRY(ingot__json_next(j, &v, err));
+        if (ingot__json_str_eq(&k, "rope_type", 9) || ingot__json_str_eq(&k, "type", 4)) {
+            char ty[32];
+            size_t len;
+            if (v.type != ING_JSON_STRING || v.dlen >= sizeof ty ||
+                ingot__json_str(&v, ty, sizeof ty - 1, &len, NULL) != INGOT_OK)
+                return jerr(err, INGOT_E_BAD_METADATA, j, &v, "rope_scaling.rope_type",
+                            "must be a short string");
+            ty[len] = 0;
+            if (!strcmp(ty, "default")) cj->rs_type = INGOT_LM_ROPE_SCALING_NONE;
+            else if (!strcmp(ty, "linear")) cj->rs_type = INGOT_LM_ROPE_SCALING_LINEAR;
+            else if (!strcmp(ty, "llama3")) cj->rs_type = INGOT_LM_ROPE_SCALING_LLAMA3;
+            else
+                return ingot__err(err, INGOT_E_UNSUPPORTED, j->base_offset + v.pos,
+                                  "rope_scaling.rope_type", 22,
+                                  "config.json: RoPE scaling '%s' is not supported (linear, "
+                                  "llama3)", ty);
+            have_type = true;
+            continue;
+        }
+        size_t i = 0;
+        while (i < 4 && !ingot__json_str_eq(&k, nums[i], strlen(nums[i]))) i++;
+        if (i == 4) {
+            ING_TRY(ingot__json_skip(j, &v, err));
+            continue;
+        }
+        double d;
+        if (v.type != ING_JSON_NUMBER || ingot__json_f64(j, &v, &d, NULL) != INGOT_OK ||
+            !(d > 0 && d < 1e9))
+            return jerr(err, INGOT_E_BAD_METADATA, j, &v, nums[i],
+                        "must be a positive number (rope_scaling)");
+        double *dst[3] = {&cj->rs_factor, &cj->rs_low, &cj->rs_high};
+        if (i < 3) *dst[i] = d;
+        else cj->rs_orig = (uint32_t)d;
+        cj->rs_have[i] = true;
+    }
+    if (!have_type)
+        return jerr(err, INGOT_E_BAD_METADATA, j, t, "rope_scaling.rope_type", "is missing");
+    int need = cj->rs_type == INGOT_LM_ROPE_SCALING_LINEAR   ? 1
+               : cj->rs_type == INGOT_LM_ROPE_SCALING_LLAMA3 ? 4
+                                                            : 0;
+    for (int i = 0; i < need; i++)
+        if (!cj->rs_have[i])
+            return ingot__err(err, INGOT_E_BAD_METADATA, j->base_offset + t->pos, nums[i],
+                              strlen(nums[i]), "config.json: rope_scaling '%s' is missing",
+                              nums[i]);
+    if (need == 4 && !(cj->rs_high > cj->rs_low && cj->rs_orig >= 1))
+        return jerr(err, INGOT_E_BAD_METADATA, j, t, "rope_scaling",
+                    "needs high_freq_factor > low_freq_factor and an original context");
+    return INGOT_OK;
+}
+
 /* Reads the value after key k (token t already pulled) into the struct. */
 static ingot_status json_value(ingot__json *j, const ingot__json_tok *t, const json_key *k,
                                cfg_json *cj, ingot_error *err)
 {
     void *dst = (char *)cj + k->field;
     switch (k->type) {
+    case JV_ROPE:
+        return rope_scaling_value(j, t, cj, err);
     case JV_U32: {
         if (t->type == ING_JSON_NULL) return INGOT_OK; /* GPT-2's n_inner: null = default */
         uint64_t v;
@@ -252,10 +339,6 @@ static ingot_status json_value(ingot__json *j, const ingot__json_tok *t, const j
         bool v;
         if (t->type == ING_JSON_TRUE || t->type == ING_JSON_FALSE) {
             v = t->type == ING_JSON_TRUE;
-        } else if (!strcmp(k->key, "rope_scaling") &&
-                   (t->type == ING_JSON_NULL || t->type == ING_JSON_OBJECT)) {
-            v = t->type == ING_JSON_OBJECT;
-            ING_TRY(ingot__json_skip(j, t, err));
         } else {
             return jerr(err, INGOT_E_BAD_METADATA, j, t, k->key, "must be true or false");
         }
@@ -372,9 +455,15 @@ static ingot_status parse_json(const void *json, size_t n, const char *path, ing
         return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, "model_type", 10,
                           "config.json: model_type '%s' is not one the runtime runs (llama, "
                           "mistral, mixtral, qwen2, gpt2)", cj.model_type);
-    if (cj.rope_scaling)
+    if (cj.rs_type && c->arch != INGOT_LM_ARCH_LLAMA)
         return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, "rope_scaling", 12,
-                          "config.json: RoPE scaling is not supported");
+                          "config.json: RoPE scaling on a model without RoPE (%s)",
+                          cj.model_type);
+    c->rope_scaling = (ingot_lm_rope_scaling)cj.rs_type;
+    c->rope_factor = cj.rs_type ? cj.rs_factor : 1.0;
+    c->rope_low_freq_factor = cj.rs_low;
+    c->rope_high_freq_factor = cj.rs_high;
+    c->rope_orig_ctx = cj.rs_orig;
     c->naming = "hf";
     c->n_layer = cj.layers;
     c->dim = cj.hidden;

@@ -90,6 +90,10 @@ struct ingot_lm {
     uint32_t n_probed;
     ingot_lm_notice_fn notice;
     void *notice_ctx;
+    /* scaled RoPE (cfg.rope_scaling != NONE): the rotation frequencies, applied through the
+     * session's cos/sin tables instead of the backend's rope op */
+    bool rope_scaled;
+    double rope_freq[LM_MAX_HEAD_DIM / 2];
 };
 
 /* Reads a small file (at most 1 MiB: configs) into an allocation of *n bytes (at least 1). */
@@ -122,6 +126,10 @@ struct ingot_lm_session {
     ingot_buffer *ids, *posb, *x, *xn, *q, *qr, *kr, *ao, *tmp, *g, *u;
     ingot_buffer *logits, *kv, *kvf, *router, *eo;
     ingot_buffer *lr, *lo;        /* run-time LoRA: A x [n_batch, r], B (A x) [n_batch, out] */
+    ingot_buffer *rope_cs;        /* scaled RoPE: cos then sin, each [n_ctx, head_dim / 2] */
+    /* MoE: rows gathered per expert [n_batch, dim] and its outputs; the picks of every row
+     * (n_batch x k ids, n_batch row ids, n_batch x k weights, n_batch weights) */
+    ingot_buffer *mx, *my, *msel;
     uint64_t kv_layer_bytes;      /* K then V of one layer */
 };
 

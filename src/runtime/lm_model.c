@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -466,6 +467,54 @@ static ingot_status load_config(ingot_lm *m, const char *config_path, ingot_erro
     return ingot__lm_config_check(&m->cfg, where, err);
 }
 
+/* Scaled RoPE: the frequencies theta^(-2i/d) rescaled as config.json's rope_scaling or GGUF's
+ * rope.scaling.* say (transformers' linear and llama3 rules), and divided by rope_freqs.weight
+ * when a GGUF has it (llama.cpp's converter stores the Llama 3 rule that way). */
+static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
+{
+    ingot_lm_config *c = &m->cfg;
+    if (c->arch != INGOT_LM_ARCH_LLAMA) return INGOT_OK;
+    uint32_t half = c->head_dim / 2;
+    float div[LM_MAX_HEAD_DIM / 2];
+    for (uint32_t i = 0; i < half; i++) div[i] = 1.0f;
+    ingot_tensor_info ti;
+    if (m->naming == LM_NAMES_GGUF &&
+        ingot_file_tensor_find(m->f, "rope_freqs.weight", &ti) == INGOT_OK) {
+        int64_t want = half;
+        if (ti.rank != 1 || ti.shape[0] != half)
+            return shape_err(ti.name, &ti, 1, &want, false, err);
+        ING_TRY(ingot_file_tensor_dequantize(m->f, ti.index, 0, half, div, err));
+        for (uint32_t i = 0; i < half; i++)
+            if (!(div[i] > 0.0f && div[i] < 1e9f))
+                return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET, ti.name,
+                                  ti.name_len, "lm: %s[%u] = %g (frequency divisors must be "
+                                  "positive)", ti.name, i, (double)div[i]);
+        if (c->rope_scaling == INGOT_LM_ROPE_SCALING_NONE)
+            c->rope_scaling = INGOT_LM_ROPE_SCALING_FREQS;
+    }
+    if (c->rope_scaling == INGOT_LM_ROPE_SCALING_NONE) return INGOT_OK;
+    const double pi = 3.14159265358979323846;
+    for (uint32_t i = 0; i < half; i++) {
+        double f = pow(c->rope_theta, -2.0 * i / c->head_dim);
+        if (c->rope_scaling == INGOT_LM_ROPE_SCALING_LINEAR) {
+            f /= c->rope_factor;
+        } else if (c->rope_scaling == INGOT_LM_ROPE_SCALING_LLAMA3) {
+            double wl = 2 * pi / f, lo_wl = c->rope_orig_ctx / c->rope_low_freq_factor,
+                   hi_wl = c->rope_orig_ctx / c->rope_high_freq_factor;
+            if (wl > lo_wl) {
+                f /= c->rope_factor;
+            } else if (wl >= hi_wl) { /* between: interpolated */
+                double sm = (c->rope_orig_ctx / wl - c->rope_low_freq_factor) /
+                            (c->rope_high_freq_factor - c->rope_low_freq_factor);
+                f = (1 - sm) * f / c->rope_factor + sm * f;
+            }
+        }
+        m->rope_freq[i] = f / div[i];
+    }
+    m->rope_scaled = true;
+    return INGOT_OK;
+}
+
 static ingot_status open_common(ingot_backend *b, const ingot_file *f, const ingot_lm_opts *o,
                                 const char *config_path, ingot_file *owned, ingot_lm **out,
                                 ingot_error *err)
@@ -496,6 +545,7 @@ static ingot_status open_common(ingot_backend *b, const ingot_file *f, const ing
         if (!m->layers) st = ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0, "lm: layers");
     }
     if (st == INGOT_OK) st = bind_all(m, err);
+    if (st == INGOT_OK) st = rope_setup(m, err);
     if (st == INGOT_OK && o && o->lora_path) st = ingot__lm_lora_apply(m, o, err);
     if (st != INGOT_OK) {
         ingot_lm_free(m);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "backend_export.h"
 #include "checked.h"
 #include "error.h"
 #include "ingot/quant.h"
@@ -36,7 +37,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 typedef struct plan {
     uint32_t n_ctx, n_batch;
     ingot_dtype kv_dtype;
-    uint64_t qkv, ffn, kv, kvf, router;
+    uint64_t qkv, ffn, kv, kvf, router, rope, moe_rows, moe_sel;
 } plan;
 
 static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p)
@@ -56,6 +57,11 @@ static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p
     p->kv = sat_mul(sat_mul(sat_mul(2 * (uint64_t)c->n_layer, Hk), sat_mul(p->n_ctx, hd)), es);
     p->kvf = p->kv_dtype == INGOT_DTYPE_F32 ? 0 : sat_mul(sat_mul(2 * Hk, p->n_ctx), hd * 4);
     p->router = c->n_expert;
+    if (c->n_expert) { /* gathered rows and outputs; picks: ids and weights, k + 1 per row */
+        p->moe_rows = sat_mul((uint64_t)p->n_batch * 4, c->dim);
+        p->moe_sel = (uint64_t)p->n_batch * 8 * ((uint64_t)c->n_expert_used + 1);
+    }
+    p->rope = m->rope_scaled ? sat_mul((uint64_t)p->n_ctx * 4, c->head_dim) : 0; /* cos, sin */
 }
 
 /* Bytes of every activation buffer for plan p (each rounded to 64 as the backend allocates). */
@@ -69,7 +75,7 @@ static uint64_t scratch_bytes(const ingot_lm *m, const plan *p)
                     sat_mul(B, p->ffn * 4), sat_mul(B, p->ffn * 4),
                     sat_mul(B, (uint64_t)c->vocab * 4), p->kvf, B * p->router * 4 + 64, D * 4,
                     (uint64_t)c->vocab * 4 + (uint64_t)p->n_ctx * 4, B * m->lora_rank * 4,
-                    B * m->lora_out * 4};
+                    B * m->lora_out * 4, p->rope, p->moe_rows, p->moe_rows, p->moe_sel};
     uint64_t t = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) t = sat_add(t, (f[i] + 63) & ~63ull);
     return t;
@@ -136,6 +142,8 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         {&s->u, sat_mul(B, p.ffn * 4)}, {&s->logits, sat_mul(B, (uint64_t)c->vocab * 4)},
         {&s->kv, p.kv}, {&s->kvf, p.kvf}, {&s->router, B * p.router * 4 + 64},
         {&s->eo, D * 4}, {&s->lr, B * m->lora_rank * 4}, {&s->lo, B * m->lora_out * 4},
+        {&s->rope_cs, p.rope}, {&s->mx, p.moe_rows}, {&s->my, p.moe_rows},
+        {&s->msel, p.moe_sel},
     };
     for (size_t i = 0; st == INGOT_OK && i < sizeof bufs / sizeof bufs[0]; i++)
         st = alloc_buf(s, bufs[i].n, bufs[i].b, err);
@@ -149,6 +157,16 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         /* positions 0..n_ctx-1 for RoPE / learned positions */
         int32_t *pos = ingot_buffer_host(s->posb);
         for (uint32_t i = 0; i < p.n_ctx; i++) pos[i] = (int32_t)i;
+        if (m->rope_scaled) { /* cos and sin of every (position, frequency), in double */
+            uint32_t half = c->head_dim / 2;
+            float *cs = ingot_buffer_host(s->rope_cs), *sn = cs + (size_t)p.n_ctx * half;
+            for (uint32_t t = 0; t < p.n_ctx; t++)
+                for (uint32_t i = 0; i < half; i++) {
+                    double a = (double)t * m->rope_freq[i];
+                    cs[(size_t)t * half + i] = (float)cos(a);
+                    sn[(size_t)t * half + i] = (float)sin(a);
+                }
+        }
     }
     if (st != INGOT_OK) {
         ingot_lm_session_free(s);
@@ -164,7 +182,8 @@ INGOT_API void ingot_lm_session_free(ingot_lm_session *s)
 {
     if (!s) return;
     ingot_buffer *bufs[] = {s->ids, s->posb, s->x, s->xn, s->q, s->qr, s->kr, s->ao, s->tmp,
-                            s->g, s->u, s->logits, s->kv, s->kvf, s->router, s->eo, s->lr, s->lo};
+                            s->g, s->u, s->logits, s->kv, s->kvf, s->router, s->eo, s->lr, s->lo,
+                            s->rope_cs, s->mx, s->my, s->msel};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ingot_buffer_free(bufs[i]);
     const ingot_allocator *al = s->m->al;
     if (s->tokens) ingot__free(al, s->tokens, (size_t)s->n_ctx * sizeof *s->tokens);
@@ -285,6 +304,9 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
 {
     ingot_backend *be = s->m->be;
     ING_TRY(ingot_op_linear(be, dst, x, &w->t, b && b->present ? &b->t : NULL, err));
+    /* several rows went through the GEMM kernels, which can leave the upper register halves
+     * dirty: cleared here, else the ops after it run 3-40x slower (prefill 3.5x, Q8_0 246 M) */
+    if (dst->shape[0] > 1) ingot__cpu_clean_upper();
     if (!w->lora) return INGOT_OK;
     /* run-time LoRA: dst += lscale * B (A x) */
     ingot_tensor ax, bax;
@@ -293,6 +315,7 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
     ingot__lm_view2(&bax, s->lo, 0, n, w->lb.shape[0]);
     ING_TRY(ingot_op_linear(be, &ax, x, &w->la, NULL, err));
     ING_TRY(ingot_op_linear(be, &bax, &ax, &w->lb, NULL, err));
+    if (n > 1) ingot__cpu_clean_upper();
     ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &bax, &bax, w->lscale, err));
     return ingot_op_binary(be, INGOT_BINARY_ADD, dst, dst, &bax, err);
 }
@@ -338,6 +361,7 @@ ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingo
     memcpy(dv.strides, dst, sizeof dst);
     ingot_attn_params ap = {0};
     ap.causal = true; /* bottom-right: query i sees keys 0 .. pos + i */
+    if (ingot__attention_keys8(be, &dv, &qv, &kv, &vv, &ap)) return INGOT_OK;
     return ingot_op_attention(be, &dv, &qv, &kv, &vv, &ap, err);
 }
 
@@ -390,7 +414,9 @@ static ingot_status head(ingot_lm_session *s, uint32_t first, uint32_t n, ingot_
                                     c->norm_eps, err));
     else
         ING_TRY(ingot_op_rms_norm(m->be, &xn, &x, &m->out_norm.t, c->norm_eps, err));
-    return ingot_op_linear(m->be, &lg, &xn, &m->output.t, NULL, err);
+    ING_TRY(ingot_op_linear(m->be, &lg, &xn, &m->output.t, NULL, err));
+    if (n > 1) ingot__cpu_clean_upper(); /* as ingot__lm_linear does */
+    return INGOT_OK;
 }
 
 INGOT_API ingot_status ingot_lm_eval(ingot_lm_session *s, const int32_t *tokens, size_t n,

@@ -477,6 +477,22 @@ if [ -d "$SM" ]; then
     expect_err "1 prompt tokens"
     run 0 "$ING" generate "$SM/stories260K.bin" --tokenizer "$SM/tok512.bin" --temp 0 -n 200
     same out.txt "$SM/golden/llama2c_run_t0.0_n200.txt"
+    # with a prompt: llama2.c (-i "Once upon a time, Tim" -n 64) prints the prompt, and its -n
+    # counts every position after BOS, the prompt's 6 tokens included; ingot's -n counts the
+    # generated tokens only, and --echo prints the prompt: -n 64 - 6 = 58
+    for m in "$SM/stories260K.gguf" "$SM/stories260K.bin --tokenizer $SM/tok512.bin"; do
+        # shellcheck disable=SC2086
+        run 0 "$ING" generate $m --prompt "Once upon a time, Tim" --temp 0 -n 58 --echo
+        same out.txt "$SM/golden/llama2c_run_t0.0_n64_prompt_Once-upon-a-time-Tim.txt"
+        expect_err "7 prompt tokens"
+    done
+    # without --echo the text goes on from the prompt, its leading space kept
+    run 0 "$ING" generate "$SM/stories260K.gguf" --prompt "Once upon a time, Tim" --temp 0 -n 58
+    printf 'Once upon a time, Tim' | cat - out.txt > echoed.txt
+    same echoed.txt "$SM/golden/llama2c_run_t0.0_n64_prompt_Once-upon-a-time-Tim.txt"
+    # ids echoed likewise without a tokenizer
+    run 0 "$ING" generate "$SM/stories260K.bin" --tokens 1,403,407 --temp 0 -n 2 --echo
+    expect_out "^1 403 407 [0-9]* [0-9]*$"
     # a checkpoint without a tokenizer prints ids: the torch reference's 200 greedy tokens
     run 0 "$ING" generate "$SM/stories260K.bin" --temp 0 -n 200
     head -1 out.txt | tr -d '\n' > got_ids.txt

@@ -3,8 +3,9 @@
  *       float32 [T, vocab]: the logits at every position under teacher forcing.
  *   ingot generate MODEL [--tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P]
  *       [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N] [--kv f32|f16] [--beams W]
- *       [--length-penalty L] [--json] [options]
- *       streams the generated tokens to stdout; --temp 0 is greedy; no prompt starts from BOS.
+ *       [--length-penalty L] [--echo] [--json] [options]
+ *       streams the generated tokens to stdout (after the prompt with --echo); --temp 0 is
+ *       greedy; no prompt starts from BOS.
  * Shared options: --config config.json, --lora ADAPTER[:SCALE] (a PEFT adapter folder or its
  * .safetensors; merged at open, or with --lora-runtime applied per call), --threads N,
  * --backend cpu|ref.
@@ -28,7 +29,7 @@ typedef struct lm_args {
     bool lora_runtime;
     unsigned threads, ctx, n, beams;
     double length_penalty;
-    bool json, have_n, have_seed;
+    bool json, have_n, have_seed, echo;
     ingot_dtype kv;
     ingot_sampler_params sp;
 } lm_args;
@@ -108,15 +109,17 @@ static int usage_generate(void)
             "usage: ingot generate MODEL [--tokenizer SRC] [--prompt TEXT | --prompt-file F |\n"
             "         --tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
             "         [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N]\n"
-            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--json]\n"
+            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--echo] [--json]\n"
             "         [--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]]\n"
             "         [--threads N] [--backend cpu|ref]\n"
             "  streams the generated text to stdout (token ids when neither --tokenizer nor the\n"
             "  model has a tokenizer); --temp 0 is greedy; without a prompt (or with an empty\n"
             "  one) it starts from BOS; --beams W > 1 runs beam search\n"
             "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
-            "  are ignored; -n is required). --json prints one object: prompt_tokens, tokens,\n"
-            "  text, prefill_tokens_per_s, decode_tokens_per_s.\n");
+            "  are ignored; -n is required). -n counts generated tokens; --echo prints the\n"
+            "  prompt first (as llama2.c does: its -n also counts the prompt's tokens after\n"
+            "  BOS). --json prints one object: prompt_tokens, tokens, text (with --echo, the\n"
+            "  prompt's text too), prefill_tokens_per_s, decode_tokens_per_s.\n");
     return 2;
 }
 
@@ -183,6 +186,9 @@ static int parse_args(int argc, char **argv, bool generate, lm_args *a)
             a->have_seed = true;
         } else if (generate && !strcmp(o, "--json")) {
             a->json = true;
+            val = false;
+        } else if (generate && !strcmp(o, "--echo")) {
+            a->echo = true;
             val = false;
         } else if (o[0] == '-' || a->model) {
             fprintf(stderr, "ingot %s: bad or unknown argument '%s'\n",
@@ -443,7 +449,7 @@ int ingot_cli_generate(int argc, char **argv)
         /* After a prompt the text goes on from it: keep the space SentencePiece puts in front
          * of the first generated word (it is stripped only at the start of a text). */
         bool text_before = false;
-        for (size_t i = 0; i < np && !text_before; i++)
+        for (size_t i = 0; i < np && !text_before && !a.echo; i++)
             text_before = !ingot_tokenizer_is_control(tok, prompt[i]);
         ingot_tokenizer_stream_init(&g.st, text_before ? INGOT_DECODE_KEEP_LEADING_SPACE : 0);
         if (!(g.piece = malloc(ingot_tokenizer_stream_max(tok)))) rc = 1;
@@ -453,6 +459,9 @@ int ingot_cli_generate(int argc, char **argv)
         free(prompt);
         return rc;
     }
+    /* --echo: the prompt through the same stream (its control tokens print nothing; without a
+     * tokenizer its ids), so the generated text goes on from it as llama2.c prints it */
+    for (size_t i = 0; a.echo && i < np; i++) tokens_to_text(&g, prompt[i]);
     ingot_backend *be = NULL;
     ingot_lm *m = NULL;
     ingot_lm_session *s = NULL;
@@ -562,11 +571,28 @@ done:
 #include <pthread.h>
 #include <unistd.h>
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU time of the whole process (every thread of the pool), immune to time spent waiting for a
+ * core on a loaded machine. */
+static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+/* Median of v[0, n) (sorts v); 0 for n == 0. */
+static double median(double *v, unsigned n)
+{
+    if (!n) return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 typedef struct read_job {
@@ -575,8 +601,9 @@ typedef struct read_job {
     uint64_t sum;
 } read_job;
 
-/* Sums the words with 8 independent accumulators of the widest loads the CPU has (AVX2 where
- * present, chosen at run time), so the loop is limited by memory, not by adds. */
+/* Sums the words with 8 independent accumulators of the widest loads the CPU has (AVX-512 or
+ * AVX2, chosen at run time, as `ingot bench gemm` measures its read rate), so the loop is
+ * limited by memory, not by adds. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t n)
@@ -595,13 +622,39 @@ __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size
     for (; i < n; i++) s += p[i];
     return s;
 }
+__attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint64_t *p, size_t n)
+{
+    __m512i a[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm512_add_epi64(a[k], _mm512_loadu_si512((const void *)(p + i + 8 * k)));
+    uint64_t s = 0;
+    for (int k = 0; k < 8; k++) s += (uint64_t)_mm512_reduce_add_epi64(a[k]);
+    for (; i < n; i++) s += p[i];
+    return s;
+}
 #define HAVE_SUM_AVX2 1
+/* The GEMM kernels may return with the upper register halves dirty, which slows the non-VEX
+ * code after them (this file's loops included) many times over: cleared before each timing. */
+__attribute__((target("avx"))) static void zero_upper_avx(void) { _mm256_zeroupper(); }
+static void zero_upper(void)
+{
+    if (__builtin_cpu_supports("avx")) zero_upper_avx();
+}
+#else
+static void zero_upper(void) {}
 #endif
 
 static void *read_words(void *arg)
 {
     read_job *j = arg;
 #ifdef HAVE_SUM_AVX2
+    if (__builtin_cpu_supports("avx512f")) {
+        j->sum = sum_avx512(j->p, j->n);
+        return NULL;
+    }
     if (__builtin_cpu_supports("avx2")) {
         j->sum = sum_avx2(j->p, j->n);
         return NULL;
@@ -616,8 +669,9 @@ static void *read_words(void *arg)
     return NULL;
 }
 
-/* Streaming read bandwidth (bytes/s) of `threads` threads over a 1 GiB buffer, best of 3. */
-static double read_bandwidth(unsigned threads)
+/* Streaming read bandwidth (bytes/s) of `threads` threads over a 1 GiB buffer, best of 3; *cpu:
+ * the same bytes per second of process CPU time (best of 3). */
+static double read_bandwidth(unsigned threads, double *cpu)
 {
     size_t bytes = (size_t)1 << 30, words = bytes / 8;
     uint64_t *buf = malloc(bytes);
@@ -627,8 +681,10 @@ static double read_bandwidth(unsigned threads)
     pthread_t th[64];
     read_job jobs[64];
     if (threads > 64) threads = 64;
+    *cpu = 0;
     for (int rep = 0; rep < 3; rep++) {
-        double t0 = now_s();
+        zero_upper();
+        double t0 = now_s(), c0 = cpu_s();
         for (unsigned k = 0; k < threads; k++) {
             size_t b = words / threads * k;
             size_t e = k + 1 == threads ? words : words / threads * (k + 1);
@@ -637,20 +693,22 @@ static double read_bandwidth(unsigned threads)
         }
         read_words(&jobs[0]);
         for (unsigned k = 1; k < threads; k++) pthread_join(th[k], NULL);
-        double t = now_s() - t0;
+        double t = now_s() - t0, c = cpu_s() - c0;
         if (bytes / t > best) best = bytes / t;
+        if (c > 0 && bytes / c > *cpu) *cpu = bytes / c;
     }
     free(buf);
     return best;
 }
 
 /* f32 GEMM rate (FLOP/s) of the backend's linear on [512, 2048] x [2048, 2048]^T, best of 3:
- * the kernel prefill runs through. */
-static double sgemm_rate(ingot_backend *be)
+ * the kernel prefill runs through; *cpu: FLOP per second of process CPU time. */
+static double sgemm_rate(ingot_backend *be, double *cpu)
 {
     enum { M = 512, K = 2048, N = 2048 };
     ingot_buffer *xb = NULL, *wb = NULL, *yb = NULL;
     double best = 0;
+    *cpu = 0;
     if (ingot_buffer_alloc(be, (size_t)M * K * 4, &xb, NULL) == INGOT_OK &&
         ingot_buffer_alloc(be, (size_t)N * K * 4, &wb, NULL) == INGOT_OK &&
         ingot_buffer_alloc(be, (size_t)M * N * 4, &yb, NULL) == INGOT_OK) {
@@ -663,10 +721,12 @@ static double sgemm_rate(ingot_backend *be)
         ingot_tensor_init(&W, wb, 0, INGOT_DTYPE_F32, 2, ws, NULL);
         ingot_tensor_init(&Y, yb, 0, INGOT_DTYPE_F32, 2, ys, NULL);
         for (int rep = 0; rep < 4; rep++) {
-            double t0 = now_s();
+            zero_upper();
+            double t0 = now_s(), c0 = cpu_s();
             if (ingot_op_linear(be, &Y, &X, &W, NULL, NULL) != INGOT_OK) break;
-            double t = now_s() - t0, r = 2.0 * M * K * N / t;
+            double t = now_s() - t0, c = cpu_s() - c0, r = 2.0 * M * K * N / t;
             if (rep && r > best) best = r; /* the first call warms the pool */
+            if (rep && c > 0 && 2.0 * M * K * N / c > *cpu) *cpu = 2.0 * M * K * N / c;
         }
     }
     ingot_buffer_free(xb);
@@ -712,7 +772,7 @@ static double first_token(const lm_args *a, ingot_backend *be)
 int ingot_cli_bench_generate(int argc, char **argv)
 {
     lm_args a;
-    unsigned prompt = 128, decode = 64;
+    unsigned prompt = 128, decode = 64, reps = 3;
     /* bench options on top of the shared ones */
     int k = 0;
     char *rest[64];
@@ -724,11 +784,15 @@ int ingot_cli_bench_generate(int argc, char **argv)
         else if (!strcmp(argv[i], "--decode-tokens") && i + 1 < argc &&
                  parse_uint(argv[i + 1], 4096, &u))
             decode = (unsigned)u, i++;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc && parse_uint(argv[i + 1], 99, &u) &&
+                 u >= 1)
+            reps = (unsigned)u, i++;
         else rest[k++] = argv[i];
     }
     if (parse_args(k, rest, true, &a) || prompt < 1 || decode < 2) {
         fprintf(stderr, "usage: ingot bench generate MODEL [--threads N] [--json] "
-                        "[--prompt-tokens P] [--decode-tokens D] [--config config.json]\n");
+                        "[--prompt-tokens P] [--decode-tokens D] [--reps R] "
+                        "[--config config.json]\n");
         return 2;
     }
     ingot_backend *be = NULL;
@@ -758,28 +822,45 @@ int ingot_cli_bench_generate(int argc, char **argv)
         fail("bench generate", "prefill", &e);
         goto done;
     }
-    double best_pre = 0, best_dec = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    /* per repetition: tokens/s of wall time and of process CPU time, prefill and decode */
+    double best_pre = 0, best_dec = 0, r_pre[99], r_dec[99], c_pre[99], c_dec[99];
+    unsigned done = 0;
+    for (unsigned rep = 0; rep < reps; rep++, done++) {
         ingot_lm_session_rewind(s, 0, NULL);
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cpu_s();
         if (ingot_lm_eval(s, toks, prompt, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) != INGOT_OK)
             break;
-        double tp = now_s() - t0;
-        t0 = now_s();
-        for (unsigned i = 0; i < decode; i++)
+        double tp = now_s() - t0, cp = cpu_s() - c0;
+        t0 = now_s(), c0 = cpu_s();
+        unsigned i = 0;
+        for (; i < decode; i++)
             if (ingot_lm_eval(s, toks + prompt + i, 1, INGOT_LM_LOGITS_LAST, lg, c->vocab, &e) !=
                 INGOT_OK)
                 break;
-        double td = now_s() - t0;
-        if (prompt / tp > best_pre) best_pre = prompt / tp;
-        if (decode / td > best_dec) best_dec = decode / td;
+        if (i < decode) break;
+        double td = now_s() - t0, cd = cpu_s() - c0;
+        r_pre[rep] = prompt / tp, r_dec[rep] = decode / td;
+        c_pre[rep] = cp > 0 ? prompt / cp : 0, c_dec[rep] = cd > 0 ? decode / cd : 0;
+        if (r_pre[rep] > best_pre) best_pre = r_pre[rep];
+        if (r_dec[rep] > best_dec) best_dec = r_dec[rep];
     }
     free(lg);
+    if (done < reps) {
+        fail("bench generate", "eval", &e);
+        goto done;
+    }
+    double med_pre = median(r_pre, done), med_dec = median(r_dec, done);
+    double cpu_pre = median(c_pre, done), cpu_dec = median(c_dec, done);
     ingot_lm_session_free(s);
     s = NULL;
-    double bw = read_bandwidth(threads), gf = sgemm_rate(be);
+    double bw_cpu = 0, gf_cpu = 0, bw = read_bandwidth(threads, &bw_cpu);
+    double gf = sgemm_rate(be, &gf_cpu);
     double dec_bound = est.weight_bytes ? bw / (double)est.weight_bytes : 0;
     double pre_bound = est.flops_per_token ? gf / (double)est.flops_per_token : 0;
+    /* the same in CPU time: work per CPU second against the bound per CPU second, which a
+     * machine shared with other jobs disturbs far less than wall-clock rates */
+    double dec_bound_cpu = est.weight_bytes ? bw_cpu / (double)est.weight_bytes : 0;
+    double pre_bound_cpu = est.flops_per_token ? gf_cpu / (double)est.flops_per_token : 0;
     /* time to first token: the model closed, its file dropped from the page cache, reopened */
     ingot_lm_free(m);
     m = NULL;
@@ -792,11 +873,17 @@ int ingot_cli_bench_generate(int argc, char **argv)
                "\"prefill_bound_tokens_per_s\": %.2f, \"prefill_ratio\": %.3f, "
                "\"decode_tokens\": %u, \"decode_tokens_per_s\": %.2f, "
                "\"decode_bound_tokens_per_s\": %.2f, \"decode_ratio\": %.3f, "
-               "\"ttft_cold_s\": %.4f, \"ttft_warm_s\": %.4f}\n",
+               "\"ttft_cold_s\": %.4f, \"ttft_warm_s\": %.4f, \"reps\": %u, "
+               "\"prefill_tokens_per_s_median\": %.2f, \"prefill_cpu_tokens_per_s\": %.2f, "
+               "\"decode_tokens_per_s_median\": %.2f, \"decode_cpu_tokens_per_s\": %.2f, "
+               "\"read_cpu_bytes_per_s\": %.4g, \"sgemm_cpu_flops_per_s\": %.4g, "
+               "\"prefill_cpu_ratio\": %.3f, \"decode_cpu_ratio\": %.3f}\n",
                a.model, threads, (unsigned long long)est.weight_bytes,
                (unsigned long long)est.flops_per_token, bw, gf, prompt, best_pre, pre_bound,
                pre_bound ? best_pre / pre_bound : 0, decode, best_dec, dec_bound,
-               dec_bound ? best_dec / dec_bound : 0, cold, warm);
+               dec_bound ? best_dec / dec_bound : 0, cold, warm, reps, med_pre, cpu_pre, med_dec,
+               cpu_dec, bw_cpu, gf_cpu, pre_bound_cpu ? cpu_pre / pre_bound_cpu : 0,
+               dec_bound_cpu ? cpu_dec / dec_bound_cpu : 0);
     } else {
         printf("ingot bench generate %s: %u threads, %.1f MB of weights per token, %.1f MFLOP "
                "per token\n", a.model, threads, est.weight_bytes / 1e6,
@@ -809,6 +896,12 @@ int ingot_cli_bench_generate(int argc, char **argv)
                pre_bound ? best_pre / pre_bound : 0);
         printf("  time to first token after open: cold %.1f ms, warm %.1f ms\n", cold * 1e3,
                warm * 1e3);
+        printf("  medians of %u runs: prefill %.1f tokens/s (%.1f per CPU second), decode %.1f "
+               "tokens/s (%.1f per CPU second)\n", reps, med_pre, cpu_pre, med_dec, cpu_dec);
+        printf("  per CPU second: read %.1f GB, sgemm %.1f GFLOP; decode %.2f of its bound, "
+               "prefill %.2f\n", bw_cpu / 1e9, gf_cpu / 1e9,
+               dec_bound_cpu ? cpu_dec / dec_bound_cpu : 0,
+               pre_bound_cpu ? cpu_pre / pre_bound_cpu : 0);
     }
     rc = 0;
 done:

@@ -163,8 +163,10 @@ static const cmd_help cmds[] = {
      "--tokenizer SRC\tGGUF, tokenizer.json, tokenizer.bin or folder (default: the model's)\n"
      "--prompt TEXT\tthe prompt (none or empty: start from BOS)\n"
      "-n N\ttokens to generate\n--temp T\t0 is greedy\n--seed S\tsampling seed\n"
-     "--beams W\tbeam search (needs -n)\n--json\tone JSON object\n",
-     "Streams the text to stdout. --json prints {\"prompt_tokens\", \"tokens\", \"text\",\n"
+     "--beams W\tbeam search (needs -n)\n--echo\tprint the prompt first\n"
+     "--json\tone JSON object\n",
+     "Streams the text to stdout. -n counts generated tokens (llama2.c's -n also counts the\n"
+     "prompt's tokens after BOS). --json prints {\"prompt_tokens\", \"tokens\", \"text\",\n"
      "\"prefill_tokens_per_s\", \"decode_tokens_per_s\", \"seed\"}. Also: --prompt-file F,\n"
      "--tokens IDS, --top-k K, --top-p P, --min-p P, --repeat-penalty R, --ctx N, --kv f32|f16,\n"
      "--length-penalty L, --config FILE, --lora ADAPTER[:SCALE] [--lora-runtime], --threads N,\n"

@@ -15,4 +15,18 @@
  * host buffers that do not own their memory (ingot_buffer_host() != NULL, made by wrap). */
 void ingot__buffer_rebind(ingot_buffer *buf, void *host, size_t n, bool writable);
 
+/* ingot_op_attention's semantics (p: scale 0 = 1/sqrt(D), causal bottom-right) with the scores
+ * of eight keys per vector step (attn_keys8.c): the runtime's path for small head sizes, where
+ * the op's per-key kernel is slow. Runs and returns true only on the cpu backend at the AVX2
+ * level or above, for host F32 [B, H, L, D] operands with unit last stride, D and Dv multiples
+ * of 8 and shapes the op accepts; otherwise returns false and does nothing (run the op). */
+bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *q,
+                            const ingot_tensor *k, const ingot_tensor *v,
+                            const ingot_attn_params *p);
+
+/* vzeroupper where the CPU has AVX (upper_clean.c): the runtime calls it after a GEMM-path
+ * linear, whose kernels may return with the upper register halves dirty, which makes the
+ * non-VEX code that follows (ref ops, libm) run many times slower. A no-op elsewhere. */
+void ingot__cpu_clean_upper(void);
+
 #endif

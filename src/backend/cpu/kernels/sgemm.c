@@ -38,8 +38,9 @@ typedef struct {
     const float *A, *B;
     size_t lda, ldb, ldc;
     float *C;
-    bool split_n;
-    size_t chunk; /* columns (split_n) or rows per task */
+    size_t chunk;      /* small-M path: columns per task */
+    size_t rows, cols; /* blocked path: each task's tile of C (multiples of mr, nr) */
+    size_t col_tasks;  /* tiles across N */
     const float *X; /* small-M path: op(A) as rows (A itself, or a copy of A^T) */
     size_t ldx;
     ingot__pool *pool;
@@ -565,10 +566,10 @@ static void task(void *ctx, size_t t, unsigned worker)
         return;
     }
     float *bp = ap + AP_FLOATS;
-    size_t lo = t * j->chunk, total = j->split_n ? j->N : j->M;
-    size_t hi = total - lo < j->chunk ? total : lo + j->chunk;
-    if (j->split_n) block_gemm(j, 0, j->M, lo, hi, ap, bp);
-    else block_gemm(j, lo, hi, 0, j->N, ap, bp);
+    size_t m0 = t / j->col_tasks * j->rows, n0 = t % j->col_tasks * j->cols;
+    size_t m1 = j->M - m0 < j->rows ? j->M : m0 + j->rows;
+    size_t n1 = j->N - n0 < j->cols ? j->N : n0 + j->cols;
+    block_gemm(j, m0, m1, n0, n1, ap, bp);
 }
 
 void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
@@ -622,12 +623,26 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
         return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
     }
 #endif
-    j.split_n = N >= M;
-    size_t total = j.split_n ? N : M, unit = j.split_n ? j.nr : j.mr;
-    size_t units = (total + unit - 1) / unit;
-    size_t per = (units + threads - 1) / threads;
-    j.chunk = per * unit;
-    size_t ntasks = (total + j.chunk - 1) / j.chunk;
+    /* C in rg x cg tiles, rg * cg >= threads: a task packs its rows of A and its columns of B, so
+     * A is packed cg times in all and B rg times; the pair that packs least is taken (2
+     * threads: two column halves of a square C; 64: 8 x 8 tiles, where one column range per
+     * thread would pack A 64 times). Tiles are multiples of the micro-kernel's tile and every
+     * element is reduced over k in the same order whatever tile holds it, so the results do not
+     * depend on the thread count. */
+    size_t um = (M + j.mr - 1) / j.mr, un = (N + j.nr - 1) / j.nr, rg = 1, cg = 1;
+    double best = -1, most = (double)um * (double)un < (double)threads ? (double)um * (double)un
+                                                                       : (double)threads;
+    for (size_t r = 1; r <= threads && r <= um; r++) {
+        size_t c = (threads + r - 1) / r;
+        c = c < un ? c : un;
+        if ((double)r * (double)c < most) continue; /* leaves threads idle */
+        double cost = (double)M * (double)c + (double)N * (double)r;
+        if (best < 0 || cost < best) best = cost, rg = r, cg = c;
+    }
+    j.rows = (um + rg - 1) / rg * j.mr;
+    j.cols = (un + cg - 1) / cg * j.nr;
+    j.col_tasks = (N + j.cols - 1) / j.cols;
+    size_t ntasks = (M + j.rows - 1) / j.rows * j.col_tasks;
     ingot__pool_run(pool, task, &j, ntasks);
     ingot__pool_destroy(own);
     return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;

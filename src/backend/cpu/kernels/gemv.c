@@ -304,7 +304,8 @@ half1_avx2(bool bf, const uint8_t *w, size_t K, const float *x, bool pf)
         a2 = _mm256_fmadd_ps(widen8(bf, w + 2 * k + 32), _mm256_loadu_ps(x + k + 16), a2);
         a3 = _mm256_fmadd_ps(widen8(bf, w + 2 * k + 48), _mm256_loadu_ps(x + k + 24), a3);
     }
-    for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(widen8(bf, w + 2 * k), _mm256_loadu_ps(x + k), a0);
+    for (; k + 8 <= K; k += 8)
+        a0 = _mm256_fmadd_ps(widen8(bf, w + 2 * k), _mm256_loadu_ps(x + k), a0);
     float t = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     for (; k < K; k++) t += half_at(bf, w, k) * x[k];
     return t;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cpu/kernels/kernels.h"
 #include "harness.h"
@@ -38,20 +39,28 @@ static uint16_t f16_bits(float f) /* normal range only, truncating: test scales 
 typedef struct {
     _Atomic int hits[MAXT];
     _Atomic int bad_worker;
+    _Atomic long finished;  /* tasks completed */
+    _Atomic long by_others; /* tasks run by workers other than the caller */
     unsigned threads;
+    int spin; /* busy iterations per task */
 } count_ctx;
 
 static void count_task(void *ctx, size_t t, unsigned worker)
 {
     count_ctx *c = ctx;
     c->hits[t]++;
+    volatile int sink = 0;
+    for (int i = 0; i < c->spin; i++) sink += i;
     if (worker >= c->threads) c->bad_worker++;
+    if (worker != 0) c->by_others++;
+    c->finished++;
 }
 
 TEST(pool_many_short_jobs)
 {
     /* 5000 jobs of 1..64 tasks back to back (most shorter than a wake-up), then a few long
-     * ones: a lost wake-up hangs here, a task run twice or skipped shows in the counts. */
+     * ones: every job must return with all its tasks done, each exactly once, and the workers
+     * must take part (a lost wake-up leaves them asleep). */
     for (unsigned th = 2; th <= 7; th += 5) {
         ingot__pool *p = ingot__pool_create(NULL, th);
         ASSERT_TRUE(p != NULL);
@@ -59,19 +68,29 @@ TEST(pool_many_short_jobs)
         static count_ctx c;
         memset(&c, 0, sizeof c);
         c.threads = th;
-        long want[64] = {0};
+        long want[64] = {0}, total = 0, early = 0;
         for (int j = 0; j < 5000; j++) {
             size_t n = 1 + (size_t)(rng_next() % 64);
             ingot__pool_run(p, count_task, &c, n);
             for (size_t t = 0; t < n; t++) want[t]++;
+            total += (long)n;
+            early += c.finished != total; /* returned before every task was done */
         }
-        for (int j = 0; j < 10; j++) ingot__pool_run(p, count_task, &c, MAXT);
+        c.spin = 2000; /* long jobs after a pause: the workers, asleep by then, wake and join */
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        for (int j = 0; j < 10; j++) {
+            ingot__pool_run(p, count_task, &c, MAXT);
+            total += MAXT;
+            early += c.finished != total;
+        }
         for (size_t t = 0; t < MAXT; t++) {
             long w = (t < 64 ? want[t] : 0) + 10;
             CHECK(c.hits[t] == w, "%u threads: task %zu ran %d times, want %ld", th, t,
                   (int)c.hits[t], w);
         }
+        CHECK(early == 0, "%u threads: %ld jobs returned before their tasks were done", th, early);
         CHECK(c.bad_worker == 0, "%u threads: worker id out of range", th);
+        CHECK(c.by_others > 0, "%u threads: the workers never ran a task", th);
         ingot__pool_destroy(p);
     }
 }

@@ -1,10 +1,12 @@
 /*
  * pool.c - persistent worker threads for the CPU kernels. A job is (fn, ctx, ntasks); tasks are
- * claimed from an atomic counter by every worker and by the caller, so uneven tasks balance
- * themselves. No lock in the hot path: a job is published by bumping an atomic generation word
- * and finished through an atomic count of workers still in it; a worker (or the caller) spins a
- * little on those words, then sleeps on them (a futex on Linux, else a mutex and condition
- * variable used only for sleeping).
+ * claimed from an atomic counter by the caller and by every worker that joins the job, so uneven
+ * tasks balance themselves. No lock in the hot path: a job is announced by bumping an atomic
+ * generation word; a worker joins it through one atomic word (the job's generation, a closed
+ * flag and the count of workers in it), and the caller, once no task is left, closes the job and
+ * waits only for the workers that joined. A worker that is not running when a job comes (a
+ * loaded machine) simply misses it. Waiters spin a little, then sleep on the word (a futex on
+ * Linux, else a mutex and condition variable used only for sleeping).
  */
 #if defined(__linux__)
 #define _DEFAULT_SOURCE /* syscall() */
@@ -68,10 +70,14 @@ struct ingot__pool {
     _Atomic bool quit;
 
     _Alignas(64) wait_word gen;  /* bumped per job (and to quit) */
-    _Alignas(64) wait_word done; /* bumped by the last worker to leave a job */
-    _Alignas(64) _Atomic unsigned running; /* workers still in the current job */
-    _Alignas(64) atomic_size_t next;       /* next task to claim */
+    _Alignas(64) wait_word done; /* bumped by the last worker to leave a closed job */
+    /* (generation << 32) | CLOSED | workers in the job: joins and leaves are one atomic op */
+    _Alignas(64) _Atomic uint64_t join;
+    _Alignas(64) atomic_size_t next; /* next task to claim */
 };
+
+#define CLOSED ((uint64_t)1 << 31)
+#define IN_JOB (CLOSED - 1)
 
 static inline void cpu_relax(void)
 {
@@ -146,6 +152,16 @@ static void work(ingot__pool *p, unsigned id)
     }
 }
 
+/* Joins the job of generation g unless it is closed (or already replaced). */
+static bool join_job(ingot__pool *p, uint32_t g)
+{
+    uint64_t s = atomic_load(&p->join);
+    for (;;) {
+        if ((uint32_t)(s >> 32) != g || (s & CLOSED)) return false;
+        if (atomic_compare_exchange_weak(&p->join, &s, s + 1)) return true; /* acquire: the job */
+    }
+}
+
 static void *worker_main(void *arg)
 {
     const worker_arg *wa = arg;
@@ -153,12 +169,14 @@ static void *worker_main(void *arg)
     unsigned id = wa->id;
     uint32_t seen = 0;
     for (;;) {
-        seen = word_wait(&p->gen, seen); /* acquire: the job's fields are visible */
+        seen = word_wait(&p->gen, seen);
         if (atomic_load_explicit(&p->quit, memory_order_relaxed)) break;
+        if (!join_job(p, seen)) continue;
         work(p, id);
-        /* release: this worker's writes are visible to the caller, which acquires below */
-        if (atomic_fetch_sub_explicit(&p->running, 1, memory_order_acq_rel) == 1)
-            word_bump(&p->done);
+        /* release: this worker's writes are visible to the caller, which acquires below; the
+         * last one out of a closed job wakes the caller */
+        uint64_t s = atomic_fetch_sub(&p->join, 1);
+        if ((s & CLOSED) && (s & IN_JOB) == 1) word_bump(&p->done);
     }
     return NULL;
 }
@@ -195,7 +213,7 @@ ingot__pool *ingot__pool_create(const ingot_allocator *a, unsigned nthreads)
     word_init(&p->gen);
     word_init(&p->done);
     atomic_init(&p->quit, false);
-    atomic_init(&p->running, 0);
+    atomic_init(&p->join, 0);
     atomic_init(&p->next, 0);
     p->threads = 1;
     for (unsigned i = 1; i < nthreads; i++) {
@@ -238,12 +256,17 @@ void ingot__pool_run(ingot__pool *p, ingot__task_fn fn, void *ctx, size_t ntasks
     p->ctx = ctx;
     p->ntasks = ntasks;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->running, p->threads - 1, memory_order_relaxed);
-    uint32_t done = atomic_load_explicit(&p->done.v, memory_order_relaxed);
-    word_bump(&p->gen); /* seq_cst: publishes the fields above */
+    uint32_t g = atomic_load_explicit(&p->gen.v, memory_order_relaxed) + 1;
+    atomic_store(&p->join, (uint64_t)g << 32); /* open, nobody in it yet */
+    word_bump(&p->gen);                        /* seq_cst: publishes the fields above */
     work(p, 0);
-    while (atomic_load_explicit(&p->running, memory_order_acquire) != 0)
+    /* No task left: close the job to late joiners, then wait for those inside. */
+    uint32_t done = atomic_load(&p->done.v);
+    uint64_t s = atomic_fetch_or(&p->join, CLOSED);
+    while ((s & IN_JOB) != 0) {
         done = word_wait(&p->done, done);
+        s = atomic_load(&p->join);
+    }
     pthread_mutex_unlock(&p->job_lock);
 }
 

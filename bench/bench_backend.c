@@ -382,8 +382,16 @@ static int kernels_mode(int reps, const char *levels)
         for (size_t i = 0; i < wb; i++)
             seed = seed * 1664525u + 1013904223u, w[i] = (uint8_t)(seed >> 24);
         if (wt == INGOT_DTYPE_F32) fill((float *)(void *)w, wb / 4, 5, 1.0f);
-        if (half) /* finite values: clear the top exponent bit */
-            for (size_t i = 1; i < wb; i += 2) w[i] &= 0xbf;
+        if (half) { /* values in [-1, 1), no subnormals (BF16 ones would take FMA assists) */
+            uint16_t *h = (uint16_t *)(void *)w;
+            for (size_t i = 0; i < wb / 2; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                float f = (float)(seed >> 8) * (1.0f / 8388608.0f) - 1.0f;
+                uint32_t u;
+                memcpy(&u, &f, 4);
+                h[i] = wt == INGOT_DTYPE_BF16 ? (uint16_t)(u >> 16) : half_bits(f);
+            }
+        }
         for (size_t r = 0; r < M; r++) ws[r] = 0.01f;
         if (!half && wt != INGOT_DTYPE_F32 && wt != INGOT_DTYPE_I8) {
             size_t bb = ingot_dtype_block_bytes(wt);

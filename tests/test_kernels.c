@@ -135,7 +135,7 @@ TEST(sgemm_shapes_isas_threads)
 
 TEST(sgemm_large_blocks_cross)
 {
-    /* Crosses every blocking boundary (KC 256, MC 120, NC 3072) once. */
+    /* Crosses every blocking boundary (KC 256 / 512, MC 120 / 48, NC 3072 / 1536) at least once. */
     size_t M = 250, N = 3100, K = 520;
     float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4);
     double *R = malloc(M * N * sizeof *R);

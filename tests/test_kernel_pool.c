@@ -45,12 +45,13 @@ typedef struct {
     int spin; /* busy iterations per task */
 } count_ctx;
 
+static volatile int spin_sink;
+
 static void count_task(void *ctx, size_t t, unsigned worker)
 {
     count_ctx *c = ctx;
     c->hits[t]++;
-    volatile int sink = 0;
-    for (int i = 0; i < c->spin; i++) sink += i;
+    for (int i = 0; i < c->spin; i++) spin_sink = i;
     if (worker >= c->threads) c->bad_worker++;
     if (worker != 0) c->by_others++;
     c->finished++;

@@ -13,6 +13,16 @@
  * 1.00 means the backend adds nothing to the kernel).
  *
  *   bench_backend [--threads N] [--reps N] [--dir DIR] [--no-openblas]
+ *
+ * `bench_backend --kernels [--reps N] [--levels a,b,...]` measures the kernels alone, by thread
+ * CPU time where one thread is measured (so that time slicing on a loaded machine drops out):
+ *   pool     wall-clock microseconds per job of 64 empty tasks, 1 .. nproc threads (and 2 x);
+ *   gemv     one thread, one activation row, for every weight type at every level, weights of
+ *            at least 256 MiB and twice the L3 the CPU reports; ratio = median over reps of
+ *            (time of a streaming read of the same buffer with the widest loads) / (kernel time);
+ *   sgemm    1024^3, 2048^3, 4096^3 with B^T (the backend's linear) against OpenBLAS with one
+ *            thread (OPENBLAS_CORETYPE as set by the caller, printed): best and median of the
+ *            per-rep ratios.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -22,6 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "cpu/kernels/kernels.h"
 #include "ingot/backend.h"
@@ -259,19 +273,223 @@ static void write_mlp(const char *path, float *const *ws, float *const *bs)
     ingot_writer_free(w);
 }
 
+/* ---- --kernels: the kernels alone ---- */
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float read512(const uint8_t *p, size_t n)
+{
+    __m512 s[8];
+    for (int i = 0; i < 8; i++) s[i] = _mm512_setzero_ps();
+    for (size_t i = 0; i + 512 <= n; i += 512)
+        for (int k = 0; k < 8; k++)
+            s[k] = _mm512_add_ps(s[k], _mm512_loadu_ps((const void *)(p + i + 64 * (size_t)k)));
+    for (int k = 1; k < 8; k++) s[0] = _mm512_add_ps(s[0], s[k]);
+    return _mm512_reduce_add_ps(s[0]);
+}
+
+__attribute__((target("avx2"))) static float read256(const uint8_t *p, size_t n)
+{
+    __m256 s[8];
+    for (int i = 0; i < 8; i++) s[i] = _mm256_setzero_ps();
+    for (size_t i = 0; i + 256 <= n; i += 256)
+        for (int k = 0; k < 8; k++)
+            s[k] = _mm256_add_ps(s[k], _mm256_loadu_ps((const void *)(p + i + 32 * (size_t)k)));
+    for (int k = 1; k < 8; k++) s[0] = _mm256_add_ps(s[0], s[k]);
+    float l[8];
+    _mm256_storeu_ps(l, s[0]);
+    return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+}
+#endif
+
+static float read_all(const uint8_t *p, size_t n, int width)
+{
+#if defined(__x86_64__)
+    if (width == 512) return read512(p, n);
+    if (width == 256) return read256(p, n);
+#endif
+    uint64_t s = 0;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        s += v;
+    }
+    return (float)s;
+}
+
+static volatile float read_sink;
+
+static void nop_task(void *arg, size_t t, unsigned worker) { (void)arg, (void)t, (void)worker; }
+
+static uint16_t half_bits(float f) /* f16, truncating; finite scales for the weights */
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
+    if (e < 113) return (uint16_t)sign;
+    return (uint16_t)(sign | (e - 112) << 10 | m >> 13);
+}
+
+static int kernels_mode(int reps, const char *levels)
+{
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    if (nproc < 1) nproc = 1;
+    printf("pool round trip (wall clock, median of 9 x 2000 jobs of 64 empty tasks):\n");
+    for (long t = 1; t <= 2 * nproc && t <= 256; t++) {
+        if (t > nproc && t != 2 * nproc) continue;
+        ingot__pool *p = ingot__pool_create(NULL, (unsigned)t);
+        if (!p) return 1;
+        double r[9];
+        for (int k = 0; k < 9; k++) {
+            double t0 = now_s();
+            for (int i = 0; i < 2000; i++) ingot__pool_run(p, nop_task, NULL, 64);
+            r[k] = (now_s() - t0) / 2000 * 1e6;
+        }
+        printf("  threads %ld%s: %.2f us per job\n", t, t > nproc ? " (2 x cores)" : "",
+               median(r, 9));
+        ingot__pool_destroy(p);
+    }
+
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t bytes = (size_t)256 << 20;
+    if (l3 > 0 && (size_t)l3 * 2 > bytes) bytes = (size_t)l3 * 2;
+    int width = ingot__isa_supported(INGOT__ISA_AVX512) ? 512
+                : ingot__isa_supported(INGOT__ISA_AVX2) ? 256 : 64;
+    printf("gemv, one thread, thread CPU time, median of %d; weights >= %zu MiB (L3 reported: "
+           "%ld KiB), read rate with %d-bit loads of the same buffer\n",
+           reps, bytes >> 20, l3 > 0 ? l3 >> 10 : -1L, width);
+    static const ingot_dtype types[] = {INGOT_DTYPE_F32,  INGOT_DTYPE_F16,  INGOT_DTYPE_BF16,
+                                        INGOT_DTYPE_I8,   INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0,
+                                        INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
+    size_t K = 8192;
+    float *x = malloc(K * 4), *ws = NULL, *y = NULL;
+    fill(x, K, 7, 2.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        ingot_dtype wt = types[ti];
+        bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+        size_t rb = wt == INGOT_DTYPE_F32 ? K * 4 : half ? K * 2 : wt == INGOT_DTYPE_I8 ? K :
+                    K / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
+        size_t M = (bytes + rb - 1) / rb, wb = M * rb;
+        uint8_t *w = aligned_alloc(64, (wb + 63) / 64 * 64);
+        ws = realloc(ws, M * 4), y = realloc(y, M * 4);
+        if (!w || !ws || !y) return 1;
+        uint32_t seed = 99;
+        for (size_t i = 0; i < wb; i++)
+            seed = seed * 1664525u + 1013904223u, w[i] = (uint8_t)(seed >> 24);
+        if (wt == INGOT_DTYPE_F32) fill((float *)(void *)w, wb / 4, 5, 1.0f);
+        if (half) { /* values in [-1, 1), no subnormals (BF16 ones would take FMA assists) */
+            uint16_t *h = (uint16_t *)(void *)w;
+            for (size_t i = 0; i < wb / 2; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                float f = (float)(seed >> 8) * (1.0f / 8388608.0f) - 1.0f;
+                uint32_t u;
+                memcpy(&u, &f, 4);
+                h[i] = wt == INGOT_DTYPE_BF16 ? (uint16_t)(u >> 16) : half_bits(f);
+            }
+        }
+        for (size_t r = 0; r < M; r++) ws[r] = 0.01f;
+        if (!half && wt != INGOT_DTYPE_F32 && wt != INGOT_DTYPE_I8) {
+            size_t bb = ingot_dtype_block_bytes(wt);
+            for (size_t b = 0; b < wb / bb; b++) {
+                uint16_t d = half_bits(0.01f);
+                memcpy(w + b * bb + (wt == INGOT_DTYPE_Q6_K ? 208 : 0), &d, 2);
+                if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K) memcpy(w + b * bb + 2, &d, 2);
+            }
+        }
+        void *xq = NULL;
+        if (ingot__qdot_supported(wt)) {
+            xq = aligned_alloc(64, ingot__qx_bytes(wt, K));
+            if (!xq) return 1;
+            ingot__qx_quantize(wt, x, K, xq);
+        }
+        for (int l = INGOT__ISA_AVX2; l < INGOT__ISA_COUNT; l++) {
+            if (!ingot__isa_supported((ingot__isa)l)) continue;
+            if (levels && !strstr(levels, ingot__isa_name((ingot__isa)l))) continue;
+            ingot__set_isa((ingot__isa)l);
+            double r[256], g[256], rr[256];
+            for (int k = 0; k < reps; k++) {
+                double t0 = cpu_s();
+                read_sink = read_all(w, wb, width);
+                double t1 = cpu_s();
+                if (wt == INGOT_DTYPE_F32)
+                    ingot__sgemv(NULL, false, M, K, 1.0f, (const float *)(const void *)w, K, x,
+                                 0.0f, y);
+                else if (half) ingot__gemm_half(NULL, wt, M, K, w, K, 1, x, K, false, y, M);
+                else ingot__qgemm(NULL, wt, M, K, w, rb, ws, xq, NULL, 0, 1, false, y, M);
+                double t2 = cpu_s();
+                r[k] = (t1 - t0) / (t2 - t1);
+                g[k] = (double)wb / (t2 - t1) * 1e-9;
+                rr[k] = (double)wb / (t1 - t0) * 1e-9;
+            }
+            printf("  %-5s %-12s %4zu MiB: %6.2f GB/s, read %6.2f GB/s, ratio %.2f\n",
+                   ingot_dtype_name(wt), ingot__isa_name((ingot__isa)l), wb >> 20, median(g, reps),
+                   median(rr, reps), median(r, reps));
+        }
+        ingot__set_isa(ingot__cpu_isa());
+        free(w), free(xq);
+    }
+    free(ws), free(y);
+
+    if (ob_sgemm) {
+        ob_threads(1);
+        const char *env = getenv("OPENBLAS_CORETYPE");
+        printf("sgemm B^T, one thread, thread CPU time, level %s, OpenBLAS core %s "
+               "(OPENBLAS_CORETYPE=%s):\n",
+               ingot__isa_name(ingot__get_isa()), ob_core(), env ? env : "unset");
+        for (size_t n = 1024; n <= 4096; n *= 2) {
+            float *A = aligned_alloc(64, n * n * 4), *B = aligned_alloc(64, n * n * 4);
+            float *C = aligned_alloc(64, n * n * 4);
+            if (!A || !B || !C) return 1;
+            fill(A, n * n, 11, 1.0f);
+            fill(B, n * n, 12, 1.0f);
+            int rp = n >= 4096 ? (reps + 1) / 2 : reps;
+            double ro[256], rb2[256], rat[256], fl = 2.0 * (double)n * (double)n * (double)n;
+            for (int k = 0; k < rp; k++) {
+                double t0 = cpu_s();
+                ingot__sgemm(NULL, false, true, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+                double t1 = cpu_s();
+                ob_sgemm(ROW_MAJOR, NO_TRANS, TRANS, (int)n, (int)n, (int)n, 1.0f, A, (int)n, B,
+                         (int)n, 0.0f, C, (int)n);
+                double t2 = cpu_s();
+                ro[k] = fl / (t1 - t0) * 1e-9, rb2[k] = fl / (t2 - t1) * 1e-9;
+                rat[k] = (t2 - t1) / (t1 - t0);
+            }
+            qsort(ro, (size_t)rp, sizeof *ro, cmp_d);
+            qsort(rb2, (size_t)rp, sizeof *rb2, cmp_d);
+            printf("  %zu^3: ours best %.1f GFLOP/s, OpenBLAS best %.1f: best/best %.3f, median "
+                   "of ratios %.3f (%d reps)\n",
+                   n, ro[rp - 1], rb2[rp - 1], ro[rp - 1] / rb2[rp - 1], median(rat, rp), rp);
+            free(A), free(B), free(C);
+        }
+    }
+    free(x);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     unsigned only = 0;
     int reps = 15;
     bool use_ob = true;
-    const char *dir = BENCH_DEFAULT_DIR;
+    const char *dir = BENCH_DEFAULT_DIR, *levels = NULL;
+    bool kernels = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) only = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--no-openblas")) use_ob = false;
+        else if (!strcmp(argv[i], "--kernels")) kernels = true;
+        else if (!strcmp(argv[i], "--levels") && i + 1 < argc) levels = argv[++i];
         else {
             fprintf(stderr, "usage: bench_backend [--threads N] [--reps N] [--dir DIR] "
+                            "[--no-openblas]\n"
+                            "       bench_backend --kernels [--reps N] [--levels a,b,...] "
                             "[--no-openblas]\n");
             return 2;
         }
@@ -279,6 +497,7 @@ int main(int argc, char **argv)
     if (reps < 1) reps = 1;
     if (reps > 256) reps = 256;
     if (use_ob) load_openblas();
+    if (kernels) return kernels_mode(reps, levels);
     const char *env = getenv("OPENBLAS_CORETYPE");
     printf("bench_backend: kernels isa %s; OpenBLAS %s (OPENBLAS_CORETYPE=%s); %d reps\n",
            ingot__isa_name(ingot__get_isa()), ob_core ? ob_core() : "not loaded",

@@ -135,7 +135,7 @@ TEST(sgemm_shapes_isas_threads)
 
 TEST(sgemm_large_blocks_cross)
 {
-    /* Crosses every blocking boundary (KC 256, MC 120, NC 3072) once. */
+    /* Crosses every blocking boundary (KC 256 / 512, MC 120 / 48, NC 3072 / 1536) at least once. */
     size_t M = 250, N = 3100, K = 520;
     float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4);
     double *R = malloc(M * N * sizeof *R);
@@ -509,6 +509,34 @@ TEST(q8_0_ggml_blocks)
     free(x), free(xq);
 }
 
+TEST(gemm_half_rows_independent)
+{
+    /* A row of activations gives the same bits whether it shares a pass over the weights with
+     * up to four others or runs alone (K with 32-element steps, an 8-element step and a tail). */
+    size_t M = 37, K = 203, nx = 5;
+    uint16_t *w = malloc(M * K * 2);
+    float *X = malloc(nx * K * 4), *Y = malloc(nx * M * 4), *Y1 = malloc(M * 4);
+    for (int bf = 0; bf < 2; bf++) {
+        ingot_dtype wt = bf ? INGOT_DTYPE_BF16 : INGOT_DTYPE_F16;
+        float *wf = malloc(M * K * 4);
+        for (size_t i = 0; i < M * K; i++) wf[i] = frand();
+        ingot_f32_encode(wt, wf, M * K, w, M * K * 2, NULL);
+        free(wf);
+        for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            ingot__gemm_half(NULL, wt, M, K, w, K, nx, X, K, false, Y, M);
+            for (size_t i = 0; i < nx; i++) {
+                ingot__gemm_half(NULL, wt, M, K, w, K, 1, X + i * K, K, false, Y1, M);
+                CHECK(memcmp(Y1, Y + i * M, M * 4) == 0, "%s %s: row %zu of %zu differs alone",
+                      ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), i, nx);
+            }
+        }
+        ingot__set_isa(ingot__cpu_isa());
+    }
+    free(w), free(X), free(Y), free(Y1);
+}
+
 TEST(qgemm_prefill_through_f32)
 {
     /* From INGOT__QGEMM_DEQUANT_ROWS activation rows on, block-type weights (and F16 / BF16) are
@@ -768,5 +796,6 @@ TEST(pool_runs_every_task_once)
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks), T(qdot_levels_conformance), T(qdot_threads_bitwise),
-          T(gemm_half_levels), T(qgemm_prefill_through_f32), T(amx_tiles_against_dots),
+          T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
+          T(amx_tiles_against_dots),
           T(pool_runs_every_task_once))

@@ -16,6 +16,10 @@
 #include "cpu/kernels/qdot.h"
 
 #define F TGT static inline
+/* Unrolls a loop of constant trip count: at -O2 GCC keeps these loops, and then spills their
+ * arrays of vectors to the stack and builds the shuffle constants at run time (Q6_K at 0.64 of
+ * the read rate; unrolled: see docs/PERFORMANCE.md). */
+#define UNROLL _Pragma("GCC unroll 8")
 /* Software prefetch 8 KiB ahead of the weights, one per cache line, on Intel only
  * (ingot__cpu_prefetch; see qdot_x86_512.h). pf is the kernel's local copy of the flag. */
 #define PF(p, off)                                                                                 \
@@ -174,8 +178,10 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         __m256 sum = _mm256_setzero_ps();
         for (size_t b = 0; b < nv; b += 8) {
             const uint8_t *blk = w + b * 34;
+            UNROLL
             for (int i = 0; i < 5; i++) PF(blk, 64 * i);
             __m256i v[8];
+            UNROLL
             for (int i = 0; i < 8; i++)
                 v[i] = dot_s8(_mm256_setzero_si256(), ld256(blk + i * 34 + 2),
                               ld256(x->q + (b + (size_t)i) * 32));
@@ -194,6 +200,31 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
     }
 }
 
+/* Blocks b and b + 4 of a group of 8: both blocks' nibbles in one register (the second through
+ * a load folded into vinserti128, which unlike its register form needs no shuffle port), low
+ * nibbles (elements 0-15) and high nibbles (16-31) against the matching halves of x; the pair
+ * sums of the two halves added in int16 (|sum| <= 4 * 15 * 127) before one vpmaddwd. Lanes 0-3
+ * hold block b's partial sums, 4-7 block b + 4's. */
+F __m256i pair_q4_0(const uint8_t *w0, const uint8_t *w4, const int8_t *x0, const int8_t *x4)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(w0)), ld128(w4), 1);
+    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    __m256i xl = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(x0)), ld128(x4), 1);
+    __m256i xh =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(x0 + 16)), ld128(x4 + 16), 1);
+#if VNNI
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, xl), hi,
+                                   xh);
+#else
+    __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+#endif
+}
+
+/* Eight blocks' exact dots from four pairs: two rounds of vphaddd leave blocks 0-3 in the low
+ * half and 4-7 in the high half, in order (three vphaddd against the seven of reduce8: the
+ * shuffle port was the limit, 0.79-0.87 of the read rate before). */
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
@@ -204,14 +235,16 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         __m256 sum = _mm256_setzero_ps();
         for (size_t b = 0; b < nv; b += 8) {
             const uint8_t *blk = w + b * 18;
+            const int8_t *xq = x->q + b * 32;
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
-            __m256i v[8];
-            for (int i = 0; i < 8; i++)
-                v[i] = dot_u8(_mm256_setzero_si256(), q4_0_quants(blk + i * 18 + 2),
-                              ld256(x->q + (b + (size_t)i) * 32));
-            __m256i d = _mm256_sub_epi32(reduce8(v), _mm256_slli_epi32(ld256(x->s + b), 3));
+            __m256i m0 = pair_q4_0(blk + 2, blk + 4 * 18 + 2, xq, xq + 4 * 32);
+            __m256i m1 = pair_q4_0(blk + 18 + 2, blk + 5 * 18 + 2, xq + 32, xq + 5 * 32);
+            __m256i m2 = pair_q4_0(blk + 2 * 18 + 2, blk + 6 * 18 + 2, xq + 64, xq + 6 * 32);
+            __m256i m3 = pair_q4_0(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xq + 96, xq + 7 * 32);
+            __m256i d = _mm256_hadd_epi32(_mm256_hadd_epi32(m0, m1), _mm256_hadd_epi32(m2, m3));
+            d = _mm256_sub_epi32(d, _mm256_slli_epi32(ld256(x->s + b), 3));
             __m256 sc = _mm256_mul_ps(scales8(blk, 18), _mm256_loadu_ps(x->d + b));
             sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, sum);
         }
@@ -271,6 +304,7 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
             __m256i scs = _mm256_broadcastsi128_si256(sc8);
             __m256i qh = five ? ld256(blk + 16) : _mm256_setzero_si256();
             __m256i A = _mm256_setzero_si256();
+            UNROLL
             for (int c = 0; c < 4; c++) {
                 __m256i q = ld256(qs + 32 * c);
                 __m256i lo = _mm256_and_si256(q, m4);
@@ -330,6 +364,7 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
             __m128i sc8 = ld128(blk + 192);
             __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
             __m256i A = _mm256_setzero_si256();
+            UNROLL
             for (int h = 0; h < 2; h++) {
                 __m256i ql0 = ld256(blk + 64 * h), ql1 = ld256(blk + 64 * h + 32);
                 __m256i qh = ld256(blk + 128 + 32 * h);
@@ -345,6 +380,7 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
                 /* scales of groups 8h .. 8h + 7, in both halves */
                 __m256i s = _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(sc16, 1)
                                                           : _mm256_castsi256_si128(sc16));
+                UNROLL
                 for (int i = 0; i < 4; i++) { /* groups 8h + 2i (low half), 8h + 2i + 1 */
                     __m256i si = _mm256_shuffle_epi8(
                         s, _mm256_setr_epi8((char)(4 * i), (char)(4 * i + 1), (char)(4 * i),
@@ -372,3 +408,4 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 }
 
 #undef F
+#undef UNROLL

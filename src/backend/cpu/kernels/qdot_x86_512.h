@@ -17,6 +17,8 @@
 #include "cpu/kernels/qdot.h"
 
 #define F TGT static inline
+/* Unrolls a loop of constant trip count (GCC keeps them at -O2: qdot_x86_256.h). */
+#define UNROLL _Pragma("GCC unroll 9")
 
 F __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
 F __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -108,6 +110,7 @@ F __m256i dot_u8_256(__m256i u, __m256i x)
 F __m512i reduce16(const __m512i v[8])
 {
     __m512i s[4];
+    UNROLL
     for (int p = 0; p < 4; p++) /* quarter j of s[p]: block 4p + j */
         s[p] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * p], v[2 * p + 1], 0x88),
                                 _mm512_shuffle_i32x4(v[2 * p], v[2 * p + 1], 0xdd));
@@ -189,8 +192,10 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         __m512 sum = _mm512_setzero_ps();
         for (size_t b = 0; b < nv; b += 16) {
             const uint8_t *blk = w + b * 34;
+            UNROLL
             for (int i = 0; i < 9; i++) PF(blk, 64 * i);
             __m512i v[8];
+            UNROLL
             for (int i = 0; i < 8; i++) {
                 const uint8_t *p = blk + 68 * i + 2;
                 __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(p)), ld256(p + 34), 1);
@@ -226,8 +231,10 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
         __m512 sum = _mm512_setzero_ps();
         for (size_t b = 0; b < nv; b += 16) {
             const uint8_t *blk = w + b * 18;
+            UNROLL
             for (int i = 0; i < 5; i++) PF(blk, 64 * i);
             __m512i v[8];
+            UNROLL
             for (int i = 0; i < 8; i++)
                 v[i] = dot_u8(_mm512_setzero_si512(), q4_0_pair(blk + 36 * i),
                               ld512(x->q + (b + 2 * (size_t)i) * 32));
@@ -296,12 +303,14 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
             k_scales(blk + 4, &sc, &mn16);
             __m512i qh = five ? _mm512_broadcast_i64x4(ld256(blk + 16)) : _mm512_setzero_si512();
             __m512i A = _mm512_setzero_si512();
+            UNROLL
             for (int h = 0; h < 2; h++) { /* qs bytes 64h..64h+63: sub-blocks 4h..4h+3 */
                 __m512i q = ld512(qs + 64 * h);
                 /* low nibbles: sub-blocks 4h, 4h + 2; high: 4h + 1, 4h + 3 (the order
                  * ingot__qx_index stores the activations in) */
                 __m512i z[2] = {_mm512_and_si512(q, m4),
                                 _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
+                UNROLL
                 for (int n = 0; n < 2; n++) {
                     __m512i idx = two16(4 * h + n, 4 * h + n + 2);
                     if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
@@ -367,6 +376,7 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
             __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
             __m512i scz = _mm512_castsi256_si512(sc16);
             __m512i A = _mm512_setzero_si512();
+            UNROLL
             for (int h = 0; h < 2; h++) {
                 __m512i l = ld512(blk + 64 * h); /* ql bytes of elements 128h + 0..63 */
                 __m512i qh = _mm512_broadcast_i64x4(ld256(blk + 128 + 32 * h));
@@ -391,3 +401,4 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 }
 
 #undef F
+#undef UNROLL

@@ -30,6 +30,13 @@
 #define KC 256
 #define MC_MAX 120 /* the largest MC (a multiple of the MRs); an A block (MC x KC floats) in L2 */
 #define NC 3072    /* multiple of both NRs; a B block (KC x NC floats, 3 MB) stays in L3 */
+/* The AVX-512 level's blocks: KC 512, NC 1536 (the same 3 MB of B; half as many passes over C,
+ * which lives in memory at 4096^2). Against OpenBLAS SkylakeX, one thread, thread CPU time,
+ * alternated on the loaded Xeon: 4096^3 0.81-0.91 -> 0.90-0.95, 2048^3 0.90 -> 0.90-0.93,
+ * 1024^3 0.93-0.94 -> 0.95-0.96 (KC 384 with NC 2048 or 3072, KC 512 with NC 2048 or MC 36:
+ * between the two). */
+#define KC5 512
+#define NC5 1536
 
 typedef struct {
     bool ta, tb;
@@ -38,13 +45,15 @@ typedef struct {
     const float *A, *B;
     size_t lda, ldb, ldc;
     float *C;
-    bool split_n;
-    size_t chunk; /* columns (split_n) or rows per task */
+    size_t chunk;      /* small-M path: columns per task */
+    size_t rows, cols; /* blocked path: each task's tile of C (multiples of mr, nr) */
+    size_t col_tasks;  /* tiles across N */
     const float *X; /* small-M path: op(A) as rows (A itself, or a copy of A^T) */
     size_t ldx;
     ingot__pool *pool;
     ingot__isa isa;
     size_t mr, nr, mc; /* tile and A block of the level */
+    size_t kcb, ncb;   /* k and column blocks of the level (kcb * ncb <= KC * NC) */
     atomic_int failed;
 } job;
 
@@ -343,10 +352,11 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
     /* One A block: every B panel is used once, right after packing, so one panel's buffer
      * (which stays in L1) replaces the whole block's. */
     bool once = m1 - m0 <= MC;
-    for (size_t jc = n0; jc < n1; jc += NC) {
-        size_t nc = n1 - jc < NC ? n1 - jc : NC;
-        for (size_t pc = 0; pc < j->K; pc += KC) {
-            size_t kc = j->K - pc < KC ? j->K - pc : KC;
+    size_t NCB = j->ncb, KCB = j->kcb;
+    for (size_t jc = n0; jc < n1; jc += NCB) {
+        size_t nc = n1 - jc < NCB ? n1 - jc : NCB;
+        for (size_t pc = 0; pc < j->K; pc += KCB) {
+            size_t kc = j->K - pc < KCB ? j->K - pc : KCB;
             float beta = pc == 0 ? j->beta : 1.0f;
             for (size_t ic = m0; ic < m1; ic += MC) {
                 size_t mc = m1 - ic < MC ? m1 - ic : MC;
@@ -544,6 +554,7 @@ static void small_task(void *ctx, size_t t, unsigned worker)
 
 #define AP_FLOATS ((size_t)MC_MAX * KC)
 #define BP_FLOATS ((size_t)KC * NC)
+_Static_assert(48 * KC5 <= AP_FLOATS && KC5 * NC5 <= BP_FLOATS, "AVX-512 blocks fit the scratch");
 #define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))
 
 size_t ingot__sgemm_scratch_bytes(void)
@@ -565,10 +576,10 @@ static void task(void *ctx, size_t t, unsigned worker)
         return;
     }
     float *bp = ap + AP_FLOATS;
-    size_t lo = t * j->chunk, total = j->split_n ? j->N : j->M;
-    size_t hi = total - lo < j->chunk ? total : lo + j->chunk;
-    if (j->split_n) block_gemm(j, 0, j->M, lo, hi, ap, bp);
-    else block_gemm(j, lo, hi, 0, j->N, ap, bp);
+    size_t m0 = t / j->col_tasks * j->rows, n0 = t % j->col_tasks * j->cols;
+    size_t m1 = j->M - m0 < j->rows ? j->M : m0 + j->rows;
+    size_t n1 = j->N - n0 < j->cols ? j->N : n0 + j->cols;
+    block_gemm(j, m0, m1, n0, n1, ap, bp);
 }
 
 void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
@@ -580,6 +591,7 @@ void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t 
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .isa = ingot__get_isa()};
     bool wide = j.isa >= INGOT__ISA_AVX512;
     j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
+    j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
     float *ap = scratch;
     block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
 }
@@ -608,6 +620,7 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
      * 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384 were no better. */
     bool wide = j.isa >= INGOT__ISA_AVX512;
     j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
+    j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
     atomic_init(&j.failed, 0);
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */
@@ -622,12 +635,26 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
         return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
     }
 #endif
-    j.split_n = N >= M;
-    size_t total = j.split_n ? N : M, unit = j.split_n ? j.nr : j.mr;
-    size_t units = (total + unit - 1) / unit;
-    size_t per = (units + threads - 1) / threads;
-    j.chunk = per * unit;
-    size_t ntasks = (total + j.chunk - 1) / j.chunk;
+    /* C in rg x cg tiles, rg * cg >= threads: a task packs its rows of A and its columns of B, so
+     * A is packed cg times in all and B rg times; the pair that packs least is taken (2
+     * threads: two column halves of a square C; 64: 8 x 8 tiles, where one column range per
+     * thread would pack A 64 times). Tiles are multiples of the micro-kernel's tile and every
+     * element is reduced over k in the same order whatever tile holds it, so the results do not
+     * depend on the thread count. */
+    size_t um = (M + j.mr - 1) / j.mr, un = (N + j.nr - 1) / j.nr, rg = 1, cg = 1;
+    double best = -1, most = (double)um * (double)un < (double)threads ? (double)um * (double)un
+                                                                       : (double)threads;
+    for (size_t r = 1; r <= threads && r <= um; r++) {
+        size_t c = (threads + r - 1) / r;
+        c = c < un ? c : un;
+        if ((double)r * (double)c < most) continue; /* leaves threads idle */
+        double cost = (double)M * (double)c + (double)N * (double)r;
+        if (best < 0 || cost < best) best = cost, rg = r, cg = c;
+    }
+    j.rows = (um + rg - 1) / rg * j.mr;
+    j.cols = (un + cg - 1) / cg * j.nr;
+    j.col_tasks = (N + j.cols - 1) / j.cols;
+    size_t ntasks = (M + j.rows - 1) / j.rows * j.col_tasks;
     ingot__pool_run(pool, task, &j, ntasks);
     ingot__pool_destroy(own);
     return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;

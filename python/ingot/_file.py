@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from . import _ingot
-from ._errors import Error, NotFoundError, UsageError
+from ._errors import Error, NotFoundError, UnsupportedError, UsageError
 
 # ---- dtypes -------------------------------------------------------------------------------
 
@@ -99,8 +99,16 @@ def _raw_shape(dtname, shape, nbytes):
 
 
 def _freeze(arr):
-    arr.flags.writeable = False
+    if isinstance(arr, np.ndarray):
+        arr.flags.writeable = False
     return arr
+
+
+def _numpy_refuses(name, shape, exc):
+    """A valid tensor NumPy cannot represent (more than 32 dimensions in NumPy 1.x, or an empty
+    shape whose dimensions overflow its size computation)."""
+    return UnsupportedError("UNSUPPORTED", f"NumPy cannot represent shape {list(shape)}: {exc}",
+                            tensor=name, status=19)
 
 
 class File:
@@ -218,14 +226,20 @@ class File:
                 st.append(acc)
                 acc *= d
             iface["strides"] = tuple(st)
-        return np.asarray(_Owner(h, iface))
+        try:
+            return np.asarray(_Owner(h, iface))
+        except ValueError as e:
+            raise _numpy_refuses(name, shape, e) from None
 
     def _copy(self, h, raw, typestr, shape):
         """The one documented copy: tensors NumPy cannot view (not mapped, or empty)."""
         name, dt, _shape, strides, nelem, nbytes, _off, addr, _pid, flags, index = raw
-        if nbytes == 0:
-            return _freeze(np.empty(shape, dtype=np.dtype(typestr)))
-        dense = np.empty(shape, dtype=np.dtype(typestr).newbyteorder("<"))
+        try:
+            if nbytes == 0:
+                return _freeze(np.empty(shape, dtype=np.dtype(typestr)))
+            dense = np.empty(shape, dtype=np.dtype(typestr).newbyteorder("<"))
+        except ValueError as e:
+            raise _numpy_refuses(name, shape, e) from None
         if flags & (_F_STRIDED | _F_FORTRAN | _F_BIG_ENDIAN):
             h.copy(index, dense.__array_interface__["data"][0], dense.nbytes)
         else:

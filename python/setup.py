@@ -52,6 +52,9 @@ class CMakeBuildExt(build_ext):
             for line in f:
                 if line.startswith("Libs.private:"):
                     libs = [w[2:] for w in line.split()[1:] if w.startswith("-l")]
+        # the extension's own three files are always recompiled: setuptools would otherwise
+        # reuse objects built with the other INGOT_PY_SANITIZE setting
+        self.force = True
         for ext in self.extensions:
             ext.extra_objects = [os.path.join(bdir, "libingot.a")]
             ext.libraries = libs

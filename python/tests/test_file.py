@@ -277,7 +277,7 @@ def test_bf16_and_f8_are_bits_plus_decoded_float32():
             dec = f.get_tensor(t["name"], "float32")
             if tt is None:
                 continue
-            bits = torch.from_numpy(np.ascontiguousarray(raw).view(
+            bits = torch.from_numpy(np.array(raw).view(
                 np.int16 if raw.dtype == np.uint16 else np.int8)).view(tt)
             np.testing.assert_array_equal(dec, bits.float().numpy())
 
@@ -402,6 +402,12 @@ def test_every_fuzz_seed_is_an_error_or_a_file():
         except ingot.Error as e:
             assert e.code
     assert seen > 0
+
+
+@pytest.mark.skipif(os.environ.get("INGOT_PY_UNDER_ASAN") != "1", reason="ASan run only")
+def test_the_asan_run_is_instrumented():
+    maps = open("/proc/self/maps").read()
+    assert "libasan" in maps and ingot._ingot.__file__ in maps
 
 
 def test_error_attributes():

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the Python package into a temporary --target (the install contract of README.md) and
+# runs its pytest suite with Debian's /usr/bin/python3; then, unless INGOT_PY_ASAN=0, once more
+# with library and extension built with ASan+UBSan (libasan preloaded into the interpreter,
+# leak detection off: CPython keeps allocations alive at exit by design).
+# scripts/test.sh calls it; run it alone as `bash python/run_tests.sh`.
+set -euo pipefail
+cd "$(dirname "$0")"
+here=$(pwd)
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== python: pip install --target, pytest"
+$py -m pip install -q --no-build-isolation --no-index --target "$tmp/site" . >"$tmp/pip.log" 2>&1 ||
+  { cat "$tmp/pip.log"; exit 1; }
+(cd "$tmp" && PYTHONPATH="$tmp/site" $py -m pytest -q -p no:cacheprovider "$here/tests")
+
+if [ "${INGOT_PY_ASAN:-1}" != 0 ]; then
+  echo "== python: the same suite against an ASan+UBSan build of library and extension"
+  INGOT_PY_SANITIZE=1 $py -m pip install -q --no-build-isolation --no-index \
+    --target "$tmp/asan" . >"$tmp/pip-asan.log" 2>&1 || { cat "$tmp/pip-asan.log"; exit 1; }
+  libasan=$(gcc -print-file-name=libasan.so)
+  (cd "$tmp" && PYTHONPATH="$tmp/asan" LD_PRELOAD="$libasan" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 INGOT_PY_UNDER_ASAN=1 \
+    $py -m pytest -q -p no:cacheprovider "$here/tests")
+fi

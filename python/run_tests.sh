@@ -12,13 +12,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== python: pip install --target, pytest"
+export INGOT_PY_CMAKE_DIR="$here/build/cmake"
 $py -m pip install -q --no-build-isolation --no-index --target "$tmp/site" . >"$tmp/pip.log" 2>&1 ||
   { cat "$tmp/pip.log"; exit 1; }
+# the CLI of the same build: the runtime tests compare generation and tokenization with it
+cmake --build "$INGOT_PY_CMAKE_DIR" --target ingot_cli -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+  >"$tmp/cli.log" 2>&1 || { cat "$tmp/cli.log"; exit 1; }
+export INGOT_CLI="$INGOT_PY_CMAKE_DIR/tools/cli/ingot"
 (cd "$tmp" && PYTHONPATH="$tmp/site" $py -m pytest -q -p no:cacheprovider "$here/tests")
 
 if [ "${INGOT_PY_ASAN:-1}" != 0 ]; then
   echo "== python: the same suite against an ASan+UBSan build of library and extension"
-  INGOT_PY_SANITIZE=1 $py -m pip install -q --no-build-isolation --no-index \
+  INGOT_PY_SANITIZE=1 INGOT_PY_CMAKE_DIR="$here/build/cmake-asan" $py -m pip install -q --no-build-isolation --no-index \
     --target "$tmp/asan" . >"$tmp/pip-asan.log" 2>&1 || { cat "$tmp/pip-asan.log"; exit 1; }
   libasan=$(gcc -print-file-name=libasan.so)
   (cd "$tmp" && PYTHONPATH="$tmp/asan" LD_PRELOAD="$libasan" \

@@ -73,3 +73,29 @@ def test_zero_copy_and_lifetime():
         assert not base <= t.data_ptr() < base + os.path.getsize(p)
         assert torch.equal(t, ref[k])
         t.add_(1)                                   # copies are ordinary writable tensors
+
+
+def test_strided_views_of_a_torch_checkpoint(tmp_path):
+    """torch.save keeps views of one storage: ingot exposes them as strided NumPy views of the
+    same mapped bytes, equal to what torch.load gives."""
+    base = torch.arange(48, dtype=torch.float32).reshape(6, 8)
+    sd = {"base": base, "t": base.t(), "s": base[1:, ::3], "row": base[2],
+          "bf": torch.arange(12, dtype=torch.float32).reshape(3, 4).to(torch.bfloat16).t()}
+    p = str(tmp_path / "views.pt")
+    torch.save(sd, p)
+    ref = torch.load(p)
+    with ingot.open(p) as f:
+        for k in ("t", "s"):
+            assert "strided" in f.info(k).flags, k
+        for k, v in ref.items():
+            a = f[k]
+            if v.dtype == torch.bfloat16:
+                np.testing.assert_array_equal(f.get_tensor(k, "float32"), v.float().numpy())
+                np.testing.assert_array_equal(a, v.contiguous().view(torch.int16).numpy()
+                                              .view(np.uint16))
+            else:
+                np.testing.assert_array_equal(a, v.numpy(), err_msg=k)
+        assert np.shares_memory(f["t"], f["base"]) and np.shares_memory(f["s"], f["base"])
+    got = it.load_file(p)
+    for k, v in ref.items():
+        assert torch.equal(got[k], v), k

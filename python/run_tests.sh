@@ -23,8 +23,9 @@ export INGOT_CLI="$INGOT_PY_CMAKE_DIR/tools/cli/ingot"
 
 if [ "${INGOT_PY_ASAN:-1}" != 0 ]; then
   echo "== python: the same suite against an ASan+UBSan build of library and extension"
-  INGOT_PY_SANITIZE=1 INGOT_PY_CMAKE_DIR="$here/build/cmake-asan" $py -m pip install -q --no-build-isolation --no-index \
-    --target "$tmp/asan" . >"$tmp/pip-asan.log" 2>&1 || { cat "$tmp/pip-asan.log"; exit 1; }
+  INGOT_PY_SANITIZE=1 INGOT_PY_CMAKE_DIR="$here/build/cmake-asan" \
+    $py -m pip install -q --no-build-isolation --no-index --target "$tmp/asan" . \
+    >"$tmp/pip-asan.log" 2>&1 || { cat "$tmp/pip-asan.log"; exit 1; }
   libasan=$(gcc -print-file-name=libasan.so)
   (cd "$tmp" && PYTHONPATH="$tmp/asan" LD_PRELOAD="$libasan" \
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \

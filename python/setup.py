@@ -70,8 +70,8 @@ ext = Extension(
     sources=["src/_ingot.c", "src/save.c", "src/runtime.c"],
     include_dirs=[os.path.join(ROOT, "include")],
     define_macros=[("Py_LIMITED_API", "0x03090000"), ("INGOT_STATIC_DEFINE", "1")],
-    extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
-                        "-Wno-cast-function-type"],
+    extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Werror",
+                        "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
     extra_link_args=[],
     py_limited_api=True,
 )

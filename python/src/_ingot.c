@@ -406,8 +406,8 @@ static PyObject *h_read(PyObject *self, PyObject *args)
 {
     Handle *h = (Handle *)self;
     uint64_t i, off, addr, n;
-    if (!PyArg_ParseTuple(args, "O&O&O&O&", ingot__py_u64, &i, ingot__py_u64, &off, ingot__py_u64, &addr,
-                          ingot__py_u64, &n))
+    if (!PyArg_ParseTuple(args, "O&O&O&O&", ingot__py_u64, &i, ingot__py_u64, &off,
+                          ingot__py_u64, &addr, ingot__py_u64, &n))
         return NULL;
     ingot_error e;
     ingot_status st;
@@ -424,7 +424,8 @@ static PyObject *h_copy(PyObject *self, PyObject *args)
 {
     Handle *h = (Handle *)self;
     uint64_t i, addr, cap;
-    if (!PyArg_ParseTuple(args, "O&O&O&", ingot__py_u64, &i, ingot__py_u64, &addr, ingot__py_u64, &cap))
+    if (!PyArg_ParseTuple(args, "O&O&O&", ingot__py_u64, &i, ingot__py_u64, &addr,
+                          ingot__py_u64, &cap))
         return NULL;
     ingot_error e;
     ingot_status st;
@@ -441,8 +442,8 @@ static PyObject *h_dequantize(PyObject *self, PyObject *args)
 {
     Handle *h = (Handle *)self;
     uint64_t i, first, n, addr;
-    if (!PyArg_ParseTuple(args, "O&O&O&O&", ingot__py_u64, &i, ingot__py_u64, &first, ingot__py_u64, &n,
-                          ingot__py_u64, &addr))
+    if (!PyArg_ParseTuple(args, "O&O&O&O&", ingot__py_u64, &i, ingot__py_u64, &first,
+                          ingot__py_u64, &n, ingot__py_u64, &addr))
         return NULL;
     ingot_error e;
     ingot_status st;

@@ -31,7 +31,8 @@ def test_round_trip_every_dtype(tmp_path):
           "f16": torch.randn(3, 5, generator=g).half(), "f32": torch.randn(7, generator=g),
           "f64": torch.randn(2, 2, generator=g, dtype=torch.float64),
           "i64": torch.arange(-3, 3), "i32": torch.arange(4, dtype=torch.int32),
-          "i16": torch.tensor([-7, 7], dtype=torch.int16), "i8": torch.tensor([-1], dtype=torch.int8),
+          "i16": torch.tensor([-7, 7], dtype=torch.int16),
+          "i8": torch.tensor([-1], dtype=torch.int8),
           "u8": torch.tensor([0, 255], dtype=torch.uint8), "bool": torch.tensor([True, False]),
           "scalar": torch.tensor(1.5), "transposed": torch.randn(3, 4, generator=g).t()}
     for ext in ("safetensors", "ingot", "pt.ingot"):

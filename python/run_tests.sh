@@ -3,6 +3,7 @@
 # runs its pytest suite with Debian's /usr/bin/python3; then, unless INGOT_PY_ASAN=0, once more
 # with library and extension built with ASan+UBSan (libasan preloaded into the interpreter,
 # leak detection off: CPython keeps allocations alive at exit by design).
+# Also loads the abi3 extension in every other CPython >= 3.9 under ~/.pyenv (if any).
 # scripts/test.sh calls it; run it alone as `bash python/run_tests.sh`.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -20,6 +21,21 @@ cmake --build "$INGOT_PY_CMAKE_DIR" --target ingot_cli -j "${CMAKE_BUILD_PARALLE
   >"$tmp/cli.log" 2>&1 || { cat "$tmp/cli.log"; exit 1; }
 export INGOT_CLI="$INGOT_PY_CMAKE_DIR/tools/cli/ingot"
 (cd "$tmp" && PYTHONPATH="$tmp/site" $py -m pytest -q -p no:cacheprovider "$here/tests")
+
+# abi3: the one extension must load in every other CPython >= 3.9 on the machine (pyenv's, if
+# any; they have no NumPy, so only the extension module itself is imported and called)
+for other in "$HOME"/.pyenv/versions/3.*/bin/python3; do
+  [ -x "$other" ] || continue
+  "$other" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' || continue
+  "$other" - "$tmp/site/ingot/_ingot.abi3.so" <<'PY'
+import importlib.util as u, sys
+spec = u.spec_from_file_location("ingot._ingot", sys.argv[1])
+m = u.module_from_spec(spec)
+spec.loader.exec_module(m)
+assert len(m.dtypes()) > 40 and m.version()
+print("abi3: loads in Python", sys.version.split()[0])
+PY
+done
 
 if [ "${INGOT_PY_ASAN:-1}" != 0 ]; then
   echo "== python: the same suite against an ASan+UBSan build of library and extension"

@@ -11,8 +11,8 @@ Built on the public C API of libingot (statically linked into ingot._ingot)."""
 
 from . import _ingot
 from ._errors import (CancelledError, ChecksumError, Error, FormatError, IOError, LimitError,
-                      NotFoundError, OutOfMemoryError, RangeError, UnsupportedError, UsageError,
-                      WrongTypeError)
+                      MissingFileError, NotFoundError, OutOfMemoryError, RangeError,
+                      UnsupportedError, UsageError, WrongTypeError)
 from ._file import File, Slice, TensorInfo, dtype_names, open
 from ._inspect import diff, hash, summary
 from ._save import convert, save, typed
@@ -22,8 +22,8 @@ __version__ = _ingot.version()
 __all__ = [
     "open", "File", "Slice", "TensorInfo", "save", "convert", "typed", "diff", "hash", "summary",
     "dtype_names", "Error", "FormatError", "ChecksumError", "UnsupportedError", "WrongTypeError",
-    "NotFoundError", "RangeError", "UsageError", "IOError", "OutOfMemoryError", "LimitError",
-    "CancelledError", "MLP", "LM", "Tokenizer",
+    "NotFoundError", "MissingFileError", "RangeError", "UsageError", "IOError",
+    "OutOfMemoryError", "LimitError", "CancelledError", "MLP", "LM", "Tokenizer",
 ]
 
 

@@ -55,6 +55,17 @@ class NotFoundError(Error, KeyError):
     """No such tensor or key (NOT_FOUND)."""
 
 
+class MissingFileError(NotFoundError, FileNotFoundError):
+    """ingot.open() of a path that does not exist (NOT_FOUND at open): both an ingot.Error and
+    the builtin FileNotFoundError."""
+
+    def __init__(self, *args, **kw):
+        Error.__init__(self, *args, **kw)
+
+    def __str__(self):
+        return self._text()
+
+
 class RangeError(Error, IndexError):
     """An index or range out of bounds (RANGE)."""
 

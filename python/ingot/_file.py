@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from . import _ingot
-from ._errors import Error, NotFoundError, UnsupportedError, UsageError
+from ._errors import Error, MissingFileError, NotFoundError, UnsupportedError, UsageError
 
 # ---- dtypes -------------------------------------------------------------------------------
 
@@ -122,7 +122,11 @@ class File:
             raise UsageError("MISUSE", f"verify must be one of {sorted(_VERIFY)}, not {verify!r}")
         if io not in _IO:
             raise UsageError("MISUSE", f"io must be 'mmap' or 'pread', not {io!r}")
-        self._h = _ingot.open(path, _VERIFY[verify], _IO[io], format, int(threads))
+        try:
+            self._h = _ingot.open(path, _VERIFY[verify], _IO[io], format, int(threads))
+        except NotFoundError as e:  # the file (or a shard it names) does not exist
+            raise MissingFileError(code=e.code, message=e.message, tensor=e.tensor,
+                                   offset=e.offset, status=e.status) from None
         self.path = path
         (self.format, self.version, self.size, self.alignment, self._count,
          _nmeta) = self._h.format()

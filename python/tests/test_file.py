@@ -442,6 +442,10 @@ def test_error_attributes():
     assert e.code == "TRUNCATED" and e.status == 1 and "TRUNCATED" in str(e)
     with pytest.raises(ingot.UsageError):
         ingot.open(fixture("npy", "f4_2x3.npy"), verify="sometimes")
+    with pytest.raises(FileNotFoundError) as ei:
+        ingot.open(os.path.join(CORPUS, "no such file.ingot"))
+    assert isinstance(ei.value, ingot.NotFoundError) and ei.value.code == "NOT_FOUND"
+    assert "no such file.ingot" in str(ei.value)
 
 
 # ---- threads --------------------------------------------------------------------------------

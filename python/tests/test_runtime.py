@@ -141,3 +141,22 @@ def test_mlp_forward_equals_numpy():
     np.testing.assert_allclose(m.forward(x[1]), want[1], rtol=1e-6, atol=1e-6)
     with pytest.raises(ingot.UsageError):
         m.forward(np.zeros((2, 3), np.float32))
+
+
+def test_one_session_refuses_a_second_caller_while_generating():
+    lm = ingot.LM(MODEL)
+    g = lm.generate(temperature=0, max_tokens=300, ignore_eos=True)
+    next(g)                                   # the worker thread is inside ingot_lm_generate
+    with pytest.raises(ingot.UsageError):
+        lm.eval([1, 2, 3])
+    rest = "".join(g)
+    assert len(lm.last_tokens) == 300 and rest
+    assert lm.eval([1]).shape == (512,)       # usable again once the loop is done
+
+
+def test_hash_of_the_model_file_is_format_independent(tmp_path):
+    # the LM's weights converted to safetensors keep their content digests
+    st = str(tmp_path / "m.safetensors")
+    ingot.convert(MODEL, st)
+    a, b = ingot.hash(MODEL), ingot.hash(st)
+    assert a["model"] == b["model"] and a["tensors"] == b["tensors"]

@@ -207,8 +207,12 @@ def convert(src, dst, *, format=None, align=None, dtype=None, quantize=None, inc
         for s in set or []:
             steps.append(("set", s))
     opts = [f"{k}={v}".encode("utf-8") for k, v in (options or {}).items()]
-    summary, lossy = _ingot.convert(f._handle(), dst, format, int(align or 0),
-                                    _dtype_code(dequantize), not fsync, opts, steps)
+    try:
+        summary, lossy = _ingot.convert(f._handle(), dst, format, int(align or 0),
+                                        _dtype_code(dequantize), not fsync, opts, steps)
+    finally:
+        if f is not src:
+            f.close()
     keys = ("format", "alignment", "tensors", "dropped", "metadata_lossy", "dequantized", "cast",
             "quantized", "skipped")
     out = dict(zip(keys, summary))

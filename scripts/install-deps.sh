@@ -20,6 +20,13 @@ pkgs=(
   python3-protobuf    # bench/tok_ref.py only: writes the SentencePiece model from a GGUF vocab
   python3-regex       # bench/tok_ref.py only: \p{L}/\p{N} for the pure-Python GPT-2 floor
   binutils            # nm/readelf for the freestanding and SONAME checks
+  python3-dev         # python/: headers of CPython for the `ingot` extension (limited API)
+  python3-setuptools  # python/: setup.py builds the package (offline, no build isolation)
+  python3-pip         # python/: `python3 -m pip install --no-build-isolation --no-index ./python`
+  python3-wheel       # python/: pip builds the package as an abi3 wheel first
+  python3-numpy       # python/: tensors come back as NumPy arrays viewing the mapping
+  python3-pytest      # python/: the package's test suite (python/run_tests.sh)
+  python3-torch       # python/: ingot.torch bridge and its tests against torch.load
 )
 missing=()
 for p in "${pkgs[@]}"; do

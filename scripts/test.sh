@@ -32,4 +32,7 @@ cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest -j"$jobs" --output-on-failure)
 
+echo "== Python package: pip --target install, pytest, and the same against ASan (python/)"
+bash python/run_tests.sh
+
 echo "== all tests passed in $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,162 @@
+"""The runtime: ingot.LM on stories260K against the CLI (`ingot generate`, `ingot tokenize`)
+and the committed golden tokens and logits, streaming, the GIL; ingot.MLP against NumPy."""
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import ingot
+from conftest import ROOT, fixture
+
+MODEL = fixture("models", "stories260K", "stories260K.gguf")
+GOLDEN = os.path.dirname(MODEL) + "/golden/"
+
+
+def cli():
+    """The ingot CLI built beside the package (run_tests.sh sets INGOT_CLI)."""
+    path = os.environ.get("INGOT_CLI")
+    for p in [path] + [os.path.join(ROOT, d, "tools", "cli", "ingot")
+                       for d in ("build-test", "build")]:
+        if p and os.access(p, os.X_OK):
+            return p
+    pytest.fail("no ingot CLI: set INGOT_CLI (python/run_tests.sh builds one)")
+
+
+def run_cli(*args):
+    return subprocess.run([cli(), *args], check=True, capture_output=True).stdout.decode()
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return ingot.LM(MODEL)
+
+
+def test_greedy_generation_equals_golden_and_cli(lm):
+    text = lm.generate(temperature=0, max_tokens=200, stream=False)
+    want = np.load(GOLDEN + "tokens_greedy_bos_plus_200.npy")
+    assert lm.last_tokens == want[1:].tolist()
+    assert text == open(GOLDEN + "llama2c_run_t0.0_n200.txt").read().rstrip("\n")
+    assert text + "\n" == run_cli("generate", MODEL, "--temp", "0", "-n", "200")
+
+
+@pytest.mark.parametrize("kw,args", [
+    ({"temperature": 0.8, "seed": 42}, ["--seed", "42"]),
+    ({"temperature": 1.0, "top_k": 5, "top_p": 0.5, "seed": 7},
+     ["--temp", "1.0", "--top-k", "5", "--top-p", "0.5", "--seed", "7"]),
+])
+def test_sampled_generation_equals_cli(lm, kw, args):
+    text = lm.generate(max_tokens=64, stream=False, **kw)
+    assert text + "\n" == run_cli("generate", MODEL, "-n", "64", *args)
+
+
+def test_prompt_and_stream_equal_cli(lm):
+    prompt = "Once upon a time Tim"
+    pieces = list(lm.generate(prompt, temperature=0, max_tokens=64))
+    assert len(pieces) > 10 and all(isinstance(p, str) for p in pieces)
+    whole = lm.generate(prompt, temperature=0, max_tokens=64, stream=False)
+    assert "".join(pieces) == whole
+    assert whole + "\n" == run_cli("generate", MODEL, "--prompt", prompt, "--temp", "0",
+                                   "-n", "64")
+
+
+def test_stream_stops_early(lm):
+    g = lm.generate(temperature=0, max_tokens=200)
+    first = [next(g) for _ in range(3)]
+    g.close()                                  # the worker stops at the next token
+    assert "".join(first).startswith("Once")
+    assert lm.last_stop == "callback" and len(lm.last_tokens) < 200
+
+
+def test_eval_logits_equal_golden(lm):
+    toks = np.load(GOLDEN + "tokens_greedy_bos_plus_200.npy")[:32]
+    want = np.load(GOLDEN + "logits_first32.npy")
+    lm.reset()
+    got = lm.eval(toks, all=True)
+    assert got.shape == (32, 512) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    lm.reset()
+    last = lm.eval(toks[:5])
+    assert last.shape == (512,) and lm.pos == 5
+    np.testing.assert_allclose(last, want[4], rtol=1e-4, atol=1e-4)
+    more = lm.eval(toks[5:8])                 # continues the session
+    np.testing.assert_allclose(more, want[7], rtol=1e-4, atol=1e-4)
+
+
+def test_tokenizer_equals_cli(lm):
+    text = "Hello world, once upon a time"
+    ids = lm.tokenizer.encode(text)
+    assert ids == [int(x) for x in run_cli("tokenize", MODEL, "--text", text).split()]
+    assert lm.tokenizer.decode(ids) == text
+    assert lm.tokenizer.vocab_size == 512 and lm.tokenizer.bos == 1
+    assert lm.tokenizer.encode(text, add_special=False) == ids[1:]
+
+
+def test_llama2c_checkpoint_with_its_tokenizer():
+    d = os.path.dirname(MODEL)
+    lm = ingot.LM(d + "/stories260K.bin", tokenizer=d + "/tok512.bin")
+    text = lm.generate(temperature=0, max_tokens=200, stream=False)
+    assert text == open(GOLDEN + "llama2c_run_t0.0_n200.txt").read().rstrip("\n")
+
+
+def test_generation_releases_the_gil():
+    lm = ingot.LM(MODEL, n_ctx=2048)
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(1)
+            stop.wait(0.001)
+    t = threading.Thread(target=ticker)
+    t.start()
+    lm.eval([3 + k % 500 for k in range(1500)])              # one long prefill, a single C call
+    stop.set()
+    t.join()
+    assert len(ticks) > 3
+
+
+def test_errors():
+    with pytest.raises(ingot.Error):
+        ingot.LM(fixture("npy", "f4_2x3.npy"))
+    lm = ingot.LM(MODEL, n_ctx=16)
+    with pytest.raises(ingot.Error):
+        lm.eval(list(range(40)))               # past the cache
+    with pytest.raises(ingot.Error):
+        lm.eval([100000])                      # not a token
+
+
+def test_mlp_forward_equals_numpy():
+    p = fixture("rmd1", "handmade", "mlp_2_3_1_relu_sigmoid_f32.rmd1")
+    with ingot.open(p) as f:
+        w0, b0 = f["layers.0.weight"], f["layers.0.bias"]
+        w1, b1 = f["layers.1.weight"], f["layers.1.bias"]
+    m = ingot.MLP(p)
+    assert (m.input_size, m.output_size, m.layers) == (2, 1, 2)
+    x = np.array([[0.5, -1.0], [2.0, 3.0], [0.0, 0.0]], dtype=np.float32)
+    h = np.maximum(x @ w0.T + b0, 0)
+    want = 1 / (1 + np.exp(-(h @ w1.T + b1)))
+    np.testing.assert_allclose(m.forward(x), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(m.forward(x[1]), want[1], rtol=1e-6, atol=1e-6)
+    with pytest.raises(ingot.UsageError):
+        m.forward(np.zeros((2, 3), np.float32))
+
+
+def test_one_session_refuses_a_second_caller_while_generating():
+    lm = ingot.LM(MODEL)
+    g = lm.generate(temperature=0, max_tokens=300, ignore_eos=True)
+    next(g)                                   # the worker thread is inside ingot_lm_generate
+    with pytest.raises(ingot.UsageError):
+        lm.eval([1, 2, 3])
+    rest = "".join(g)
+    assert len(lm.last_tokens) == 300 and rest
+    assert lm.eval([1]).shape == (512,)       # usable again once the loop is done
+
+
+def test_hash_of_the_model_file_is_format_independent(tmp_path):
+    # the LM's weights converted to safetensors keep their content digests
+    st = str(tmp_path / "m.safetensors")
+    ingot.convert(MODEL, st)
+    a, b = ingot.hash(MODEL), ingot.hash(st)
+    assert a["model"] == b["model"] and a["tensors"] == b["tensors"]

@@ -391,7 +391,7 @@ static void seeded_to_hf(const char *base, bool bare_names)
             bad++;
             continue;
         }
-        uint64_t la, lb;
+        uint64_t la = 0, lb = 0;
         void *pa = tensor_bytes(a, ta.index, &la), *pb = tensor_bytes(b, j, &lb);
         if (ta.dtype != tb.dtype || memcmp(ta.shape, tb.shape, sizeof ta.shape) || la != lb ||
             memcmp(pa, pb, la)) {

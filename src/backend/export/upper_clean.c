@@ -3,7 +3,9 @@
  * after a GEMM-path linear. Some of the cpu kernels return with the upper halves of the vector
  * registers dirty (sgemm.c's ukr_avx2 calls store_tile, plain SSE code, without a vzeroupper
  * first, and the quantized GEMM path likewise), after which every non-VEX instruction (ref ops,
- * libm) runs up to 40 times slower on Intel cores until some AVX code clears them.
+ * libm) runs up to 40 times slower on Intel cores until some AVX code clears them. The pool
+ * (kernels/pool.c) now clears them after every job as well; this stays for kernels called
+ * outside a pool job.
  */
 #include "cpu/cpu.h"
 

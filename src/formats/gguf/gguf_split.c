@@ -151,7 +151,7 @@ static ingot_status open_split(ingot_file *f, ingot_error *err)
             }
             goto fail;
         }
-        uint64_t sno, scount, stotal;
+        uint64_t sno = 0, scount = 0, stotal = 0;
         ingot_status a = get_u(s->sh[k], "split.no", &sno);
         ingot_status b = get_u(s->sh[k], "split.count", &scount);
         if (k + 1 == no && a == INGOT_NOT_FOUND && b == INGOT_NOT_FOUND) {

@@ -143,6 +143,19 @@ static void word_bump(wait_word *w)
 #endif
 }
 
+/* vzeroupper after a job: some kernels leave the upper halves of the vector registers dirty
+ * (GCC does not always insert it in target("avx...") functions that call plain code), after
+ * which every SSE instruction of the caller (ref ops, libm) runs many times slower on Intel. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx"))) static void zero_upper(void) { _mm256_zeroupper(); }
+static void clean_upper(void)
+{
+    if (ingot__isa_supported(INGOT__ISA_AVX2)) zero_upper();
+}
+#else
+static void clean_upper(void) {}
+#endif
+
 static void work(ingot__pool *p, unsigned id)
 {
     for (;;) {
@@ -173,6 +186,7 @@ static void *worker_main(void *arg)
         if (atomic_load_explicit(&p->quit, memory_order_relaxed)) break;
         if (!join_job(p, seen)) continue;
         work(p, id);
+        clean_upper(); /* the worker spins in plain code next */
         /* release: this worker's writes are visible to the caller, which acquires below; the
          * last one out of a closed job wakes the caller */
         uint64_t s = atomic_fetch_sub(&p->join, 1);
@@ -244,11 +258,13 @@ void ingot__pool_destroy(ingot__pool *p)
 
 unsigned ingot__pool_threads(const ingot__pool *p) { return p ? p->threads : 1; }
 
+
 void ingot__pool_run(ingot__pool *p, ingot__task_fn fn, void *ctx, size_t ntasks)
 {
     if (ntasks == 0) return;
     if (!p || p->threads == 1 || ntasks == 1) {
         for (size_t t = 0; t < ntasks; t++) fn(ctx, t, 0);
+        clean_upper();
         return;
     }
     pthread_mutex_lock(&p->job_lock);
@@ -268,6 +284,7 @@ void ingot__pool_run(ingot__pool *p, ingot__task_fn fn, void *ctx, size_t ntasks
         s = atomic_load(&p->join);
     }
     pthread_mutex_unlock(&p->job_lock);
+    clean_upper();
 }
 
 static void *grow(const ingot_allocator *a, scratch *s, size_t n)

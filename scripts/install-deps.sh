@@ -28,6 +28,21 @@ pkgs=(
   python3-pytest      # python/: the package's test suite (python/run_tests.sh)
   python3-torch       # python/: ingot.torch bridge and its tests against torch.load
 )
+# The Python package's install contract is `/usr/bin/python3 -m pip install --no-build-isolation
+# --no-index ./python`. Debian 12 marks its Python "externally managed" (PEP 668), which makes pip
+# refuse that command, so the set-up allows pip to install into /usr/local (pip.conf, pip >= 23.0.1).
+pip_conf() {
+  [ "$(id -u)" = 0 ] || return 0
+  if ! grep -qs '^break-system-packages *= *true' /etc/pip.conf; then
+    if grep -qs '^\[global\]' /etc/pip.conf; then # one [global] section only (configparser)
+      sed -i '0,/^\[global\]/s//[global]\nbreak-system-packages = true/' /etc/pip.conf
+    else
+      printf '[global]\nbreak-system-packages = true\n' >> /etc/pip.conf
+    fi
+    echo "install-deps: /etc/pip.conf allows pip installs beside Debian's packages (PEP 668)"
+  fi
+}
+pip_conf
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

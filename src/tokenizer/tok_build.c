@@ -310,27 +310,71 @@ static ingot_status merge_table(ingot_tokenizer *t, const ingot_allocator *a, ui
 {
     uint64_t cap = 16;
     while (cap < entries + entries / 2) cap *= 2;
-    t->mslot = ingot__alloc(a, (size_t)cap * 8);
-    t->mval = ingot__alloc(a, (size_t)(entries ? entries : 1) * sizeof *t->mval);
+    t->mslot = ingot__alloc(a, (size_t)cap * sizeof *t->mslot);
+    if (!t->mslot) return nomem(err, "merge table");
     t->m_mask = cap - 1;
-    t->n_mval = (uint32_t)entries;
-    if (!t->mslot || !t->mval) return nomem(err, "merge table");
-    ING_MEMSET(t->mslot, 0xFF, (size_t)cap * 8);
+    ING_MEMSET(t->mslot, 0xFF, (size_t)cap * sizeof *t->mslot);
     return INGOT_OK;
 }
 
-/* Inserts (l, r) -> entry unless the pair is there already (then false: the first wins). */
-static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t entry)
+/* Inserts (l, r) -> (rank, res, score) unless the pair is there already (then false: the first
+ * wins). */
+static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t rank, uint32_t res,
+                      float score)
 {
     uint64_t key = TOK_MKEY(l, r);
     for (uint64_t j = ingot__tok_pair_hash(key) & t->m_mask;; j = (j + 1) & t->m_mask) {
-        if (t->mslot[j] >> TOK_MENTRY_BITS == key) return false;
-        if (t->mslot[j] == UINT64_MAX) {
-            t->mslot[j] = key << TOK_MENTRY_BITS | entry;
+        struct tok_mslot *sl = &t->mslot[j];
+        if (sl->key >> TOK_MENTRY_BITS == key) return false;
+        if (sl->key == UINT64_MAX) {
+            sl->key = key << TOK_MENTRY_BITS | rank;
+            sl->res = res;
+            sl->score = score;
             t->n_merges++;
             return true;
         }
     }
+}
+
+/* A float's bits made to sort as unsigned integers in the float order (-0 as +0). */
+static uint32_t float_order(float f)
+{
+    uint32_t u;
+    if (f == 0) f = 0;
+    ING_MEMCPY(&u, &f, 4);
+    return u >> 31 ? ~u : u | 0x80000000u;
+}
+
+/* rank[i]: the place of token i's score in descending order, equal scores sharing one (the
+ * merge order of SentencePiece: highest score first). LSD radix sort of (key, id) pairs. */
+static ingot_status score_ranks(const ingot_tokenizer *t, const ingot_allocator *a,
+                                uint32_t *rank, ingot_error *err)
+{
+    uint32_t n = t->n_vocab;
+    uint64_t *v = ingot__alloc(a, (size_t)n * 8), *tmp = ingot__alloc(a, (size_t)n * 8);
+    if (!v || !tmp) {
+        ingot__free(a, v, (size_t)n * 8);
+        ingot__free(a, tmp, (size_t)n * 8);
+        return nomem(err, "score order");
+    }
+    for (uint32_t i = 0; i < n; i++) v[i] = (uint64_t)~float_order(t->score[i]) << 32 | i;
+    for (unsigned sh = 32; sh < 64; sh += 8) {
+        size_t cnt[257] = {0};
+        for (uint32_t i = 0; i < n; i++) cnt[((v[i] >> sh) & 255) + 1]++;
+        for (int c = 0; c < 256; c++) cnt[c + 1] += cnt[c];
+        for (uint32_t i = 0; i < n; i++) tmp[cnt[(v[i] >> sh) & 255]++] = v[i];
+        uint64_t *x = v;
+        v = tmp;
+        tmp = x;
+    }
+    uint32_t r = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i && (v[i] >> 32) != (v[i - 1] >> 32)) r++;
+        rank[(uint32_t)v[i]] = r;
+    }
+    ingot__free(a, v, (size_t)n * 8);
+    ingot__free(a, tmp, (size_t)n * 8);
+    return INGOT_OK;
 }
 
 /* SentencePiece's merge table: for every token and every split of its text into two tokens,
@@ -348,13 +392,29 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
             size_t cl = ingot__tok_utf8(s + k, l - k, &cp);
             if (ingot__tok_find(t, s + k, cl) < 0) return INGOT_OK; /* not every char a token */
             k += cl;
-            pairs += k < l;
+        }
+    }
+    for (uint32_t i = 0; i < t->n_vocab; i++) { /* the table's size: splits into two tokens */
+        const uint8_t *s = t->arena + t->text_off[i];
+        size_t l = t->text_len[i];
+        if (ingot__tok_find(t, s, l) != (int32_t)i) continue;
+        for (size_t k = 0; k < l;) {
+            uint32_t cp;
+            k += ingot__tok_utf8(s + k, l - k, &cp);
+            pairs += k < l && ingot__tok_find(t, s, k) >= 0 &&
+                     ingot__tok_find(t, s + k, l - k) >= 0;
         }
     }
     if (!pairs) return INGOT_OK;
     if (pairs >= (1u << TOK_MENTRY_BITS) - 1) return INGOT_OK; /* too many: look texts up */
-    ING_TRY(merge_table(t, a, pairs, err));
-    uint32_t e = 0;
+    uint32_t *rank = ingot__alloc(a, (size_t)t->n_vocab * 4);
+    if (!rank) return nomem(err, "score order");
+    ingot_status st = score_ranks(t, a, rank, err);
+    if (st == INGOT_OK) st = merge_table(t, a, pairs, err);
+    if (st != INGOT_OK) {
+        ingot__free(a, rank, (size_t)t->n_vocab * 4);
+        return st;
+    }
     for (uint32_t i = 0; i < t->n_vocab; i++) {
         const uint8_t *s = t->arena + t->text_off[i];
         size_t l = t->text_len[i];
@@ -365,14 +425,26 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
             if (k >= l) break;
             int32_t x = ingot__tok_find(t, s, k), y = ingot__tok_find(t, s + k, l - k);
             if (x < 0 || y < 0) continue;
-            if (merge_put(t, (uint32_t)x, (uint32_t)y, e)) {
-                t->mval[e].res = i;
-                t->mval[e].score = t->score[i];
-                e++;
-            }
+            merge_put(t, (uint32_t)x, (uint32_t)y, rank[i], i, t->score[i]);
         }
     }
+    ingot__free(a, rank, (size_t)t->n_vocab * 4);
     t->spm_pairs = true;
+    t->pairc = ingot__alloc(a, (size_t)TOK_NCHR * TOK_NCHR * 8);
+    if (!t->pairc) return nomem(err, "character pair table");
+    static const uint8_t mark[3] = {0xE2, 0x96, 0x81};
+    for (uint32_t c = 0; c < TOK_NCHR; c++) {
+        uint8_t ch = (uint8_t)c;
+        int32_t id = c < 128 ? ingot__tok_find(t, &ch, 1) : ingot__tok_find(t, mark, 3);
+        t->chr_tok[c] = id >= 0 ? (uint32_t)id : UINT32_MAX;
+    }
+    for (uint32_t x = 0; x < TOK_NCHR; x++)
+        for (uint32_t y = 0; y < TOK_NCHR; y++) {
+            uint32_t l = t->chr_tok[x], r = t->chr_tok[y], rk, res;
+            t->pairc[x * TOK_NCHR + y] =
+                l != UINT32_MAX && r != UINT32_MAX && ingot__tok_merge(t, l, r, &rk, &res)
+                    ? ((uint64_t)rk << 32 | res) : UINT64_MAX;
+        }
     return INGOT_OK;
 }
 
@@ -389,13 +461,11 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->score, n * 4);
     ingot__free(a, t->type, n);
     if (t->map) ingot__free(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map);
-    if (t->m_mask) {
-        ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * 8);
-        ingot__free(a, t->mval, (size_t)(t->n_mval ? t->n_mval : 1) * sizeof *t->mval);
-    }
+    if (t->m_mask) ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot);
     if (t->whole) ingot__free(a, t->whole, n);
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
+    ingot__free(a, t->pairc, (size_t)TOK_NCHR * TOK_NCHR * 8);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
     ingot__free(&al, t, sizeof *t);
@@ -629,9 +699,8 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                                 l < 0 ? "left" : r < 0 ? "right" : "merged result");
                 goto fail;
             }
-            t->mval[m].res = (uint32_t)res; /* rank m; for a duplicate pair the first wins */
-            t->mval[m].score = 0;
-            merge_put(t, (uint32_t)l, (uint32_t)r, m);
+            /* rank m; for a duplicate pair the first wins */
+            merge_put(t, (uint32_t)l, (uint32_t)r, m, (uint32_t)res, 0);
         }
     }
 

@@ -113,42 +113,50 @@ static uint64_t heap_pop(bpe_state *b)
     return top;
 }
 
+/* Rank and result of merging symbols l and r (rank UINT32_MAX: none; DEAD is no token). */
+static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t *rank,
+                           uint32_t *res)
+{
+    const struct tok_mslot *sl = l == DEAD || r == DEAD ? NULL : ingot__tok_mslot(t, l, r);
+    *rank = sl ? TOK_RANK(sl) : UINT32_MAX;
+    *res = sl ? sl->res : DEAD;
+}
+
 static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
 {
     uint32_t r = b->next[l];
     if (r == DEAD) return;
-    uint32_t rank = ingot__tok_merge_entry(t, b->id[l], b->id[r]);
+    uint32_t rank, res;
+    pair_at(t, b->id[l], b->id[r], &rank, &res);
     if (rank != UINT32_MAX && b->nheap < b->heap_cap) heap_push(b, ((uint64_t)rank << 32) | l);
 }
 
-/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over a packed
- * array, without the heap. */
+/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over packed
+ * arrays, without the heap. id: the n <= SHORT_WORD symbols (DEAD: no token, never merged);
+ * len: NULL or their byte lengths, kept up to date; rank, res: the merge of each pair (i, i + 1)
+ * as the caller found it (rank UINT32_MAX: none). Returns the count left. */
 #define SHORT_WORD 32
-static void bpe_short(const ingot_tokenizer *t, uint32_t *id, size_t n, const uint8_t *bytes,
-                      out_ids *o)
+static size_t merge_short(const ingot_tokenizer *t, uint32_t *id, uint32_t *len, size_t n,
+                          uint32_t *rank, uint32_t *res)
 {
-    uint32_t rank[SHORT_WORD]; /* of the pair (i, i + 1); its result is mval[rank] */
-    if (bytes && t->pair0) {
-        for (size_t i = 0; i + 1 < n; i++)
-            rank[i] = (uint32_t)(t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]] >> 32);
-    } else {
-        for (size_t i = 0; i + 1 < n; i++) rank[i] = ingot__tok_merge_entry(t, id[i], id[i + 1]);
-    }
     while (n > 1) {
         size_t best = 0;
         for (size_t i = 1; i + 1 < n; i++)
             if (rank[i] < rank[best]) best = i;
         if (rank[best] == UINT32_MAX) break;
-        id[best] = t->mval[rank[best]].res;
+        id[best] = res[best];
+        if (len) len[best] += len[best + 1];
         for (size_t i = best + 1; i + 1 < n; i++) {
             id[i] = id[i + 1];
             rank[i] = rank[i + 1];
+            res[i] = res[i + 1];
+            if (len) len[i] = len[i + 1];
         }
         n--;
-        if (best > 0) rank[best - 1] = ingot__tok_merge_entry(t, id[best - 1], id[best]);
-        if (best + 1 < n) rank[best] = ingot__tok_merge_entry(t, id[best], id[best + 1]);
+        if (best > 0) pair_at(t, id[best - 1], id[best], &rank[best - 1], &res[best - 1]);
+        if (best + 1 < n) pair_at(t, id[best], id[best + 1], &rank[best], &res[best]);
     }
-    for (size_t i = 0; i < n; i++) put(o, (int32_t)id[i]);
+    return n;
 }
 
 /* Merges the n symbols in b->id (linked in order) and appends the result. bytes: NULL, or the
@@ -157,7 +165,19 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
                     out_ids *o)
 {
     if (n <= SHORT_WORD) {
-        bpe_short(t, b->id, n, bytes, o);
+        uint32_t rank[SHORT_WORD], res[SHORT_WORD];
+        if (bytes && t->pair0) { /* the first round from the byte pair table */
+            for (size_t i = 0; i + 1 < n; i++) {
+                uint64_t p = t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]];
+                rank[i] = (uint32_t)(p >> 32);
+                res[i] = (uint32_t)p;
+            }
+        } else {
+            for (size_t i = 0; i + 1 < n; i++)
+                pair_at(t, b->id[i], b->id[i + 1], &rank[i], &res[i]);
+        }
+        n = merge_short(t, b->id, NULL, n, rank, res);
+        for (size_t i = 0; i < n; i++) put(o, (int32_t)b->id[i]);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -172,8 +192,10 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
         uint32_t l = (uint32_t)top, want = (uint32_t)(top >> 32);
         uint32_t r = b->next[l];
         if (b->id[l] == DEAD || r == DEAD) continue;
-        if (ingot__tok_merge_entry(t, b->id[l], b->id[r]) != want) continue;
-        b->id[l] = t->mval[want].res;
+        uint32_t rank, res;
+        pair_at(t, b->id[l], b->id[r], &rank, &res);
+        if (rank != want) continue;
+        b->id[l] = res;
         b->id[r] = DEAD;
         b->next[l] = b->next[r];
         if (b->next[r] != DEAD) b->prev[b->next[r]] = l;
@@ -356,10 +378,10 @@ static void spm_try(spm_state *s, uint32_t l, uint32_t r)
     float score;
     if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
         if (s->id[l] == DEAD || s->id[r] == DEAD) return;
-        uint32_t e = ingot__tok_merge_entry(s->t, s->id[l], s->id[r]);
-        if (e == UINT32_MAX) return;
-        res = s->t->mval[e].res;
-        score = s->t->mval[e].score;
+        const struct tok_mslot *sl = ingot__tok_mslot(s->t, s->id[l], s->id[r]);
+        if (!sl) return;
+        res = sl->res;
+        score = sl->score;
     } else {
         int32_t id = ingot__tok_find(s->t, s->e + s->start[l], size);
         if (id < 0) return;
@@ -383,12 +405,61 @@ static ingot_status spm_bytes(const ingot_tokenizer *t, const uint8_t *p, size_t
     return INGOT_OK;
 }
 
+static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
+{
+    return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
+}
+
 static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
                                  out_ids *o, ingot_error *err)
 {
     if (!m) return INGOT_OK;
     spm_state s;
     uint32_t nsym = 0;
+    if (t->spm_pairs && m <= 4 * SHORT_WORD) { /* short: the heap-free scan of BPE */
+        uint32_t id[4 * SHORT_WORD], len[4 * SHORT_WORD], rank[4 * SHORT_WORD];
+        uint32_t res[4 * SHORT_WORD];
+        uint8_t ci[4 * SHORT_WORD]; /* index in the pair table of ASCII and U+2581 (or 255) */
+        for (size_t i = 0; i < m; nsym++) {
+            size_t l = 1;
+            uint8_t c = e[i];
+            if (c < 0x80) {
+                ci[nsym] = c;
+                id[nsym] = t->chr_tok[c];
+            } else if (c == 0xE2 && is_ws_mark(e, i, m)) {
+                l = 3;
+                ci[nsym] = 128;
+                id[nsym] = t->chr_tok[128];
+            } else {
+                uint32_t cp;
+                l = ingot__tok_utf8(e + i, m - i, &cp);
+                int32_t x = ingot__tok_find(t, e + i, l);
+                ci[nsym] = 255;
+                id[nsym] = x >= 0 ? (uint32_t)x : DEAD;
+            }
+            len[nsym] = (uint32_t)l;
+            i += l;
+        }
+        if (nsym <= SHORT_WORD) {
+            for (uint32_t i = 0; i + 1 < nsym; i++) {
+                if (ci[i] != 255 && ci[i + 1] != 255) {
+                    uint64_t p = t->pairc[ci[i] * TOK_NCHR + ci[i + 1]];
+                    rank[i] = (uint32_t)(p >> 32);
+                    res[i] = (uint32_t)p;
+                } else {
+                    pair_at(t, id[i], id[i + 1], &rank[i], &res[i]);
+                }
+            }
+            nsym = (uint32_t)merge_short(t, id, len, nsym, rank, res);
+            size_t off = 0;
+            for (uint32_t i = 0; i < nsym; off += len[i++]) {
+                if (id[i] != DEAD) put(o, (int32_t)id[i]);
+                else ING_TRY(spm_bytes(t, e + off, len[i], o, err));
+            }
+            return INGOT_OK;
+        }
+        nsym = 0;
+    }
     for (size_t i = 0; i < m; nsym++) {
         uint32_t cp;
         i += ingot__tok_utf8(e + i, m - i, &cp);
@@ -446,11 +517,6 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         else ING_TRY(spm_bytes(t, e + s.start[i], s.len[i], o, err));
     }
     return INGOT_OK;
-}
-
-static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
-{
-    return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
 }
 
 bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,

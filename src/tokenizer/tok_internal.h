@@ -88,16 +88,16 @@ struct ingot_tokenizer {
      * pre-token equal to it is emitted without running the merges (exactly what they give). */
     uint8_t *whole;
 
-    /* (left, right) -> entry. A slot is left << 43 | right << 22 | entry (ids < 2^21, entries
-     * < 2^22, so a used slot is never UINT64_MAX, the empty one): 8 bytes, half the cache
-     * lines of a wider slot. The entry is the merge's rank (BPE; mval[rank] its result) or a
-     * pair number (SentencePiece; mval[] its token and score). */
-    uint64_t *mslot;
-    struct tok_merge_val {
+    /* (left, right) -> merge, open addressing, 16-byte slots (four to a cache line): key is
+     * left << 43 | right << 22 | rank (ids < 2^21, ranks < 2^22, so a used slot is never
+     * UINT64_MAX, the empty one), with the merged token and its score in the same slot, so a
+     * lookup touches one line. rank orders the merges: BPE's merge rank, or for SentencePiece the
+     * place of the merged token's score in descending order (equal scores, equal ranks). */
+    struct tok_mslot {
+        uint64_t key;
         uint32_t res;
         float score;
-    } *mval;
-    uint32_t n_mval;
+    } *mslot;
     uint64_t m_mask;
     uint32_t n_merges;
 
@@ -116,7 +116,13 @@ struct ingot_tokenizer {
     /* SentencePiece: every character of every token is a token, so a merge joins two tokens
      * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
     bool spm_pairs;
+    /* with spm_pairs: the token of each ASCII character and of U+2581 ([128]; DEAD: none), and
+     * the merge of each pair of them, [a * TOK_NCHR + b] = rank << 32 | result (UINT64_MAX:
+     * none): the first round of a word's merges without the hash tables */
+    uint32_t chr_tok[129];
+    uint64_t *pairc;
 };
+#define TOK_NCHR 129
 
 /* --- what a loader gathers ------------------------------------------------------------------ */
 typedef struct tok_build {
@@ -203,26 +209,28 @@ static inline uint64_t ingot__tok_pair_hash(uint64_t key)
     return key ^ (key >> 33);
 }
 
-/* The entry of merge (l, r) (its rank for BPE), or UINT32_MAX. */
-static inline uint32_t ingot__tok_merge_entry(const ingot_tokenizer *t, uint32_t l, uint32_t r)
+/* The slot of merge (l, r), or NULL. */
+static inline const struct tok_mslot *ingot__tok_mslot(const ingot_tokenizer *t, uint32_t l,
+                                                       uint32_t r)
 {
-    if (!t->m_mask) return UINT32_MAX;
+    if (!t->m_mask) return NULL;
     uint64_t key = TOK_MKEY(l, r);
     for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
-        uint64_t v = t->mslot[i];
-        if (v >> TOK_MENTRY_BITS == key) return (uint32_t)(v & ((1u << TOK_MENTRY_BITS) - 1));
-        if (v == UINT64_MAX) return UINT32_MAX;
+        const struct tok_mslot *sl = &t->mslot[i];
+        if (sl->key >> TOK_MENTRY_BITS == key) return sl;
+        if (sl->key == UINT64_MAX) return NULL;
     }
 }
+#define TOK_RANK(sl) ((uint32_t)((sl)->key & ((1u << TOK_MENTRY_BITS) - 1)))
 
-/* Merge of (l, r): true with rank (entry) and result. */
+/* Merge of (l, r): true with rank and result. */
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
 {
-    uint32_t e = ingot__tok_merge_entry(t, l, r);
-    if (e == UINT32_MAX) return false;
-    *rank = e;
-    *res = t->mval[e].res;
+    const struct tok_mslot *sl = ingot__tok_mslot(t, l, r);
+    if (!sl) return false;
+    *rank = TOK_RANK(sl);
+    *res = sl->res;
     return true;
 }
 

@@ -726,6 +726,28 @@ static void piece(const ingot_tokenizer *t, uint32_t id, uint32_t flags, const u
     *n = e->dec_len;
 }
 
+/* d[0..n) = s[0..n) for the short pieces tokens are, without a call (exactly n bytes written) */
+static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        ING_MEMCPY(&a, s, 8);
+        ING_MEMCPY(&b, s + n - 8, 8);
+        ING_MEMCPY(d, &a, 8);
+        ING_MEMCPY(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        ING_MEMCPY(&a, s, 4);
+        ING_MEMCPY(&b, s + n - 4, 4);
+        ING_MEMCPY(d, &a, 4);
+        ING_MEMCPY(d + n - 4, &b, 4);
+    } else if (n < 4) {
+        for (size_t k = 0; k < n; k++) d[k] = s[k];
+    } else {
+        ING_MEMCPY(d, s, n);
+    }
+}
+
 ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids, size_t n,
                                     uint32_t flags, char *out, size_t cap, size_t *len_out,
                                     ingot_error *err)
@@ -742,15 +764,18 @@ ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids
             return ingot__err(err, INGOT_RANGE, i, NULL, 0,
                               "decode: id %d at position %zu is outside the vocabulary of %u",
                               ids[i], i, t->n_vocab);
-        const uint8_t *p = NULL;
-        size_t pn;
-        piece(t, (uint32_t)ids[i], flags, &p, &pn);
-        if (!pn) continue;
-        if (strip && t->ent[ids[i]].type != TOK_T_CONTROL) {
-            strip = false;
-            if (p[0] == ' ') p++, pn--;
+        const struct tok_ent *e = &t->ent[ids[i]];
+        const uint8_t *p = t->arena + e->dec_off;
+        size_t pn = e->dec_len;
+        if (e->type == TOK_T_CONTROL || e->type == TOK_T_UNKNOWN) {
+            piece(t, (uint32_t)ids[i], flags, &p, &pn);
+            if (!pn) continue;
         }
-        if (out && o + pn <= cap && pn) ING_MEMCPY(out + o, p, pn);
+        if (strip && e->type != TOK_T_CONTROL) {
+            strip = false;
+            if (pn && p[0] == ' ') p++, pn--;
+        }
+        if (out && o + pn <= cap) copy_small((uint8_t *)out + o, p, pn);
         o += pn;
     }
     *len_out = o;

@@ -304,24 +304,39 @@ static void sort_specials(ingot_tokenizer *t, uint32_t *tmp)
 
 static ingot_status nomem(ingot_error *err, const char *what);
 
-/* Allocates the merge table for up to `entries` entries (slots: a power of two >= 1.5x). */
+/* Allocates the merge table for up to `entries` entries (slots: a power of two >= 1.5x);
+ * max_rank: the largest rank that will be stored. */
 static ingot_status merge_table(ingot_tokenizer *t, const ingot_allocator *a, uint64_t entries,
-                                ingot_error *err)
+                                uint64_t max_rank, ingot_error *err)
 {
     uint64_t cap = 16;
     while (cap < entries + entries / 2) cap *= 2;
-    t->mslot = ingot__alloc(a, (size_t)cap * sizeof *t->mslot);
-    if (!t->mslot) return nomem(err, "merge table");
+    t->m8 = t->n_vocab < 0xFFFF && max_rank <= 0xFFFF;
+    size_t sz = t->m8 ? 8 : sizeof *t->mslot;
+    void *p = ingot__alloc(a, (size_t)cap * sz);
+    if (!p) return nomem(err, "merge table");
+    ING_MEMSET(p, 0xFF, (size_t)cap * sz);
+    if (t->m8) t->mslot8 = p;
+    else t->mslot = p;
     t->m_mask = cap - 1;
-    ING_MEMSET(t->mslot, 0xFF, (size_t)cap * sizeof *t->mslot);
     return INGOT_OK;
 }
 
-/* Inserts (l, r) -> (rank, res, score) unless the pair is there already (then false: the first
+/* Inserts (l, r) -> (rank, res) unless the pair is there already (then false: the first
  * wins). */
-static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t rank, uint32_t res,
-                      float score)
+static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t rank, uint32_t res)
 {
+    if (t->m8) {
+        uint64_t key = (uint64_t)l << 16 | r;
+        for (uint64_t j = ingot__tok_pair_hash(key) & t->m_mask;; j = (j + 1) & t->m_mask) {
+            if (t->mslot8[j] >> 32 == key) return false;
+            if (t->mslot8[j] == UINT64_MAX) {
+                t->mslot8[j] = key << 32 | (uint64_t)rank << 16 | res;
+                t->n_merges++;
+                return true;
+            }
+        }
+    }
     uint64_t key = TOK_MKEY(l, r);
     for (uint64_t j = ingot__tok_pair_hash(key) & t->m_mask;; j = (j + 1) & t->m_mask) {
         struct tok_mslot *sl = &t->mslot[j];
@@ -329,7 +344,7 @@ static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t rank,
         if (sl->key == UINT64_MAX) {
             sl->key = key << TOK_MENTRY_BITS | rank;
             sl->res = res;
-            sl->score = score;
+            sl->unused = 0;
             t->n_merges++;
             return true;
         }
@@ -410,7 +425,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
     uint32_t *rank = ingot__alloc(a, (size_t)t->n_vocab * 4);
     if (!rank) return nomem(err, "score order");
     ingot_status st = score_ranks(t, a, rank, err);
-    if (st == INGOT_OK) st = merge_table(t, a, pairs, err);
+    if (st == INGOT_OK) st = merge_table(t, a, pairs, t->n_vocab, err);
     if (st != INGOT_OK) {
         ingot__free(a, rank, (size_t)t->n_vocab * 4);
         return st;
@@ -425,7 +440,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
             if (k >= l) break;
             int32_t x = ingot__tok_find(t, s, k), y = ingot__tok_find(t, s + k, l - k);
             if (x < 0 || y < 0) continue;
-            merge_put(t, (uint32_t)x, (uint32_t)y, rank[i], i, t->score[i]);
+            merge_put(t, (uint32_t)x, (uint32_t)y, rank[i], i);
         }
     }
     ingot__free(a, rank, (size_t)t->n_vocab * 4);
@@ -461,7 +476,8 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->score, n * 4);
     ingot__free(a, t->type, n);
     if (t->map) ingot__free(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map);
-    if (t->m_mask) ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot);
+    if (t->m_mask && t->m8) ingot__free(a, t->mslot8, (size_t)(t->m_mask + 1) * 8);
+    if (t->m_mask && !t->m8) ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot);
     if (t->whole) ingot__free(a, t->whole, n);
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
@@ -663,7 +679,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
 
     /* merges */
     if ((t->kind == TOK_BPE || t->kind == TOK_BPE_FALLBACK) && b->n_merges) {
-        if ((st = merge_table(t, a, b->n_merges, err)) != INGOT_OK) goto fail;
+        if ((st = merge_table(t, a, b->n_merges, b->n_merges - 1, err)) != INGOT_OK) goto fail;
         uint8_t buf[2 * TOK_MAX_TOKEN_BYTES];
         for (uint32_t m = 0; m < b->n_merges; m++) {
             const uint32_t *mo = b->moff + (size_t)m * 4;
@@ -700,7 +716,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                 goto fail;
             }
             /* rank m; for a duplicate pair the first wins */
-            merge_put(t, (uint32_t)l, (uint32_t)r, m, (uint32_t)res, 0);
+            merge_put(t, (uint32_t)l, (uint32_t)r, m, (uint32_t)res);
         }
     }
 

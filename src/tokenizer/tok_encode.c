@@ -117,9 +117,10 @@ static uint64_t heap_pop(bpe_state *b)
 static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t *rank,
                            uint32_t *res)
 {
-    const struct tok_mslot *sl = l == DEAD || r == DEAD ? NULL : ingot__tok_mslot(t, l, r);
-    *rank = sl ? TOK_RANK(sl) : UINT32_MAX;
-    *res = sl ? sl->res : DEAD;
+    if (l == DEAD || r == DEAD || !ingot__tok_merge(t, l, r, rank, res)) {
+        *rank = UINT32_MAX;
+        *res = DEAD;
+    }
 }
 
 static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
@@ -378,10 +379,9 @@ static void spm_try(spm_state *s, uint32_t l, uint32_t r)
     float score;
     if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
         if (s->id[l] == DEAD || s->id[r] == DEAD) return;
-        const struct tok_mslot *sl = ingot__tok_mslot(s->t, s->id[l], s->id[r]);
-        if (!sl) return;
-        res = sl->res;
-        score = sl->score;
+        uint32_t rank;
+        if (!ingot__tok_merge(s->t, s->id[l], s->id[r], &rank, &res)) return;
+        score = s->t->score[res];
     } else {
         int32_t id = ingot__tok_find(s->t, s->e + s->start[l], size);
         if (id < 0) return;

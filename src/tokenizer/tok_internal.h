@@ -88,15 +88,19 @@ struct ingot_tokenizer {
      * pre-token equal to it is emitted without running the merges (exactly what they give). */
     uint8_t *whole;
 
-    /* (left, right) -> merge, open addressing, 16-byte slots (four to a cache line): key is
-     * left << 43 | right << 22 | rank (ids < 2^21, ranks < 2^22, so a used slot is never
-     * UINT64_MAX, the empty one), with the merged token and its score in the same slot, so a
-     * lookup touches one line. rank orders the merges: BPE's merge rank, or for SentencePiece the
-     * place of the merged token's score in descending order (equal scores, equal ranks). */
+    /* (left, right) -> merge, open addressing, the merged token in the slot so that a lookup
+     * touches one line. rank orders the merges: BPE's merge rank, or for SentencePiece the place
+     * of the merged token's score in descending order (equal scores, equal ranks). Two layouts:
+     * - m8 (ids and ranks < 2^16: GPT-2, Llama 2): 8-byte slots (left << 48 | right << 32 |
+     *   rank << 16 | merged), half the memory; a used slot is never UINT64_MAX (ids < 65535);
+     * - else 16-byte slots: key left << 43 | right << 22 | rank (ids < 2^21, ranks < 2^22, never
+     *   UINT64_MAX), then the merged token. */
+    bool m8;
+    uint64_t *mslot8;
     struct tok_mslot {
         uint64_t key;
         uint32_t res;
-        float score;
+        uint32_t unused;
     } *mslot;
     uint64_t m_mask;
     uint32_t n_merges;
@@ -209,29 +213,33 @@ static inline uint64_t ingot__tok_pair_hash(uint64_t key)
     return key ^ (key >> 33);
 }
 
-/* The slot of merge (l, r), or NULL. */
-static inline const struct tok_mslot *ingot__tok_mslot(const ingot_tokenizer *t, uint32_t l,
-                                                       uint32_t r)
-{
-    if (!t->m_mask) return NULL;
-    uint64_t key = TOK_MKEY(l, r);
-    for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
-        const struct tok_mslot *sl = &t->mslot[i];
-        if (sl->key >> TOK_MENTRY_BITS == key) return sl;
-        if (sl->key == UINT64_MAX) return NULL;
-    }
-}
-#define TOK_RANK(sl) ((uint32_t)((sl)->key & ((1u << TOK_MENTRY_BITS) - 1)))
-
 /* Merge of (l, r): true with rank and result. */
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
 {
-    const struct tok_mslot *sl = ingot__tok_mslot(t, l, r);
-    if (!sl) return false;
-    *rank = TOK_RANK(sl);
-    *res = sl->res;
-    return true;
+    if (!t->m_mask) return false;
+    if (t->m8) {
+        uint64_t key = (uint64_t)l << 16 | r;
+        for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+            uint64_t v = t->mslot8[i];
+            if (v >> 32 == key) {
+                *rank = (uint32_t)(v >> 16) & 0xFFFF;
+                *res = (uint32_t)v & 0xFFFF;
+                return true;
+            }
+            if (v == UINT64_MAX) return false;
+        }
+    }
+    uint64_t key = TOK_MKEY(l, r);
+    for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+        const struct tok_mslot *sl = &t->mslot[i];
+        if (sl->key >> TOK_MENTRY_BITS == key) {
+            *rank = (uint32_t)(sl->key & ((1u << TOK_MENTRY_BITS) - 1));
+            *res = sl->res;
+            return true;
+        }
+        if (sl->key == UINT64_MAX) return false;
+    }
 }
 
 /* Code point classes (bits of ingot__tok_uclass; gen_unicode.py's BITS). */

@@ -193,24 +193,7 @@ static int hex_byte_token(const uint8_t *s, size_t n)
 }
 
 /* ---- hash tables -------------------------------------------------------------------------- */
-uint64_t ingot__tok_hash(const uint8_t *s, size_t n)
-{
-    uint64_t h = 0x243F6A8885A308D3ull ^ (n * 0x9E3779B97F4A7C15ull);
-    while (n >= 8) {
-        uint64_t v;
-        ING_MEMCPY(&v, s, 8);
-        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 32;
-        s += 8;
-        n -= 8;
-    }
-    uint64_t v = 0;
-    for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
-    h = (h ^ v) * 0xC4CEB9FE1A85EC53ull;
-    h ^= h >> 29;
-    h *= 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 32);
-}
+uint64_t ingot__tok_hash(const uint8_t *s, size_t n) { return ingot__tok_hash_x(s, n, false); }
 
 /* a[0..n) == b[0..n): eight bytes a step for the short strings tokens are */
 static inline bool tok_eq(const uint8_t *a, const uint8_t *b, size_t n)
@@ -232,22 +215,17 @@ int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n)
     return ingot__tok_find_h(t, s, n, ingot__tok_hash(s, n));
 }
 
-/* The first min(n, 8) bytes of s, zero-padded, as one word. */
-static inline uint64_t head8(const uint8_t *s, size_t n)
-{
-    uint64_t v = 0;
-    if (n >= 8) ING_MEMCPY(&v, s, 8);
-    else
-        for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
-    return v;
-}
-
 int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                            bool *whole)
 {
+    return ingot__tok_find_x(t, s, n, h, ingot__tok_tail(s, n < 8 ? n : 8, false), whole);
+}
+
+int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                          uint64_t head, bool *whole)
+{
     if (n > TOK_MAX_TOKEN_BYTES) return -1;
     uint16_t tag = (uint16_t)(h >> 48);
-    uint64_t head = head8(s, n);
     const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
         const struct tok_map_slot *sl = &t->map[i];
@@ -637,7 +615,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         size_t kl = by_text ? t->text_len[i] : t->dec_len[i];
         if (kl == 0) continue;
         uint64_t h = ingot__tok_hash(k, kl);
-        struct tok_map_slot slot = {head8(k, kl), i, (uint16_t)kl, (uint16_t)(h >> 48)};
+        struct tok_map_slot slot = {ingot__tok_tail(k, kl < 8 ? kl : 8, false), i, (uint16_t)kl, (uint16_t)(h >> 48)};
         for (uint64_t j = h & t->map_mask;; j = (j + 1) & t->map_mask) {
             if (t->map[j].id == UINT32_MAX) {
                 t->map[j] = slot;

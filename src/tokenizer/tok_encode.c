@@ -258,6 +258,7 @@ static void cache_put(wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_
 typedef struct bpe_word_ctx {
     const ingot_tokenizer *t;
     const uint8_t *s;
+    size_t n; /* bytes at s */
     bpe_state *b;
     out_ids *o;
     wcache *cache;
@@ -273,14 +274,17 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
         put(c->o, t->byte_tok[w[0]]);
         return INGOT_OK;
     }
-    uint64_t h = ingot__tok_hash(w, n);
+    bool over = off + n + 8 <= c->n; /* 8-byte loads past the word stay in the text */
+    uint64_t h = ingot__tok_hash_x(w, n, over);
     out_ids *o = c->o;
     /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
     if (e && cache_get(e, h, w, n, 0, o)) return INGOT_OK;
     size_t start = o->n;
     bool whole = false;
-    int32_t id = t->ignore_merges || t->whole ? ingot__tok_find_hw(t, w, n, h, &whole) : -1;
+    int32_t id = -1;
+    if (t->ignore_merges || t->whole)
+        id = ingot__tok_find_x(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
     if (id >= 0 && (t->ignore_merges || whole)) {
         put(o, id);
     } else {
@@ -296,7 +300,7 @@ static ingot_status enc_bpe(const ingot_tokenizer *t, const uint8_t *s, size_t n
 {
     bpe_state b;
     bpe_carve(&b, w, n);
-    bpe_word_ctx c = {t, s, &b, o, w->cache, w->cmask};
+    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask};
     return ingot__tok_pretokenize(t->pre, s, n, bpe_word, &c);
 }
 

@@ -190,7 +190,39 @@ ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const u
                                         const ingot_allocator *a, ingot_tokenizer **out,
                                         ingot_error *err);
 
-/* tok_map.c: lookups */
+/* The n < 8 (or 8) bytes at s as a little-endian word, zero-padded; over: 8 bytes at s may be
+ * read (one load instead of a byte loop). */
+static inline uint64_t ingot__tok_tail(const uint8_t *s, size_t n, bool over)
+{
+    uint64_t v = 0;
+    if (n == 0) return 0;
+    if (over || n >= 8) {
+        ING_MEMCPY(&v, s, 8);
+        return n >= 8 ? v : v & (~0ull >> (64 - 8 * n));
+    }
+    for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
+    return v;
+}
+
+/* The hash of token bytes; over: 8 bytes may be read at s + (n & ~7) (see ingot__tok_tail). */
+static inline uint64_t ingot__tok_hash_x(const uint8_t *s, size_t n, bool over)
+{
+    uint64_t h = 0x243F6A8885A308D3ull ^ (n * 0x9E3779B97F4A7C15ull);
+    while (n >= 8) {
+        uint64_t v;
+        ING_MEMCPY(&v, s, 8);
+        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    h = (h ^ ingot__tok_tail(s, n, over)) * 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 29;
+    h *= 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+}
+
+/* tok_build.c: lookups */
 uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
 /* Id of the token whose decoded bytes are s[0..n), or -1. */
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n);
@@ -200,6 +232,9 @@ int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
 #define TOK_SLOT_WHOLE 0x8000u
 int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                            bool *whole);
+/* The same with head = ingot__tok_tail(s, min(n, 8), ...) already computed. */
+int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                          uint64_t head, bool *whole);
 #define TOK_MKEY(l, r) (((uint64_t)(l) << 21) | (r)) /* 42 bits */
 #define TOK_MENTRY_BITS 22
 

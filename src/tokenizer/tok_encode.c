@@ -53,7 +53,7 @@ static size_t cache_entries(size_t len)
 }
 
 /* Per unit of input (a byte of a fragment): what each encoder keeps. */
-#define BPE_PER_SYM TOK_BPE_WORK_PER_BYTE /* id, prev, next (4 each); 3 heap entries of 8 */
+#define BPE_PER_SYM TOK_BPE_WORK_PER_BYTE /* id, prev, next, prank, pres (4 each); 3 heap x 8 */
 #define SPM_PER_SYM TOK_SPM_WORK_PER_BYTE /* start, len, prev, next, id (4 each); 3 heap x 20 */
 
 size_t ingot_tokenizer_max_tokens(size_t len)
@@ -81,6 +81,7 @@ size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t len)
 /* ---- BPE merges over an id list (byte-level words and byte-fallback fragments) ------------ */
 typedef struct bpe_state {
     uint32_t *id, *prev, *next;
+    uint32_t *prank, *pres; /* the merge of the pair at each symbol (rank UINT32_MAX: none) */
     uint64_t *heap; /* rank << 32 | left position: the smallest is the next merge */
     size_t nheap, heap_cap;
 } bpe_state;
@@ -123,13 +124,20 @@ static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uin
     }
 }
 
+/* Sets the merge of the pair at l (prank, pres) and queues it; a pair whose prank no longer
+ * equals its queued rank is stale when it comes out. */
+static void bpe_set(bpe_state *b, uint32_t l, uint32_t rank, uint32_t res)
+{
+    b->prank[l] = rank;
+    b->pres[l] = res;
+    if (rank != UINT32_MAX && b->nheap < b->heap_cap) heap_push(b, ((uint64_t)rank << 32) | l);
+}
+
 static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
 {
-    uint32_t r = b->next[l];
-    if (r == DEAD) return;
-    uint32_t rank, res;
-    pair_at(t, b->id[l], b->id[r], &rank, &res);
-    if (rank != UINT32_MAX && b->nheap < b->heap_cap) heap_push(b, ((uint64_t)rank << 32) | l);
+    uint32_t r = b->next[l], rank = UINT32_MAX, res = DEAD;
+    if (r != DEAD) pair_at(t, b->id[l], b->id[r], &rank, &res);
+    bpe_set(b, l, rank, res);
 }
 
 /* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over packed
@@ -187,16 +195,21 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
     }
     b->nheap = 0;
     b->heap_cap = 3 * n;
-    for (size_t i = 0; i + 1 < n; i++) bpe_try(t, b, (uint32_t)i);
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (bytes && t->pair0) {
+            uint64_t p = t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]];
+            bpe_set(b, (uint32_t)i, (uint32_t)(p >> 32), (uint32_t)p);
+        } else {
+            bpe_try(t, b, (uint32_t)i);
+        }
+    }
+    b->prank[n - 1] = UINT32_MAX;
     while (b->nheap) {
         uint64_t top = heap_pop(b);
         uint32_t l = (uint32_t)top, want = (uint32_t)(top >> 32);
         uint32_t r = b->next[l];
-        if (b->id[l] == DEAD || r == DEAD) continue;
-        uint32_t rank, res;
-        pair_at(t, b->id[l], b->id[r], &rank, &res);
-        if (rank != want) continue;
-        b->id[l] = res;
+        if (b->id[l] == DEAD || r == DEAD || b->prank[l] != want) continue; /* stale */
+        b->id[l] = b->pres[l];
         b->id[r] = DEAD;
         b->next[l] = b->next[r];
         if (b->next[r] != DEAD) b->prev[b->next[r]] = l;
@@ -216,6 +229,10 @@ static void bpe_carve(bpe_state *b, work *w, size_t nsym)
     b->prev = (uint32_t *)(void *)p;
     p += nsym * 4;
     b->next = (uint32_t *)(void *)p;
+    p += nsym * 4;
+    b->prank = (uint32_t *)(void *)p;
+    p += nsym * 4;
+    b->pres = (uint32_t *)(void *)p;
 }
 
 bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,

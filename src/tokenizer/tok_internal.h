@@ -289,7 +289,7 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
 
 /* tok_encode.c: whether merging the byte tokens of s[0..n) gives exactly token id (byte-level
  * BPE; n <= TOK_MAX_TOKEN_BYTES, work of n * TOK_BPE_WORK_PER_BYTE bytes, aligned to 8). */
-#define TOK_BPE_WORK_PER_BYTE 36
+#define TOK_BPE_WORK_PER_BYTE 44
 bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
                           void *work);
 

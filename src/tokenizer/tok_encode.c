@@ -562,14 +562,19 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
     while (ws < m) {
         k = ws;
         while (is_ws_mark(e, k, m)) k += 3;
-        while (k < m && !is_ws_mark(e, k, m)) k++;
+        for (; k < m; k++) { /* to the next mark */
+            while (k < m && e[k] != 0xE2) k++;
+            if (k == m || is_ws_mark(e, k, m)) break;
+        }
         size_t n = k - ws;
-        uint64_t h = ingot__tok_hash(e + ws, n);
+        uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */
         wcache *c = &w->cache[h & w->cmask];
         if (!cache_get(c, h, e + ws, n, w->gen, o)) {
             size_t start = o->n;
             bool whole = false;
-            int32_t id = t->whole ? ingot__tok_find_hw(t, e + ws, n, h, &whole) : -1;
+            int32_t id = -1;
+            if (t->whole)
+                id = ingot__tok_find_x(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
             if (id >= 0 && whole) put(o, id); /* its own merges give it whole */
             else ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
             cache_put(c, h, e + ws, n, w->gen, start, o->n);
@@ -619,9 +624,10 @@ static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, siz
     bool prefix = t->space_prefix == TOK_PREFIX_EACH ? (first || after_special)
                 : t->space_prefix == TOK_PREFIX_FIRST ? first : false;
     /* the escaped text sits at the end of the scratch, the merge state before it */
-    size_t m_max = 3 * n + 3;
+    size_t m_max = 3 * n + 11; /* 8 bytes of room after the text for word-sized loads */
     uint8_t *e = w->base + w->size - m_max;
     size_t m = escape(s, n, prefix, e);
+    ING_MEMSET(e + m, 0, 8);
     work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen};
     if (t->kind == TOK_SPM) {
         ingot_status st = enc_spm(t, e, m, &inner, o, err);

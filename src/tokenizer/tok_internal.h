@@ -196,10 +196,11 @@ static inline uint64_t ingot__tok_tail(const uint8_t *s, size_t n, bool over)
 {
     uint64_t v = 0;
     if (n == 0) return 0;
-    if (over || n >= 8) {
+    if (n >= 8) {
         ING_MEMCPY(&v, s, 8);
-        return n >= 8 ? v : v & (~0ull >> (64 - 8 * n));
+        return v;
     }
+    if (over) return ing_ld64(s) & (~0ull >> (64 - 8 * n)); /* little-endian, as the loop */
     for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
     return v;
 }

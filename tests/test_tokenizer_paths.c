@@ -98,9 +98,9 @@ static size_t bin_token(uint8_t *p, float score, const char *s)
 }
 
 /* A llama2.c tokenizer.bin over the letters a b c and the space (and the characters of the
- * special tokens, so that every character of every token is a token): every string of 1 to 3 of them
- * with a space only in front, scores from a set of four (many ties); `extra` adds a token of two
- * characters that are not tokens, which turns the pair table off. */
+ * special tokens, so that every character of every token is a token): every string of 1 to 3
+ * of them with a space only in front, scores from a set of four (many ties); `extra` adds a
+ * token of two characters that are not tokens, which turns the pair table off. */
 static size_t spm_vocab(uint8_t *b, bool extra)
 {
     int32_t maxlen = 16;

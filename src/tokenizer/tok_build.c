@@ -195,21 +195,6 @@ static int hex_byte_token(const uint8_t *s, size_t n)
 /* ---- hash tables -------------------------------------------------------------------------- */
 uint64_t ingot__tok_hash(const uint8_t *s, size_t n) { return ingot__tok_hash_x(s, n, false); }
 
-/* a[0..n) == b[0..n): eight bytes a step for the short strings tokens are */
-static inline bool tok_eq(const uint8_t *a, const uint8_t *b, size_t n)
-{
-    while (n >= 8) {
-        uint64_t x, y;
-        ING_MEMCPY(&x, a, 8);
-        ING_MEMCPY(&y, b, 8);
-        if (x != y) return false;
-        a += 8, b += 8, n -= 8;
-    }
-    while (n--)
-        if (*a++ != *b++) return false;
-    return true;
-}
-
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n)
 {
     return ingot__tok_find_h(t, s, n, ingot__tok_hash(s, n));
@@ -231,7 +216,7 @@ int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
         const struct tok_map_slot *sl = &t->map[i];
         if (sl->id == UINT32_MAX) return -1;
         if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
-            (n <= 8 || tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
             *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
             return (int32_t)sl->id;
         }

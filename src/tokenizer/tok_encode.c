@@ -251,7 +251,7 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
 static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
                       out_ids *o)
 {
-    if (!e->w || e->h != h || e->n != n || e->gen != gen || ING_MEMCMP(e->w, w, n) != 0)
+    if (!e->w || e->h != h || e->n != n || e->gen != gen || !ingot__tok_eq(e->w, w, n))
         return false;
     if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
         for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);

@@ -223,6 +223,21 @@ static inline uint64_t ingot__tok_hash_x(const uint8_t *s, size_t n, bool over)
     return h ^ (h >> 32);
 }
 
+/* a[0..n) == b[0..n): eight bytes a step for the short strings tokens and words are */
+static inline bool ingot__tok_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    while (n >= 8) {
+        uint64_t x, y;
+        ING_MEMCPY(&x, a, 8);
+        ING_MEMCPY(&y, b, 8);
+        if (x != y) return false;
+        a += 8, b += 8, n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++) return false;
+    return true;
+}
+
 /* tok_build.c: lookups */
 uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
 /* Id of the token whose decoded bytes are s[0..n), or -1. */

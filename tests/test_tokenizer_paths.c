@@ -163,5 +163,41 @@ TEST(test_spm_pair_table_matches_text_lookups)
     ingot_tokenizer_close(b);
 }
 
+/* An empty token decodes to nothing and must not use up the one leading space SentencePiece
+ * decoding strips (the streaming decoder skips it the same way). The committed fuzz_tok_gguf
+ * corpus caught decode consuming it after 60c93b0 (decode reading the packed entry). */
+TEST(test_empty_token_keeps_the_space_strip)
+{
+    uint8_t b[256];
+    int32_t maxlen = 8;
+    memcpy(b, &maxlen, 4);
+    size_t n = 4;
+    n += bin_token(b + n, 0, "<unk>");
+    n += bin_token(b + n, 0, "\n<s>\n");
+    n += bin_token(b + n, 0, "\n</s>\n");
+    n += bin_token(b + n, 0, "");
+    n += bin_token(b + n, -1, " a");
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open_buffer(b, n, NULL, &t, NULL));
+    const int32_t ids[] = {1, 3, 4, 3, 4};
+    char out[32], piece[256];
+    size_t len = 0;
+    ASSERT_OK(ingot_tokenizer_decode(t, ids, 5, 0, out, sizeof out, &len, NULL));
+    ASSERT_EQ(len, 3);
+    ASSERT_MEM(out, "a a", 3);
+    ingot_tokenizer_stream st;
+    ingot_tokenizer_stream_init(&st, 0);
+    char all[32];
+    size_t o = 0, pl = 0;
+    for (int i = 0; i < 5; i++) {
+        ASSERT_OK(ingot_tokenizer_stream_push(t, &st, ids[i], piece, sizeof piece, &pl));
+        memcpy(all + o, piece, pl);
+        o += pl;
+    }
+    ASSERT_EQ(o, len);
+    ASSERT_MEM(all, out, len);
+    ingot_tokenizer_close(t);
+}
+
 RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naive_merges_llama3),
-          T(test_spm_pair_table_matches_text_lookups))
+          T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

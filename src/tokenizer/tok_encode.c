@@ -794,13 +794,12 @@ ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids
         const struct tok_ent *e = &t->ent[ids[i]];
         const uint8_t *p = t->arena + e->dec_off;
         size_t pn = e->dec_len;
-        if (e->type == TOK_T_CONTROL || e->type == TOK_T_UNKNOWN) {
+        if (e->type == TOK_T_CONTROL || e->type == TOK_T_UNKNOWN)
             piece(t, (uint32_t)ids[i], flags, &p, &pn);
-            if (!pn) continue;
-        }
+        if (!pn) continue; /* nothing, and the leading space stays to strip */
         if (strip && e->type != TOK_T_CONTROL) {
             strip = false;
-            if (pn && p[0] == ' ') p++, pn--;
+            if (p[0] == ' ') p++, pn--;
         }
         if (out && o + pn <= cap) copy_small((uint8_t *)out + o, p, pn);
         o += pn;

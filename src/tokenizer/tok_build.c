@@ -193,67 +193,30 @@ static int hex_byte_token(const uint8_t *s, size_t n)
 }
 
 /* ---- hash tables -------------------------------------------------------------------------- */
-uint64_t ingot__tok_hash(const uint8_t *s, size_t n)
-{
-    uint64_t h = 0x243F6A8885A308D3ull ^ (n * 0x9E3779B97F4A7C15ull);
-    while (n >= 8) {
-        uint64_t v;
-        ING_MEMCPY(&v, s, 8);
-        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 32;
-        s += 8;
-        n -= 8;
-    }
-    uint64_t v = 0;
-    for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
-    h = (h ^ v) * 0xC4CEB9FE1A85EC53ull;
-    h ^= h >> 29;
-    h *= 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 32);
-}
-
-/* a[0..n) == b[0..n): eight bytes a step for the short strings tokens are */
-static inline bool tok_eq(const uint8_t *a, const uint8_t *b, size_t n)
-{
-    while (n >= 8) {
-        uint64_t x, y;
-        ING_MEMCPY(&x, a, 8);
-        ING_MEMCPY(&y, b, 8);
-        if (x != y) return false;
-        a += 8, b += 8, n -= 8;
-    }
-    while (n--)
-        if (*a++ != *b++) return false;
-    return true;
-}
+uint64_t ingot__tok_hash(const uint8_t *s, size_t n) { return ingot__tok_hash_x(s, n, false); }
 
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n)
 {
     return ingot__tok_find_h(t, s, n, ingot__tok_hash(s, n));
 }
 
-/* The first min(n, 8) bytes of s, zero-padded, as one word. */
-static inline uint64_t head8(const uint8_t *s, size_t n)
-{
-    uint64_t v = 0;
-    if (n >= 8) ING_MEMCPY(&v, s, 8);
-    else
-        for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
-    return v;
-}
-
 int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                            bool *whole)
 {
+    return ingot__tok_find_x(t, s, n, h, ingot__tok_tail(s, n < 8 ? n : 8, false), whole);
+}
+
+int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                          uint64_t head, bool *whole)
+{
     if (n > TOK_MAX_TOKEN_BYTES) return -1;
     uint16_t tag = (uint16_t)(h >> 48);
-    uint64_t head = head8(s, n);
     const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
         const struct tok_map_slot *sl = &t->map[i];
         if (sl->id == UINT32_MAX) return -1;
         if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
-            (n <= 8 || tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
             *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
             return (int32_t)sl->id;
         }
@@ -304,33 +267,92 @@ static void sort_specials(ingot_tokenizer *t, uint32_t *tmp)
 
 static ingot_status nomem(ingot_error *err, const char *what);
 
-/* Allocates the merge table for up to `entries` entries (slots: a power of two >= 1.5x). */
+/* Allocates the merge table for up to `entries` entries (slots: a power of two >= 1.5x);
+ * max_rank: the largest rank that will be stored. */
 static ingot_status merge_table(ingot_tokenizer *t, const ingot_allocator *a, uint64_t entries,
-                                ingot_error *err)
+                                uint64_t max_rank, ingot_error *err)
 {
     uint64_t cap = 16;
     while (cap < entries + entries / 2) cap *= 2;
-    t->mslot = ingot__alloc(a, (size_t)cap * 8);
-    t->mval = ingot__alloc(a, (size_t)(entries ? entries : 1) * sizeof *t->mval);
+    t->m8 = t->n_vocab < 0xFFFF && max_rank <= 0xFFFF;
+    size_t sz = t->m8 ? 8 : sizeof *t->mslot;
+    void *p = ingot__alloc(a, (size_t)cap * sz);
+    if (!p) return nomem(err, "merge table");
+    ING_MEMSET(p, 0xFF, (size_t)cap * sz);
+    if (t->m8) t->mslot8 = p;
+    else t->mslot = p;
     t->m_mask = cap - 1;
-    t->n_mval = (uint32_t)entries;
-    if (!t->mslot || !t->mval) return nomem(err, "merge table");
-    ING_MEMSET(t->mslot, 0xFF, (size_t)cap * 8);
     return INGOT_OK;
 }
 
-/* Inserts (l, r) -> entry unless the pair is there already (then false: the first wins). */
-static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t entry)
+/* Inserts (l, r) -> (rank, res) unless the pair is there already (then false: the first
+ * wins). */
+static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t rank, uint32_t res)
 {
+    if (t->m8) {
+        uint64_t key = (uint64_t)l << 16 | r;
+        for (uint64_t j = ingot__tok_pair_hash(key) & t->m_mask;; j = (j + 1) & t->m_mask) {
+            if (t->mslot8[j] >> 32 == key) return false;
+            if (t->mslot8[j] == UINT64_MAX) {
+                t->mslot8[j] = key << 32 | (uint64_t)rank << 16 | res;
+                t->n_merges++;
+                return true;
+            }
+        }
+    }
     uint64_t key = TOK_MKEY(l, r);
     for (uint64_t j = ingot__tok_pair_hash(key) & t->m_mask;; j = (j + 1) & t->m_mask) {
-        if (t->mslot[j] >> TOK_MENTRY_BITS == key) return false;
-        if (t->mslot[j] == UINT64_MAX) {
-            t->mslot[j] = key << TOK_MENTRY_BITS | entry;
+        struct tok_mslot *sl = &t->mslot[j];
+        if (sl->key >> TOK_MENTRY_BITS == key) return false;
+        if (sl->key == UINT64_MAX) {
+            sl->key = key << TOK_MENTRY_BITS | rank;
+            sl->res = res;
+            sl->unused = 0;
             t->n_merges++;
             return true;
         }
     }
+}
+
+/* A float's bits made to sort as unsigned integers in the float order (-0 as +0). */
+static uint32_t float_order(float f)
+{
+    uint32_t u;
+    if (f == 0) f = 0;
+    ING_MEMCPY(&u, &f, 4);
+    return u >> 31 ? ~u : u | 0x80000000u;
+}
+
+/* rank[i]: the place of token i's score in descending order, equal scores sharing one (the
+ * merge order of SentencePiece: highest score first). LSD radix sort of (key, id) pairs. */
+static ingot_status score_ranks(const ingot_tokenizer *t, const ingot_allocator *a,
+                                uint32_t *rank, ingot_error *err)
+{
+    uint32_t n = t->n_vocab;
+    uint64_t *v = ingot__alloc(a, (size_t)n * 8), *tmp = ingot__alloc(a, (size_t)n * 8);
+    if (!v || !tmp) {
+        ingot__free(a, v, (size_t)n * 8);
+        ingot__free(a, tmp, (size_t)n * 8);
+        return nomem(err, "score order");
+    }
+    for (uint32_t i = 0; i < n; i++) v[i] = (uint64_t)~float_order(t->score[i]) << 32 | i;
+    for (unsigned sh = 32; sh < 64; sh += 8) {
+        size_t cnt[257] = {0};
+        for (uint32_t i = 0; i < n; i++) cnt[((v[i] >> sh) & 255) + 1]++;
+        for (int c = 0; c < 256; c++) cnt[c + 1] += cnt[c];
+        for (uint32_t i = 0; i < n; i++) tmp[cnt[(v[i] >> sh) & 255]++] = v[i];
+        uint64_t *x = v;
+        v = tmp;
+        tmp = x;
+    }
+    uint32_t r = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i && (v[i] >> 32) != (v[i - 1] >> 32)) r++;
+        rank[(uint32_t)v[i]] = r;
+    }
+    ingot__free(a, v, (size_t)n * 8);
+    ingot__free(a, tmp, (size_t)n * 8);
+    return INGOT_OK;
 }
 
 /* SentencePiece's merge table: for every token and every split of its text into two tokens,
@@ -348,13 +370,29 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
             size_t cl = ingot__tok_utf8(s + k, l - k, &cp);
             if (ingot__tok_find(t, s + k, cl) < 0) return INGOT_OK; /* not every char a token */
             k += cl;
-            pairs += k < l;
+        }
+    }
+    for (uint32_t i = 0; i < t->n_vocab; i++) { /* the table's size: splits into two tokens */
+        const uint8_t *s = t->arena + t->text_off[i];
+        size_t l = t->text_len[i];
+        if (ingot__tok_find(t, s, l) != (int32_t)i) continue;
+        for (size_t k = 0; k < l;) {
+            uint32_t cp;
+            k += ingot__tok_utf8(s + k, l - k, &cp);
+            pairs += k < l && ingot__tok_find(t, s, k) >= 0 &&
+                     ingot__tok_find(t, s + k, l - k) >= 0;
         }
     }
     if (!pairs) return INGOT_OK;
     if (pairs >= (1u << TOK_MENTRY_BITS) - 1) return INGOT_OK; /* too many: look texts up */
-    ING_TRY(merge_table(t, a, pairs, err));
-    uint32_t e = 0;
+    uint32_t *rank = ingot__alloc(a, (size_t)t->n_vocab * 4);
+    if (!rank) return nomem(err, "score order");
+    ingot_status st = score_ranks(t, a, rank, err);
+    if (st == INGOT_OK) st = merge_table(t, a, pairs, t->n_vocab, err);
+    if (st != INGOT_OK) {
+        ingot__free(a, rank, (size_t)t->n_vocab * 4);
+        return st;
+    }
     for (uint32_t i = 0; i < t->n_vocab; i++) {
         const uint8_t *s = t->arena + t->text_off[i];
         size_t l = t->text_len[i];
@@ -365,14 +403,26 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
             if (k >= l) break;
             int32_t x = ingot__tok_find(t, s, k), y = ingot__tok_find(t, s + k, l - k);
             if (x < 0 || y < 0) continue;
-            if (merge_put(t, (uint32_t)x, (uint32_t)y, e)) {
-                t->mval[e].res = i;
-                t->mval[e].score = t->score[i];
-                e++;
-            }
+            merge_put(t, (uint32_t)x, (uint32_t)y, rank[i], i);
         }
     }
+    ingot__free(a, rank, (size_t)t->n_vocab * 4);
     t->spm_pairs = true;
+    t->pairc = ingot__alloc(a, (size_t)TOK_NCHR * TOK_NCHR * 8);
+    if (!t->pairc) return nomem(err, "character pair table");
+    static const uint8_t mark[3] = {0xE2, 0x96, 0x81};
+    for (uint32_t c = 0; c < TOK_NCHR; c++) {
+        uint8_t ch = (uint8_t)c;
+        int32_t id = c < 128 ? ingot__tok_find(t, &ch, 1) : ingot__tok_find(t, mark, 3);
+        t->chr_tok[c] = id >= 0 ? (uint32_t)id : UINT32_MAX;
+    }
+    for (uint32_t x = 0; x < TOK_NCHR; x++)
+        for (uint32_t y = 0; y < TOK_NCHR; y++) {
+            uint32_t l = t->chr_tok[x], r = t->chr_tok[y], rk, res;
+            t->pairc[x * TOK_NCHR + y] =
+                l != UINT32_MAX && r != UINT32_MAX && ingot__tok_merge(t, l, r, &rk, &res)
+                    ? ((uint64_t)rk << 32 | res) : UINT64_MAX;
+        }
     return INGOT_OK;
 }
 
@@ -389,13 +439,12 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->score, n * 4);
     ingot__free(a, t->type, n);
     if (t->map) ingot__free(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map);
-    if (t->m_mask) {
-        ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * 8);
-        ingot__free(a, t->mval, (size_t)(t->n_mval ? t->n_mval : 1) * sizeof *t->mval);
-    }
+    if (t->m_mask && t->m8) ingot__free(a, t->mslot8, (size_t)(t->m_mask + 1) * 8);
+    if (t->m_mask && !t->m8) ingot__free(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot);
     if (t->whole) ingot__free(a, t->whole, n);
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
+    ingot__free(a, t->pairc, (size_t)TOK_NCHR * TOK_NCHR * 8);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
     ingot__free(&al, t, sizeof *t);
@@ -551,7 +600,8 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         size_t kl = by_text ? t->text_len[i] : t->dec_len[i];
         if (kl == 0) continue;
         uint64_t h = ingot__tok_hash(k, kl);
-        struct tok_map_slot slot = {head8(k, kl), i, (uint16_t)kl, (uint16_t)(h >> 48)};
+        struct tok_map_slot slot = {ingot__tok_tail(k, kl < 8 ? kl : 8, false), i, (uint16_t)kl,
+                                    (uint16_t)(h >> 48)};
         for (uint64_t j = h & t->map_mask;; j = (j + 1) & t->map_mask) {
             if (t->map[j].id == UINT32_MAX) {
                 t->map[j] = slot;
@@ -593,7 +643,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
 
     /* merges */
     if ((t->kind == TOK_BPE || t->kind == TOK_BPE_FALLBACK) && b->n_merges) {
-        if ((st = merge_table(t, a, b->n_merges, err)) != INGOT_OK) goto fail;
+        if ((st = merge_table(t, a, b->n_merges, b->n_merges - 1, err)) != INGOT_OK) goto fail;
         uint8_t buf[2 * TOK_MAX_TOKEN_BYTES];
         for (uint32_t m = 0; m < b->n_merges; m++) {
             const uint32_t *mo = b->moff + (size_t)m * 4;
@@ -629,9 +679,8 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                                 l < 0 ? "left" : r < 0 ? "right" : "merged result");
                 goto fail;
             }
-            t->mval[m].res = (uint32_t)res; /* rank m; for a duplicate pair the first wins */
-            t->mval[m].score = 0;
-            merge_put(t, (uint32_t)l, (uint32_t)r, m);
+            /* rank m; for a duplicate pair the first wins */
+            merge_put(t, (uint32_t)l, (uint32_t)r, m, (uint32_t)res);
         }
     }
 

@@ -53,7 +53,7 @@ static size_t cache_entries(size_t len)
 }
 
 /* Per unit of input (a byte of a fragment): what each encoder keeps. */
-#define BPE_PER_SYM TOK_BPE_WORK_PER_BYTE /* id, prev, next (4 each); 3 heap entries of 8 */
+#define BPE_PER_SYM TOK_BPE_WORK_PER_BYTE /* id, prev, next, prank, pres (4 each); 3 heap x 8 */
 #define SPM_PER_SYM TOK_SPM_WORK_PER_BYTE /* start, len, prev, next, id (4 each); 3 heap x 20 */
 
 size_t ingot_tokenizer_max_tokens(size_t len)
@@ -81,6 +81,7 @@ size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t len)
 /* ---- BPE merges over an id list (byte-level words and byte-fallback fragments) ------------ */
 typedef struct bpe_state {
     uint32_t *id, *prev, *next;
+    uint32_t *prank, *pres; /* the merge of the pair at each symbol (rank UINT32_MAX: none) */
     uint64_t *heap; /* rank << 32 | left position: the smallest is the next merge */
     size_t nheap, heap_cap;
 } bpe_state;
@@ -113,42 +114,58 @@ static uint64_t heap_pop(bpe_state *b)
     return top;
 }
 
-static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
+/* Rank and result of merging symbols l and r (rank UINT32_MAX: none; DEAD is no token). */
+static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t *rank,
+                           uint32_t *res)
 {
-    uint32_t r = b->next[l];
-    if (r == DEAD) return;
-    uint32_t rank = ingot__tok_merge_entry(t, b->id[l], b->id[r]);
+    if (l == DEAD || r == DEAD || !ingot__tok_merge(t, l, r, rank, res)) {
+        *rank = UINT32_MAX;
+        *res = DEAD;
+    }
+}
+
+/* Sets the merge of the pair at l (prank, pres) and queues it; a pair whose prank no longer
+ * equals its queued rank is stale when it comes out. */
+static void bpe_set(bpe_state *b, uint32_t l, uint32_t rank, uint32_t res)
+{
+    b->prank[l] = rank;
+    b->pres[l] = res;
     if (rank != UINT32_MAX && b->nheap < b->heap_cap) heap_push(b, ((uint64_t)rank << 32) | l);
 }
 
-/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over a packed
- * array, without the heap. */
-#define SHORT_WORD 32
-static void bpe_short(const ingot_tokenizer *t, uint32_t *id, size_t n, const uint8_t *bytes,
-                      out_ids *o)
+static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
 {
-    uint32_t rank[SHORT_WORD]; /* of the pair (i, i + 1); its result is mval[rank] */
-    if (bytes && t->pair0) {
-        for (size_t i = 0; i + 1 < n; i++)
-            rank[i] = (uint32_t)(t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]] >> 32);
-    } else {
-        for (size_t i = 0; i + 1 < n; i++) rank[i] = ingot__tok_merge_entry(t, id[i], id[i + 1]);
-    }
+    uint32_t r = b->next[l], rank = UINT32_MAX, res = DEAD;
+    if (r != DEAD) pair_at(t, b->id[l], b->id[r], &rank, &res);
+    bpe_set(b, l, rank, res);
+}
+
+/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over packed
+ * arrays, without the heap. id: the n <= SHORT_WORD symbols (DEAD: no token, never merged);
+ * len: NULL or their byte lengths, kept up to date; rank, res: the merge of each pair (i, i + 1)
+ * as the caller found it (rank UINT32_MAX: none). Returns the count left. */
+#define SHORT_WORD 32
+static size_t merge_short(const ingot_tokenizer *t, uint32_t *id, uint32_t *len, size_t n,
+                          uint32_t *rank, uint32_t *res)
+{
     while (n > 1) {
         size_t best = 0;
         for (size_t i = 1; i + 1 < n; i++)
             if (rank[i] < rank[best]) best = i;
         if (rank[best] == UINT32_MAX) break;
-        id[best] = t->mval[rank[best]].res;
+        id[best] = res[best];
+        if (len) len[best] += len[best + 1];
         for (size_t i = best + 1; i + 1 < n; i++) {
             id[i] = id[i + 1];
             rank[i] = rank[i + 1];
+            res[i] = res[i + 1];
+            if (len) len[i] = len[i + 1];
         }
         n--;
-        if (best > 0) rank[best - 1] = ingot__tok_merge_entry(t, id[best - 1], id[best]);
-        if (best + 1 < n) rank[best] = ingot__tok_merge_entry(t, id[best], id[best + 1]);
+        if (best > 0) pair_at(t, id[best - 1], id[best], &rank[best - 1], &res[best - 1]);
+        if (best + 1 < n) pair_at(t, id[best], id[best + 1], &rank[best], &res[best]);
     }
-    for (size_t i = 0; i < n; i++) put(o, (int32_t)id[i]);
+    return n;
 }
 
 /* Merges the n symbols in b->id (linked in order) and appends the result. bytes: NULL, or the
@@ -157,7 +174,19 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
                     out_ids *o)
 {
     if (n <= SHORT_WORD) {
-        bpe_short(t, b->id, n, bytes, o);
+        uint32_t rank[SHORT_WORD], res[SHORT_WORD];
+        if (bytes && t->pair0) { /* the first round from the byte pair table */
+            for (size_t i = 0; i + 1 < n; i++) {
+                uint64_t p = t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]];
+                rank[i] = (uint32_t)(p >> 32);
+                res[i] = (uint32_t)p;
+            }
+        } else {
+            for (size_t i = 0; i + 1 < n; i++)
+                pair_at(t, b->id[i], b->id[i + 1], &rank[i], &res[i]);
+        }
+        n = merge_short(t, b->id, NULL, n, rank, res);
+        for (size_t i = 0; i < n; i++) put(o, (int32_t)b->id[i]);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -166,14 +195,21 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
     }
     b->nheap = 0;
     b->heap_cap = 3 * n;
-    for (size_t i = 0; i + 1 < n; i++) bpe_try(t, b, (uint32_t)i);
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (bytes && t->pair0) {
+            uint64_t p = t->pair0[(uint32_t)bytes[i] << 8 | bytes[i + 1]];
+            bpe_set(b, (uint32_t)i, (uint32_t)(p >> 32), (uint32_t)p);
+        } else {
+            bpe_try(t, b, (uint32_t)i);
+        }
+    }
+    b->prank[n - 1] = UINT32_MAX;
     while (b->nheap) {
         uint64_t top = heap_pop(b);
         uint32_t l = (uint32_t)top, want = (uint32_t)(top >> 32);
         uint32_t r = b->next[l];
-        if (b->id[l] == DEAD || r == DEAD) continue;
-        if (ingot__tok_merge_entry(t, b->id[l], b->id[r]) != want) continue;
-        b->id[l] = t->mval[want].res;
+        if (b->id[l] == DEAD || r == DEAD || b->prank[l] != want) continue; /* stale */
+        b->id[l] = b->pres[l];
         b->id[r] = DEAD;
         b->next[l] = b->next[r];
         if (b->next[r] != DEAD) b->prev[b->next[r]] = l;
@@ -193,6 +229,10 @@ static void bpe_carve(bpe_state *b, work *w, size_t nsym)
     b->prev = (uint32_t *)(void *)p;
     p += nsym * 4;
     b->next = (uint32_t *)(void *)p;
+    p += nsym * 4;
+    b->prank = (uint32_t *)(void *)p;
+    p += nsym * 4;
+    b->pres = (uint32_t *)(void *)p;
 }
 
 bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
@@ -211,7 +251,7 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
 static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
                       out_ids *o)
 {
-    if (!e->w || e->h != h || e->n != n || e->gen != gen || ING_MEMCMP(e->w, w, n) != 0)
+    if (!e->w || e->h != h || e->n != n || e->gen != gen || !ingot__tok_eq(e->w, w, n))
         return false;
     if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
         for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);
@@ -235,6 +275,7 @@ static void cache_put(wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_
 typedef struct bpe_word_ctx {
     const ingot_tokenizer *t;
     const uint8_t *s;
+    size_t n; /* bytes at s */
     bpe_state *b;
     out_ids *o;
     wcache *cache;
@@ -250,14 +291,17 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
         put(c->o, t->byte_tok[w[0]]);
         return INGOT_OK;
     }
-    uint64_t h = ingot__tok_hash(w, n);
+    bool over = off + n + 8 <= c->n; /* 8-byte loads past the word stay in the text */
+    uint64_t h = ingot__tok_hash_x(w, n, over);
     out_ids *o = c->o;
     /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
     if (e && cache_get(e, h, w, n, 0, o)) return INGOT_OK;
     size_t start = o->n;
     bool whole = false;
-    int32_t id = t->ignore_merges || t->whole ? ingot__tok_find_hw(t, w, n, h, &whole) : -1;
+    int32_t id = -1;
+    if (t->ignore_merges || t->whole)
+        id = ingot__tok_find_x(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
     if (id >= 0 && (t->ignore_merges || whole)) {
         put(o, id);
     } else {
@@ -273,7 +317,7 @@ static ingot_status enc_bpe(const ingot_tokenizer *t, const uint8_t *s, size_t n
 {
     bpe_state b;
     bpe_carve(&b, w, n);
-    bpe_word_ctx c = {t, s, &b, o, w->cache, w->cmask};
+    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask};
     return ingot__tok_pretokenize(t->pre, s, n, bpe_word, &c);
 }
 
@@ -356,10 +400,9 @@ static void spm_try(spm_state *s, uint32_t l, uint32_t r)
     float score;
     if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
         if (s->id[l] == DEAD || s->id[r] == DEAD) return;
-        uint32_t e = ingot__tok_merge_entry(s->t, s->id[l], s->id[r]);
-        if (e == UINT32_MAX) return;
-        res = s->t->mval[e].res;
-        score = s->t->mval[e].score;
+        uint32_t rank;
+        if (!ingot__tok_merge(s->t, s->id[l], s->id[r], &rank, &res)) return;
+        score = s->t->score[res];
     } else {
         int32_t id = ingot__tok_find(s->t, s->e + s->start[l], size);
         if (id < 0) return;
@@ -383,12 +426,61 @@ static ingot_status spm_bytes(const ingot_tokenizer *t, const uint8_t *p, size_t
     return INGOT_OK;
 }
 
+static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
+{
+    return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
+}
+
 static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
                                  out_ids *o, ingot_error *err)
 {
     if (!m) return INGOT_OK;
     spm_state s;
     uint32_t nsym = 0;
+    if (t->spm_pairs && m <= 4 * SHORT_WORD) { /* short: the heap-free scan of BPE */
+        uint32_t id[4 * SHORT_WORD], len[4 * SHORT_WORD], rank[4 * SHORT_WORD];
+        uint32_t res[4 * SHORT_WORD];
+        uint8_t ci[4 * SHORT_WORD]; /* index in the pair table of ASCII and U+2581 (or 255) */
+        for (size_t i = 0; i < m; nsym++) {
+            size_t l = 1;
+            uint8_t c = e[i];
+            if (c < 0x80) {
+                ci[nsym] = c;
+                id[nsym] = t->chr_tok[c];
+            } else if (c == 0xE2 && is_ws_mark(e, i, m)) {
+                l = 3;
+                ci[nsym] = 128;
+                id[nsym] = t->chr_tok[128];
+            } else {
+                uint32_t cp;
+                l = ingot__tok_utf8(e + i, m - i, &cp);
+                int32_t x = ingot__tok_find(t, e + i, l);
+                ci[nsym] = 255;
+                id[nsym] = x >= 0 ? (uint32_t)x : DEAD;
+            }
+            len[nsym] = (uint32_t)l;
+            i += l;
+        }
+        if (nsym <= SHORT_WORD) {
+            for (uint32_t i = 0; i + 1 < nsym; i++) {
+                if (ci[i] != 255 && ci[i + 1] != 255) {
+                    uint64_t p = t->pairc[ci[i] * TOK_NCHR + ci[i + 1]];
+                    rank[i] = (uint32_t)(p >> 32);
+                    res[i] = (uint32_t)p;
+                } else {
+                    pair_at(t, id[i], id[i + 1], &rank[i], &res[i]);
+                }
+            }
+            nsym = (uint32_t)merge_short(t, id, len, nsym, rank, res);
+            size_t off = 0;
+            for (uint32_t i = 0; i < nsym; off += len[i++]) {
+                if (id[i] != DEAD) put(o, (int32_t)id[i]);
+                else ING_TRY(spm_bytes(t, e + off, len[i], o, err));
+            }
+            return INGOT_OK;
+        }
+        nsym = 0;
+    }
     for (size_t i = 0; i < m; nsym++) {
         uint32_t cp;
         i += ingot__tok_utf8(e + i, m - i, &cp);
@@ -448,11 +540,6 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
     return INGOT_OK;
 }
 
-static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
-{
-    return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
-}
-
 bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
                           void *mem)
 {
@@ -475,14 +562,19 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
     while (ws < m) {
         k = ws;
         while (is_ws_mark(e, k, m)) k += 3;
-        while (k < m && !is_ws_mark(e, k, m)) k++;
+        for (; k < m; k++) { /* to the next mark */
+            while (k < m && e[k] != 0xE2) k++;
+            if (k == m || is_ws_mark(e, k, m)) break;
+        }
         size_t n = k - ws;
-        uint64_t h = ingot__tok_hash(e + ws, n);
+        uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */
         wcache *c = &w->cache[h & w->cmask];
         if (!cache_get(c, h, e + ws, n, w->gen, o)) {
             size_t start = o->n;
             bool whole = false;
-            int32_t id = t->whole ? ingot__tok_find_hw(t, e + ws, n, h, &whole) : -1;
+            int32_t id = -1;
+            if (t->whole)
+                id = ingot__tok_find_x(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
             if (id >= 0 && whole) put(o, id); /* its own merges give it whole */
             else ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
             cache_put(c, h, e + ws, n, w->gen, start, o->n);
@@ -532,9 +624,10 @@ static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, siz
     bool prefix = t->space_prefix == TOK_PREFIX_EACH ? (first || after_special)
                 : t->space_prefix == TOK_PREFIX_FIRST ? first : false;
     /* the escaped text sits at the end of the scratch, the merge state before it */
-    size_t m_max = 3 * n + 3;
+    size_t m_max = 3 * n + 11; /* 8 bytes of room after the text for word-sized loads */
     uint8_t *e = w->base + w->size - m_max;
     size_t m = escape(s, n, prefix, e);
+    ING_MEMSET(e + m, 0, 8);
     work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen};
     if (t->kind == TOK_SPM) {
         ingot_status st = enc_spm(t, e, m, &inner, o, err);
@@ -660,6 +753,28 @@ static void piece(const ingot_tokenizer *t, uint32_t id, uint32_t flags, const u
     *n = e->dec_len;
 }
 
+/* d[0..n) = s[0..n) for the short pieces tokens are, without a call (exactly n bytes written) */
+static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        ING_MEMCPY(&a, s, 8);
+        ING_MEMCPY(&b, s + n - 8, 8);
+        ING_MEMCPY(d, &a, 8);
+        ING_MEMCPY(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        ING_MEMCPY(&a, s, 4);
+        ING_MEMCPY(&b, s + n - 4, 4);
+        ING_MEMCPY(d, &a, 4);
+        ING_MEMCPY(d + n - 4, &b, 4);
+    } else if (n < 4) {
+        for (size_t k = 0; k < n; k++) d[k] = s[k];
+    } else {
+        ING_MEMCPY(d, s, n);
+    }
+}
+
 ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids, size_t n,
                                     uint32_t flags, char *out, size_t cap, size_t *len_out,
                                     ingot_error *err)
@@ -676,15 +791,17 @@ ingot_status ingot_tokenizer_decode(const ingot_tokenizer *t, const int32_t *ids
             return ingot__err(err, INGOT_RANGE, i, NULL, 0,
                               "decode: id %d at position %zu is outside the vocabulary of %u",
                               ids[i], i, t->n_vocab);
-        const uint8_t *p = NULL;
-        size_t pn;
-        piece(t, (uint32_t)ids[i], flags, &p, &pn);
-        if (!pn) continue;
-        if (strip && t->ent[ids[i]].type != TOK_T_CONTROL) {
+        const struct tok_ent *e = &t->ent[ids[i]];
+        const uint8_t *p = t->arena + e->dec_off;
+        size_t pn = e->dec_len;
+        if (e->type == TOK_T_CONTROL || e->type == TOK_T_UNKNOWN)
+            piece(t, (uint32_t)ids[i], flags, &p, &pn);
+        if (!pn) continue; /* nothing, and the leading space stays to strip */
+        if (strip && e->type != TOK_T_CONTROL) {
             strip = false;
             if (p[0] == ' ') p++, pn--;
         }
-        if (out && o + pn <= cap && pn) ING_MEMCPY(out + o, p, pn);
+        if (out && o + pn <= cap) copy_small((uint8_t *)out + o, p, pn);
         o += pn;
     }
     *len_out = o;

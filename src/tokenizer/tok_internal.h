@@ -88,16 +88,20 @@ struct ingot_tokenizer {
      * pre-token equal to it is emitted without running the merges (exactly what they give). */
     uint8_t *whole;
 
-    /* (left, right) -> entry. A slot is left << 43 | right << 22 | entry (ids < 2^21, entries
-     * < 2^22, so a used slot is never UINT64_MAX, the empty one): 8 bytes, half the cache
-     * lines of a wider slot. The entry is the merge's rank (BPE; mval[rank] its result) or a
-     * pair number (SentencePiece; mval[] its token and score). */
-    uint64_t *mslot;
-    struct tok_merge_val {
+    /* (left, right) -> merge, open addressing, the merged token in the slot so that a lookup
+     * touches one line. rank orders the merges: BPE's merge rank, or for SentencePiece the place
+     * of the merged token's score in descending order (equal scores, equal ranks). Two layouts:
+     * - m8 (ids and ranks < 2^16: GPT-2, Llama 2): 8-byte slots (left << 48 | right << 32 |
+     *   rank << 16 | merged), half the memory; a used slot is never UINT64_MAX (ids < 65535);
+     * - else 16-byte slots: key left << 43 | right << 22 | rank (ids < 2^21, ranks < 2^22, never
+     *   UINT64_MAX), then the merged token. */
+    bool m8;
+    uint64_t *mslot8;
+    struct tok_mslot {
+        uint64_t key;
         uint32_t res;
-        float score;
-    } *mval;
-    uint32_t n_mval;
+        uint32_t unused;
+    } *mslot;
     uint64_t m_mask;
     uint32_t n_merges;
 
@@ -116,7 +120,13 @@ struct ingot_tokenizer {
     /* SentencePiece: every character of every token is a token, so a merge joins two tokens
      * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
     bool spm_pairs;
+    /* with spm_pairs: the token of each ASCII character and of U+2581 ([128]; DEAD: none), and
+     * the merge of each pair of them, [a * TOK_NCHR + b] = rank << 32 | result (UINT64_MAX:
+     * none): the first round of a word's merges without the hash tables */
+    uint32_t chr_tok[129];
+    uint64_t *pairc;
 };
+#define TOK_NCHR 129
 
 /* --- what a loader gathers ------------------------------------------------------------------ */
 typedef struct tok_build {
@@ -180,7 +190,55 @@ ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const u
                                         const ingot_allocator *a, ingot_tokenizer **out,
                                         ingot_error *err);
 
-/* tok_map.c: lookups */
+/* The n < 8 (or 8) bytes at s as a little-endian word, zero-padded; over: 8 bytes at s may be
+ * read (one load instead of a byte loop). */
+static inline uint64_t ingot__tok_tail(const uint8_t *s, size_t n, bool over)
+{
+    uint64_t v = 0;
+    if (n == 0) return 0;
+    if (n >= 8) {
+        ING_MEMCPY(&v, s, 8);
+        return v;
+    }
+    if (over) return ing_ld64(s) & (~0ull >> (64 - 8 * n)); /* little-endian, as the loop */
+    for (size_t k = 0; k < n; k++) v |= (uint64_t)s[k] << (8 * k);
+    return v;
+}
+
+/* The hash of token bytes; over: 8 bytes may be read at s + (n & ~7) (see ingot__tok_tail). */
+static inline uint64_t ingot__tok_hash_x(const uint8_t *s, size_t n, bool over)
+{
+    uint64_t h = 0x243F6A8885A308D3ull ^ (n * 0x9E3779B97F4A7C15ull);
+    while (n >= 8) {
+        uint64_t v;
+        ING_MEMCPY(&v, s, 8);
+        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    h = (h ^ ingot__tok_tail(s, n, over)) * 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 29;
+    h *= 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+}
+
+/* a[0..n) == b[0..n): eight bytes a step for the short strings tokens and words are */
+static inline bool ingot__tok_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    while (n >= 8) {
+        uint64_t x, y;
+        ING_MEMCPY(&x, a, 8);
+        ING_MEMCPY(&y, b, 8);
+        if (x != y) return false;
+        a += 8, b += 8, n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++) return false;
+    return true;
+}
+
+/* tok_build.c: lookups */
 uint64_t ingot__tok_hash(const uint8_t *s, size_t n);
 /* Id of the token whose decoded bytes are s[0..n), or -1. */
 int32_t ingot__tok_find(const ingot_tokenizer *t, const uint8_t *s, size_t n);
@@ -190,6 +248,9 @@ int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
 #define TOK_SLOT_WHOLE 0x8000u
 int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                            bool *whole);
+/* The same with head = ingot__tok_tail(s, min(n, 8), ...) already computed. */
+int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
+                          uint64_t head, bool *whole);
 #define TOK_MKEY(l, r) (((uint64_t)(l) << 21) | (r)) /* 42 bits */
 #define TOK_MENTRY_BITS 22
 
@@ -203,27 +264,33 @@ static inline uint64_t ingot__tok_pair_hash(uint64_t key)
     return key ^ (key >> 33);
 }
 
-/* The entry of merge (l, r) (its rank for BPE), or UINT32_MAX. */
-static inline uint32_t ingot__tok_merge_entry(const ingot_tokenizer *t, uint32_t l, uint32_t r)
-{
-    if (!t->m_mask) return UINT32_MAX;
-    uint64_t key = TOK_MKEY(l, r);
-    for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
-        uint64_t v = t->mslot[i];
-        if (v >> TOK_MENTRY_BITS == key) return (uint32_t)(v & ((1u << TOK_MENTRY_BITS) - 1));
-        if (v == UINT64_MAX) return UINT32_MAX;
-    }
-}
-
-/* Merge of (l, r): true with rank (entry) and result. */
+/* Merge of (l, r): true with rank and result. */
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
 {
-    uint32_t e = ingot__tok_merge_entry(t, l, r);
-    if (e == UINT32_MAX) return false;
-    *rank = e;
-    *res = t->mval[e].res;
-    return true;
+    if (!t->m_mask) return false;
+    if (t->m8) {
+        uint64_t key = (uint64_t)l << 16 | r;
+        for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+            uint64_t v = t->mslot8[i];
+            if (v >> 32 == key) {
+                *rank = (uint32_t)(v >> 16) & 0xFFFF;
+                *res = (uint32_t)v & 0xFFFF;
+                return true;
+            }
+            if (v == UINT64_MAX) return false;
+        }
+    }
+    uint64_t key = TOK_MKEY(l, r);
+    for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+        const struct tok_mslot *sl = &t->mslot[i];
+        if (sl->key >> TOK_MENTRY_BITS == key) {
+            *rank = (uint32_t)(sl->key & ((1u << TOK_MENTRY_BITS) - 1));
+            *res = sl->res;
+            return true;
+        }
+        if (sl->key == UINT64_MAX) return false;
+    }
 }
 
 /* Code point classes (bits of ingot__tok_uclass; gen_unicode.py's BITS). */
@@ -238,7 +305,7 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
 
 /* tok_encode.c: whether merging the byte tokens of s[0..n) gives exactly token id (byte-level
  * BPE; n <= TOK_MAX_TOKEN_BYTES, work of n * TOK_BPE_WORK_PER_BYTE bytes, aligned to 8). */
-#define TOK_BPE_WORK_PER_BYTE 36
+#define TOK_BPE_WORK_PER_BYTE 44
 bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
                           void *work);
 

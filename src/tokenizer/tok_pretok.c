@@ -110,6 +110,29 @@ static size_t m_gpt2(const uint8_t *s, size_t i, size_t end)
     return ws_tail(s, i, end);
 }
 
+/* GPT-2 when the pre-token starts with ASCII (most text): the same match by table lookups, the
+ * general matcher for the rest (contractions, whitespace, non-ASCII starts) and for a run that
+ * meets a non-ASCII byte. */
+static inline size_t m_gpt2_ascii(const uint8_t *s, size_t i, size_t end)
+{
+    uint8_t c = s[i];
+    size_t p = i;
+    if (c == ' ' && i + 1 < end) c = s[++p];
+    if (c >= 0x80 || c == '\'') return m_gpt2(s, i, end);
+    uint8_t k = tok_uascii[c];
+    size_t j = p + 1;
+    if (k & (TOK_U_L | TOK_U_N)) {
+        uint8_t mask = k & TOK_U_L ? TOK_U_L : TOK_U_N;
+        while (j < end && s[j] < 0x80 && (tok_uascii[s[j]] & mask)) j++;
+        if (j < end && s[j] >= 0x80) j = run_cls(s, j, end, mask);
+        return j - i;
+    }
+    if (k & TOK_U_WS) return m_gpt2(s, i, end);
+    while (j < end && s[j] < 0x80 && !(tok_uascii[s[j]] & (TOK_U_L | TOK_U_N | TOK_U_WS))) j++;
+    if (j < end && s[j] >= 0x80) j = run_other(s, j, end);
+    return j - i;
+}
+
 /* Llama 3 (digits 3) and Qwen 2 (digits 1):
  * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}| ?[^\s\p{L}\p{N}]+[\r\n]*|
  * \s*[\r\n]+|\s+(?!\S)|\s+ */
@@ -149,6 +172,34 @@ static size_t m_llama3_d(const uint8_t *s, size_t i, size_t end, unsigned digits
     }
     if (nl != SIZE_MAX) return nl + 1 - i;
     return ws_tail(s, i, end);
+}
+
+/* Llama 3 when the pre-token starts with ASCII: letters (after one optional character that is
+ * not CR, LF, a letter or a digit) and up to three digits by table lookups; the general matcher
+ * for the rest (contractions, punctuation, whitespace, non-ASCII). */
+static inline size_t m_llama3_ascii(const uint8_t *s, size_t i, size_t end)
+{
+    uint8_t c = s[i];
+    if (c >= 0x80 || c == '\'') return m_llama3_d(s, i, end, 3);
+    uint8_t k = tok_uascii[c];
+    size_t p = i;
+    if (!(k & (TOK_U_L | TOK_U_N)) && c != '\r' && c != '\n' && i + 1 < end && s[i + 1] < 0x80 &&
+        (tok_uascii[s[i + 1]] & TOK_U_L)) {
+        p = i + 1;
+        k = TOK_U_L;
+    }
+    if (k & TOK_U_L) {
+        size_t j = p + 1;
+        while (j < end && s[j] < 0x80 && (tok_uascii[s[j]] & TOK_U_L)) j++;
+        if (j < end && s[j] >= 0x80) j = run_cls(s, j, end, TOK_U_L);
+        return j - i;
+    }
+    if ((k & TOK_U_N) && i + 3 <= end && s[i + 1] < 0x80 && s[i + 2] < 0x80) {
+        size_t j = i + 1;
+        while (j < i + 3 && (tok_uascii[s[j]] & TOK_U_N)) j++;
+        return j - i;
+    }
+    return m_llama3_d(s, i, end, 3);
 }
 
 static size_t m_llama3(const uint8_t *s, size_t i, size_t end) { return m_llama3_d(s, i, end, 3); }
@@ -357,7 +408,23 @@ ingot_status ingot__tok_pretokenize(tok_pre pre, const uint8_t *s, size_t n, tok
     for (size_t i = 0; i < sizeof pre_defs / sizeof pre_defs[0]; i++)
         if (pre_defs[i].pre == pre) d = &pre_defs[i];
     if (!d) return INGOT_MISUSE;
-    if (pre == TOK_PRE_GPT2 || pre == TOK_PRE_LLAMA3 || pre == TOK_PRE_QWEN2) {
+    if (pre == TOK_PRE_GPT2) {
+        for (size_t i = 0; i < n;) {
+            size_t len = m_gpt2_ascii(s, i, n);
+            ING_TRY(emit(ctx, i, len));
+            i += len;
+        }
+        return INGOT_OK;
+    }
+    if (pre == TOK_PRE_LLAMA3) {
+        for (size_t i = 0; i < n;) {
+            size_t len = m_llama3_ascii(s, i, n);
+            ING_TRY(emit(ctx, i, len));
+            i += len;
+        }
+        return INGOT_OK;
+    }
+    if (pre == TOK_PRE_QWEN2) {
         /* one stage that matches everywhere: no recursion, no gaps */
         matcher m = d->stages[0];
         for (size_t i = 0; i < n;) {

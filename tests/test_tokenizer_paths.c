@@ -1,0 +1,203 @@
+/*
+ * test_tokenizer_paths.c - the encoders' fast paths against slower ones that must agree: byte-level
+ * BPE words of every length (the scan for short words, the heap for long ones, the byte-pair and
+ * front tables) against a naive merge loop written here, and SentencePiece through its pair
+ * table with score ranks (ties included) against the same vocabulary looked up by text.
+ */
+#include "harness.h"
+#include "tok_internal.h"
+
+#define FIX INGOT_FIXTURES
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static unsigned rnd(unsigned n)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(rng >> 33) % n;
+}
+
+/* BPE the slow way: byte tokens, then the lowest-ranked adjacent pair merged (leftmost first)
+ * until none is left; a whole word in the vocabulary first when ignore_merges. */
+static size_t naive_bpe(const ingot_tokenizer *t, const uint8_t *w, size_t n, int32_t *out)
+{
+    if (t->ignore_merges) {
+        int32_t id = ingot__tok_find(t, w, n);
+        if (id >= 0) {
+            out[0] = id;
+            return 1;
+        }
+    }
+    uint32_t sym[512];
+    for (size_t i = 0; i < n; i++) sym[i] = (uint32_t)t->byte_tok[w[i]];
+    for (;;) {
+        uint32_t best = UINT32_MAX, best_res = 0;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            uint32_t rank, res;
+            if (ingot__tok_merge(t, sym[i], sym[i + 1], &rank, &res) && rank < best) {
+                best = rank;
+                best_res = res;
+                at = i;
+            }
+        }
+        if (best == UINT32_MAX) break;
+        sym[at] = best_res;
+        memmove(sym + at + 1, sym + at + 2, (n - at - 2) * sizeof sym[0]);
+        n--;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = (int32_t)sym[i];
+    return n;
+}
+
+static void bpe_words_agree(const char *path)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+    static const char *const pieces[] = {"a", "e", "th", "ing", "ion", "er", "x", "q", "z", "st",
+                                         "ed", "ou", "an", "k", "ll"};
+    int32_t got[1024], want[1024];
+    for (int round = 0; round < 400; round++) {
+        /* one pre-token: a space, then letters only (words of 2 to about 300 bytes) */
+        uint8_t w[400];
+        size_t n = 0, target = 1 + (size_t)(round < 200 ? rnd(40) : rnd(300));
+        w[n++] = ' ';
+        while (n < target) {
+            const char *p = pieces[rnd(15)];
+            size_t l = strlen(p);
+            if (n + l > sizeof w) break;
+            memcpy(w + n, p, l);
+            n += l;
+        }
+        size_t k = 0;
+        ASSERT_OK(ingot_tokenizer_encode(t, (const char *)w, n, 0, got, 1024, &k, NULL, 0, NULL));
+        size_t m = naive_bpe(t, w, n, want);
+        ASSERT_EQ(k, m);
+        for (size_t i = 0; i < k; i++) ASSERT_EQ(got[i], want[i]);
+    }
+    ingot_tokenizer_close(t);
+}
+
+TEST(test_bpe_words_match_naive_merges_gpt2)
+{
+    bpe_words_agree(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf"); /* 8-byte merge slots */
+}
+
+TEST(test_bpe_words_match_naive_merges_llama3)
+{
+    bpe_words_agree(FIX "/tokenizers/llama3/tokenizer.json"); /* 16-byte slots, ignore_merges */
+}
+
+/* ---- SentencePiece: pair table with score ranks vs lookups by text ------------------------ */
+static size_t bin_token(uint8_t *p, float score, const char *s)
+{
+    int32_t len = (int32_t)strlen(s);
+    memcpy(p, &score, 4);
+    memcpy(p + 4, &len, 4);
+    memcpy(p + 8, s, (size_t)len);
+    return 8 + (size_t)len;
+}
+
+/* A llama2.c tokenizer.bin over the letters a b c and the space (and the characters of the
+ * special tokens, so that every character of every token is a token): every string of 1 to 3
+ * of them with a space only in front, scores from a set of four (many ties); `extra` adds a
+ * token of two characters that are not tokens, which turns the pair table off. */
+static size_t spm_vocab(uint8_t *b, bool extra)
+{
+    int32_t maxlen = 16;
+    memcpy(b, &maxlen, 4);
+    size_t n = 4;
+    n += bin_token(b + n, 0, "<unk>");
+    n += bin_token(b + n, 0, "\n<s>\n");
+    n += bin_token(b + n, 0, "\n</s>\n");
+    static const char al[] = "abc";
+    n += bin_token(b + n, -10, " ");
+    for (int i = 0; i < 10; i++) { /* and the characters of <unk>, <s>, </s> */
+        char s[2] = {"abc<>/unks"[i], 0};
+        n += bin_token(b + n, -10, s);
+    }
+    rng = 12345;
+    for (int len = 2; len <= 3; len++)
+        for (int sp = 0; sp < 2; sp++)
+            for (int c = 0; c < 27; c++) {
+                if (len == 2 && c >= 9) break;
+                char s[5];
+                int k = 0;
+                if (sp) s[k++] = ' ';
+                s[k++] = al[c % 3];
+                s[k++] = al[c / 3 % 3];
+                if (len == 3) s[k++] = al[c / 9];
+                s[k] = 0;
+                if (rnd(4) == 0) continue; /* leave some out */
+                n += bin_token(b + n, -(float)rnd(4), s);
+            }
+    if (extra) n += bin_token(b + n, -1, "xy");
+    return n;
+}
+
+TEST(test_spm_pair_table_matches_text_lookups)
+{
+    uint8_t ba[4096], bb[4096];
+    size_t na = spm_vocab(ba, false), nb = spm_vocab(bb, true);
+    ingot_tokenizer *a = NULL, *b = NULL;
+    ASSERT_OK(ingot_tokenizer_open_buffer(ba, na, NULL, &a, NULL));
+    ASSERT_OK(ingot_tokenizer_open_buffer(bb, nb, NULL, &b, NULL));
+    ASSERT_TRUE(a->spm_pairs);
+    ASSERT_TRUE(!b->spm_pairs);
+    int32_t ia[512], ib[512];
+    int differ = 0;
+    for (int round = 0; round < 500; round++) {
+        char s[160];
+        size_t n = 1 + rnd(round < 250 ? 30 : 150); /* words up to 150 symbols: scan and heap */
+        for (size_t i = 0; i < n; i++) s[i] = "abc  abcabc"[rnd(round % 2 ? 11 : 3)];
+        size_t ka = 0, kb = 0;
+        ASSERT_OK(ingot_tokenizer_encode(a, s, n, 1, ia, 512, &ka, NULL, 0, NULL));
+        ASSERT_OK(ingot_tokenizer_encode(b, s, n, 1, ib, 512, &kb, NULL, 0, NULL));
+        ASSERT_EQ(ka, kb);
+        for (size_t i = 0; i < ka; i++) {
+            ASSERT_EQ(ia[i], ib[i]);
+            differ += ia[i] > 13; /* merged tokens were made */
+        }
+    }
+    ASSERT_TRUE(differ > 1000);
+    ingot_tokenizer_close(a);
+    ingot_tokenizer_close(b);
+}
+
+/* An empty token decodes to nothing and must not use up the one leading space SentencePiece
+ * decoding strips (the streaming decoder skips it the same way). The committed fuzz_tok_gguf
+ * corpus caught decode consuming it after 60c93b0 (decode reading the packed entry). */
+TEST(test_empty_token_keeps_the_space_strip)
+{
+    uint8_t b[256];
+    int32_t maxlen = 8;
+    memcpy(b, &maxlen, 4);
+    size_t n = 4;
+    n += bin_token(b + n, 0, "<unk>");
+    n += bin_token(b + n, 0, "\n<s>\n");
+    n += bin_token(b + n, 0, "\n</s>\n");
+    n += bin_token(b + n, 0, "");
+    n += bin_token(b + n, -1, " a");
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open_buffer(b, n, NULL, &t, NULL));
+    const int32_t ids[] = {1, 3, 4, 3, 4};
+    char out[32], piece[256];
+    size_t len = 0;
+    ASSERT_OK(ingot_tokenizer_decode(t, ids, 5, 0, out, sizeof out, &len, NULL));
+    ASSERT_EQ(len, 3);
+    ASSERT_MEM(out, "a a", 3);
+    ingot_tokenizer_stream st;
+    ingot_tokenizer_stream_init(&st, 0);
+    char all[32];
+    size_t o = 0, pl = 0;
+    for (int i = 0; i < 5; i++) {
+        ASSERT_OK(ingot_tokenizer_stream_push(t, &st, ids[i], piece, sizeof piece, &pl));
+        memcpy(all + o, piece, pl);
+        o += pl;
+    }
+    ASSERT_EQ(o, len);
+    ASSERT_MEM(all, out, len);
+    ingot_tokenizer_close(t);
+}
+
+RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naive_merges_llama3),
+          T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

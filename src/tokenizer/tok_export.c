@@ -131,6 +131,27 @@ static ingot_status spm_merges(const ingot_tokenizer *t, spm_merge **out, size_t
     return INGOT_OK;
 }
 
+/* Slot j of the merge table: false when empty, else the pair and its rank. */
+static bool slot_at(const ingot_tokenizer *t, uint64_t j, uint32_t *l, uint32_t *r,
+                    uint32_t *rank)
+{
+    if (t->m8) {
+        uint64_t v = t->mslot8[j];
+        if (v == UINT64_MAX) return false;
+        *l = (uint32_t)(v >> 48);
+        *r = (uint32_t)(v >> 32) & 0xFFFF;
+        *rank = (uint32_t)(v >> 16) & 0xFFFF;
+        return true;
+    }
+    uint64_t k = t->mslot[j].key;
+    if (k == UINT64_MAX) return false;
+    uint64_t key = k >> TOK_MENTRY_BITS;
+    *l = (uint32_t)(key >> 21);
+    *r = (uint32_t)(key & ((1u << 21) - 1));
+    *rank = (uint32_t)(k & ((1u << TOK_MENTRY_BITS) - 1));
+    return true;
+}
+
 ingot_status ingot_tokenizer_merges(const ingot_tokenizer *t, int32_t *pairs, size_t cap,
                                     size_t *n, ingot_error *err)
 {
@@ -151,25 +172,29 @@ ingot_status ingot_tokenizer_merges(const ingot_tokenizer *t, int32_t *pairs, si
             return ingot__err(err, INGOT_RANGE, INGOT_NO_OFFSET, 0, 0, "%zu merges", nm);
         return INGOT_OK;
     }
-    /* BPE kinds: rank -> pair from the merge table (a duplicate pair's later rank is absent) */
-    size_t nm = 0;
-    for (uint64_t j = 0; t->m_mask && j <= t->m_mask; j++) nm += t->mslot[j] != UINT64_MAX;
+    /* BPE kinds: rank -> pair from the merge table (a duplicate pair's later rank is absent).
+     * Both slot layouts of tok_internal.h: m8 (l << 48 | r << 32 | rank << 16 | merged) and
+     * the 16-byte one (key l << 43 | r << 22 | rank). */
+    size_t nm = 0, full = 0;
+    for (uint64_t j = 0; t->m_mask && j <= t->m_mask; j++) {
+        uint32_t l, r, rank;
+        if (!slot_at(t, j, &l, &r, &rank)) continue;
+        nm++;
+        if ((size_t)rank + 1 > full) full = (size_t)rank + 1;
+    }
     *n = nm;
     if (!pairs) return INGOT_OK;
     if (cap < nm) return ingot__err(err, INGOT_RANGE, INGOT_NO_OFFSET, 0, 0, "%zu merges", nm);
-    /* ranks are 0 .. n_mval-1 with holes for duplicates: place by rank, then close the holes */
-    size_t full = t->n_mval ? t->n_mval : 1;
+    /* ranks are 0 .. full-1 with holes for duplicates: place by rank, then close the holes */
+    if (!full) full = 1;
     int32_t *tmp = ingot__alloc(NULL, full * 2 * sizeof *tmp);
     if (!tmp) return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "merges");
     for (size_t i = 0; i < full * 2; i++) tmp[i] = -1;
     for (uint64_t j = 0; t->m_mask && j <= t->m_mask; j++) {
-        uint64_t v = t->mslot[j];
-        if (v == UINT64_MAX) continue;
-        uint32_t e = (uint32_t)(v & ((1u << TOK_MENTRY_BITS) - 1));
-        uint64_t key = v >> TOK_MENTRY_BITS;
-        if (e >= full) continue;
-        tmp[2 * e] = (int32_t)(key >> 21);
-        tmp[2 * e + 1] = (int32_t)(key & ((1u << 21) - 1));
+        uint32_t l, r, rank;
+        if (!slot_at(t, j, &l, &r, &rank)) continue;
+        tmp[2 * (size_t)rank] = (int32_t)l;
+        tmp[2 * (size_t)rank + 1] = (int32_t)r;
     }
     size_t o = 0;
     for (size_t i = 0; i < full && o < nm; i++)

@@ -348,6 +348,28 @@ static char *stage_path(const char *out)
     return p;
 }
 
+/* llama.cpp's converter keeps 1-D tensors and norm weights in F32 whatever --outtype says:
+ * model-aware --dtype does the same (the cast is undone, or made a cast to F32). */
+static int keep_small_f32(ingot_convert_plan *p, const ingot_file *f)
+{
+    ingot_error e;
+    for (uint64_t i = 0; i < ingot_convert_plan_tensor_count(p); i++) {
+        ingot_convert_tensor t;
+        ingot_tensor_info ti;
+        if (ingot_convert_plan_tensor_at(p, i, &t) != INGOT_OK ||
+            ingot_file_tensor_at(f, t.src_index, &ti) != INGOT_OK)
+            return fail_st(INGOT_MISUSE, "convert");
+        size_t nl = strlen(t.name);
+        bool norm = nl >= 12 && !strcmp(t.name + nl - 12, "_norm.weight");
+        if (t.action != INGOT_CONVERT_CAST || (ti.rank > 1 && !norm)) continue;
+        t.name = NULL;
+        t.action = ti.dtype == INGOT_DTYPE_F32 ? INGOT_CONVERT_KEEP : INGOT_CONVERT_CAST;
+        t.dtype = INGOT_DTYPE_F32;
+        if (ingot_convert_plan_set_tensor(p, i, &t, &e) != INGOT_OK) return fail_err(&e, "--dtype");
+    }
+    return 0;
+}
+
 /* HF folder -> OUT (GGUF or any format): directly, or through a stage when plan options are
  * given (the plan then runs on the converted tensors, under their GGUF names). */
 static int convert_from_hf(const convert_args *a, bool plan_opts, ingot_convert_opts *o)
@@ -376,6 +398,7 @@ static int convert_from_hf(const convert_args *a, bool plan_opts, ingot_convert_
     if (!rc) rc = open_file(stage, &f);
     if (!rc && ingot_convert_plan_new(f, &p, &e) != INGOT_OK) rc = fail_err(&e, "convert");
     if (!rc) rc = build_plan("convert", p, a);
+    if (!rc && a->dtype) rc = keep_small_f32(p, f);
     /* --dtype changes what general.file_type says (llama.cpp: 0 F32, 1 F16, 32 BF16), unless
      * --quantize set it or the user sets it */
     bool user_ft = false;

@@ -160,3 +160,35 @@ def test_hash_of_the_model_file_is_format_independent(tmp_path):
     ingot.convert(MODEL, st)
     a, b = ingot.hash(MODEL), ingot.hash(st)
     assert a["model"] == b["model"] and a["tensors"] == b["tensors"]
+
+
+LMDIR = os.path.join(ROOT, "tests", "golden", "lm")
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "moe", "qwen2"])
+def test_hf_folder_and_gguf_equal_torch(name):
+    """A Hugging Face folder (config.json + safetensors, sharded for llama) and its llama.cpp-
+    layout GGUF give torch's logits (the goldens of tests/gen_lm_models.py)."""
+    toks = np.load(os.path.join(LMDIR, name + "_tokens.npy"))
+    want = np.load(os.path.join(LMDIR, name + "_logits.npy"))
+    for src in (name + "_hf", name + ".gguf"):
+        lm = ingot.LM(os.path.join(LMDIR, src))
+        got = lm.eval(toks, all=True)
+        assert got.shape == want.shape
+        err = np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want)))
+        assert err <= 1e-4, (src, err)
+
+
+@pytest.mark.parametrize("src", ["llama_hf", "llama.gguf"])
+def test_lora_adapter_equals_torch_merged(src):
+    """A PEFT adapter (r 4, alpha 8) at scale 0.5 on an HF folder and on the GGUF: torch's
+    logits of the merged model."""
+    toks = np.load(os.path.join(LMDIR, "llama_tokens.npy"))
+    want = np.load(os.path.join(LMDIR, "llama_lora_logits.npy"))
+    lm = ingot.LM(os.path.join(LMDIR, src), lora=os.path.join(LMDIR, "llama_lora"),
+                  lora_scale=0.5)
+    got = lm.eval(toks, all=True)
+    err = np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want)))
+    assert err <= 1e-4, err
+    base = ingot.LM(os.path.join(LMDIR, src)).eval(toks, all=True)
+    assert np.max(np.abs(base - want)) > 1e-3      # the adapter changed something

@@ -292,9 +292,9 @@ static int upper_in_use(void) { return -1; }
 #endif
 
 /* Several rows through the GEMM kernels, some of which return with the upper register halves
- * dirty (sgemm's edge tiles call plain SSE code first): the runtime's linear clears them
- * (ingot__cpu_clean_upper), else the SSE code after it (ref ops, libm, the caller's) runs many
- * times slower (SiLU: 7 -> 300 ns per element on this Xeon; a 128-token prefill 3.5x). */
+ * dirty (sgemm's edge tiles call plain SSE code first): the kernel pool clears them after every
+ * job (vzeroupper), else the SSE code after it (ref ops, libm, the caller's) runs many times
+ * slower (SiLU: 7 -> 300 ns per element on this Xeon; a 128-token prefill 3.5x). */
 TEST(linear_leaves_vector_state_clean)
 {
     if (upper_in_use() < 0) {

@@ -98,7 +98,6 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
     ingot_tensor r;
     ingot__lm_view2(&r, s->router, 0, n, E);
     ING_TRY(ingot_op_linear(be, &r, xn, &ly->router.t, NULL, err));
-    if (n > 1) ingot__cpu_clean_upper(); /* as ingot__lm_linear does */
     ING_TRY(ingot_op_softmax(be, &r, &r, 1, false, err));
     ING_TRY(ingot_op_fill(be, tmp, 0.0, err));
     const float *p = ingot_buffer_host(s->router);
@@ -161,11 +160,9 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
         ingot__lm_view2(&u, s->u, 0, cnt, c->ffn_dim);
         ING_TRY(ingot_op_linear(be, &g, &X, &ex[0].t, NULL, err));
         ING_TRY(ingot_op_linear(be, &u, &X, &ex[1].t, NULL, err));
-        if (cnt > 1) ingot__cpu_clean_upper();
         ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
         ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
         ING_TRY(ingot_op_linear(be, &Y, &g, &ex[2].t, NULL, err));
-        if (cnt > 1) ingot__cpu_clean_upper();
         for (uint32_t j = 0; j < cnt; j++) { /* as the one-row path: (w y) rounded, then added */
             float *t = tp + (size_t)rows[j] * ts;
             const float *y = my + (size_t)j * D;

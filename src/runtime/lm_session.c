@@ -306,7 +306,6 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
     ING_TRY(ingot_op_linear(be, dst, x, &w->t, b && b->present ? &b->t : NULL, err));
     /* several rows went through the GEMM kernels, which can leave the upper register halves
      * dirty: cleared here, else the ops after it run 3-40x slower (prefill 3.5x, Q8_0 246 M) */
-    if (dst->shape[0] > 1) ingot__cpu_clean_upper();
     if (!w->lora) return INGOT_OK;
     /* run-time LoRA: dst += lscale * B (A x) */
     ingot_tensor ax, bax;
@@ -315,7 +314,6 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
     ingot__lm_view2(&bax, s->lo, 0, n, w->lb.shape[0]);
     ING_TRY(ingot_op_linear(be, &ax, x, &w->la, NULL, err));
     ING_TRY(ingot_op_linear(be, &bax, &ax, &w->lb, NULL, err));
-    if (n > 1) ingot__cpu_clean_upper();
     ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &bax, &bax, w->lscale, err));
     return ingot_op_binary(be, INGOT_BINARY_ADD, dst, dst, &bax, err);
 }
@@ -415,7 +413,6 @@ static ingot_status head(ingot_lm_session *s, uint32_t first, uint32_t n, ingot_
     else
         ING_TRY(ingot_op_rms_norm(m->be, &xn, &x, &m->out_norm.t, c->norm_eps, err));
     ING_TRY(ingot_op_linear(m->be, &lg, &xn, &m->output.t, NULL, err));
-    if (n > 1) ingot__cpu_clean_upper(); /* as ingot__lm_linear does */
     return INGOT_OK;
 }
 

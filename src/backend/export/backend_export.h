@@ -24,9 +24,4 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
                             const ingot_tensor *k, const ingot_tensor *v,
                             const ingot_attn_params *p);
 
-/* vzeroupper where the CPU has AVX (upper_clean.c): the runtime calls it after a GEMM-path
- * linear, whose kernels may return with the upper register halves dirty, which makes the
- * non-VEX code that follows (ref ops, libm) run many times slower. A no-op elsewhere. */
-void ingot__cpu_clean_upper(void);
-
 #endif

@@ -13,7 +13,7 @@ pkgs=(
   zlib1g-dev          # deflated .npz members (inflate); also the zlib crc32 bench baseline
   libcbor-dev         # Burnpack headers are CBOR (RFC 8949): a maintained decoder, not our own
   libjson-c-dev       # JSON baseline in the safetensors header benchmark
-  libopenblas-dev     # optional f32 GEMM accelerator and the GEMM/GEMV benchmark baseline
+  libopenblas-dev     # the GEMM/GEMV benchmark baseline, dlopen'ed by `ingot bench gemm`
   valgrind            # the test script replays tests under memcheck
   python3             # CLI tests parse `ingot info --json`
   python3-sentencepiece  # bench/tok_ref.py only: the SentencePiece baseline of bench_tokenizer

@@ -9,12 +9,15 @@
  * Every figure is the median of several repetitions, ours and the baseline interleaved; ratios
  * are ours / baseline.
  *
- * OpenBLAS: the core type it picks is printed. Unless the caller set OPENBLAS_CORETYPE, the bench
- * sets it for the CPU (SkylakeX where AVX-512 runs, Haswell where AVX2 is the widest: OpenBLAS
- * 0.3.21 otherwise may pick Haswell kernels on an AVX-512 Xeon it does not know); it also sets
- * OPENBLAS_THREAD_TIMEOUT=4 unless set (OpenBLAS's idle workers spin after each call and, with as
- * many threads as cores, take the core our pool's worker needs next). OpenBLAS reads both only
- * when it loads, so the bench re-executes itself once with them; the values are printed.
+ * OpenBLAS is loaded here, at run time (dlopen of libopenblas.so.0, Debian's libopenblas0), not
+ * linked into the CLI: linked, its relocation and thread start-up cost every `ingot` command
+ * (half of an `ingot info`'s 4.8 ms). The core type it picks is printed. Unless the caller set
+ * OPENBLAS_CORETYPE, the bench sets it for the CPU (SkylakeX where AVX-512 runs, Haswell where
+ * AVX2 is the widest: OpenBLAS 0.3.21 otherwise may pick Haswell kernels on an AVX-512 Xeon it
+ * does not know); it also sets OPENBLAS_THREAD_TIMEOUT=4 unless set (OpenBLAS's idle workers
+ * spin after each call and, with as many threads as cores, take the core our pool's worker
+ * needs next). OpenBLAS reads both when it loads, so they are set before the dlopen; the values
+ * are printed.
  *
  * Decode weights are sized by the last-level cache the CPU reports (sysconf, else sysfs): at
  * least twice the L3 (1.25 times with --quick), so that they stream from memory. The read rate is
@@ -24,6 +27,7 @@
  * fraction of the machine's read rate it reaches.
  */
 #define _GNU_SOURCE /* sysconf(_SC_LEVEL3_CACHE_SIZE) */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,11 +45,41 @@
 #include "cpu/kernels/kernels.h"
 #include "ingot/quant.h"
 
-#ifdef INGOT_HAVE_OPENBLAS
-#include <cblas.h>
-char *openblas_get_corename(void);
-void openblas_set_num_threads(int n);
-#endif
+/* The OpenBLAS entry points the bench calls, found by dlsym. The enum arguments are CBLAS's
+ * (passed as int): row-major 101, no transpose 111. */
+enum { BLAS_ROW_MAJOR = 101, BLAS_NO_TRANS = 111 };
+typedef struct blas_lib {
+    void (*sgemm)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
+    void (*sgemv)(int order, int ta, int m, int n, float alpha, const float *a, int lda,
+                  const float *x, int incx, float beta, float *y, int incy);
+    char *(*corename)(void);
+    void (*set_threads)(int n);
+} blas_lib;
+
+/* Loads OpenBLAS; false (and *why set) when it is not installed or lacks a symbol. */
+static bool blas_load(blas_lib *b, const char **why)
+{
+    static const char *const names[] = {"libopenblas.so.0", "libopenblas.so"};
+    void *h = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        *why = "none (libopenblas.so.0 not found: Debian's libopenblas0)";
+        return false;
+    }
+    /* POSIX: a dlsym result converts to a function pointer through memcpy-free casts like this */
+    *(void **)(&b->sgemm) = dlsym(h, "cblas_sgemm");
+    *(void **)(&b->sgemv) = dlsym(h, "cblas_sgemv");
+    *(void **)(&b->corename) = dlsym(h, "openblas_get_corename");
+    *(void **)(&b->set_threads) = dlsym(h, "openblas_set_num_threads");
+    if (!b->sgemm || !b->sgemv || !b->corename || !b->set_threads) {
+        *why = "none (libopenblas.so.0 lacks a cblas / openblas symbol)";
+        memset(b, 0, sizeof *b);
+        return false; /* the handle stays open: nothing else holds it, the process ends soon */
+    }
+    return true;
+}
 
 static double now(void)
 {
@@ -325,29 +359,16 @@ int ingot_cli_bench(int argc, char **argv)
     const char *want_core = ingot__isa_supported(INGOT__ISA_AVX512) ? "SkylakeX"
                             : ingot__isa_supported(INGOT__ISA_AVX2) ? "Haswell"
                                                                     : NULL;
-    (void)want_core; /* used only where OpenBLAS is */
-#if defined(INGOT_HAVE_OPENBLAS) && defined(__linux__)
-    /* argv is main's argv + 2 ("ingot", "bench"): re-execute the whole command line once. */
-    bool set_t = !getenv("OPENBLAS_THREAD_TIMEOUT"),
-         set_c = !getenv("OPENBLAS_CORETYPE") && want_core;
-    if ((set_t || set_c) && !getenv("INGOT_BENCH_REEXEC")) {
-        if (set_t) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
-        if (set_c) setenv("OPENBLAS_CORETYPE", want_core, 1);
-        setenv("INGOT_BENCH_REEXEC", set_c ? "coretype" : "timeout", 1);
-        fflush(stdout);
-        execv("/proc/self/exe", argv - 2);
-        /* exec failed: measure anyway; the lines below say what is set */
-    }
-#endif
+    bool set_c = !getenv("OPENBLAS_CORETYPE") && want_core;
+    if (!getenv("OPENBLAS_THREAD_TIMEOUT")) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    if (set_c) setenv("OPENBLAS_CORETYPE", want_core, 1);
+    blas_lib blas = {0};
+    const char *core = NULL;
+    bool have_blas = blas_load(&blas, &core);
+    if (have_blas) core = blas.corename();
     const char *coretype_env = getenv("OPENBLAS_CORETYPE"),
                *timeout_env = getenv("OPENBLAS_THREAD_TIMEOUT");
-    const char *reexec = getenv("INGOT_BENCH_REEXEC");
-    bool coretype_ours = reexec && !strcmp(reexec, "coretype");
-#ifdef INGOT_HAVE_OPENBLAS
-    const char *core = openblas_get_corename();
-#else
-    const char *core = "none (OpenBLAS not found at build time)";
-#endif
+    bool coretype_ours = set_c;
     const char *isa = ingot__isa_name(ingot__get_isa());
     uint64_t l3 = l3_bytes();
     /* Decode weights: K = 8192 columns, rows for at least 2 x L3 (64 MiB when unknown). */
@@ -399,9 +420,7 @@ int ingot_cli_bench(int argc, char **argv)
             fprintf(stderr, "ingot bench: cannot start %u threads\n", th);
             break;
         }
-#ifdef INGOT_HAVE_OPENBLAS
-        openblas_set_num_threads((int)th);
-#endif
+        if (have_blas) blas.set_threads((int)th);
         /* f32 GEMM n^3 against OpenBLAS */
         size_t sizes[2] = {1024, big};
         for (int si = 0; si < 2; si++) {
@@ -413,13 +432,11 @@ int ingot_cli_bench(int argc, char **argv)
                 for (int half = 0; half < 2; half++) { /* ours first on even reps */
                     double t0 = now();
                     if ((half ^ r) & 1) {
-#ifdef INGOT_HAVE_OPENBLAS
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n,
-                                    (int)n, 1.0f, A, (int)n, B, (int)n, 0.0f, C, (int)n);
-                        t2[r] = now() - t0;
-#else
-                        t2[r] = NAN;
-#endif
+                        if (have_blas)
+                            blas.sgemm(BLAS_ROW_MAJOR, BLAS_NO_TRANS, BLAS_NO_TRANS, (int)n,
+                                       (int)n, (int)n, 1.0f, A, (int)n, B, (int)n, 0.0f, C,
+                                       (int)n);
+                        t2[r] = have_blas ? now() - t0 : NAN;
                     } else {
                         ingot__sgemm(pool, false, false, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
                         t1[r] = now() - t0;
@@ -452,22 +469,16 @@ int ingot_cli_bench(int argc, char **argv)
                 run_gemv(&c, pool);
                 t1[r] = now() - t0;
                 t3[r] = bw_read(W, bytes, pool);
-#ifdef INGOT_HAVE_OPENBLAS
-                if (wt == INGOT_DTYPE_F32) {
+                if (wt == INGOT_DTYPE_F32 && have_blas) {
                     t0 = now();
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)M, (int)K, 1.0f,
-                                (const float *)(const void *)W, (int)K, x, 1, 0.0f, y, 1);
+                    blas.sgemv(BLAS_ROW_MAJOR, BLAS_NO_TRANS, (int)M, (int)K, 1.0f,
+                               (const float *)(const void *)W, (int)K, x, 1, 0.0f, y, 1);
                     t2[r] = now() - t0;
                 }
-#endif
             }
             double m1 = median(t1, REPS);
             if (wt == INGOT_DTYPE_F32) {
-#ifdef INGOT_HAVE_OPENBLAS
-                double m2 = median(t2, REPS);
-#else
-                double m2 = NAN;
-#endif
+                double m2 = have_blas ? median(t2, REPS) : NAN;
                 result *r = &res[nres++];
                 *r = (result){
                     "",         th, 2.0 * M * K / m1 * 1e-9, 2.0 * M * K / m2 * 1e-9, "GFLOP/s",

@@ -247,6 +247,35 @@ TEST(sgemv_both_ways)
     ingot__pool_destroy(pool);
 }
 
+/* A row's bits do not depend on which rows share its pass (one, eight or sixteen at a time, at
+ * any offset): each row of a matrix against the same row of the matrix started 1..17 rows
+ * later, for short rows (the 16-row path), long ones and k tails. Fails if the paths reduce a
+ * row in different orders. */
+TEST(sgemv_rows_same_bits_any_offset)
+{
+    for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+        if (!level_on(isa)) continue;
+        static const size_t ns[] = {1, 9, 16, 31, 64, 172, 1024, 1100};
+        for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
+            size_t M = 200, N = ns[b], lda = N + 3;
+            float *A = malloc(M * lda * 4), *x = malloc(N * 4), *y = malloc(M * 4);
+            float *y2 = malloc(M * 4);
+            for (size_t i = 0; i < M * lda; i++) A[i] = frand();
+            for (size_t i = 0; i < N; i++) x[i] = frand();
+            ingot__set_isa((ingot__isa)isa);
+            ingot__sgemv(NULL, false, M, N, 1.0f, A, lda, x, 0.0f, y);
+            for (size_t off = 1; off <= 17; off++) {
+                ingot__sgemv(NULL, false, M - off, N, 1.0f, A + off * lda, lda, x, 0.0f, y2);
+                CHECK(memcmp(y + off, y2, (M - off) * 4) == 0,
+                      "%s sgemv N=%zu: rows from offset %zu differ",
+                      ingot__isa_name((ingot__isa)isa), N, off);
+            }
+            free(A), free(x), free(y), free(y2);
+        }
+    }
+    ingot__set_isa(ingot__cpu_isa());
+}
+
 /* ---- quantized dots ---- */
 
 static double half(uint16_t h)
@@ -794,7 +823,7 @@ TEST(pool_runs_every_task_once)
 }
 
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
-          T(sgemm_small_m_streaming), T(sgemv_both_ways), T(qx_quantize_rounding),
+          T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks), T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
           T(amx_tiles_against_dots),

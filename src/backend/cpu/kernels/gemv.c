@@ -18,6 +18,8 @@
 #include "cpu/kernels/kernels.h"
 
 #define COLS_PER_TASK 1024
+/* Rows up to this many elements go sixteen at a time (AVX-512): see dot16_avx512. */
+#define SHORT_ROW 1024
 #define TASKS_PER_THREAD 4
 
 /* Rows per task: a few contiguous ranges per worker (the pool's counter balances them), in
@@ -132,17 +134,30 @@ AVX2_TARGET static void axpy4_avx2(const float *s, const float *a, size_t lda, f
 #endif
 
 #ifdef HAVE_X86
-/* The AVX-512 forms of dot_avx2 / dot8_avx2: 16 lanes, the same shape for one row and for
- * eight (so a row's bits do not depend on the split). */
+/* The AVX-512 forms of dot_avx2 / dot8_avx2: 16 lanes, the k tail (under 16) as one more masked
+ * step, and each row's 16 lane sums added in one fixed tree (lane i with i + 8, then + 4, + 2,
+ * + 1), written out in hsum512 for one row and transposed in dot16_avx512 for sixteen: a row
+ * gives the same bits whichever path (and hence whichever thread split) computed it. */
+AVX512_TARGET static inline float hsum512(__m512 v)
+{
+    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
+
 AVX512_TARGET static float dot_avx512(const float *a, const float *x, size_t n)
 {
     __m512 s0 = _mm512_setzero_ps();
     size_t k = 0;
     for (; k + 16 <= n; k += 16)
         s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(x + k), s0);
-    float t = _mm512_reduce_add_ps(s0);
-    for (; k < n; k++) t += a[k] * x[k];
-    return t;
+    if (k < n) {
+        __mmask16 m = (__mmask16)((1u << (n - k)) - 1);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + k), _mm512_maskz_loadu_ps(m, x + k), s0);
+    }
+    return hsum512(s0);
 }
 
 AVX512_TARGET static void dot8_avx512(const float *a, size_t lda, const float *x, size_t n,
@@ -156,12 +171,49 @@ AVX512_TARGET static void dot8_avx512(const float *a, size_t lda, const float *x
         for (int r = 0; r < 8; r++)
             p[r] = _mm512_fmadd_ps(_mm512_loadu_ps(a + (size_t)r * lda + k), xv, p[r]);
     }
-    for (int r = 0; r < 8; r++) {
-        const float *ar = a + (size_t)r * lda;
-        float t = _mm512_reduce_add_ps(p[r]);
-        for (size_t q = k; q < n; q++) t += ar[q] * x[q];
-        out[r] = t;
+    if (k < n) {
+        __mmask16 m = (__mmask16)((1u << (n - k)) - 1);
+        __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
+        for (int r = 0; r < 8; r++)
+            p[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + (size_t)r * lda + k), xv, p[r]);
     }
+    for (int r = 0; r < 8; r++) out[r] = hsum512(p[r]);
+}
+
+/* Sixteen rows, for short rows (the small models' 64- to 1024-wide matrices), where one
+ * horizontal sum per row cost as much as the row's multiply-adds: the sixteen accumulators are
+ * summed together, by the tree of hsum512, in 30 shuffles and 15 additions. */
+AVX512_TARGET static void dot16_avx512(const float *a, size_t lda, const float *x, size_t n,
+                                       float *out)
+{
+    __m512 p[16];
+    for (int r = 0; r < 16; r++) p[r] = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m512 xv = _mm512_loadu_ps(x + k);
+        for (int r = 0; r < 16; r++)
+            p[r] = _mm512_fmadd_ps(_mm512_loadu_ps(a + (size_t)r * lda + k), xv, p[r]);
+    }
+    if (k < n) {
+        __mmask16 m = (__mmask16)((1u << (n - k)) - 1);
+        __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
+        for (int r = 0; r < 16; r++)
+            p[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + (size_t)r * lda + k), xv, p[r]);
+    }
+    __m512 q[8], s4[4], u[2];
+    for (int j = 0; j < 8; j++) /* rows 2j, 2j+1: lane i (< 8) of each is lane i + lane i + 8 */
+        q[j] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * j], p[2 * j + 1], 0x44),
+                             _mm512_shuffle_f32x4(p[2 * j], p[2 * j + 1], 0xEE));
+    for (int j = 0; j < 4; j++) /* 128-bit group g: row 4j + g, lane i (< 4) + lane i + 4 */
+        s4[j] = _mm512_add_ps(_mm512_shuffle_f32x4(q[2 * j], q[2 * j + 1], 0x88),
+                              _mm512_shuffle_f32x4(q[2 * j], q[2 * j + 1], 0xDD));
+    for (int j = 0; j < 2; j++) /* group g: rows 8j + g (lanes 0, 1), 8j + 4 + g (2, 3) */
+        u[j] = _mm512_add_ps(_mm512_shuffle_ps(s4[2 * j], s4[2 * j + 1], 0x44),
+                             _mm512_shuffle_ps(s4[2 * j], s4[2 * j + 1], 0xEE));
+    /* lane 4g + l: row 4l + g */
+    __m512 v = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x88), _mm512_shuffle_ps(u[0], u[1], 0xDD));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, v));
 }
 #endif
 
@@ -186,11 +238,13 @@ static void gemv_task(void *ctx, size_t t, unsigned worker)
     size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
     for (size_t i = lo; i < hi;) {
         const float *row = j->A + i * j->lda;
-        float d[8];
+        float d[16];
         size_t got = 1;
 #ifdef HAVE_X86
         bool eight = i + 8 <= hi;
-        if (j->isa >= INGOT__ISA_AVX512 && eight) dot8_avx512(row, j->lda, j->x, j->N, d), got = 8;
+        if (j->isa >= INGOT__ISA_AVX512 && i + 16 <= hi && j->N <= SHORT_ROW)
+            dot16_avx512(row, j->lda, j->x, j->N, d), got = 16;
+        else if (j->isa >= INGOT__ISA_AVX512 && eight) dot8_avx512(row, j->lda, j->x, j->N, d), got = 8;
         else if (j->isa >= INGOT__ISA_AVX512) d[0] = dot_avx512(row, j->x, j->N);
         else if (j->isa >= INGOT__ISA_AVX2 && eight) dot8_avx2(row, j->lda, j->x, j->N, d), got = 8;
         else if (j->isa >= INGOT__ISA_AVX2) d[0] = dot_avx2(row, j->x, j->N);

@@ -92,8 +92,19 @@ AVX2_TARGET static void dot8_avx2(const float *a, size_t lda, const float *x, si
         p6 = _mm256_fmadd_ps(_mm256_loadu_ps(a6 + k), xv, p6);
         p7 = _mm256_fmadd_ps(_mm256_loadu_ps(a7 + k), xv, p7);
     }
-    float t[8] = {hsum256(p0), hsum256(p1), hsum256(p2), hsum256(p3),
-                  hsum256(p4), hsum256(p5), hsum256(p6), hsum256(p7)};
+    /* the eight horizontal sums at once, by hsum256's tree (lane i + lane i + 4, then + 2, + 1):
+     * rows 2j, 2j + 1 first, then pairs of those, then the last step */
+    __m256 q0 = _mm256_add_ps(_mm256_permute2f128_ps(p0, p1, 0x20), _mm256_permute2f128_ps(p0, p1, 0x31));
+    __m256 q1 = _mm256_add_ps(_mm256_permute2f128_ps(p2, p3, 0x20), _mm256_permute2f128_ps(p2, p3, 0x31));
+    __m256 q2 = _mm256_add_ps(_mm256_permute2f128_ps(p4, p5, 0x20), _mm256_permute2f128_ps(p4, p5, 0x31));
+    __m256 q3 = _mm256_add_ps(_mm256_permute2f128_ps(p6, p7, 0x20), _mm256_permute2f128_ps(p6, p7, 0x31));
+    __m256 u0 = _mm256_add_ps(_mm256_shuffle_ps(q0, q1, 0x44), _mm256_shuffle_ps(q0, q1, 0xEE));
+    __m256 u1 = _mm256_add_ps(_mm256_shuffle_ps(q2, q3, 0x44), _mm256_shuffle_ps(q2, q3, 0xEE));
+    /* lane 4h + l: row 2l + h */
+    __m256 v = _mm256_add_ps(_mm256_shuffle_ps(u0, u1, 0x88), _mm256_shuffle_ps(u0, u1, 0xDD));
+    float t[8], w[8];
+    _mm256_storeu_ps(w, v);
+    for (int r = 0; r < 8; r++) t[r] = w[4 * (r & 1) + (r >> 1)];
     for (int r = 0; r < 8; r++) {
         const float *ar = a + (size_t)r * lda;
         for (size_t q = k; q < n; q++) t[r] += ar[q] * x[q];

@@ -8,7 +8,7 @@
  *   2. sessions: a KV cache preallocated for a context length, eval(tokens) -> logits
  *   3. sampling: greedy, temperature, top-k, top-p, min-p, repetition/frequency/presence
  *      penalties, seeded
- *   4. the generate loop, with a per-token callback
+ *   4. the generate loop, with a per-token callback, streamed text and stop strings
  *   5. beam search
  *
  * Where the weights and the config come from (docs/RUNTIME.md has the tables):

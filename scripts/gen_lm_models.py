@@ -440,6 +440,7 @@ def make_gpt2(name, c, seed):
     T += [("output_norm.weight", n(W["ln_f.weight"])), ("output_norm.bias", n(W["ln_f.bias"]))]
     write_gguf(os.path.join(OUT, name + ".gguf"), kvs, T)
     finish(name, gpt2_forward, c, W, bos=0)
+    return W
 
 
 def finish(name, fwd, c, W, bos=1):
@@ -472,16 +473,102 @@ def make_lora(name, c, W, seed, scale):
                       (f"base_model.model.{mod}.lora_B.weight", B.numpy().astype(np.float32))]
             merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A)
     write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
-    cfg = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": "llama_hf",
-           "r": r, "lora_alpha": alpha, "lora_dropout": 0.0, "target_modules": targets,
-           "bias": "none", "fan_in_fan_out": False, "use_rslora": False, "use_dora": False,
-           "rank_pattern": {}, "alpha_pattern": {}, "layers_to_transform": None,
-           "modules_to_save": None, "inference_mode": True}
-    with open(os.path.join(d, "adapter_config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
+    write_adapter_config(d, "llama_hf", r, alpha, targets, False)
     toks = np.load(os.path.join(OUT, "llama_tokens.npy"))
     save_npy(name + "_lora_logits.npy",
              llama_forward(c, merged, torch.tensor(toks.astype(np.int64))).numpy().astype(np.float32))
+
+
+def write_adapter_config(d, base, r, alpha, targets, fan_in_fan_out):
+    cfg = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base,
+           "r": r, "lora_alpha": alpha, "lora_dropout": 0.0, "target_modules": targets,
+           "bias": "none", "fan_in_fan_out": fan_in_fan_out, "use_rslora": False,
+           "use_dora": False, "rank_pattern": {}, "alpha_pattern": {}, "layers_to_transform": None,
+           "modules_to_save": None, "inference_mode": True}
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def make_gpt2_lora(name, c, W, seed, scale):
+    """A PEFT adapter for the gpt2 model as PEFT writes it for GPT2LMHeadModel's Conv1D layers:
+    fan_in_fan_out true, targets c_attn, c_proj (attention and MLP both end in it) and c_fc,
+    lora_A [r, in] and lora_B [out, r] as for Linear, names with "transformer."; the merged
+    Conv1D weight (stored [in, out]) is W + scale * alpha / r * (B A)^T, as PEFT's
+    get_delta_weight transposes it for fan_in_fan_out."""
+    g = torch.Generator().manual_seed(seed)
+    r, alpha = 4, 8.0
+    targets = ["c_attn", "c_proj", "c_fc"]
+    d = os.path.join(OUT, name + "_lora")
+    os.makedirs(d, exist_ok=True)
+    W = {k: v.float().double() for k, v in W.items()}
+    merged, items = dict(W), []
+    for l in range(c["layers"]):
+        for mod in (f"h.{l}.attn.c_attn", f"h.{l}.attn.c_proj", f"h.{l}.mlp.c_fc",
+                    f"h.{l}.mlp.c_proj"):
+            inp, out = W[mod + ".weight"].shape
+            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
+            B = rand(g, out, r, scale=0.3).float().double()
+            items += [(f"base_model.model.transformer.{mod}.lora_A.weight",
+                       A.numpy().astype(np.float32)),
+                      (f"base_model.model.transformer.{mod}.lora_B.weight",
+                       B.numpy().astype(np.float32))]
+            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A).T
+    write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
+    write_adapter_config(d, "gpt2_hf", r, alpha, targets, True)
+    toks = np.load(os.path.join(OUT, name + "_tokens.npy"))
+    save_npy(name + "_lora_logits.npy",
+             gpt2_forward(c, merged, torch.tensor(toks.astype(np.int64))).numpy().astype(np.float32))
+
+
+def moe_route_margin(c, W, tokens):
+    """The smallest gap, over layers and positions, between the k-th and (k+1)-th router
+    probability: float32 rounding must not change which experts run."""
+    margins = []
+    orig = torch.softmax
+
+    def spy(x, dim):
+        p = orig(x, dim)
+        if x.shape[-1] == c["experts"]:
+            top = torch.topk(p, c["experts_used"] + 1, -1).values
+            margins.append(float((top[..., -2] - top[..., -1]).min()))
+        return p
+    torch.softmax = spy
+    try:
+        llama_forward(c, W, tokens)
+    finally:
+        torch.softmax = orig
+    return min(margins)
+
+
+def make_moe_lora(name, c, W, seed, scale):
+    """A PEFT adapter for the Mixtral-style moe model: attention q and o, the router ("gate":
+    block_sparse_moe.gate) and every expert's w1, w2, w3 (r 4, alpha 8); golden logits of the
+    merged model W + scale * alpha / r * B A."""
+    g = torch.Generator().manual_seed(seed)
+    r, alpha = 4, 8.0
+    targets = ["q_proj", "o_proj", "gate", "w1", "w2", "w3"]
+    d = os.path.join(OUT, name + "_lora")
+    os.makedirs(d, exist_ok=True)
+    W = {k: v.float().double() for k, v in W.items()}
+    merged, items = dict(W), []
+    for l in range(c["layers"]):
+        p = f"model.layers.{l}."
+        mods = [p + "self_attn.q_proj", p + "self_attn.o_proj", p + "block_sparse_moe.gate"]
+        mods += [p + f"block_sparse_moe.experts.{e}.{w}" for e in range(c["experts"])
+                 for w in ("w1", "w2", "w3")]
+        for mod in mods:
+            out, inp = W[mod + ".weight"].shape
+            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
+            B = rand(g, out, r, scale=0.3).float().double()
+            items += [(f"base_model.model.{mod}.lora_A.weight", A.numpy().astype(np.float32)),
+                      (f"base_model.model.{mod}.lora_B.weight", B.numpy().astype(np.float32))]
+            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A)
+    write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
+    write_adapter_config(d, "moe_hf", r, alpha, targets, False)
+    toks = torch.tensor(np.load(os.path.join(OUT, name + "_tokens.npy")).astype(np.int64))
+    margin = moe_route_margin(c, merged, toks)
+    assert margin > 1e-3, f"routing too close to a tie ({margin}): pick another seed"
+    save_npy(name + "_lora_logits.npy", llama_forward(c, merged, toks).numpy().astype(np.float32))
 
 
 def main():
@@ -492,10 +579,12 @@ def main():
     make_lora("llama", base, W, seed=5, scale=0.5)
     make_llama("qwen2", dict(base, theta=1000000.0, eps=1e-6), seed=2, bias=True, tied=True,
                model_type="qwen2", arch="qwen2", permute_qk=False)
-    make_llama("moe", dict(base, experts=4, experts_used=2), seed=3, model_type="mixtral",
-               merged_experts=True)
-    make_gpt2("gpt2", {"dim": 32, "layers": 2, "heads": 4, "vocab": 64, "positions": 32,
-                       "eps": 1e-5}, seed=4)
+    moe = dict(base, experts=4, experts_used=2)
+    Wm = make_llama("moe", moe, seed=3, model_type="mixtral", merged_experts=True)
+    make_moe_lora("moe", moe, Wm, seed=10, scale=0.5)
+    g2 = {"dim": 32, "layers": 2, "heads": 4, "vocab": 64, "positions": 32, "eps": 1e-5}
+    Wg = make_gpt2("gpt2", g2, seed=4)
+    make_gpt2_lora("gpt2", g2, Wg, seed=9, scale=0.5)
     # scaled RoPE: linear (positions / 4) and Llama 3's per-frequency rule, with an original
     # context small enough that head size 8's four frequencies fall in all three of its bands
     make_llama("llama_ropelin", dict(base, rope_scaling={"rope_type": "linear", "factor": 4.0}),

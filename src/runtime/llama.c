@@ -97,7 +97,7 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
     uint32_t E = c->n_expert, K = c->n_expert_used, D = c->dim;
     ingot_tensor r;
     ingot__lm_view2(&r, s->router, 0, n, E);
-    ING_TRY(ingot_op_linear(be, &r, xn, &ly->router.t, NULL, err));
+    ING_TRY(ingot__lm_linear(s, &r, xn, &ly->router, NULL, err)); /* + run-time LoRA */
     ING_TRY(ingot_op_softmax(be, &r, &r, 1, false, err));
     ING_TRY(ingot_op_fill(be, tmp, 0.0, err));
     const float *p = ingot_buffer_host(s->router);
@@ -125,11 +125,11 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
         ingot__lm_view2(&eo, s->eo, 0, 1, D);
         for (uint32_t k = 0; k < K; k++) {
             const lm_w *ex = &ly->exp[(size_t)sel[k] * 3];
-            ING_TRY(ingot_op_linear(be, &g, xn, &ex[0].t, NULL, err));
-            ING_TRY(ingot_op_linear(be, &u, xn, &ex[1].t, NULL, err));
+            ING_TRY(ingot__lm_linear(s, &g, xn, &ex[0], NULL, err));
+            ING_TRY(ingot__lm_linear(s, &u, xn, &ex[1], NULL, err));
             ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
-            ING_TRY(ingot_op_linear(be, &eo, &g, &ex[2].t, NULL, err));
+            ING_TRY(ingot__lm_linear(s, &eo, &g, &ex[2], NULL, err));
             ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &eo, &eo, sw[k], err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, tmp, tmp, &eo, err));
         }
@@ -158,11 +158,11 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
         ingot__lm_view2(&Y, s->my, 0, cnt, D);
         ingot__lm_view2(&g, s->g, 0, cnt, c->ffn_dim);
         ingot__lm_view2(&u, s->u, 0, cnt, c->ffn_dim);
-        ING_TRY(ingot_op_linear(be, &g, &X, &ex[0].t, NULL, err));
-        ING_TRY(ingot_op_linear(be, &u, &X, &ex[1].t, NULL, err));
+        ING_TRY(ingot__lm_linear(s, &g, &X, &ex[0], NULL, err));
+        ING_TRY(ingot__lm_linear(s, &u, &X, &ex[1], NULL, err));
         ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
         ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
-        ING_TRY(ingot_op_linear(be, &Y, &g, &ex[2].t, NULL, err));
+        ING_TRY(ingot__lm_linear(s, &Y, &g, &ex[2], NULL, err));
         for (uint32_t j = 0; j < cnt; j++) { /* as the one-row path: (w y) rounded, then added */
             float *t = tp + (size_t)rows[j] * ts;
             const float *y = my + (size_t)j * D;

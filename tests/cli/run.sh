@@ -554,6 +554,12 @@ if [ -d "$SM" ]; then
     run 0 "$ING" eval "$G/llama.gguf" --tokens 1,5,9 -o l2.npy --lora "$G/llama_lora:0.5" --lora-runtime
     expect_err "8 matrices applied at run time"
     n=$((n + 1)); cmp -s l0.npy l1.npy && { echo "FAIL: the adapter changed nothing"; fails=$((fails + 1)); }
+    # GPT-2 (Conv1D, fan_in_fan_out) and Mixtral experts: 4 matrices a layer, and q, o, the
+    # router and 4 x 3 expert matrices a layer, over 2 layers
+    run 0 "$ING" eval "$G/gpt2_hf" --tokens 0,5,9 -o g1.npy --lora "$G/gpt2_lora:0.5"
+    expect_err "notice: lm: LoRA .*r 4, alpha 8, scale 0.5, 8 matrices merged"
+    run 0 "$ING" eval "$G/moe.gguf" --tokens 1,5,9 -o m1.npy --lora "$G/moe_lora" --lora-runtime
+    expect_err "30 matrices applied at run time"
     run 0 "$ING" eval "$SM/stories260K.gguf" --tokens 1,403,407,261 -o lg.npy
     run 0 "$ING" info lg.npy
     expect_out "F32 *4x512"

@@ -24,6 +24,11 @@ Hugging Face modeling code's semantics:
   moe      Mixtral-style: 4 experts, top-2, router softmax, renormalised weights; safetensors
            (block_sparse_moe.experts.E.w1/w2/w3) + GGUF with merged ffn_*_exps tensors
 
+PEFT LoRA adapters (<m>_lora/: adapter_config.json + adapter_model.safetensors) with the logits
+of the model torch merged them into at scale 0.5 (<m>_lora_logits.npy): llama (q/k/v, down),
+gpt2 (c_attn, c_proj, c_fc; fan_in_fan_out, the Conv1D delta (B A)^T), moe (q, o, the router,
+every expert's w1/w2/w3; routing margins checked to exceed 1e-3).
+
 For each model: <m>_tokens.npy (int32 [T], starts with BOS), <m>_logits.npy (float32 [T, V],
 teacher forcing), <m>_greedy.npy (int32 [33]: BOS + 32 greedy tokens, every top-2 logit gap on
 the path checked to exceed 1e-3 so float rounding cannot flip it).

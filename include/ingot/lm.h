@@ -131,11 +131,14 @@ typedef struct ingot_lm_opts {
     const char *config_path;
     ingot_lm_notice_fn notice; /**< NULL: notices are dropped */
     void *notice_ctx;
-    /** A PEFT LoRA adapter for a Llama-family model: a folder holding adapter_config.json (r,
-     *  lora_alpha, target_modules, optional use_rslora) and adapter_model.safetensors, or that
-     *  .safetensors file with adapter_config.json beside it. Each targeted matrix W becomes
-     *  W + s * B A with s = lora_scale * lora_alpha / r (/ sqrt(r) with use_rslora). NULL: none.
-     *  Every tensor of the adapter must be used (UNSUPPORTED naming the first one that is not). */
+    /** A PEFT LoRA adapter: a folder holding adapter_config.json (r, lora_alpha,
+     *  target_modules matched as PEFT matches them, optional use_rslora; fan_in_fan_out for
+     *  GPT-2's Conv1D layers) and adapter_model.safetensors, or that .safetensors file with
+     *  adapter_config.json beside it. Targets: Llama-family attention and MLP projections,
+     *  Mixtral's router ("gate") and experts (w1/w2/w3), GPT-2's c_attn, c_proj and c_fc. Each
+     *  targeted matrix W [out, in] becomes W + s * B A with s = lora_scale * lora_alpha / r
+     *  (/ sqrt(r) with use_rslora). NULL: none. Every tensor of the adapter must be used
+     *  (UNSUPPORTED naming the first one that is not). */
     const char *lora_path;
     double lora_scale;   /**< 0 means 1 */
     bool lora_runtime;   /**< keep W as stored and add s * B (A x) at run time (two thin linears

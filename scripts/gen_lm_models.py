@@ -24,6 +24,10 @@ Hugging Face modeling code's semantics:
   moe      Mixtral-style: 4 experts, top-2, router softmax, renormalised weights; safetensors
            (block_sparse_moe.experts.E.w1/w2/w3) + GGUF with merged ffn_*_exps tensors
 
+  llama_partial  partial rotary: head size 16, partial_rotary_factor 0.5 (the first 8 dims of
+           each head rotate, half-split among them, as transformers' partial models); GGUF with
+           rope.dimension_count 8 and q/k rows permuted within those 8 (ggml's n_dims, interleaved)
+
 PEFT LoRA adapters (<m>_lora/: adapter_config.json + adapter_model.safetensors) with the logits
 of the model torch merged them into at scale 0.5 (<m>_lora_logits.npy): llama (q/k/v, down),
 gpt2 (c_attn, c_proj, c_fc; fan_in_fan_out, the Conv1D delta (B A)^T), moe (q, o, the router,
@@ -147,8 +151,12 @@ def inv_freq(d, theta, scaling=None):
     return torch.where((wl >= hi_wl) & (wl <= lo_wl), mid, out)
 
 
-def rope_half(x, theta, scaling=None):
-    """HF rotate_half: pairs (i, i + d/2)."""
+def rope_half(x, theta, scaling=None, rot_dims=None):
+    """HF rotate_half: pairs (i, i + d/2). rot_dims < head size: partial rotary as transformers'
+    partial models do (Phi, StableLM, GPT-NeoX: apply_rotary_pos_emb on x[..., :rot_dims] with
+    the frequencies of rot_dims, x[..., rot_dims:] passed through)."""
+    if rot_dims is not None and rot_dims < x.shape[-1]:
+        return torch.cat([rope_half(x[..., :rot_dims], theta, scaling), x[..., rot_dims:]], -1)
     T, H, d = x.shape
     inv = inv_freq(d, theta, scaling)
     f = torch.arange(T)[:, None] * inv[None]
@@ -170,8 +178,9 @@ def llama_forward(c, W, tokens):
             y = x @ W[p + f"self_attn.{n}_proj.weight"].T
             b = W.get(p + f"self_attn.{n}_proj.bias")
             return y if b is None else y + b
-        q = rope_half(proj("q").reshape(T, H, d), c["theta"], c.get("rope_scaling"))
-        k = rope_half(proj("k").reshape(T, Hk, d), c["theta"], c.get("rope_scaling"))
+        rd = int(d * c["partial"]) if c.get("partial") else None
+        q = rope_half(proj("q").reshape(T, H, d), c["theta"], c.get("rope_scaling"), rd)
+        k = rope_half(proj("k").reshape(T, Hk, d), c["theta"], c.get("rope_scaling"), rd)
         v = proj("v").reshape(T, Hk, d)
         h = h + causal_attention(q, k, v) @ W[p + "self_attn.o_proj.weight"].T
         x = rmsnorm(h, W[p + "post_attention_layernorm.weight"], c["eps"])
@@ -276,8 +285,15 @@ def hf_llama_config(c, model_type, tied, **extra):
     return cfg
 
 
-def permute(w, n_head):
-    """llama.cpp's converter: q/k rows reordered so interleaved pairs rotate like HF's halves."""
+def permute(w, n_head, rot=None):
+    """llama.cpp's converter: q/k rows reordered so interleaved pairs rotate like HF's halves.
+    rot < head size (partial rotary): only each head's first rot rows, the rest stay."""
+    hd = w.shape[0] // n_head
+    if rot is not None and rot < hd:
+        h = w.reshape(n_head, hd, *w.shape[1:]).copy()
+        h[:, :rot] = permute(h[:, :rot].reshape(n_head * rot, *w.shape[1:]), n_head).reshape(
+            n_head, rot, *w.shape[1:])
+        return h.reshape(w.shape)
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
@@ -292,6 +308,10 @@ def gguf_llama(path, c, W, arch, permute_qk, merged_experts=False):
            (f"{a}.rope.freq_base", GGUF_F32, c["theta"]),
            (f"{a}.attention.layer_norm_rms_epsilon", GGUF_F32, c["eps"]),
            ("tokenizer.ggml.bos_token_id", GGUF_U32, 1), ("tokenizer.ggml.eos_token_id", GGUF_U32, 2)]
+    rot = None
+    if c.get("partial"):  # partial rotary: ggml rotates the first n_dims of each head
+        rot = int(c["dim"] // c["heads"] * c["partial"])
+        kvs.append((f"{a}.rope.dimension_count", GGUF_U32, rot))
     if c.get("experts"):
         kvs += [(f"{a}.expert_count", GGUF_U32, c["experts"]),
                 (f"{a}.expert_used_count", GGUF_U32, c["experts_used"])]
@@ -308,7 +328,7 @@ def gguf_llama(path, c, W, arch, permute_qk, merged_experts=False):
         p, b = f"model.layers.{l}.", f"blk.{l}."
         q, k = n(W[p + "self_attn.q_proj.weight"]), n(W[p + "self_attn.k_proj.weight"])
         if permute_qk:
-            q, k = permute(q, c["heads"]), permute(k, c["kv_heads"])
+            q, k = permute(q, c["heads"], rot), permute(k, c["kv_heads"], rot)
         T += [(b + "attn_norm.weight", n(W[p + "input_layernorm.weight"])),
               (b + "attn_q.weight", q), (b + "attn_k.weight", k),
               (b + "attn_v.weight", n(W[p + "self_attn.v_proj.weight"]))]
@@ -352,6 +372,8 @@ def make_llama(name, c, seed, bias=False, tied=False, model_type="llama", arch="
                  "architectures": ["MixtralForCausalLM"]}
     if model_type == "qwen2":
         extra["architectures"] = ["Qwen2ForCausalLM"]
+    if c.get("partial"):
+        extra["partial_rotary_factor"] = c["partial"]
     cfg = hf_llama_config(c, model_type, tied, **extra)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
@@ -597,6 +619,9 @@ def main():
     make_llama("llama_rope3", dict(base, rope_scaling={
         "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
         "original_max_position_embeddings": 64}), seed=7)
+    # partial rotary: head size 16, the first 8 dims of each head rotate (half-split among them
+    # in HF, interleaved pairs in the GGUF, whose q/k rows are permuted within those 8 only)
+    make_llama("llama_partial", dict(base, heads=2, kv_heads=1, partial=0.5), seed=11)
 
 
 if __name__ == "__main__":

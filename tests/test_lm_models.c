@@ -198,6 +198,69 @@ TEST(rope_llama3_gguf_rope_freqs)
     check_scaled("cpu", "llama_rope3", "llama_rope3.gguf", &LLAMA_GGUF,
                  INGOT_LM_ROPE_SCALING_FREQS);
 }
+
+/* Partial rotary (llama_partial: head size 16, the first 8 dims of each head rotate, the other
+ * 8 pass): config.json partial_rotary_factor 0.5 (half-split pairs among the 8, frequencies
+ * theta^(-2i/8), as transformers' partial models), GGUF rope.dimension_count 8 (ggml's n_dims:
+ * interleaved pairs among the first 8, q/k rows permuted within them). */
+static void check_partial(const char *backend, const char *variant, const expect_cfg *x)
+{
+    char path[512];
+    snprintf(path, sizeof path, GDIR "%s", variant);
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", path, &be, &e);
+    ASSERT_TRUE(m);
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    CHECK(c->head_dim == 16 && c->rope_dims == 8, "%s: head %u, rope dims %u", variant,
+          c->head_dim, c->rope_dims);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    check_model(backend, "llama_partial", variant, x);
+}
+TEST(rope_partial_hf) { check_partial("cpu", "llama_partial_hf", &LLAMA_HF); }
+TEST(rope_partial_gguf) { check_partial("cpu", "llama_partial.gguf", &LLAMA_GGUF); }
+TEST(rope_partial_ref_backend) { check_partial("ref", "llama_partial.gguf", &LLAMA_GGUF); }
+TEST(rope_partial_f16_kv)
+{
+    /* the F16 cache path stores rotated keys through scratch: the pass-through dims too */
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", GDIR "llama_partial_hf", &be, &e);
+    ASSERT_TRUE(m);
+    uint64_t nt = 0, nl = 0;
+    int32_t *tok = load_npy(GDIR "llama_partial_tokens.npy", INGOT_DTYPE_I32, &nt);
+    float *ref = load_npy(GDIR "llama_partial_logits.npy", INGOT_DTYPE_F32, &nl);
+    ASSERT_TRUE(tok && ref);
+    uint32_t V = ingot_lm_get_config(m)->vocab;
+    float *got = malloc(nt * V * 4);
+    ingot_lm_session_opts so = {0};
+    so.kv_dtype = INGOT_DTYPE_F16;
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, &so, &s, NULL));
+    ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
+    /* against each row's largest logit, as test_lm's F16 check; the same argmax */
+    double d = 0;
+    for (size_t r = 0; r < nt; r++) {
+        double big = 0;
+        size_t ag = 0, ar = 0;
+        for (size_t i = 0; i < V; i++) {
+            big = fmax(big, fabs((double)ref[r * V + i]));
+            if (got[r * V + i] > got[r * V + ag]) ag = i;
+            if (ref[r * V + i] > ref[r * V + ar]) ar = i;
+        }
+        for (size_t i = 0; i < V; i++)
+            d = fmax(d, fabs((double)got[r * V + i] - ref[r * V + i]) / big);
+        CHECK(ag == ar, "F16 cache: argmax of row %zu is %zu, torch %zu", r, ag, ar);
+    }
+    CHECK(d <= 2e-3, "F16 cache: logits differ from torch by %.3g of the row's largest", d);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    free(got);
+    free(tok);
+    free(ref);
+}
 TEST(rope_llama3_ref_backend)
 {
     check_scaled("ref", "llama_rope3", "llama_rope3_hf", &LLAMA_HF,
@@ -673,7 +736,8 @@ RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
           T(qwen2_qkv_bias_tied_gguf), T(moe_hf_experts), T(moe_gguf_merged_experts),
           T(moe_ref_backend), T(gpt2_hub_safetensors), T(gpt2_lmhead_state_dict), T(gpt2_gguf),
           T(gpt2_ref_backend), T(rope_linear_hf), T(rope_linear_gguf), T(rope_llama3_hf),
-          T(rope_llama3_gguf_rope_freqs), T(rope_llama3_ref_backend), T(quantized_mixed_types),
+          T(rope_llama3_gguf_rope_freqs), T(rope_partial_hf), T(rope_partial_gguf),
+          T(rope_partial_ref_backend), T(rope_partial_f16_kv), T(rope_llama3_ref_backend), T(quantized_mixed_types),
           T(quantized_mixed_types_f32_activations),
           T(quantized_stories_q8_0), T(quantized_stories_q8_0_f32_activations),
           T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),

@@ -119,6 +119,11 @@ typedef struct ingot_lm_config {
     double rope_low_freq_factor;        /**< LLAMA3 */
     double rope_high_freq_factor;       /**< LLAMA3 */
     uint32_t rope_orig_ctx;             /**< LLAMA3: original_max_position_embeddings */
+    /** Dims of each head RoPE rotates: the first rope_dims (pairs within them, interleaved or
+     *  half-split; frequencies theta^(-2i/rope_dims)), the rest pass unrotated. head_dim unless
+     *  partial rotary (GGUF {arch}.rope.dimension_count, config.json partial_rotary_factor:
+     *  int(head_dim * factor), as transformers). Even, 2..head_dim; 0 for GPT-2. */
+    uint32_t rope_dims;
 } ingot_lm_config;
 
 /** Receives one line per notice at open (a tensor converted, a default applied). */

@@ -206,15 +206,17 @@ static ingot_status read_factor(const ingot_file *af, const char *name, uint64_t
 }
 
 /* llama.cpp's q/k row order for the interleaved rotation: within each head, new row 2i + j is
- * HF row j * hd/2 + i. Permutes B's rows (out dim) in place via tmp (rows * r floats). */
-static void permute_rows(float *b, float *tmp, uint32_t heads, uint32_t hd, uint64_t r)
+ * HF row j * rot/2 + i for the first rot (rotated) rows; the rows after them stay. Permutes B's
+ * rows (out dim) in place via tmp (rows * r floats). */
+static void permute_rows(float *b, float *tmp, uint32_t heads, uint32_t hd, uint32_t rot,
+                         uint64_t r)
 {
     memcpy(tmp, b, (size_t)heads * hd * r * sizeof *b);
     for (uint32_t h = 0; h < heads; h++)
-        for (uint32_t i = 0; i < hd / 2; i++)
+        for (uint32_t i = 0; i < rot / 2; i++)
             for (uint32_t j = 0; j < 2; j++)
                 memcpy(b + ((uint64_t)h * hd + 2 * i + j) * r,
-                       tmp + ((uint64_t)h * hd + j * (hd / 2) + i) * r, r * sizeof *b);
+                       tmp + ((uint64_t)h * hd + j * (rot / 2) + i) * r, r * sizeof *b);
 }
 
 /* W becomes an owned, writable, contiguous F32 [out, in] copy of what it is bound to: a mapped
@@ -305,7 +307,8 @@ static ingot_status apply_one(ingot_lm *m, const ingot_file *af, const lora_cfg 
     if (st == INGOT_OK) st = read_factor(af, bn, out, r, B, used, err);
     if (st == INGOT_OK && m->naming == LM_NAMES_GGUF && cfg->rope_mode == INGOT_ROPE_INTERLEAVED &&
         (role == LM_ATTN_Q || role == LM_ATTN_K))
-        permute_rows(B, tmp, role == LM_ATTN_Q ? cfg->n_head : cfg->n_head_kv, cfg->head_dim, r);
+        permute_rows(B, tmp, role == LM_ATTN_Q ? cfg->n_head : cfg->n_head_kv, cfg->head_dim,
+                     cfg->rope_dims, r);
     if (st == INGOT_OK && runtime) {
         int64_t as[2] = {(int64_t)r, (int64_t)in}, bs[2] = {(int64_t)out, (int64_t)r};
         st = ingot_tensor_init(&w->la, lb, 0, INGOT_DTYPE_F32, 2, as, err);

@@ -687,6 +687,14 @@ TEST(config_json_errors_name_the_key_or_tensor)
                  INGOT_E_BAD_METADATA, "sliding_window");
     expect_error("\"tie_word_embeddings\": false", "\"tie_word_embeddings\": 0",
                  INGOT_E_BAD_METADATA, "tie_word_embeddings");
+    /* partial rotary of head size 8: 0.1 gives 0 dims, 0.375 an odd 3, 1.5 more than the head */
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"partial_rotary_factor\": 0.1",
+                 INGOT_E_BAD_METADATA, "partial_rotary_factor");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": null, \"partial_rotary_factor\": 0.375", INGOT_E_BAD_METADATA,
+                 "partial_rotary_factor");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"partial_rotary_factor\": 1.5",
+                 INGOT_E_BAD_METADATA, "partial_rotary_factor");
 }
 
 /* Mistral's sliding window: a session longer than it would attend differently: refused */
@@ -737,7 +745,8 @@ RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
           T(moe_ref_backend), T(gpt2_hub_safetensors), T(gpt2_lmhead_state_dict), T(gpt2_gguf),
           T(gpt2_ref_backend), T(rope_linear_hf), T(rope_linear_gguf), T(rope_llama3_hf),
           T(rope_llama3_gguf_rope_freqs), T(rope_partial_hf), T(rope_partial_gguf),
-          T(rope_partial_ref_backend), T(rope_partial_f16_kv), T(rope_llama3_ref_backend), T(quantized_mixed_types),
+          T(rope_partial_ref_backend), T(rope_partial_f16_kv), T(rope_llama3_ref_backend),
+          T(quantized_mixed_types),
           T(quantized_mixed_types_f32_activations),
           T(quantized_stories_q8_0), T(quantized_stories_q8_0_f32_activations),
           T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),

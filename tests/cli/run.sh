@@ -567,6 +567,12 @@ if [ -d "$SM" ]; then
     expect_err "RANGE: lm: token 512 at index 1 is outside the vocabulary"
     run 2 "$ING" eval "$SM/stories260K.gguf" --tokens 1,x -o lg.npy
     run 2 "$ING" eval "$SM/stories260K.gguf" --tokens 1,2
+    # partial rotary runs (test_lm_models) but is not converted: refused, naming the key
+    run 1 "$ING" convert "$G/llama_partial_hf" partial.gguf
+    expect_err "UNSUPPORTED: partial rotary embeddings (8 of 16 dims) are not converted"
+    expect_err "partial_rotary_factor"
+    run 1 "$ING" convert "$G/llama_partial.gguf" partial_hf
+    expect_err "llama.rope.dimension_count"
     run 2 "$ING" generate "$SM/stories260K.gguf" --temp -1
     run 2 "$ING" generate "$SM/stories260K.gguf" --kv f8
     run 1 "$ING" generate m.ingot

@@ -349,7 +349,7 @@ static ingot_status apply_all(ingot_lm *m, const ingot_file *af, const lora_cfg 
     for (uint32_t l = 0; l < m->cfg.n_layer; l++) {
         size_t n = layer_slots(m, l, slots, cap);
         for (size_t k = 0; k < n; k++) {
-            char hf[160], base[160];
+            char hf[160], base[176];
             bool hf_t;
             if (!ingot__lm_role_name(LM_NAMES_HF, m->cfg.arch, slots[k].role, l, slots[k].expert,
                                      hf, sizeof hf, &hf_t))

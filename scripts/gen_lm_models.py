@@ -24,6 +24,15 @@ Hugging Face modeling code's semantics:
   moe      Mixtral-style: 4 experts, top-2, router softmax, renormalised weights; safetensors
            (block_sparse_moe.experts.E.w1/w2/w3) + GGUF with merged ffn_*_exps tensors
 
+  llama_partial  partial rotary: head size 16, partial_rotary_factor 0.5 (the first 8 dims of
+           each head rotate, half-split among them, as transformers' partial models); GGUF with
+           rope.dimension_count 8 and q/k rows permuted within those 8 (ggml's n_dims, interleaved)
+
+PEFT LoRA adapters (<m>_lora/: adapter_config.json + adapter_model.safetensors) with the logits
+of the model torch merged them into at scale 0.5 (<m>_lora_logits.npy): llama (q/k/v, down),
+gpt2 (c_attn, c_proj, c_fc; fan_in_fan_out, the Conv1D delta (B A)^T), moe (q, o, the router,
+every expert's w1/w2/w3; routing margins checked to exceed 1e-3).
+
 For each model: <m>_tokens.npy (int32 [T], starts with BOS), <m>_logits.npy (float32 [T, V],
 teacher forcing), <m>_greedy.npy (int32 [33]: BOS + 32 greedy tokens, every top-2 logit gap on
 the path checked to exceed 1e-3 so float rounding cannot flip it).
@@ -142,8 +151,12 @@ def inv_freq(d, theta, scaling=None):
     return torch.where((wl >= hi_wl) & (wl <= lo_wl), mid, out)
 
 
-def rope_half(x, theta, scaling=None):
-    """HF rotate_half: pairs (i, i + d/2)."""
+def rope_half(x, theta, scaling=None, rot_dims=None):
+    """HF rotate_half: pairs (i, i + d/2). rot_dims < head size: partial rotary as transformers'
+    partial models do (Phi, StableLM, GPT-NeoX: apply_rotary_pos_emb on x[..., :rot_dims] with
+    the frequencies of rot_dims, x[..., rot_dims:] passed through)."""
+    if rot_dims is not None and rot_dims < x.shape[-1]:
+        return torch.cat([rope_half(x[..., :rot_dims], theta, scaling), x[..., rot_dims:]], -1)
     T, H, d = x.shape
     inv = inv_freq(d, theta, scaling)
     f = torch.arange(T)[:, None] * inv[None]
@@ -165,8 +178,9 @@ def llama_forward(c, W, tokens):
             y = x @ W[p + f"self_attn.{n}_proj.weight"].T
             b = W.get(p + f"self_attn.{n}_proj.bias")
             return y if b is None else y + b
-        q = rope_half(proj("q").reshape(T, H, d), c["theta"], c.get("rope_scaling"))
-        k = rope_half(proj("k").reshape(T, Hk, d), c["theta"], c.get("rope_scaling"))
+        rd = int(d * c["partial"]) if c.get("partial") else None
+        q = rope_half(proj("q").reshape(T, H, d), c["theta"], c.get("rope_scaling"), rd)
+        k = rope_half(proj("k").reshape(T, Hk, d), c["theta"], c.get("rope_scaling"), rd)
         v = proj("v").reshape(T, Hk, d)
         h = h + causal_attention(q, k, v) @ W[p + "self_attn.o_proj.weight"].T
         x = rmsnorm(h, W[p + "post_attention_layernorm.weight"], c["eps"])
@@ -271,8 +285,15 @@ def hf_llama_config(c, model_type, tied, **extra):
     return cfg
 
 
-def permute(w, n_head):
-    """llama.cpp's converter: q/k rows reordered so interleaved pairs rotate like HF's halves."""
+def permute(w, n_head, rot=None):
+    """llama.cpp's converter: q/k rows reordered so interleaved pairs rotate like HF's halves.
+    rot < head size (partial rotary): only each head's first rot rows, the rest stay."""
+    hd = w.shape[0] // n_head
+    if rot is not None and rot < hd:
+        h = w.reshape(n_head, hd, *w.shape[1:]).copy()
+        h[:, :rot] = permute(h[:, :rot].reshape(n_head * rot, *w.shape[1:]), n_head).reshape(
+            n_head, rot, *w.shape[1:])
+        return h.reshape(w.shape)
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
@@ -287,6 +308,10 @@ def gguf_llama(path, c, W, arch, permute_qk, merged_experts=False):
            (f"{a}.rope.freq_base", GGUF_F32, c["theta"]),
            (f"{a}.attention.layer_norm_rms_epsilon", GGUF_F32, c["eps"]),
            ("tokenizer.ggml.bos_token_id", GGUF_U32, 1), ("tokenizer.ggml.eos_token_id", GGUF_U32, 2)]
+    rot = None
+    if c.get("partial"):  # partial rotary: ggml rotates the first n_dims of each head
+        rot = int(c["dim"] // c["heads"] * c["partial"])
+        kvs.append((f"{a}.rope.dimension_count", GGUF_U32, rot))
     if c.get("experts"):
         kvs += [(f"{a}.expert_count", GGUF_U32, c["experts"]),
                 (f"{a}.expert_used_count", GGUF_U32, c["experts_used"])]
@@ -303,7 +328,7 @@ def gguf_llama(path, c, W, arch, permute_qk, merged_experts=False):
         p, b = f"model.layers.{l}.", f"blk.{l}."
         q, k = n(W[p + "self_attn.q_proj.weight"]), n(W[p + "self_attn.k_proj.weight"])
         if permute_qk:
-            q, k = permute(q, c["heads"]), permute(k, c["kv_heads"])
+            q, k = permute(q, c["heads"], rot), permute(k, c["kv_heads"], rot)
         T += [(b + "attn_norm.weight", n(W[p + "input_layernorm.weight"])),
               (b + "attn_q.weight", q), (b + "attn_k.weight", k),
               (b + "attn_v.weight", n(W[p + "self_attn.v_proj.weight"]))]
@@ -347,6 +372,8 @@ def make_llama(name, c, seed, bias=False, tied=False, model_type="llama", arch="
                  "architectures": ["MixtralForCausalLM"]}
     if model_type == "qwen2":
         extra["architectures"] = ["Qwen2ForCausalLM"]
+    if c.get("partial"):
+        extra["partial_rotary_factor"] = c["partial"]
     cfg = hf_llama_config(c, model_type, tied, **extra)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
@@ -440,6 +467,7 @@ def make_gpt2(name, c, seed):
     T += [("output_norm.weight", n(W["ln_f.weight"])), ("output_norm.bias", n(W["ln_f.bias"]))]
     write_gguf(os.path.join(OUT, name + ".gguf"), kvs, T)
     finish(name, gpt2_forward, c, W, bos=0)
+    return W
 
 
 def finish(name, fwd, c, W, bos=1):
@@ -472,16 +500,102 @@ def make_lora(name, c, W, seed, scale):
                       (f"base_model.model.{mod}.lora_B.weight", B.numpy().astype(np.float32))]
             merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A)
     write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
-    cfg = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": "llama_hf",
-           "r": r, "lora_alpha": alpha, "lora_dropout": 0.0, "target_modules": targets,
-           "bias": "none", "fan_in_fan_out": False, "use_rslora": False, "use_dora": False,
-           "rank_pattern": {}, "alpha_pattern": {}, "layers_to_transform": None,
-           "modules_to_save": None, "inference_mode": True}
-    with open(os.path.join(d, "adapter_config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
+    write_adapter_config(d, "llama_hf", r, alpha, targets, False)
     toks = np.load(os.path.join(OUT, "llama_tokens.npy"))
     save_npy(name + "_lora_logits.npy",
              llama_forward(c, merged, torch.tensor(toks.astype(np.int64))).numpy().astype(np.float32))
+
+
+def write_adapter_config(d, base, r, alpha, targets, fan_in_fan_out):
+    cfg = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base,
+           "r": r, "lora_alpha": alpha, "lora_dropout": 0.0, "target_modules": targets,
+           "bias": "none", "fan_in_fan_out": fan_in_fan_out, "use_rslora": False,
+           "use_dora": False, "rank_pattern": {}, "alpha_pattern": {}, "layers_to_transform": None,
+           "modules_to_save": None, "inference_mode": True}
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def make_gpt2_lora(name, c, W, seed, scale):
+    """A PEFT adapter for the gpt2 model as PEFT writes it for GPT2LMHeadModel's Conv1D layers:
+    fan_in_fan_out true, targets c_attn, c_proj (attention and MLP both end in it) and c_fc,
+    lora_A [r, in] and lora_B [out, r] as for Linear, names with "transformer."; the merged
+    Conv1D weight (stored [in, out]) is W + scale * alpha / r * (B A)^T, as PEFT's
+    get_delta_weight transposes it for fan_in_fan_out."""
+    g = torch.Generator().manual_seed(seed)
+    r, alpha = 4, 8.0
+    targets = ["c_attn", "c_proj", "c_fc"]
+    d = os.path.join(OUT, name + "_lora")
+    os.makedirs(d, exist_ok=True)
+    W = {k: v.float().double() for k, v in W.items()}
+    merged, items = dict(W), []
+    for l in range(c["layers"]):
+        for mod in (f"h.{l}.attn.c_attn", f"h.{l}.attn.c_proj", f"h.{l}.mlp.c_fc",
+                    f"h.{l}.mlp.c_proj"):
+            inp, out = W[mod + ".weight"].shape
+            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
+            B = rand(g, out, r, scale=0.3).float().double()
+            items += [(f"base_model.model.transformer.{mod}.lora_A.weight",
+                       A.numpy().astype(np.float32)),
+                      (f"base_model.model.transformer.{mod}.lora_B.weight",
+                       B.numpy().astype(np.float32))]
+            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A).T
+    write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
+    write_adapter_config(d, "gpt2_hf", r, alpha, targets, True)
+    toks = np.load(os.path.join(OUT, name + "_tokens.npy"))
+    save_npy(name + "_lora_logits.npy",
+             gpt2_forward(c, merged, torch.tensor(toks.astype(np.int64))).numpy().astype(np.float32))
+
+
+def moe_route_margin(c, W, tokens):
+    """The smallest gap, over layers and positions, between the k-th and (k+1)-th router
+    probability: float32 rounding must not change which experts run."""
+    margins = []
+    orig = torch.softmax
+
+    def spy(x, dim):
+        p = orig(x, dim)
+        if x.shape[-1] == c["experts"]:
+            top = torch.topk(p, c["experts_used"] + 1, -1).values
+            margins.append(float((top[..., -2] - top[..., -1]).min()))
+        return p
+    torch.softmax = spy
+    try:
+        llama_forward(c, W, tokens)
+    finally:
+        torch.softmax = orig
+    return min(margins)
+
+
+def make_moe_lora(name, c, W, seed, scale):
+    """A PEFT adapter for the Mixtral-style moe model: attention q and o, the router ("gate":
+    block_sparse_moe.gate) and every expert's w1, w2, w3 (r 4, alpha 8); golden logits of the
+    merged model W + scale * alpha / r * B A."""
+    g = torch.Generator().manual_seed(seed)
+    r, alpha = 4, 8.0
+    targets = ["q_proj", "o_proj", "gate", "w1", "w2", "w3"]
+    d = os.path.join(OUT, name + "_lora")
+    os.makedirs(d, exist_ok=True)
+    W = {k: v.float().double() for k, v in W.items()}
+    merged, items = dict(W), []
+    for l in range(c["layers"]):
+        p = f"model.layers.{l}."
+        mods = [p + "self_attn.q_proj", p + "self_attn.o_proj", p + "block_sparse_moe.gate"]
+        mods += [p + f"block_sparse_moe.experts.{e}.{w}" for e in range(c["experts"])
+                 for w in ("w1", "w2", "w3")]
+        for mod in mods:
+            out, inp = W[mod + ".weight"].shape
+            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
+            B = rand(g, out, r, scale=0.3).float().double()
+            items += [(f"base_model.model.{mod}.lora_A.weight", A.numpy().astype(np.float32)),
+                      (f"base_model.model.{mod}.lora_B.weight", B.numpy().astype(np.float32))]
+            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A)
+    write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
+    write_adapter_config(d, "moe_hf", r, alpha, targets, False)
+    toks = torch.tensor(np.load(os.path.join(OUT, name + "_tokens.npy")).astype(np.int64))
+    margin = moe_route_margin(c, merged, toks)
+    assert margin > 1e-3, f"routing too close to a tie ({margin}): pick another seed"
+    save_npy(name + "_lora_logits.npy", llama_forward(c, merged, toks).numpy().astype(np.float32))
 
 
 def main():
@@ -492,10 +606,12 @@ def main():
     make_lora("llama", base, W, seed=5, scale=0.5)
     make_llama("qwen2", dict(base, theta=1000000.0, eps=1e-6), seed=2, bias=True, tied=True,
                model_type="qwen2", arch="qwen2", permute_qk=False)
-    make_llama("moe", dict(base, experts=4, experts_used=2), seed=3, model_type="mixtral",
-               merged_experts=True)
-    make_gpt2("gpt2", {"dim": 32, "layers": 2, "heads": 4, "vocab": 64, "positions": 32,
-                       "eps": 1e-5}, seed=4)
+    moe = dict(base, experts=4, experts_used=2)
+    Wm = make_llama("moe", moe, seed=3, model_type="mixtral", merged_experts=True)
+    make_moe_lora("moe", moe, Wm, seed=10, scale=0.5)
+    g2 = {"dim": 32, "layers": 2, "heads": 4, "vocab": 64, "positions": 32, "eps": 1e-5}
+    Wg = make_gpt2("gpt2", g2, seed=4)
+    make_gpt2_lora("gpt2", g2, Wg, seed=9, scale=0.5)
     # scaled RoPE: linear (positions / 4) and Llama 3's per-frequency rule, with an original
     # context small enough that head size 8's four frequencies fall in all three of its bands
     make_llama("llama_ropelin", dict(base, rope_scaling={"rope_type": "linear", "factor": 4.0}),
@@ -503,6 +619,9 @@ def main():
     make_llama("llama_rope3", dict(base, rope_scaling={
         "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
         "original_max_position_embeddings": 64}), seed=7)
+    # partial rotary: head size 16, the first 8 dims of each head rotate (half-split among them
+    # in HF, interleaved pairs in the GGUF, whose q/k rows are permuted within those 8 only)
+    make_llama("llama_partial", dict(base, heads=2, kv_heads=1, partial=0.5), seed=11)
 
 
 if __name__ == "__main__":

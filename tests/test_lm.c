@@ -486,6 +486,10 @@ TEST(eval_rejects_bad_calls)
 
 /* Copies every metadata entry and tensor of src into an in-memory GGUF, leaving out the key or
  * tensor named `drop`, and opens it. */
+/* The copy's u32 key set_key = set_val (replacing the source's), when set_key is not NULL. */
+static const char *set_key;
+static uint32_t set_val;
+
 static ingot_file *copy_without(const ingot_file *src, const char *drop, void **mem, size_t *size)
 {
     ingot_writer_opts wo = {0};
@@ -498,7 +502,7 @@ static ingot_file *copy_without(const ingot_file *src, const char *drop, void **
         ingot_file_meta_at(src, i, &mi);
         char key[128];
         snprintf(key, sizeof key, "%.*s", (int)mi.key_len, mi.key);
-        if (!strcmp(key, drop)) continue;
+        if (!strcmp(key, drop) || (set_key && !strcmp(key, set_key))) continue;
         if (mi.is_array && (mi.type == INGOT_META_STRING || mi.type == INGOT_META_BYTES)) {
             const void **ptrs = malloc(mi.count * sizeof *ptrs);
             size_t *lens = malloc(mi.count * sizeof *lens);
@@ -521,6 +525,7 @@ static ingot_file *copy_without(const ingot_file *src, const char *drop, void **
             ingot_writer_set_f32(w, key, (float)mi.v.f);
         }
     }
+    if (set_key) ingot_writer_set_u32(w, set_key, set_val);
     for (uint64_t i = 0; i < ingot_file_tensor_count(src); i++) {
         ingot_tensor_info ti;
         ingot_file_tensor_at(src, i, &ti);
@@ -551,6 +556,37 @@ static void expect_open_error(const char *drop, ingot_status code, const char *w
     ASSERT_ST(ingot_lm_open(be, f, NULL, &m, &e), code);
     ASSERT_TRUE(m == NULL);
     ASSERT_STR(e.where, where);
+    ingot_backend_free(be);
+    ingot_file_close(f);
+    ingot_writer_free_mem(NULL, mem, size);
+    ingot_file_close(src);
+}
+
+/* rope.dimension_count: partial rotary must be even and at most the head size (8 here) */
+TEST(bad_rotary_dims_are_named)
+{
+    static const uint32_t bad[] = {0, 3, 10};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        set_key = "llama.rope.dimension_count";
+        set_val = bad[i];
+        expect_open_error("-", INGOT_E_BAD_METADATA, "llama.rope.dimension_count");
+    }
+    /* 4 of 8 is accepted: half of each head rotates */
+    set_val = 4;
+    ingot_file *src = NULL;
+    ASSERT_OK(ingot_file_open(MDIR "stories260K.gguf", NULL, &src, NULL));
+    void *mem = NULL;
+    size_t size = 0;
+    ingot_file *f = copy_without(src, "-", &mem, &size);
+    set_key = NULL;
+    ASSERT_TRUE(f);
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_lm *m = NULL;
+    ASSERT_OK(ingot_lm_open(be, f, NULL, &m, NULL));
+    ASSERT_EQ(ingot_lm_get_config(m)->rope_dims, 4);
+    ASSERT_EQ(ingot_lm_get_config(m)->head_dim, 8);
+    ingot_lm_free(m);
     ingot_backend_free(be);
     ingot_file_close(f);
     ingot_writer_free_mem(NULL, mem, size);
@@ -606,7 +642,8 @@ TEST(copy_without_output_weight_ties_the_head)
     ingot_file_close(src);
 }
 
-RUN_TESTS(T(stories_config_from_gguf_keys), T(stories_logits_match_torch_cpu),
+RUN_TESTS(T(stories_config_from_gguf_keys), T(bad_rotary_dims_are_named),
+          T(stories_logits_match_torch_cpu),
           T(stories_logits_match_torch_ref), T(stories_logits_f16_kv_close),
           T(stories_greedy_200_tokens_cpu), T(stories_greedy_200_tokens_ref),
           T(stories_kv_decode_equals_full_forward_cpu),

@@ -198,6 +198,69 @@ TEST(rope_llama3_gguf_rope_freqs)
     check_scaled("cpu", "llama_rope3", "llama_rope3.gguf", &LLAMA_GGUF,
                  INGOT_LM_ROPE_SCALING_FREQS);
 }
+
+/* Partial rotary (llama_partial: head size 16, the first 8 dims of each head rotate, the other
+ * 8 pass): config.json partial_rotary_factor 0.5 (half-split pairs among the 8, frequencies
+ * theta^(-2i/8), as transformers' partial models), GGUF rope.dimension_count 8 (ggml's n_dims:
+ * interleaved pairs among the first 8, q/k rows permuted within them). */
+static void check_partial(const char *backend, const char *variant, const expect_cfg *x)
+{
+    char path[512];
+    snprintf(path, sizeof path, GDIR "%s", variant);
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", path, &be, &e);
+    ASSERT_TRUE(m);
+    const ingot_lm_config *c = ingot_lm_get_config(m);
+    CHECK(c->head_dim == 16 && c->rope_dims == 8, "%s: head %u, rope dims %u", variant,
+          c->head_dim, c->rope_dims);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    check_model(backend, "llama_partial", variant, x);
+}
+TEST(rope_partial_hf) { check_partial("cpu", "llama_partial_hf", &LLAMA_HF); }
+TEST(rope_partial_gguf) { check_partial("cpu", "llama_partial.gguf", &LLAMA_GGUF); }
+TEST(rope_partial_ref_backend) { check_partial("ref", "llama_partial.gguf", &LLAMA_GGUF); }
+TEST(rope_partial_f16_kv)
+{
+    /* the F16 cache path stores rotated keys through scratch: the pass-through dims too */
+    ingot_backend *be = NULL;
+    ingot_error e;
+    ingot_lm *m = open_model("cpu", GDIR "llama_partial_hf", &be, &e);
+    ASSERT_TRUE(m);
+    uint64_t nt = 0, nl = 0;
+    int32_t *tok = load_npy(GDIR "llama_partial_tokens.npy", INGOT_DTYPE_I32, &nt);
+    float *ref = load_npy(GDIR "llama_partial_logits.npy", INGOT_DTYPE_F32, &nl);
+    ASSERT_TRUE(tok && ref);
+    uint32_t V = ingot_lm_get_config(m)->vocab;
+    float *got = malloc(nt * V * 4);
+    ingot_lm_session_opts so = {0};
+    so.kv_dtype = INGOT_DTYPE_F16;
+    ingot_lm_session *s = NULL;
+    ASSERT_OK(ingot_lm_session_new(m, &so, &s, NULL));
+    ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
+    /* against each row's largest logit, as test_lm's F16 check; the same argmax */
+    double d = 0;
+    for (size_t r = 0; r < nt; r++) {
+        double big = 0;
+        size_t ag = 0, ar = 0;
+        for (size_t i = 0; i < V; i++) {
+            big = fmax(big, fabs((double)ref[r * V + i]));
+            if (got[r * V + i] > got[r * V + ag]) ag = i;
+            if (ref[r * V + i] > ref[r * V + ar]) ar = i;
+        }
+        for (size_t i = 0; i < V; i++)
+            d = fmax(d, fabs((double)got[r * V + i] - ref[r * V + i]) / big);
+        CHECK(ag == ar, "F16 cache: argmax of row %zu is %zu, torch %zu", r, ag, ar);
+    }
+    CHECK(d <= 2e-3, "F16 cache: logits differ from torch by %.3g of the row's largest", d);
+    ingot_lm_session_free(s);
+    ingot_lm_free(m);
+    ingot_backend_free(be);
+    free(got);
+    free(tok);
+    free(ref);
+}
 TEST(rope_llama3_ref_backend)
 {
     check_scaled("ref", "llama_rope3", "llama_rope3_hf", &LLAMA_HF,
@@ -320,14 +383,29 @@ TEST(quantized_mixed_types_f32_activations) { check_quant("ref", "quant", -1, 1e
 TEST(quantized_stories_q8_0) { check_quant("cpu", "stories_q8", 0, 1e-2, 1e-6); }
 TEST(quantized_stories_q8_0_f32_activations) { check_quant("ref", "stories_q8", -1, 1e-6, -1); }
 
-/* ---- LoRA (tests/golden/lm/llama_lora: r 4, alpha 8 on q/k/v and down; torch merged it at
- * scale 0.5) ---- */
+/* ---- LoRA: torch merged each adapter into its model at scale 0.5 (gen_lm_models.py) ----
+ * llama_lora: r 4, alpha 8 on q/k/v and down; gpt2_lora: c_attn, c_proj (attention and MLP),
+ * c_fc with fan_in_fan_out (Conv1D); moe_lora: q, o, the router and every expert's w1/w2/w3. */
 
-static void check_lora(const char *base, const char *adapter, bool runtime)
+/* Owned bytes of a LoRA over `n` matrices [out, in] per layer, 2 layers: merged, F32 copies;
+ * run time, only the factors A [r, in] and B [out, r] (r = 4). */
+static uint64_t lora_owned(const int (*mats)[2], size_t n, bool runtime)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < n; i++)
+        b += runtime ? 4 * (uint64_t)(mats[i][1] + mats[i][0]) : (uint64_t)mats[i][0] * mats[i][1];
+    return 2 * b * 4;
+}
+
+static void check_lora_on(const char *model, const char *base, const char *adapter, bool runtime,
+                          uint64_t owned)
 {
     uint64_t nt = 0, nl = 0;
-    int32_t *tok = load_npy(GDIR "llama_tokens.npy", INGOT_DTYPE_I32, &nt);
-    float *ref = load_npy(GDIR "llama_lora_logits.npy", INGOT_DTYPE_F32, &nl);
+    char tp[512], lp[512];
+    snprintf(tp, sizeof tp, GDIR "%s_tokens.npy", model);
+    snprintf(lp, sizeof lp, GDIR "%s_lora_logits.npy", model);
+    int32_t *tok = load_npy(tp, INGOT_DTYPE_I32, &nt);
+    float *ref = load_npy(lp, INGOT_DTYPE_F32, &nl);
     ASSERT_TRUE(tok && ref);
     ingot_backend *be = NULL;
     ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
@@ -341,33 +419,50 @@ static void check_lora(const char *base, const char *adapter, bool runtime)
     snprintf(path, sizeof path, GDIR "%s", base);
     if (ingot_lm_open_path(be, path, &o, &m, &e) != INGOT_OK) {
         char b[300];
+        ingot_backend_free(be);
+        free(tok);
+        free(ref);
         FAIL_AT("%s: %s", base, ingot_error_format(&e, b, sizeof b));
     }
     ingot_lm_estimate est;
     ingot_lm_estimate_plan(m, 64, INGOT_DTYPE_F32, 0, &est);
-    /* merged: the 8 targeted matrices become owned F32 copies (per layer q 32x32, k and v 16x32,
-     * down 32x64); run time: only the factors are owned (A r x in, B out x r, r = 4) */
-    uint64_t copies = 2 * (32 * 32 + 2 * 16 * 32 + 32 * 64) * 4,
-             factors = 2 * (4 * 32 + 32 * 4 + 2 * (4 * 32 + 16 * 4) + 4 * 64 + 32 * 4) * 4;
-    CHECK(est.owned_bytes == (runtime ? factors : copies), "%s: %llu owned bytes, want %llu",
-          base, (unsigned long long)est.owned_bytes,
-          (unsigned long long)(runtime ? factors : copies));
+    CHECK(est.owned_bytes == owned, "%s: %llu owned bytes, want %llu", base,
+          (unsigned long long)est.owned_bytes, (unsigned long long)owned);
     uint32_t V = ingot_lm_get_config(m)->vocab;
-    float *got = malloc(nt * V * 4);
+    CHECK(nl == nt * V, "%s: reference of %llu logits", base, (unsigned long long)nl);
+    float *got = malloc(nt * V * 4), *one = malloc(V * 4);
     ingot_lm_session *s = NULL;
     ASSERT_OK(ingot_lm_session_new(m, NULL, &s, NULL));
+    /* prefill (the GEMM; MoE: each expert over its rows) */
     ASSERT_OK(ingot_lm_eval(s, tok, nt, INGOT_LM_LOGITS_ALL, got, nt * V, NULL));
-    double d = 0;
+    double d = 0, dd = 0;
     for (size_t i = 0; i < nt * V; i++)
         d = fmax(d, fabs((double)got[i] - ref[i]) / fmax(1.0, fabs((double)ref[i])));
-    CHECK(d <= 1e-4, "%s + %s (%s): logits differ from torch's merged model by %.3g", base,
-          adapter, runtime ? "run time" : "merged", d);
+    /* decode token by token (the GEMV; MoE: one row's k experts) */
+    ASSERT_OK(ingot_lm_session_rewind(s, 0, NULL));
+    for (size_t t = 0; t < nt; t++) {
+        ASSERT_OK(ingot_lm_eval(s, tok + t, 1, INGOT_LM_LOGITS_LAST, one, V, NULL));
+        for (size_t i = 0; i < V; i++)
+            dd = fmax(dd, fabs((double)one[i] - ref[t * V + i]) /
+                              fmax(1.0, fabs((double)ref[t * V + i])));
+    }
+    CHECK(d <= 1e-4 && dd <= 1e-4,
+          "%s + %s (%s): logits differ from torch's merged model by %.3g (decode %.3g)", base,
+          adapter, runtime ? "run time" : "merged", d, dd);
     ingot_lm_session_free(s);
     ingot_lm_free(m);
     ingot_backend_free(be);
     free(got);
+    free(one);
     free(tok);
     free(ref);
+}
+
+/* llama: per layer q 32x32, k and v 16x32, down 32x64 */
+static const int llama_mats[][2] = {{32, 32}, {16, 32}, {16, 32}, {32, 64}};
+static void check_lora(const char *base, const char *adapter, bool runtime)
+{
+    check_lora_on("llama", base, adapter, runtime, lora_owned(llama_mats, 4, runtime));
 }
 
 TEST(lora_merged_hf) { check_lora("llama_hf", GDIR "llama_lora", false); }
@@ -376,6 +471,65 @@ TEST(lora_runtime_hf) { check_lora("llama_hf", GDIR "llama_lora", true); }
 TEST(lora_merged_gguf) { check_lora("llama.gguf", GDIR "llama_lora/adapter_model.safetensors",
                                     false); }
 TEST(lora_runtime_gguf) { check_lora("llama.gguf", GDIR "llama_lora", true); }
+
+/* GPT-2: c_attn 96x32, attn.c_proj 32x32, c_fc 128x32, mlp.c_proj 32x128 ([out, in]); HF weights
+ * are stored [in, out] (transposed views), GGUF's [out, in] */
+static const int gpt2_mats[][2] = {{96, 32}, {32, 32}, {128, 32}, {32, 128}};
+static void check_lora_gpt2(const char *base, bool runtime)
+{
+    check_lora_on("gpt2", base, GDIR "gpt2_lora", runtime, lora_owned(gpt2_mats, 4, runtime));
+}
+/* hub safetensors: names without "transformer.", the adapter's with it */
+TEST(lora_gpt2_merged_hf) { check_lora_gpt2("gpt2_hf", false); }
+TEST(lora_gpt2_runtime_hf) { check_lora_gpt2("gpt2_hf", true); }
+TEST(lora_gpt2_merged_pt) { check_lora_gpt2("gpt2_pt", false); }
+TEST(lora_gpt2_merged_gguf) { check_lora_gpt2("gpt2.gguf", false); }
+TEST(lora_gpt2_runtime_gguf) { check_lora_gpt2("gpt2.gguf", true); }
+
+/* MoE: q 32x32, o 32x32, router 4x32, 4 experts x (w1 64x32, w3 64x32, w2 32x64) */
+static const int moe_mats[][2] = {{32, 32}, {32, 32}, {4, 32}, {64, 32}, {64, 32}, {32, 64},
+                                  {64, 32}, {64, 32}, {32, 64}, {64, 32}, {64, 32}, {32, 64},
+                                  {64, 32}, {64, 32}, {32, 64}};
+static void check_lora_moe(const char *base, bool runtime)
+{
+    check_lora_on("moe", base, GDIR "moe_lora", runtime, lora_owned(moe_mats, 15, runtime));
+}
+/* per-expert HF tensors; GGUF's stacked ffn_*_exps (each expert a slice) with permuted q */
+TEST(lora_moe_merged_hf) { check_lora_moe("moe_hf", false); }
+TEST(lora_moe_runtime_hf) { check_lora_moe("moe_hf", true); }
+TEST(lora_moe_merged_gguf) { check_lora_moe("moe.gguf", false); }
+TEST(lora_moe_runtime_gguf) { check_lora_moe("moe.gguf", true); }
+
+/* An adapter made for another architecture: what has no module here is refused, named */
+static void expect_foreign_adapter(const char *base, const char *adapter, ingot_status code,
+                                   const char *where)
+{
+    ingot_backend *be = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+    ingot_lm_opts o = {0};
+    o.lora_path = adapter;
+    ingot_lm *m = NULL;
+    ingot_error e;
+    memset(&e, 0, sizeof e);
+    ASSERT_ST(ingot_lm_open_path(be, base, &o, &m, &e), code);
+    CHECK(!strncmp(e.where, where, sizeof e.where - 1), /* where holds 63 bytes */
+          "%s on %s: where '%s', want '%s' (%s)", adapter, base,
+          e.where, where, e.msg);
+    ingot_backend_free(be);
+}
+
+TEST(lora_foreign_adapters_refused)
+{
+    /* the MoE adapter on the dense llama: q and o fit, the router's factors have no module */
+    expect_foreign_adapter(GDIR "llama_hf", GDIR "moe_lora", INGOT_E_UNSUPPORTED,
+                           "base_model.model.model.layers.0.block_sparse_moe.gate.lora_A.weight");
+    /* GPT-2's (fan_in_fan_out: Conv1D layers) on a Llama */
+    expect_foreign_adapter(GDIR "llama_hf", GDIR "gpt2_lora", INGOT_E_UNSUPPORTED,
+                           "fan_in_fan_out");
+    /* Llama's on GPT-2: no q_proj there */
+    expect_foreign_adapter(GDIR "gpt2_hf", GDIR "llama_lora", INGOT_E_UNSUPPORTED,
+                           "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight");
+}
 
 static char lora_dir[256];
 
@@ -533,6 +687,14 @@ TEST(config_json_errors_name_the_key_or_tensor)
                  INGOT_E_BAD_METADATA, "sliding_window");
     expect_error("\"tie_word_embeddings\": false", "\"tie_word_embeddings\": 0",
                  INGOT_E_BAD_METADATA, "tie_word_embeddings");
+    /* partial rotary of head size 8: 0.1 gives 0 dims, 0.375 an odd 3, 1.5 more than the head */
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"partial_rotary_factor\": 0.1",
+                 INGOT_E_BAD_METADATA, "partial_rotary_factor");
+    expect_error("\"rope_scaling\": null",
+                 "\"rope_scaling\": null, \"partial_rotary_factor\": 0.375", INGOT_E_BAD_METADATA,
+                 "partial_rotary_factor");
+    expect_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"partial_rotary_factor\": 1.5",
+                 INGOT_E_BAD_METADATA, "partial_rotary_factor");
 }
 
 /* Mistral's sliding window: a session longer than it would attend differently: refused */
@@ -582,9 +744,15 @@ RUN_TESTS(T(llama_hf_sharded_safetensors), T(llama_hf_torch_state_dict),
           T(qwen2_qkv_bias_tied_gguf), T(moe_hf_experts), T(moe_gguf_merged_experts),
           T(moe_ref_backend), T(gpt2_hub_safetensors), T(gpt2_lmhead_state_dict), T(gpt2_gguf),
           T(gpt2_ref_backend), T(rope_linear_hf), T(rope_linear_gguf), T(rope_llama3_hf),
-          T(rope_llama3_gguf_rope_freqs), T(rope_llama3_ref_backend), T(quantized_mixed_types),
+          T(rope_llama3_gguf_rope_freqs), T(rope_partial_hf), T(rope_partial_gguf),
+          T(rope_partial_ref_backend), T(rope_partial_f16_kv), T(rope_llama3_ref_backend),
+          T(quantized_mixed_types),
           T(quantized_mixed_types_f32_activations),
           T(quantized_stories_q8_0), T(quantized_stories_q8_0_f32_activations),
           T(lora_merged_hf), T(lora_runtime_hf), T(lora_merged_gguf), T(lora_runtime_gguf),
+          T(lora_gpt2_merged_hf), T(lora_gpt2_runtime_hf), T(lora_gpt2_merged_pt),
+          T(lora_gpt2_merged_gguf), T(lora_gpt2_runtime_gguf), T(lora_moe_merged_hf),
+          T(lora_moe_runtime_hf), T(lora_moe_merged_gguf), T(lora_moe_runtime_gguf),
+          T(lora_foreign_adapters_refused),
           T(lora_errors_name_the_key_or_tensor), T(config_json_errors_name_the_key_or_tensor),
           T(sliding_window_bounds_the_session), T(weights_without_config_are_refused))

@@ -8,7 +8,7 @@
  *   2. sessions: a KV cache preallocated for a context length, eval(tokens) -> logits
  *   3. sampling: greedy, temperature, top-k, top-p, min-p, repetition/frequency/presence
  *      penalties, seeded
- *   4. the generate loop, with a per-token callback
+ *   4. the generate loop, with a per-token callback, streamed text and stop strings
  *   5. beam search
  *
  * Where the weights and the config come from (docs/RUNTIME.md has the tables):
@@ -71,6 +71,7 @@ extern "C" {
 typedef struct ingot_lm ingot_lm;
 typedef struct ingot_lm_session ingot_lm_session;
 typedef struct ingot_sampler ingot_sampler;
+typedef struct ingot_tokenizer ingot_tokenizer; /* include/ingot/tokenizer.h */
 
 typedef enum ingot_lm_arch {
     INGOT_LM_ARCH_LLAMA = 1, /**< RMSNorm, RoPE, GQA, SwiGLU (or MoE of SwiGLU experts) */
@@ -118,6 +119,11 @@ typedef struct ingot_lm_config {
     double rope_low_freq_factor;        /**< LLAMA3 */
     double rope_high_freq_factor;       /**< LLAMA3 */
     uint32_t rope_orig_ctx;             /**< LLAMA3: original_max_position_embeddings */
+    /** Dims of each head RoPE rotates: the first rope_dims (pairs within them, interleaved or
+     *  half-split; frequencies theta^(-2i/rope_dims)), the rest pass unrotated. head_dim unless
+     *  partial rotary (GGUF {arch}.rope.dimension_count, config.json partial_rotary_factor:
+     *  int(head_dim * factor), as transformers). Even, 2..head_dim; 0 for GPT-2. */
+    uint32_t rope_dims;
 } ingot_lm_config;
 
 /** Receives one line per notice at open (a tensor converted, a default applied). */
@@ -130,11 +136,14 @@ typedef struct ingot_lm_opts {
     const char *config_path;
     ingot_lm_notice_fn notice; /**< NULL: notices are dropped */
     void *notice_ctx;
-    /** A PEFT LoRA adapter for a Llama-family model: a folder holding adapter_config.json (r,
-     *  lora_alpha, target_modules, optional use_rslora) and adapter_model.safetensors, or that
-     *  .safetensors file with adapter_config.json beside it. Each targeted matrix W becomes
-     *  W + s * B A with s = lora_scale * lora_alpha / r (/ sqrt(r) with use_rslora). NULL: none.
-     *  Every tensor of the adapter must be used (UNSUPPORTED naming the first one that is not). */
+    /** A PEFT LoRA adapter: a folder holding adapter_config.json (r, lora_alpha,
+     *  target_modules matched as PEFT matches them, optional use_rslora; fan_in_fan_out for
+     *  GPT-2's Conv1D layers) and adapter_model.safetensors, or that .safetensors file with
+     *  adapter_config.json beside it. Targets: Llama-family attention and MLP projections,
+     *  Mixtral's router ("gate") and experts (w1/w2/w3), GPT-2's c_attn, c_proj and c_fc. Each
+     *  targeted matrix W [out, in] becomes W + s * B A with s = lora_scale * lora_alpha / r
+     *  (/ sqrt(r) with use_rslora). NULL: none. Every tensor of the adapter must be used
+     *  (UNSUPPORTED naming the first one that is not). */
     const char *lora_path;
     double lora_scale;   /**< 0 means 1 */
     bool lora_runtime;   /**< keep W as stored and add s * B (A x) at run time (two thin linears
@@ -279,9 +288,18 @@ INGOT_API ingot_status ingot_sampler_sample(ingot_sampler *s, const float *logit
  * 4. Generate
  * ------------------------------------------------------------------------------------------- */
 
-/** Called with each generated token that is not a stop token, before it is evaluated; return
- *  false to stop there (a caller with a tokenizer checks stop strings here). */
+/** Called with each generated token that is neither a stop token nor the token completing a
+ *  stop string, before it is evaluated (after on_text got what its text resolved); return false
+ *  to stop there. */
 typedef bool (*ingot_lm_token_fn)(void *ctx, int32_t token);
+/** Called with generated text as it is resolved (opts.on_text): bytes that can no longer be part
+ *  of a stop string, in order, never the stop string itself or anything after it; not
+ *  NUL-terminated, len >= 1. Return false to stop there. */
+typedef bool (*ingot_lm_text_fn)(void *ctx, const char *text, size_t len);
+
+/** Most stop strings per call, and most bytes in one (LIMIT beyond). */
+#define INGOT_LM_MAX_STOP_STRINGS 1024u
+#define INGOT_LM_MAX_STOP_LEN 65536u
 
 typedef struct ingot_lm_generate_opts {
     uint32_t max_tokens;          /**< 0: until a stop or the cache is full */
@@ -289,30 +307,61 @@ typedef struct ingot_lm_generate_opts {
     const int32_t *stop_tokens;   /**< more tokens that stop generation (kept in the output) */
     size_t n_stop_tokens;
     ingot_lm_token_fn on_token;   /**< NULL: none */
-    void *ctx;
+    void *ctx;                    /**< passed to on_token and on_text */
+    /* appended after the first release of this struct: text and stop strings. The generated
+     * tokens are decoded with `tokenizer` through its streaming decoder (the text starts at the
+     * first generated token, never the prompt; bytes of an incomplete UTF-8 character wait for
+     * the rest, bytes that cannot form one become U+FFFD, a token outside the tokenizer's
+     * vocabulary decodes to nothing), and that text is what stop strings match and on_text
+     * receives. */
+    const ingot_tokenizer *tokenizer; /**< needed for stop_strings and on_text; NULL: none */
+    /** Flags of the streaming decoder: INGOT_DECODE_KEEP_LEADING_SPACE when the text goes on
+     *  from prompt text (SentencePiece's space before the first word is kept), as
+     *  `ingot generate` does; INGOT_DECODE_SPECIAL */
+    uint32_t decode_flags;
+    /** Stop strings (byte strings, 1 .. INGOT_LM_MAX_STOP_LEN bytes each, at most
+     *  INGOT_LM_MAX_STOP_STRINGS): generation stops after the token whose text makes the text
+     *  generated so far contain one of them (it may span tokens, start and end inside a token).
+     *  The text before the earliest occurrence is all on_text gets; the generated ids include
+     *  the token that completed the match (it is not evaluated, as any last token), and
+     *  stats.stop is INGOT_LM_STOP_STRING. While the end of the text could still become a stop
+     *  string it is held back from on_text. An empty or NULL string is MISUSE (naming it), so is
+     *  stop strings without a tokenizer. */
+    const char *const *stop_strings;
+    const size_t *stop_lens;      /**< their lengths; NULL: each is NUL-terminated */
+    size_t n_stop_strings;
+    ingot_lm_text_fn on_text;     /**< the resolved text as it comes (needs tokenizer); NULL */
 } ingot_lm_generate_opts;
 
 typedef enum ingot_lm_stop {
     INGOT_LM_STOP_LENGTH = 0,   /**< max_tokens reached */
     INGOT_LM_STOP_EOS = 1,      /**< the eos or a stop token was generated */
-    INGOT_LM_STOP_CALLBACK = 2, /**< on_token returned false */
+    INGOT_LM_STOP_CALLBACK = 2, /**< on_token or on_text returned false */
     INGOT_LM_STOP_CONTEXT = 3,  /**< the KV cache is full */
+    INGOT_LM_STOP_STRING = 4,   /**< the text contains a stop string (stats.stop_string: which) */
 } ingot_lm_stop;
 
 typedef struct ingot_lm_stats {
     uint64_t prompt_tokens, prefill_ns;
     uint64_t generated_tokens, decode_ns; /**< decode_ns covers the tokens after the first */
     ingot_lm_stop stop;
+    /* appended after the first release of this struct: */
+    int32_t stop_string;  /**< INGOT_LM_STOP_STRING: the index of the string found (the
+                               earliest occurrence; at one place, the lowest index); else -1 */
+    uint64_t text_bytes;  /**< bytes handed to on_text (0 without a tokenizer) */
 } ingot_lm_stats;
 
 /** Evaluates the prompt (appended to what the session holds; an empty prompt on an empty
  *  session starts from the config's bos; an empty prompt on a session that already ran
  *  continues from its last logits), then samples and evaluates tokens one at a time until
- *  max_tokens, eos, a stop token, the callback or a full cache. Generated tokens go to out
- *  (out_cap of them at most: generation stops there too) and *n_out; a stop token (eos
- *  included) is the last one there. The last token written is not evaluated (the session ends
- *  just before it), so a continuation passes it as the next prompt. stats may be NULL. The
- *  decode loop allocates nothing. */
+ *  max_tokens, eos, a stop token, a stop string, a callback or a full cache. Generated tokens
+ *  go to out (out_cap of them at most: generation stops there too) and *n_out; a stop token
+ *  (eos included), or the token that completed a stop string, is the last one there. The last
+ *  token written is not evaluated (the session ends just before it), so a continuation passes
+ *  it as the next prompt. At the end the text still held back is matched once more (with the
+ *  decoder's flushed bytes) and handed to on_text. stats may be NULL. With stop strings or
+ *  on_text the call allocates one buffer (the longest stop string plus one token's text)
+ *  before the prompt; the decode loop allocates nothing. */
 INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
                                          const int32_t *prompt, size_t n_prompt,
                                          const ingot_lm_generate_opts *opts, int32_t *out,

@@ -17,7 +17,7 @@ _ENCODE_ADD_SPECIAL = 1
 _ENCODE_PARSE_SPECIAL = 2
 _DECODE_SPECIAL = 1
 _DECODE_KEEP_LEADING_SPACE = 2
-_STOPS = {0: "length", 1: "eos", 2: "callback", 3: "context"}
+_STOPS = {0: "length", 1: "eos", 2: "callback", 3: "context", 4: "string"}
 
 
 class Tokenizer:
@@ -132,13 +132,24 @@ class LM:
 
     def generate(self, prompt=None, max_tokens=0, temperature=0.8, top_k=40, top_p=0.95,
                  min_p=0.05, repeat_penalty=1.0, seed=None, stream=True, ignore_eos=False,
-                 reset=True):
+                 reset=True, stop=None):
         """Generates from prompt (text, token ids, or None: from BOS), as `ingot generate` does.
         Sampling defaults are the CLI's (temperature 0.8, top_k 40, top_p 0.95, min_p 0.05);
         temperature 0 is greedy. stream=True: an iterator of text pieces (whole UTF-8 only);
         stream=False: the text. Without a tokenizer the pieces are token ids. reset=True starts
-        a fresh session (False continues the current one). The decode loop runs without the
-        GIL."""
+        a fresh session (False continues the current one). stop: stop strings (a str or bytes,
+        or a list of them; needs a tokenizer): generation stops once the generated text
+        contains one, the text ends right before it (text that could still become one is held
+        back from the stream until resolved), last_stop is "string" and last_tokens ends with
+        the token that completed it. The decode loop runs without the GIL."""
+        if stop is None:
+            stops = ()
+        else:
+            if isinstance(stop, (str, bytes, bytearray)):
+                stop = [stop]
+            stops = tuple(s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in stop)
+            if stops and self.tokenizer is None:
+                raise UsageError("MISUSE", "stop strings need a tokenizer: this model has none")
         if reset:
             self.reset()
         ids = self._ids(prompt if prompt is not None else [])
@@ -150,7 +161,8 @@ class LM:
             seed = int.from_bytes(os.urandom(8), "little")
         args = (ids.tobytes(), int(max_tokens), float(temperature), int(top_k), float(top_p),
                 float(min_p), float(repeat_penalty), int(seed) & ((1 << 64) - 1),
-                bool(ignore_eos), self.tokenizer._t if self.tokenizer else None, keep_space)
+                bool(ignore_eos), self.tokenizer._t if self.tokenizer else None, keep_space,
+                stops)
         if not stream:
             pieces = []
 

@@ -418,12 +418,10 @@ static PyObject *lm_pos(PyObject *self, PyObject *unused)
     return PyLong_FromUnsignedLong(ingot_lm_session_pos(((Lm *)self)->s));
 }
 
-/* What the token callback of a generate call needs: the tokenizer's streaming decoder and the
- * Python callable that receives (token, text piece bytes) and returns whether to go on. */
+/* What the callbacks of a generate call need: the Python callable that receives (token, text
+ * piece bytes) and returns whether to go on. With a tokenizer the library decodes (and holds back
+ * text that could become a stop string): pieces come as (-1, text), tokens as (id, b""). */
 typedef struct {
-    ingot_tokenizer *tok;
-    ingot_tokenizer_stream st;
-    char *piece;
     PyObject *fn;
     int failed; /* the callable raised: stop, and re-raise after the call */
 } gen_ctx;
@@ -448,19 +446,20 @@ static bool gen_emit(gen_ctx *g, int32_t token, const char *p, size_t n)
 
 static bool gen_on_token(void *ctx, int32_t token)
 {
-    gen_ctx *g = ctx;
-    size_t n = 0;
-    if (g->tok && ingot_tokenizer_stream_push(g->tok, &g->st, token, g->piece,
-                                              ingot_tokenizer_stream_max(g->tok), &n) != INGOT_OK)
-        n = 0;
-    return gen_emit(g, token, g->piece ? g->piece : "", n);
+    return gen_emit(ctx, token, "", 0);
+}
+
+static bool gen_on_text(void *ctx, const char *text, size_t len)
+{
+    return gen_emit(ctx, -1, text, len);
 }
 
 /* generate(prompt ids bytes, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
- *          seed, ignore_eos, tokenizer|None, keep_leading_space, callback)
- *   -> (generated ids bytes, stop reason, prompt tokens, prefill ns, decode ns)
- * The callback gets (token, piece) for each token as it is sampled (the GIL is taken for it)
- * and a last time with token -1 and the tokenizer's flushed bytes. */
+ *          seed, ignore_eos, tokenizer|None, keep_leading_space, stop strings (tuple of bytes),
+ *          callback)
+ *   -> (generated ids bytes, stop reason, prompt tokens, prefill ns, decode ns, stop string)
+ * The callback gets (token, b"") for each token as it is sampled and, with a tokenizer,
+ * (-1, text) for the text as the library resolves it (the GIL is taken for each call). */
 static PyObject *lm_generate(PyObject *self, PyObject *args)
 {
     Lm *o = (Lm *)self;
@@ -470,14 +469,35 @@ static PyObject *lm_generate(PyObject *self, PyObject *args)
     double temp, top_p, min_p, rep;
     unsigned long long seed;
     int ignore_eos, keep_space;
-    PyObject *toko, *fn;
-    if (!PyArg_ParseTuple(args, "y#IdIdddKpOpO", &prompt, &nb, &max_tokens, &temp, &top_k,
-                          &top_p, &min_p, &rep, &seed, &ignore_eos, &toko, &keep_space, &fn) ||
+    PyObject *toko, *stops, *fn;
+    if (!PyArg_ParseTuple(args, "y#IdIdddKpOpO!O", &prompt, &nb, &max_tokens, &temp, &top_k,
+                          &top_p, &min_p, &rep, &seed, &ignore_eos, &toko, &keep_space,
+                          &PyTuple_Type, &stops, &fn) ||
         lm_check_idle(o) < 0)
         return NULL;
     if (toko != Py_None && !PyObject_TypeCheck(toko, (PyTypeObject *)tok_type)) {
         PyErr_SetString(PyExc_TypeError, "ingot: tokenizer expected");
         return NULL;
+    }
+    /* the stop strings: borrowed from the tuple's bytes objects, which outlive the call */
+    Py_ssize_t nstop = PyTuple_Size(stops);
+    const char **stop_p = PyMem_Calloc((size_t)nstop + 1, sizeof *stop_p);
+    size_t *stop_n = PyMem_Calloc((size_t)nstop + 1, sizeof *stop_n);
+    if (!stop_p || !stop_n) {
+        PyMem_Free(stop_p);
+        PyMem_Free(stop_n);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < nstop; i++) {
+        char *p;
+        Py_ssize_t len;
+        if (PyBytes_AsStringAndSize(PyTuple_GetItem(stops, i), &p, &len) < 0) {
+            PyMem_Free(stop_p);
+            PyMem_Free(stop_n);
+            return NULL;
+        }
+        stop_p[i] = p;
+        stop_n[i] = (size_t)len;
     }
     const ingot_lm_config *c = ingot_lm_get_config(o->m);
     ingot_sampler_params sp;
@@ -491,24 +511,22 @@ static PyObject *lm_generate(PyObject *self, PyObject *args)
     ingot_sampler *smp = NULL;
     ingot_error e;
     ingot_status st = ingot_sampler_new(&sp, c->vocab, NULL, &smp, &e);
-    if (st != INGOT_OK)
+    if (st != INGOT_OK) {
+        PyMem_Free(stop_p);
+        PyMem_Free(stop_n);
         return ingot__py_raise(&e, st);
+    }
     uint32_t room = ingot_lm_session_ctx(o->s);
     size_t cap = max_tokens ? max_tokens : (room ? room : 1);
     gen_ctx g;
     memset(&g, 0, sizeof g);
     g.fn = fn;
-    if (toko != Py_None) {
-        g.tok = ((Tok *)toko)->t;
-        ingot_tokenizer_stream_init(&g.st, keep_space ? INGOT_DECODE_KEEP_LEADING_SPACE : 0);
-        g.piece = PyMem_Malloc(ingot_tokenizer_stream_max(g.tok));
-    }
     PyObject *outb = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap * 4));
-    if (!outb || (g.tok && !g.piece)) {
-        Py_XDECREF(outb);
-        PyMem_Free(g.piece);
+    if (!outb) {
+        PyMem_Free(stop_p);
+        PyMem_Free(stop_n);
         ingot_sampler_free(smp);
-        return outb ? PyErr_NoMemory() : NULL;
+        return NULL;
     }
     ingot_lm_generate_opts go;
     memset(&go, 0, sizeof go);
@@ -516,6 +534,14 @@ static PyObject *lm_generate(PyObject *self, PyObject *args)
     go.ignore_eos = ignore_eos != 0;
     go.on_token = gen_on_token;
     go.ctx = &g;
+    if (toko != Py_None) {
+        go.tokenizer = ((Tok *)toko)->t;
+        go.decode_flags = keep_space ? INGOT_DECODE_KEEP_LEADING_SPACE : 0;
+        go.on_text = gen_on_text;
+    }
+    go.stop_strings = stop_p;
+    go.stop_lens = stop_n;
+    go.n_stop_strings = (size_t)nstop;
     ingot_lm_stats stats;
     memset(&stats, 0, sizeof stats);
     size_t nout = 0;
@@ -526,15 +552,8 @@ static PyObject *lm_generate(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     o->busy = 0;
     ingot_sampler_free(smp);
-    if (st == INGOT_OK && !g.failed) {
-        size_t n = 0;
-        if (g.tok && ingot_tokenizer_stream_flush(g.tok, &g.st, g.piece,
-                                                  ingot_tokenizer_stream_max(g.tok), &n) !=
-                         INGOT_OK)
-            n = 0;
-        gen_emit(&g, -1, g.piece ? g.piece : "", n);
-    }
-    PyMem_Free(g.piece);
+    PyMem_Free(stop_p);
+    PyMem_Free(stop_n);
     if (g.failed || PyErr_Occurred()) {
         Py_DECREF(outb);
         return NULL;
@@ -545,10 +564,10 @@ static PyObject *lm_generate(PyObject *self, PyObject *args)
     }
     PyObject *ids = PyBytes_FromStringAndSize(PyBytes_AsString(outb), (Py_ssize_t)(nout * 4));
     Py_DECREF(outb);
-    return Py_BuildValue("(NiKKK)", ids, (int)stats.stop,
+    return Py_BuildValue("(NiKKKi)", ids, (int)stats.stop,
                          (unsigned long long)stats.prompt_tokens,
                          (unsigned long long)stats.prefill_ns,
-                         (unsigned long long)stats.decode_ns);
+                         (unsigned long long)stats.decode_ns, (int)stats.stop_string);
 }
 
 static PyMethodDef lm_methods[] = {

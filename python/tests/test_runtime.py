@@ -61,6 +61,39 @@ def test_prompt_and_stream_equal_cli(lm):
                                    "-n", "64")
 
 
+def test_stop_strings_end_the_text_before_them(lm):
+    golden = open(GOLDEN + "llama2c_run_t0.0_n200.txt").read().rstrip("\n")
+    ids = np.load(GOLDEN + "tokens_greedy_bos_plus_200.npy")[1:].tolist()
+    want = golden[:golden.index("ig, r")]           # starts inside " big", ends inside " red"
+    text = lm.generate(temperature=0, max_tokens=200, stream=False, stop=["zzz", "ig, r"])
+    assert text == want
+    assert lm.last_stop == "string"
+    n = len(lm.last_tokens)
+    assert lm.last_tokens == ids[:n]
+    # the last token is the one completing the match: its text holds the string, the text
+    # without it does not
+    full = lm.tokenizer.decode(ids[:n])
+    assert "ig, r" in full and "ig, r" not in lm.tokenizer.decode(ids[:n - 1])
+    assert text + "\n" == run_cli("generate", MODEL, "--temp", "0", "-n", "200", "--stop", "zzz",
+                                   "--stop", "ig, r")
+    # streamed (bytes given): the same text; what could be the string's start is held back
+    pieces = list(lm.generate(temperature=0, max_tokens=200, stop=b"ig, r"))
+    assert "".join(pieces) == want and lm.last_stop == "string"
+    # a string that never occurs
+    assert lm.generate(temperature=0, max_tokens=200, stream=False, stop="Lily's dog") == golden
+    assert lm.last_stop == "length" and len(lm.last_tokens) == 200
+
+
+def test_stop_strings_refused(lm):
+    with pytest.raises(ingot.UsageError, match="stop string 1 is empty"):
+        lm.generate(temperature=0, max_tokens=5, stream=False, stop=["a", ""])
+    assert lm.pos == 0
+    bare = ingot.LM(MODEL)
+    bare.tokenizer = None                          # a model without one
+    with pytest.raises(ingot.UsageError, match="need a tokenizer"):
+        bare.generate(temperature=0, max_tokens=5, stream=False, stop="a")
+
+
 def test_stream_stops_early(lm):
     g = lm.generate(temperature=0, max_tokens=200)
     first = [next(g) for _ in range(3)]

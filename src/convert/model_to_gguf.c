@@ -567,6 +567,12 @@ static ingot_status convert(h2g *c, const char *path, ingot_convert_model_summar
     }
     ingot__free(NULL, cj, cn + 1);
     ING_TRY(st);
+    /* the runtime reads partial rotary (rope_dims < head size); converting it would need the q/k
+     * permutation within the rotated dims and rope.dimension_count: refused, as COMPAT.md says */
+    if (c->cfg.arch == INGOT_LM_ARCH_LLAMA && c->cfg.rope_dims != c->cfg.head_dim)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, "partial_rotary_factor", 21,
+                          "partial rotary embeddings (%u of %u dims) are not converted",
+                          c->cfg.rope_dims, c->cfg.head_dim);
     if (c->o && c->o->name) snprintf(c->name, sizeof c->name, "%s", c->o->name);
     if (!c->name[0]) { /* the folder's name */
         size_t dl = strlen(c->dir);

@@ -316,6 +316,14 @@ static ingot_status convert(g2h *c, ingot_convert_model_summary *sum, ingot_erro
     size_t al;
     ING_TRY(ingot_file_meta_get_string(c->f, "general.architecture", &a, &al));
     snprintf(c->arch, sizeof c->arch, "%.*s", (int)(al < 31 ? al : 31), a);
+    /* partial rotary (the runtime reads it): refused, as COMPAT.md says */
+    if (c->cfg.arch == INGOT_LM_ARCH_LLAMA && c->cfg.rope_dims != c->cfg.head_dim) {
+        char k[64];
+        snprintf(k, sizeof k, "%s.rope.dimension_count", c->arch);
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, k, strlen(k),
+                          "partial rotary embeddings (%u of %u dims) are not converted",
+                          c->cfg.rope_dims, c->cfg.head_dim);
+    }
     c->permute = !strcmp(c->arch, "llama");
     ING_TRY(map_tensors(c, err));
 

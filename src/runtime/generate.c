@@ -1,7 +1,8 @@
 /*
  * generate.c - the generate loop of include/ingot/lm.h: prefill the prompt (or BOS), then sample
- * a token from the last logits, hand it to the callback, and evaluate it, until a stop. The loop
- * uses only what the session and the sampler preallocated.
+ * a token from the last logits, decode its text (lm_text.c: stop strings), hand it to the
+ * callbacks, and evaluate it, until a stop. The loop uses only what the session, the sampler and
+ * the text buffer allocated before the prompt hold.
  */
 #include <string.h>
 #include <time.h>
@@ -30,6 +31,7 @@ INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
     if (opts) o = *opts;
     ingot_lm_stats st;
     memset(&st, 0, sizeof st);
+    st.stop_string = -1;
     const ingot_lm_config *c = &s->m->cfg;
     int32_t bos = c->bos;
     if (n_prompt == 0 && s->pos == 0) {
@@ -39,20 +41,25 @@ INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
         prompt = &bos;
         n_prompt = 1;
     }
-    uint64_t t0 = now_ns();
-    if (n_prompt) {
-        ING_TRY(ingot_lm_eval(s, prompt, n_prompt, INGOT_LM_LOGITS_LAST, s->last_logits,
-                              c->vocab, err));
-    } else if (!s->have_logits) {
+    if (n_prompt == 0 && !s->have_logits)
         return ingot__err(err, INGOT_E_MISUSE, INGOT_NO_OFFSET, NULL, 0,
                           "lm_generate: no prompt and no logits from a previous eval");
+    lm_text g;
+    ING_TRY(ingot__lm_text_init(&g, &o, s->m->al, err));
+    uint64_t t0 = now_ns();
+    ingot_status rc = INGOT_OK;
+    if (n_prompt)
+        rc = ingot_lm_eval(s, prompt, n_prompt, INGOT_LM_LOGITS_LAST, s->last_logits, c->vocab,
+                           err);
+    if (rc != INGOT_OK) {
+        ingot__lm_text_free(&g, s->m->al);
+        return rc;
     }
     st.prompt_tokens = n_prompt;
     st.prefill_ns = now_ns() - t0;
     uint64_t t1 = now_ns();
     size_t limit = o.max_tokens && o.max_tokens < out_cap ? o.max_tokens : out_cap;
     st.stop = INGOT_LM_STOP_LENGTH;
-    ingot_status rc = INGOT_OK;
     while (*n_out < limit) {
         int32_t t;
         rc = ingot_sampler_sample(sp, s->last_logits, s->tokens, s->pos, &t, err);
@@ -64,7 +71,12 @@ INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
             st.stop = INGOT_LM_STOP_EOS;
             break;
         }
-        if (o.on_token && !o.on_token(o.ctx, t)) {
+        lm_text_verdict tv = g.tok ? ingot__lm_text_token(&g, t) : LM_TEXT_GO_ON;
+        if (tv == LM_TEXT_STOP_STRING) {
+            st.stop = INGOT_LM_STOP_STRING;
+            break;
+        }
+        if (tv == LM_TEXT_STOP_CALLBACK || (o.on_token && !o.on_token(o.ctx, t))) {
             st.stop = INGOT_LM_STOP_CALLBACK;
             break;
         }
@@ -76,8 +88,15 @@ INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
         rc = ingot_lm_eval(s, &t, 1, INGOT_LM_LOGITS_LAST, s->last_logits, c->vocab, err);
         if (rc != INGOT_OK) break;
     }
-    st.generated_tokens = *n_out;
     st.decode_ns = now_ns() - t1;
+    /* the end of the text: what was held back is matched once more and released */
+    if (rc == INGOT_OK && g.tok && st.stop != INGOT_LM_STOP_STRING &&
+        ingot__lm_text_finish(&g) == LM_TEXT_STOP_STRING)
+        st.stop = INGOT_LM_STOP_STRING;
+    st.generated_tokens = *n_out;
+    st.stop_string = g.matched;
+    st.text_bytes = g.bytes;
+    ingot__lm_text_free(&g, s->m->al);
     if (stats) *stats = st;
     return rc;
 }

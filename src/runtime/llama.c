@@ -25,12 +25,13 @@ static void heads_view(ingot_tensor *out, const ingot_tensor *rows, uint32_t hea
     out->strides[2] = 1;
 }
 
-/* One half of the rotation pairs of a [heads, n, hd] view as [heads, n, hd/2]: the first
- * (second = false) or second elements, interleaved (x[2i], x[2i+1]) or half-split (x[i],
- * x[i + hd/2]). */
-static void pair_view(ingot_tensor *out, const ingot_tensor *t, ingot_rope_mode mode, bool second)
+/* One half of the rotation pairs among the first `rot` dims of a [heads, n, hd] view, as
+ * [heads, n, rot/2]: the first (second = false) or second elements, interleaved (x[2i],
+ * x[2i+1]) or half-split (x[i], x[i + rot/2]). */
+static void pair_view(ingot_tensor *out, const ingot_tensor *t, int64_t rot, ingot_rope_mode mode,
+                      bool second)
 {
-    int64_t half = t->shape[2] / 2, st = t->strides[2];
+    int64_t half = rot / 2, st = t->strides[2];
     *out = *t;
     out->shape[2] = half;
     if (mode == INGOT_ROPE_INTERLEAVED) {
@@ -42,21 +43,29 @@ static void pair_view(ingot_tensor *out, const ingot_tensor *t, ingot_rope_mode 
 }
 
 /* dst = RoPE(x), both [heads, n, hd] at positions s->pos..: the backend's rope op, or with
- * scaled frequencies (m->rope_scaled) the rotation from the session's cos/sin tables:
- * first' = first cos - second sin, second' = first sin + second cos (six binary ops, the
- * tables broadcast over the heads, temporaries in s->ao, free until attention). */
+ * scaled frequencies or partial rotary (m->rope_scaled) the rotation from the session's cos/sin
+ * tables: first' = first cos - second sin, second' = first sin + second cos (six binary ops,
+ * the tables broadcast over the heads, temporaries in s->ao, free until attention), the pairs
+ * within the first rope_dims of each head; the dims after them are copied unrotated. */
 static ingot_status rope(ingot_lm_session *s, ingot_tensor *dst, const ingot_tensor *x,
                          const ingot_tensor *pos, uint32_t n, ingot_error *err)
 {
     const ingot_lm_config *c = &s->m->cfg;
     ingot_backend *be = s->m->be;
     if (!s->m->rope_scaled) return ingot_op_rope(be, dst, x, pos, c->rope_theta, c->rope_mode, err);
-    int64_t heads = x->shape[0], half = c->head_dim / 2;
+    int64_t heads = x->shape[0], rot = c->rope_dims, half = rot / 2;
     ingot_tensor x1, x2, d1, d2, cs, sn, t1, t2;
-    pair_view(&x1, x, c->rope_mode, false);
-    pair_view(&x2, x, c->rope_mode, true);
-    pair_view(&d1, dst, c->rope_mode, false);
-    pair_view(&d2, dst, c->rope_mode, true);
+    if (rot < (int64_t)c->head_dim) { /* partial rotary: the rest of each head as it is */
+        ingot_tensor xp = *x, dp = *dst;
+        xp.shape[2] = dp.shape[2] = (int64_t)c->head_dim - rot;
+        xp.offset += (uint64_t)(rot * x->strides[2]) * 4;
+        dp.offset += (uint64_t)(rot * dst->strides[2]) * 4;
+        ING_TRY(ingot_op_copy(be, &dp, &xp, err));
+    }
+    pair_view(&x1, x, rot, c->rope_mode, false);
+    pair_view(&x2, x, rot, c->rope_mode, true);
+    pair_view(&d1, dst, rot, c->rope_mode, false);
+    pair_view(&d2, dst, rot, c->rope_mode, true);
     ingot__lm_view2(&cs, s->rope_cs, (uint64_t)s->pos * half, n, half);
     ingot__lm_view2(&sn, s->rope_cs, ((uint64_t)s->n_ctx + s->pos) * half, n, half);
     cs.rank = sn.rank = 3; /* [1, n, half] */
@@ -97,7 +106,7 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
     uint32_t E = c->n_expert, K = c->n_expert_used, D = c->dim;
     ingot_tensor r;
     ingot__lm_view2(&r, s->router, 0, n, E);
-    ING_TRY(ingot_op_linear(be, &r, xn, &ly->router.t, NULL, err));
+    ING_TRY(ingot__lm_linear(s, &r, xn, &ly->router, NULL, err)); /* + run-time LoRA */
     ING_TRY(ingot_op_softmax(be, &r, &r, 1, false, err));
     ING_TRY(ingot_op_fill(be, tmp, 0.0, err));
     const float *p = ingot_buffer_host(s->router);
@@ -125,11 +134,11 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
         ingot__lm_view2(&eo, s->eo, 0, 1, D);
         for (uint32_t k = 0; k < K; k++) {
             const lm_w *ex = &ly->exp[(size_t)sel[k] * 3];
-            ING_TRY(ingot_op_linear(be, &g, xn, &ex[0].t, NULL, err));
-            ING_TRY(ingot_op_linear(be, &u, xn, &ex[1].t, NULL, err));
+            ING_TRY(ingot__lm_linear(s, &g, xn, &ex[0], NULL, err));
+            ING_TRY(ingot__lm_linear(s, &u, xn, &ex[1], NULL, err));
             ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
-            ING_TRY(ingot_op_linear(be, &eo, &g, &ex[2].t, NULL, err));
+            ING_TRY(ingot__lm_linear(s, &eo, &g, &ex[2], NULL, err));
             ING_TRY(ingot_op_binary_scalar(be, INGOT_BINARY_MUL, &eo, &eo, sw[k], err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_ADD, tmp, tmp, &eo, err));
         }
@@ -158,11 +167,11 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
         ingot__lm_view2(&Y, s->my, 0, cnt, D);
         ingot__lm_view2(&g, s->g, 0, cnt, c->ffn_dim);
         ingot__lm_view2(&u, s->u, 0, cnt, c->ffn_dim);
-        ING_TRY(ingot_op_linear(be, &g, &X, &ex[0].t, NULL, err));
-        ING_TRY(ingot_op_linear(be, &u, &X, &ex[1].t, NULL, err));
+        ING_TRY(ingot__lm_linear(s, &g, &X, &ex[0], NULL, err));
+        ING_TRY(ingot__lm_linear(s, &u, &X, &ex[1], NULL, err));
         ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
         ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
-        ING_TRY(ingot_op_linear(be, &Y, &g, &ex[2].t, NULL, err));
+        ING_TRY(ingot__lm_linear(s, &Y, &g, &ex[2], NULL, err));
         for (uint32_t j = 0; j < cnt; j++) { /* as the one-row path: (w y) rounded, then added */
             float *t = tp + (size_t)rows[j] * ts;
             const float *y = my + (size_t)j * D;

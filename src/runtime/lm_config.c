@@ -127,16 +127,16 @@ ingot_status ingot__lm_config_gguf(const ingot_file *f, ingot_lm_config *c, ingo
     ING_TRY(arch_u32(f, a, "attention.sliding_window", false, 0, 0, LM_MAX_CTX,
                      &c->sliding_window, err));
     if (c->head_dim == 0 && c->n_head && c->dim % c->n_head == 0) c->head_dim = c->dim / c->n_head;
-    uint32_t rope_dims = c->head_dim;
     if (c->arch == INGOT_LM_ARCH_LLAMA) {
+        /* partial rotary: the first rope_dims of each head rotate (ggml's n_dims) */
         ING_TRY(arch_u32(f, a, "rope.dimension_count", false, c->head_dim, 0, LM_MAX_HEAD_DIM,
-                         &rope_dims, err));
-        if (rope_dims != c->head_dim) {
+                         &c->rope_dims, err));
+        if (c->head_dim && (c->rope_dims < 2 || c->rope_dims % 2 || c->rope_dims > c->head_dim)) {
             char k2[96];
             ingot__fmt(k2, sizeof k2, "%s.rope.dimension_count", a);
-            return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, k2, strlen(k2),
-                              "lm: partial rotary embeddings (%u of %u dims) are not supported",
-                              rope_dims, c->head_dim);
+            return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET, k2, strlen(k2),
+                              "lm: %u rotary dims (even, 2..head size %u)", c->rope_dims,
+                              c->head_dim);
         }
     }
     char key2[96];
@@ -197,6 +197,7 @@ typedef struct cfg_json {
     double rs_factor, rs_low, rs_high;
     uint32_t rs_orig;
     bool rs_have[4]; /* factor, low_freq_factor, high_freq_factor, original_max_pos... */
+    double partial;  /* partial_rotary_factor */
     int32_t bos, eos;
     uint64_t seen; /* bit per json_keys entry */
 } cfg_json;
@@ -228,6 +229,7 @@ static const json_key json_keys[] = {
     {"tie_word_embeddings", JV_BOOL, OFF(tie)},
     {"attention_bias", JV_BOOL, OFF(attn_bias)},
     {"rope_scaling", JV_ROPE, OFF(rs_type)}, /* null or an object (rope_scaling_value) */
+    {"partial_rotary_factor", JV_F64, OFF(partial)},
     {"bos_token_id", JV_TOKEN, OFF(bos)},
     {"eos_token_id", JV_TOKEN, OFF(eos)},
 };
@@ -510,6 +512,19 @@ static ingot_status parse_json(const void *json, size_t n, const char *path, ing
         if (cj.act[0] && strcmp(cj.act, "silu"))
             return ingot__err(err, INGOT_E_UNSUPPORTED, INGOT_NO_OFFSET, "hidden_act", 10,
                               "config.json: activation '%s' (the runtime runs silu)", cj.act);
+        /* partial rotary: int(head_dim * factor) dims rotate, as transformers computes them */
+        uint32_t hd = c->head_dim ? c->head_dim
+                      : c->n_head && c->dim % c->n_head == 0 ? c->dim / c->n_head : 0;
+        c->rope_dims = hd;
+        if (seen(&cj, "partial_rotary_factor")) {
+            double rd = (double)hd * cj.partial;
+            if (!(cj.partial > 0 && cj.partial <= 1) || (uint32_t)rd < 2 || (uint32_t)rd % 2)
+                return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET,
+                                  "partial_rotary_factor", 21, "config.json: "
+                                  "'partial_rotary_factor' %g of head size %u gives %u rotary "
+                                  "dims (even, 2..head size)", cj.partial, hd, (uint32_t)rd);
+            c->rope_dims = (uint32_t)rd;
+        }
         if (!strcmp(cj.model_type, "mixtral") && (!c->n_expert || !c->n_expert_used))
             return ingot__err(err, INGOT_E_BAD_METADATA, INGOT_NO_OFFSET, "num_local_experts",
                               17, "config.json: mixtral needs num_local_experts and "
@@ -559,6 +574,11 @@ ingot_status ingot__lm_config_check(ingot_lm_config *c, const char *where, ingot
     if (!(c->norm_eps > 0 && c->norm_eps < 1)) BAD("lm: norm epsilon out of range (0, 1)");
     if (c->arch == INGOT_LM_ARCH_LLAMA && !(c->rope_theta > 1 && c->rope_theta < 1e12))
         BAD("lm: rope theta out of range (1, 1e12)");
+    if (c->arch != INGOT_LM_ARCH_LLAMA) c->rope_dims = 0;
+    else if (c->rope_dims == 0) c->rope_dims = c->head_dim;
+    if (c->arch == INGOT_LM_ARCH_LLAMA &&
+        (c->rope_dims < 2 || c->rope_dims % 2 || c->rope_dims > c->head_dim))
+        BAD("lm: %u rotary dims (even, 2..head size %u)", c->rope_dims, c->head_dim);
     if (c->vocab > LM_MAX_VOCAB) BAD("lm: vocabulary %u (at most %u)", c->vocab, LM_MAX_VOCAB);
 #undef BAD
     return INGOT_OK;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ingot/lm.h"
+#include "ingot/tokenizer.h"
 
 /* Hard limits on hostile configs (every count from a file is checked against these before it
  * sizes anything). */
@@ -162,5 +163,41 @@ ingot_status ingot__lm_kv_store(ingot_lm_session *s, uint32_t layer, bool value,
 /* y = x . w^T + b into dst (w F32 or a quantized dtype the backend runs; b may be absent). */
 ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingot_tensor *x,
                               const lm_w *w, const lm_w *b, ingot_error *err);
+
+/* The text side of a generate call (lm_text.c): the streaming decoder, the stop strings and the
+ * text held back while it could still be the start of one. One allocation holds lens, piece and
+ * hold. */
+typedef struct lm_text {
+    const ingot_tokenizer *tok; /* NULL: no text asked for (nothing else is set) */
+    ingot_tokenizer_stream st;
+    const char *const *str;
+    size_t *lens;               /* n of them */
+    size_t n;
+    uint8_t first[32];          /* bit set of the stop strings' first bytes */
+    char *piece;                /* piece_cap = ingot_tokenizer_stream_max(tok) */
+    size_t piece_cap;
+    char *hold;                 /* < the longest stop string, + one push + one flush */
+    size_t nhold;
+    ingot_lm_text_fn on_text;
+    void *ctx;
+    uint64_t bytes;             /* handed to on_text */
+    int32_t matched;            /* the stop string found, -1 */
+    void *block;
+    size_t block_size;
+} lm_text;
+
+typedef enum lm_text_verdict {
+    LM_TEXT_GO_ON, LM_TEXT_STOP_STRING, LM_TEXT_STOP_CALLBACK
+} lm_text_verdict;
+
+/* Checks o's text options (tokenizer, stop strings: MISUSE / LIMIT naming the string) and
+ * allocates the buffers; with neither stop strings nor on_text, t->tok stays NULL. */
+ingot_status ingot__lm_text_init(lm_text *t, const ingot_lm_generate_opts *o,
+                                 const ingot_allocator *al, ingot_error *err);
+void ingot__lm_text_free(lm_text *t, const ingot_allocator *al);
+/* The text of one generated token: matched, and released to on_text as far as resolved. */
+lm_text_verdict ingot__lm_text_token(lm_text *t, int32_t token);
+/* End of the text: the decoder's held bytes, a last match, everything left released. */
+lm_text_verdict ingot__lm_text_finish(lm_text *t);
 
 #endif

@@ -469,12 +469,14 @@ static ingot_status load_config(ingot_lm *m, const char *config_path, ingot_erro
 
 /* Scaled RoPE: the frequencies theta^(-2i/d) rescaled as config.json's rope_scaling or GGUF's
  * rope.scaling.* say (transformers' linear and llama3 rules), and divided by rope_freqs.weight
- * when a GGUF has it (llama.cpp's converter stores the Llama 3 rule that way). */
+ * when a GGUF has it (llama.cpp's converter stores the Llama 3 rule that way). d is the rotated
+ * dims (rope_dims: partial rotary rotates fewer than the head size, and also runs through the
+ * session's tables). */
 static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
 {
     ingot_lm_config *c = &m->cfg;
     if (c->arch != INGOT_LM_ARCH_LLAMA) return INGOT_OK;
-    uint32_t half = c->head_dim / 2;
+    uint32_t half = c->rope_dims / 2;
     float div[LM_MAX_HEAD_DIM / 2];
     for (uint32_t i = 0; i < half; i++) div[i] = 1.0f;
     ingot_tensor_info ti;
@@ -492,10 +494,11 @@ static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
         if (c->rope_scaling == INGOT_LM_ROPE_SCALING_NONE)
             c->rope_scaling = INGOT_LM_ROPE_SCALING_FREQS;
     }
-    if (c->rope_scaling == INGOT_LM_ROPE_SCALING_NONE) return INGOT_OK;
+    if (c->rope_scaling == INGOT_LM_ROPE_SCALING_NONE && c->rope_dims == c->head_dim)
+        return INGOT_OK;
     const double pi = 3.14159265358979323846;
     for (uint32_t i = 0; i < half; i++) {
-        double f = pow(c->rope_theta, -2.0 * i / c->head_dim);
+        double f = pow(c->rope_theta, -2.0 * i / c->rope_dims);
         if (c->rope_scaling == INGOT_LM_ROPE_SCALING_LINEAR) {
             f /= c->rope_factor;
         } else if (c->rope_scaling == INGOT_LM_ROPE_SCALING_LLAMA3) {

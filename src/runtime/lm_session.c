@@ -61,7 +61,7 @@ static void make_plan(const ingot_lm *m, const ingot_lm_session_opts *o, plan *p
         p->moe_rows = sat_mul((uint64_t)p->n_batch * 4, c->dim);
         p->moe_sel = (uint64_t)p->n_batch * 8 * ((uint64_t)c->n_expert_used + 1);
     }
-    p->rope = m->rope_scaled ? sat_mul((uint64_t)p->n_ctx * 4, c->head_dim) : 0; /* cos, sin */
+    p->rope = m->rope_scaled ? sat_mul((uint64_t)p->n_ctx * 4, c->rope_dims) : 0; /* cos, sin */
 }
 
 /* Bytes of every activation buffer for plan p (each rounded to 64 as the backend allocates). */
@@ -158,7 +158,7 @@ INGOT_API ingot_status ingot_lm_session_new(ingot_lm *m, const ingot_lm_session_
         int32_t *pos = ingot_buffer_host(s->posb);
         for (uint32_t i = 0; i < p.n_ctx; i++) pos[i] = (int32_t)i;
         if (m->rope_scaled) { /* cos and sin of every (position, frequency), in double */
-            uint32_t half = c->head_dim / 2;
+            uint32_t half = c->rope_dims / 2;
             float *cs = ingot_buffer_host(s->rope_cs), *sn = cs + (size_t)p.n_ctx * half;
             for (uint32_t t = 0; t < p.n_ctx; t++)
                 for (uint32_t i = 0; i < half; i++) {

@@ -519,6 +519,34 @@ if [ -d "$SM" ]; then
     run 0 "$ING" generate "$SM/stories260K.gguf" --beams 3 -n 6 --json
     expect_out '^{"prompt_tokens": 1, "tokens": \[403, 407, 261, 378, 432, 383\], "text": "Once upon a time, there", "score": '
     run 2 "$ING" generate "$SM/stories260K.gguf" --beams 3
+    # --stop: the golden text printed up to (not including) the first stop string, one spanning
+    # tokens and starting and ending inside them; the ids with the token that completed it
+    python3 -c 'import sys; t = open(sys.argv[1]).read(); print(t[:t.index("ig, r")])' \
+        "$SM/golden/llama2c_run_t0.0_n200.txt" > want_stop.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 200 --stop "ig, r" --stop zzz
+    same out.txt want_stop.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 200 --stop zzz --stop "ig, r" --json
+    json_is 'd["stop"] == "string" and d["text"] + "\n" == open("want_stop.txt").read()'
+    json_is 'd["tokens"] == [int(x) for x in open("want_ids.txt").read().split()][:len(d["tokens"])]'
+    json_is '"ig, r" not in d["text"] and len(d["tokens"]) < 200'
+    # a stop string that never occurs: all 200 tokens, the golden text
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 200 --stop "Lily's dog"
+    same out.txt "$SM/golden/llama2c_run_t0.0_n200.txt"
+    run 0 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 5 --json --stop zzz
+    json_is 'd["stop"] == "length" and d["text"] == "Once upon a time,"'
+    # the prompt is not matched (it holds "Tim"): the generated "Tim" stops it; --echo prints
+    # the prompt before
+    python3 -c 'import sys; t = open(sys.argv[1]).read(); i = t.index("Tim", 22); print(t[:i])' \
+        "$SM/golden/llama2c_run_t0.0_n64_prompt_Once-upon-a-time-Tim.txt" > want_stop.txt
+    run 0 "$ING" generate "$SM/stories260K.gguf" --prompt "Once upon a time, Tim" --temp 0 -n 58 \
+        --echo --stop Tim
+    same out.txt want_stop.txt
+    run 1 "$ING" generate "$SM/stories260K.gguf" --temp 0 -n 5 --stop ""
+    expect_err "MISUSE: lm_generate: stop string 0 is empty"
+    run 2 "$ING" generate "$SM/stories260K.gguf" --beams 2 -n 5 --stop park
+    expect_err "\-\-stop does not work with --beams"
+    run 2 "$ING" generate "$SM/stories260K.bin" --temp 0 -n 5 --stop park
+    expect_err "\-\-stop needs a tokenizer"
     G="$HERE/../golden/lm"
     run 0 "$ING" eval "$G/llama_hf" --tokens 1,5,9 -o l0.npy
     run 0 "$ING" eval "$G/llama_hf" --tokens 1,5,9 -o l1.npy --lora "$G/llama_lora:0.5"
@@ -526,6 +554,12 @@ if [ -d "$SM" ]; then
     run 0 "$ING" eval "$G/llama.gguf" --tokens 1,5,9 -o l2.npy --lora "$G/llama_lora:0.5" --lora-runtime
     expect_err "8 matrices applied at run time"
     n=$((n + 1)); cmp -s l0.npy l1.npy && { echo "FAIL: the adapter changed nothing"; fails=$((fails + 1)); }
+    # GPT-2 (Conv1D, fan_in_fan_out) and Mixtral experts: 4 matrices a layer, and q, o, the
+    # router and 4 x 3 expert matrices a layer, over 2 layers
+    run 0 "$ING" eval "$G/gpt2_hf" --tokens 0,5,9 -o g1.npy --lora "$G/gpt2_lora:0.5"
+    expect_err "notice: lm: LoRA .*r 4, alpha 8, scale 0.5, 8 matrices merged"
+    run 0 "$ING" eval "$G/moe.gguf" --tokens 1,5,9 -o m1.npy --lora "$G/moe_lora" --lora-runtime
+    expect_err "30 matrices applied at run time"
     run 0 "$ING" eval "$SM/stories260K.gguf" --tokens 1,403,407,261 -o lg.npy
     run 0 "$ING" info lg.npy
     expect_out "F32 *4x512"
@@ -533,6 +567,12 @@ if [ -d "$SM" ]; then
     expect_err "RANGE: lm: token 512 at index 1 is outside the vocabulary"
     run 2 "$ING" eval "$SM/stories260K.gguf" --tokens 1,x -o lg.npy
     run 2 "$ING" eval "$SM/stories260K.gguf" --tokens 1,2
+    # partial rotary runs (test_lm_models) but is not converted: refused, naming the key
+    run 1 "$ING" convert "$G/llama_partial_hf" partial.gguf
+    expect_err "UNSUPPORTED: partial rotary embeddings (8 of 16 dims) are not converted"
+    expect_err "partial_rotary_factor"
+    run 1 "$ING" convert "$G/llama_partial.gguf" partial_hf
+    expect_err "llama.rope.dimension_count"
     run 2 "$ING" generate "$SM/stories260K.gguf" --temp -1
     run 2 "$ING" generate "$SM/stories260K.gguf" --kv f8
     run 1 "$ING" generate m.ingot

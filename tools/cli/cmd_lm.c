@@ -30,6 +30,8 @@ typedef struct lm_args {
     unsigned threads, ctx, n, beams;
     double length_penalty;
     bool json, have_n, have_seed, echo;
+    const char **stop; /* --stop STR, repeatable (argv pointers) */
+    size_t n_stop;
     ingot_dtype kv;
     ingot_sampler_params sp;
 } lm_args;
@@ -109,7 +111,8 @@ static int usage_generate(void)
             "usage: ingot generate MODEL [--tokenizer SRC] [--prompt TEXT | --prompt-file F |\n"
             "         --tokens ID,ID,...] [-n N] [--temp T] [--top-k K]\n"
             "         [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--ctx N]\n"
-            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--echo] [--json]\n"
+            "         [--kv f32|f16] [--beams W [--length-penalty L]] [--stop STR]... [--echo]\n"
+            "         [--json]\n"
             "         [--config config.json] [--lora ADAPTER[:SCALE] [--lora-runtime]]\n"
             "         [--threads N] [--backend cpu|ref]\n"
             "  streams the generated text to stdout (token ids when neither --tokenizer nor the\n"
@@ -118,8 +121,13 @@ static int usage_generate(void)
             "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
             "  are ignored; -n is required). -n counts generated tokens; --echo prints the\n"
             "  prompt first (as llama2.c does: its -n also counts the prompt's tokens after\n"
-            "  BOS). --json prints one object: prompt_tokens, tokens, text (with --echo, the\n"
-            "  prompt's text too), prefill_tokens_per_s, decode_tokens_per_s.\n");
+            "  BOS). --stop STR (repeatable; needs a tokenizer, not with --beams) stops when the\n"
+            "  generated text contains STR (bytes as given: $'\\n' in bash for a newline); the\n"
+            "  text before it is printed, text that could still become one is held back until\n"
+            "  resolved. --json prints one object: prompt_tokens, tokens (with the token that\n"
+            "  completed a stop string), text (with --echo, the prompt's text too; never the stop\n"
+            "  string), prefill_tokens_per_s, decode_tokens_per_s, seed, stop (length, eos,\n"
+            "  string, context).\n");
     return 2;
 }
 
@@ -187,6 +195,9 @@ static int parse_args(int argc, char **argv, bool generate, lm_args *a)
         } else if (generate && !strcmp(o, "--json")) {
             a->json = true;
             val = false;
+        } else if (generate && !strcmp(o, "--stop") && v) {
+            if (!a->stop && !(a->stop = calloc((size_t)argc, sizeof *a->stop))) return 2;
+            a->stop[a->n_stop++] = v;
         } else if (generate && !strcmp(o, "--echo")) {
             a->echo = true;
             val = false;
@@ -409,6 +420,32 @@ static bool tokens_to_text(void *ctx, int32_t t)
     return true;
 }
 
+/* The library's resolved text (held back while it could become a stop string) -> stdout. */
+static bool text_out(void *ctx, const char *p, size_t n)
+{
+    gen_emit(ctx, p, n);
+    return true;
+}
+
+/* The token callback when the library decodes: counts only. */
+static bool count_token(void *ctx, int32_t t)
+{
+    (void)t;
+    ((gen_out *)ctx)->count++;
+    return true;
+}
+
+static const char *stop_name(ingot_lm_stop s)
+{
+    switch (s) {
+    case INGOT_LM_STOP_EOS: return "eos";
+    case INGOT_LM_STOP_CALLBACK: return "callback";
+    case INGOT_LM_STOP_CONTEXT: return "context";
+    case INGOT_LM_STOP_STRING: return "string";
+    default: return "length";
+    }
+}
+
 static void gen_flush(gen_out *g)
 {
     size_t n = 0;
@@ -436,27 +473,39 @@ static void json_text(const gen_out *g)
 int ingot_cli_generate(int argc, char **argv)
 {
     lm_args a;
-    if (parse_args(argc, argv, true, &a)) return usage_generate();
+    if (parse_args(argc, argv, true, &a)) {
+        free(a.stop);
+        return usage_generate();
+    }
     if (!a.have_seed) a.sp.seed = (uint64_t)time(NULL);
     int32_t *prompt = NULL, *out = NULL;
     size_t np = 0, nout = 0;
     ingot_tokenizer *tok = NULL;
     gen_out g = {a.json, 0, NULL, {0}, NULL, NULL, 0, 0};
+    uint32_t decode_flags = 0;
     int rc = open_tokenizer(&a, &tok);
+    if (!rc && a.n_stop && (a.beams > 1 || !tok)) {
+        fprintf(stderr, "ingot generate: --stop %s\n", a.beams > 1 ? "does not work with --beams"
+                : "needs a tokenizer (--tokenizer SRC): the model has none");
+        rc = 2;
+    }
     if (!rc) rc = text_to_tokens(&a, tok, &prompt, &np);
     if (!rc && tok) {
         g.tok = tok;
         /* After a prompt the text goes on from it: keep the space SentencePiece puts in front
          * of the first generated word (it is stripped only at the start of a text). */
         bool text_before = false;
-        for (size_t i = 0; i < np && !text_before && !a.echo; i++)
+        for (size_t i = 0; i < np && !text_before; i++)
             text_before = !ingot_tokenizer_is_control(tok, prompt[i]);
-        ingot_tokenizer_stream_init(&g.st, text_before ? INGOT_DECODE_KEEP_LEADING_SPACE : 0);
+        /* with --echo the prompt goes through g.st first, which then keeps the space itself */
+        decode_flags = text_before ? INGOT_DECODE_KEEP_LEADING_SPACE : 0;
+        ingot_tokenizer_stream_init(&g.st, a.echo ? 0 : decode_flags);
         if (!(g.piece = malloc(ingot_tokenizer_stream_max(tok)))) rc = 1;
     }
     if (rc) {
         ingot_tokenizer_close(tok);
         free(prompt);
+        free(a.stop);
         return rc;
     }
     /* --echo: the prompt through the same stream (its control tokens print nothing; without a
@@ -528,6 +577,16 @@ int ingot_cli_generate(int argc, char **argv)
     go.max_tokens = (uint32_t)cap;
     go.on_token = tokens_to_text;
     go.ctx = &g;
+    if (tok) {
+        /* the library decodes (and holds back what could become a stop string) */
+        gen_flush(&g);
+        go.on_token = count_token;
+        go.on_text = text_out;
+        go.tokenizer = tok;
+        go.decode_flags = decode_flags;
+        go.stop_strings = a.stop;
+        go.n_stop_strings = a.n_stop;
+    }
     ingot_lm_stats st;
     if (cap && ingot_lm_generate(s, sp, prompt, np, &go, out, cap, &nout, &st, &e) != INGOT_OK) {
         if (!a.json && g.count) printf("\n");
@@ -535,7 +594,7 @@ int ingot_cli_generate(int argc, char **argv)
         goto done;
     }
     if (!cap) memset(&st, 0, sizeof st);
-    gen_flush(&g);
+    if (!tok) gen_flush(&g);
     double pre = st.prefill_ns ? st.prompt_tokens * 1e9 / (double)st.prefill_ns : 0;
     double dec = st.decode_ns && nout > 1 ? (nout - 1) * 1e9 / (double)st.decode_ns : 0;
     if (a.json) {
@@ -544,7 +603,7 @@ int ingot_cli_generate(int argc, char **argv)
         printf("], \"text\": ");
         json_text(&g);
         printf(", \"prefill_tokens_per_s\": %.1f, \"decode_tokens_per_s\": %.1f, \"seed\": "
-               "%" PRIu64 "}\n", pre, dec, a.sp.seed);
+               "%" PRIu64 ", \"stop\": \"%s\"}\n", pre, dec, a.sp.seed, stop_name(st.stop));
     } else {
         printf("\n");
         fflush(stdout);
@@ -553,6 +612,7 @@ int ingot_cli_generate(int argc, char **argv)
     }
     rc = 0;
 done:
+    free(a.stop);
     free(prompt);
     free(out);
     free(g.piece);

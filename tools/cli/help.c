@@ -158,16 +158,20 @@ static const cmd_help cmds[] = {
     {"generate",
      "generate MODEL [--tokenizer SRC] [--prompt TEXT | --prompt-file F | --tokens IDS] [-n N]\n"
      "generate MODEL ... [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
-     "generate MODEL ... [--seed S] [--beams W] [--ctx N] [--kv f32|f16] [--json]",
+     "generate MODEL ... [--seed S] [--beams W] [--ctx N] [--kv f32|f16] [--json]\n"
+     "generate MODEL ... [--stop STR]...",
      "generate text from a language model",
      "--tokenizer SRC\tGGUF, tokenizer.json, tokenizer.bin or folder (default: the model's)\n"
      "--prompt TEXT\tthe prompt (none or empty: start from BOS)\n"
      "-n N\ttokens to generate\n--temp T\t0 is greedy\n--seed S\tsampling seed\n"
      "--beams W\tbeam search (needs -n)\n--echo\tprint the prompt first\n"
+     "--stop STR\tstop when the generated text contains STR (repeatable)\n"
      "--json\tone JSON object\n",
      "Streams the text to stdout. -n counts generated tokens (llama2.c's -n also counts the\n"
      "prompt's tokens after BOS). --json prints {\"prompt_tokens\", \"tokens\", \"text\",\n"
-     "\"prefill_tokens_per_s\", \"decode_tokens_per_s\", \"seed\"}. Also: --prompt-file F,\n"
+     "\"prefill_tokens_per_s\", \"decode_tokens_per_s\", \"seed\", \"stop\"}; with --stop STR the\n"
+     "text ends right before STR (held back while it could still become one; not with --beams),\n"
+     "\"tokens\" ends with the token completing it, \"stop\" is \"string\". Also: --prompt-file F,\n"
      "--tokens IDS, --top-k K, --top-p P, --min-p P, --repeat-penalty R, --ctx N, --kv f32|f16,\n"
      "--length-penalty L, --config FILE, --lora ADAPTER[:SCALE] [--lora-runtime], --threads N,\n"
      "--backend cpu|ref (docs/RUNTIME.md)."},

@@ -413,10 +413,37 @@ static void seeded_to_hf(const char *base, bool bare_names)
               c1.n_expert == c2.n_expert && c1.n_expert_used == c2.n_expert_used &&
               (float)c1.norm_eps == (float)c2.norm_eps && c1.tied_head == c2.tied_head &&
               c1.qkv_bias == c2.qkv_bias && c1.ctx_train == c2.ctx_train &&
-              (c1.arch == INGOT_LM_ARCH_GPT2 || (float)c1.rope_theta == (float)c2.rope_theta),
+              (c1.arch == INGOT_LM_ARCH_GPT2 || (float)c1.rope_theta == (float)c2.rope_theta) &&
+              c1.rope_scaling == c2.rope_scaling && (float)c1.rope_factor == (float)c2.rope_factor,
           "%s: config.json differs from the seeded one", base);
     ingot_file_close(a);
     ingot_file_close(b);
+}
+
+/* RoPE scaling crosses both ways (it used to be dropped, and the converted model ran unscaled):
+ * linear as rope.scaling.type / .factor and back to rope_scaling, Llama 3's rule as
+ * rope_freqs.weight (the keys and tensors of the generator's llama.cpp-layout GGUFs, logits
+ * against torch); a GGUF's rope_freqs.weight has no config.json form and is refused by name. */
+TEST(rope_scaling_linear_both_ways)
+{
+    seeded_to_gguf("llama_ropelin", "llama");
+    seeded_to_hf("llama_ropelin", false);
+}
+TEST(rope_scaling_llama3_to_gguf)
+{
+    seeded_to_gguf("llama_rope3", "llama");
+    ingot_file *f = open_or_null(GDIR "llama_rope3.gguf");
+    ASSERT_TRUE(f);
+    ingot_error e;
+    ingot_convert_model_opts o = {0};
+    o.no_fsync = true;
+    char out[600];
+    snprintf(out, sizeof out, "%s", tmp("rope3_hf"));
+    ASSERT_EQ(ingot_convert_gguf_to_hf(f, out, &o, NULL, &e), INGOT_UNSUPPORTED);
+    ASSERT_STR(e.where, "rope_freqs.weight");
+    ingot_file_close(f);
+    struct stat sb;
+    ASSERT_TRUE(stat(out, &sb) != 0); /* nothing left behind */
 }
 
 TEST(llama_gguf_to_hf) { seeded_to_hf("llama", false); }
@@ -814,7 +841,8 @@ TEST(setup)
 RUN_TESTS(T(setup), T(stories_round_trip_tensors_and_keys),
           T(stories_hf_folder_runs_and_tokenizes_like_the_gguf), T(llama_hf_to_gguf),
           T(qwen2_hf_to_gguf_unpermuted_biases), T(mixtral_hf_to_gguf_stacked_experts),
-          T(gpt2_hf_to_gguf_transposed), T(llama_gguf_to_hf), T(qwen2_gguf_to_hf),
+          T(gpt2_hf_to_gguf_transposed), T(rope_scaling_linear_both_ways),
+          T(rope_scaling_llama3_to_gguf), T(llama_gguf_to_hf), T(qwen2_gguf_to_hf),
           T(mixtral_gguf_to_hf), T(gpt2_gguf_to_hf), T(name_table_api),
           T(errors_name_the_key_or_tensor), T(gpt2_vocabulary_as_llama_cpp_writes_it),
           T(spm_vocabulary_to_tokenizer_json), T(llama3_tokenizer_json_round_trip))

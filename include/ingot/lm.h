@@ -442,6 +442,15 @@ INGOT_API ingot_status ingot_lm_name_to_hf(ingot_lm_arch arch, const char *gguf,
 INGOT_API ingot_status ingot_lm_config_read(const ingot_file *f, const char *config_json,
                                             ingot_lm_config *out, ingot_error *err);
 
+/** The divisors of a scaled RoPE's frequencies, as llama.cpp's converter stores them in a GGUF's
+ *  rope_freqs.weight: under c's rule, rotated pair i (i < rope_dims / 2) turns at
+ *  rope_theta^(-2i / rope_dims) / out[i] radians per position. LINEAR: the factor; LLAMA3:
+ *  Llama 3.1's bands (the factor below the low-frequency band, 1 above the high one,
+ *  interpolated between); NONE, and FREQS (whose divisors are the file's tensor): 1. n must be
+ *  rope_dims / 2 (MISUSE otherwise, or for GPT-2). */
+INGOT_API ingot_status ingot_lm_rope_divisors(const ingot_lm_config *c, float *out, size_t n,
+                                              ingot_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -482,6 +482,12 @@ static ingot_status write_meta(ingot_writer *w, h2g *c, ingot_tokenizer *tok, in
     } else {
         ING_TRY(set_u32(w, c, "attention.head_count_kv", g->n_head_kv, err));
         if (c->rope_theta_given) ING_TRY(set_f32(w, c, "rope.freq_base", g->rope_theta, err));
+        if (g->rope_scaling == INGOT_LM_ROPE_SCALING_LINEAR) { /* llama3: rope_freqs.weight */
+            char key[96];
+            snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch);
+            TRYW(ingot_writer_set_string(w, key, "linear"));
+            ING_TRY(set_f32(w, c, "rope.scaling.factor", g->rope_factor, err));
+        }
         ING_TRY(set_f32(w, c, "attention.layer_norm_rms_epsilon", g->norm_eps, err));
         if (g->n_expert) {
             ING_TRY(set_u32(w, c, "expert_count", g->n_expert, err));
@@ -634,13 +640,28 @@ static ingot_status convert(h2g *c, const char *path, ingot_convert_model_summar
     for (size_t k = 0; st == INGOT_OK && k < c->nt; k++)
         st = ingot_writer_add_tensor(w, c->t[k].name, c->t[k].dtype, c->t[k].rank,
                                      c->t[k].shape, NULL, NULL, err);
+    /* Llama 3 RoPE scaling goes into GGUF as llama.cpp's converter writes it: the frequencies'
+     * divisors as the F32 tensor rope_freqs.weight [rope_dims / 2] (the runtime divides by it) */
+    float *div = NULL;
+    uint64_t half = c->cfg.rope_dims / 2;
+    if (st == INGOT_OK && c->cfg.rope_scaling == INGOT_LM_ROPE_SCALING_LLAMA3) {
+        div = ingot__alloc(NULL, half * sizeof *div);
+        if (!div) st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, "rope_freqs.weight", 17,
+                                  "no memory for rope_freqs.weight");
+        if (st == INGOT_OK) st = ingot_lm_rope_divisors(&c->cfg, div, half, err);
+        if (st == INGOT_OK)
+            st = ingot_writer_add_tensor(w, "rope_freqs.weight", INGOT_DTYPE_F32, 1, &half, NULL,
+                                         NULL, err);
+    }
     if (st == INGOT_OK) st = ingot_writer_begin(w, path, err);
     for (size_t k = 0; st == INGOT_OK && k < c->nt; k++) st = write_tensor(w, c, &c->t[k], err);
+    if (st == INGOT_OK && div) st = ingot_writer_write(w, div, half * sizeof *div, err);
+    if (div) ingot__free(NULL, div, half * sizeof *div);
     if (st == INGOT_OK) st = ingot_writer_commit(w, err);
     ingot_writer_free(w);
     if (st == INGOT_OK && sum) {
         sum->arch = c->arch;
-        sum->tensors = c->nt;
+        sum->tensors = c->nt + (c->cfg.rope_scaling == INGOT_LM_ROPE_SCALING_LLAMA3);
         sum->tokenizer = tok != NULL;
     }
     ingot_tokenizer_close(tok);

@@ -236,6 +236,10 @@ static ingot_status write_config(const g2h *c, ingot_error *err)
             ingot__model_fmt_float(num, sizeof num, theta, mi.type == INGOT_META_F32);
             put(&t, "  \"rope_theta\": %s,\n", num);
         }
+        if (g->rope_scaling == INGOT_LM_ROPE_SCALING_LINEAR) { /* the GGUF's factor is an f32 */
+            ingot__model_fmt_float(num, sizeof num, g->rope_factor, true);
+            put(&t, "  \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": %s},\n", num);
+        }
         if (moe)
             put(&t, "  \"num_local_experts\": %u,\n  \"num_experts_per_tok\": %u,\n", g->n_expert,
                 g->n_expert_used);
@@ -324,6 +328,13 @@ static ingot_status convert(g2h *c, ingot_convert_model_summary *sum, ingot_erro
                           "partial rotary embeddings (%u of %u dims) are not converted",
                           c->cfg.rope_dims, c->cfg.head_dim);
     }
+    /* llama.cpp's form of Llama 3 RoPE scaling: divisors, whose rule parameters (factor, bands,
+     * original context) config.json needs and the tensor does not keep */
+    ingot_tensor_info rf;
+    if (ingot_file_tensor_find(c->f, "rope_freqs.weight", &rf) == INGOT_OK)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, rf.name, rf.name_len,
+                          "RoPE frequency divisors (rope_freqs.weight, Llama 3 scaling) have no "
+                          "config.json form: not converted");
     c->permute = !strcmp(c->arch, "llama");
     ING_TRY(map_tensors(c, err));
 

@@ -472,6 +472,29 @@ static ingot_status load_config(ingot_lm *m, const char *config_path, ingot_erro
  * when a GGUF has it (llama.cpp's converter stores the Llama 3 rule that way). d is the rotated
  * dims (rope_dims: partial rotary rotates fewer than the head size, and also runs through the
  * session's tables). */
+static double rope_divisor(const ingot_lm_config *c, uint32_t i)
+{
+    const double pi = 3.14159265358979323846;
+    if (c->rope_scaling == INGOT_LM_ROPE_SCALING_LINEAR) return c->rope_factor;
+    if (c->rope_scaling != INGOT_LM_ROPE_SCALING_LLAMA3) return 1.0;
+    double f = pow(c->rope_theta, -2.0 * i / c->rope_dims), wl = 2 * pi / f;
+    if (wl > c->rope_orig_ctx / c->rope_low_freq_factor) return c->rope_factor;
+    if (wl < c->rope_orig_ctx / c->rope_high_freq_factor) return 1.0;
+    double sm = (c->rope_orig_ctx / wl - c->rope_low_freq_factor) /
+                (c->rope_high_freq_factor - c->rope_low_freq_factor); /* between: interpolated */
+    return 1.0 / ((1 - sm) / c->rope_factor + sm);
+}
+
+ingot_status ingot_lm_rope_divisors(const ingot_lm_config *c, float *out, size_t n,
+                                    ingot_error *err)
+{
+    if (!c || !out || c->arch != INGOT_LM_ARCH_LLAMA || n != c->rope_dims / 2)
+        return ingot__err(err, INGOT_E_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                          "lm: rope divisors need a Llama-family config and n = rope_dims / 2");
+    for (uint32_t i = 0; i < n; i++) out[i] = (float)rope_divisor(c, i);
+    return INGOT_OK;
+}
+
 static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
 {
     ingot_lm_config *c = &m->cfg;
@@ -496,24 +519,8 @@ static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
     }
     if (c->rope_scaling == INGOT_LM_ROPE_SCALING_NONE && c->rope_dims == c->head_dim)
         return INGOT_OK;
-    const double pi = 3.14159265358979323846;
-    for (uint32_t i = 0; i < half; i++) {
-        double f = pow(c->rope_theta, -2.0 * i / c->rope_dims);
-        if (c->rope_scaling == INGOT_LM_ROPE_SCALING_LINEAR) {
-            f /= c->rope_factor;
-        } else if (c->rope_scaling == INGOT_LM_ROPE_SCALING_LLAMA3) {
-            double wl = 2 * pi / f, lo_wl = c->rope_orig_ctx / c->rope_low_freq_factor,
-                   hi_wl = c->rope_orig_ctx / c->rope_high_freq_factor;
-            if (wl > lo_wl) {
-                f /= c->rope_factor;
-            } else if (wl >= hi_wl) { /* between: interpolated */
-                double sm = (c->rope_orig_ctx / wl - c->rope_low_freq_factor) /
-                            (c->rope_high_freq_factor - c->rope_low_freq_factor);
-                f = (1 - sm) * f / c->rope_factor + sm * f;
-            }
-        }
-        m->rope_freq[i] = f / div[i];
-    }
+    for (uint32_t i = 0; i < half; i++)
+        m->rope_freq[i] = pow(c->rope_theta, -2.0 * i / c->rope_dims) / rope_divisor(c, i) / div[i];
     m->rope_scaled = true;
     return INGOT_OK;
 }

@@ -12,6 +12,22 @@
 
 #define DEAD UINT32_MAX
 
+/* Counters for bench_tokenizer in a build with -DINGOT_TOK_STATS (a diagnostic build only: the
+ * counters are global and not thread-safe); nothing in a normal build. */
+#ifdef INGOT_TOK_STATS
+enum {
+    ST_WORDS, ST_BYTE1, ST_CACHE, ST_WHOLE, ST_SHORT, ST_HEAP, ST_HEAPB, ST_MERGE, ST_MLOOK,
+    ST_FIND, ST_SCAN
+};
+unsigned long long ingot__tok_stats[16];
+const char *const ingot__tok_stat_names[16] = {
+    "words", "1-byte", "cache", "whole", "short", "heap", "heap-bytes", "merges", "m-lookups",
+    "finds", "scan-steps"};
+#define STAT(i, v) (ingot__tok_stats[i] += (v))
+#else
+#define STAT(i, v) ((void)0)
+#endif
+
 /* ---- output ------------------------------------------------------------------------------ */
 typedef struct out_ids {
     int32_t *ids;
@@ -118,6 +134,7 @@ static uint64_t heap_pop(bpe_state *b)
 static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t *rank,
                            uint32_t *res)
 {
+    STAT(ST_MLOOK, 1);
     if (l == DEAD || r == DEAD || !ingot__tok_merge(t, l, r, rank, res)) {
         *rank = UINT32_MAX;
         *res = DEAD;
@@ -152,7 +169,9 @@ static size_t merge_short(const ingot_tokenizer *t, uint32_t *id, uint32_t *len,
         size_t best = 0;
         for (size_t i = 1; i + 1 < n; i++)
             if (rank[i] < rank[best]) best = i;
+        STAT(ST_SCAN, n);
         if (rank[best] == UINT32_MAX) break;
+        STAT(ST_MERGE, 1);
         id[best] = res[best];
         if (len) len[best] += len[best + 1];
         for (size_t i = best + 1; i + 1 < n; i++) {
@@ -174,6 +193,7 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
                     out_ids *o)
 {
     if (n <= SHORT_WORD) {
+        STAT(ST_SHORT, 1);
         uint32_t rank[SHORT_WORD], res[SHORT_WORD];
         if (bytes && t->pair0) { /* the first round from the byte pair table */
             for (size_t i = 0; i + 1 < n; i++) {
@@ -193,6 +213,8 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
         b->prev[i] = i ? (uint32_t)(i - 1) : DEAD;
         b->next[i] = i + 1 < n ? (uint32_t)(i + 1) : DEAD;
     }
+    STAT(ST_HEAP, 1);
+    STAT(ST_HEAPB, n);
     b->nheap = 0;
     b->heap_cap = 3 * n;
     for (size_t i = 0; i + 1 < n; i++) {
@@ -209,6 +231,7 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
         uint32_t l = (uint32_t)top, want = (uint32_t)(top >> 32);
         uint32_t r = b->next[l];
         if (b->id[l] == DEAD || r == DEAD || b->prank[l] != want) continue; /* stale */
+        STAT(ST_MERGE, 1);
         b->id[l] = b->pres[l];
         b->id[r] = DEAD;
         b->next[l] = b->next[r];
@@ -287,7 +310,9 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     bpe_word_ctx *c = ctx;
     const ingot_tokenizer *t = c->t;
     const uint8_t *w = c->s + off;
+    STAT(ST_WORDS, 1);
     if (n == 1) {
+        STAT(ST_BYTE1, 1);
         put(c->o, t->byte_tok[w[0]]);
         return INGOT_OK;
     }
@@ -296,13 +321,19 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     out_ids *o = c->o;
     /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
-    if (e && cache_get(e, h, w, n, 0, o)) return INGOT_OK;
+    if (e && cache_get(e, h, w, n, 0, o)) {
+        STAT(ST_CACHE, 1);
+        return INGOT_OK;
+    }
     size_t start = o->n;
     bool whole = false;
     int32_t id = -1;
-    if (t->ignore_merges || t->whole)
+    if (t->ignore_merges || t->whole) {
+        STAT(ST_FIND, 1);
         id = ingot__tok_find_x(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
+    }
     if (id >= 0 && (t->ignore_merges || whole)) {
+        STAT(ST_WHOLE, 1);
         put(o, id);
     } else {
         for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
@@ -400,6 +431,7 @@ static void spm_try(spm_state *s, uint32_t l, uint32_t r)
     float score;
     if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
         if (s->id[l] == DEAD || s->id[r] == DEAD) return;
+        STAT(ST_MLOOK, 1);
         uint32_t rank;
         if (!ingot__tok_merge(s->t, s->id[l], s->id[r], &rank, &res)) return;
         score = s->t->score[res];
@@ -438,6 +470,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
     spm_state s;
     uint32_t nsym = 0;
     if (t->spm_pairs && m <= 4 * SHORT_WORD) { /* short: the heap-free scan of BPE */
+        STAT(ST_SHORT, 1);
         uint32_t id[4 * SHORT_WORD], len[4 * SHORT_WORD], rank[4 * SHORT_WORD];
         uint32_t res[4 * SHORT_WORD];
         uint8_t ci[4 * SHORT_WORD]; /* index in the pair table of ASCII and U+2581 (or 255) */
@@ -454,6 +487,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
             } else {
                 uint32_t cp;
                 l = ingot__tok_utf8(e + i, m - i, &cp);
+                STAT(ST_FIND, 1);
                 int32_t x = ingot__tok_find(t, e + i, l);
                 ci[nsym] = 255;
                 id[nsym] = x >= 0 ? (uint32_t)x : DEAD;
@@ -485,6 +519,8 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         uint32_t cp;
         i += ingot__tok_utf8(e + i, m - i, &cp);
     }
+    STAT(ST_HEAP, 1);
+    STAT(ST_HEAPB, m);
     uint8_t *p = w->base;
     s.heap = (spm_big *)(void *)p;
     p += (size_t)nsym * 3 * sizeof(spm_big);
@@ -523,6 +559,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         if (s.len[b.left] == 0 || s.len[b.right] == 0 ||
             s.len[b.left] + s.len[b.right] != b.size)
             continue;
+        STAT(ST_MERGE, 1);
         s.len[b.left] += s.len[b.right];
         s.len[b.right] = 0;
         if (t->spm_pairs) s.id[b.left] = b.res;
@@ -569,15 +606,24 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         size_t n = k - ws;
         uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */
         wcache *c = &w->cache[h & w->cmask];
+        STAT(ST_WORDS, 1);
         if (!cache_get(c, h, e + ws, n, w->gen, o)) {
             size_t start = o->n;
             bool whole = false;
             int32_t id = -1;
-            if (t->whole)
+            if (t->whole) {
+                STAT(ST_FIND, 1);
                 id = ingot__tok_find_x(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
-            if (id >= 0 && whole) put(o, id); /* its own merges give it whole */
-            else ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
+            }
+            if (id >= 0 && whole) { /* its own merges give it whole */
+                STAT(ST_WHOLE, 1);
+                put(o, id);
+            } else {
+                ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
+            }
             cache_put(c, h, e + ws, n, w->gen, start, o->n);
+        } else {
+            STAT(ST_CACHE, 1);
         }
         ws = k;
     }

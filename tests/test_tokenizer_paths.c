@@ -2,7 +2,8 @@
  * test_tokenizer_paths.c - the encoders' fast paths against slower ones that must agree: byte-level
  * BPE words of every length (the scan for short words, the heap for long ones, the byte-pair and
  * front tables) against a naive merge loop written here, and SentencePiece through its pair
- * table with score ranks (ties included) against the same vocabulary looked up by text.
+ * table with score ranks (ties included) against the same vocabulary looked up by text; the
+ * merge filter against the bare merge table.
  */
 #include "harness.h"
 #include "tok_internal.h"
@@ -85,6 +86,67 @@ TEST(test_bpe_words_match_naive_merges_gpt2)
 TEST(test_bpe_words_match_naive_merges_llama3)
 {
     bpe_words_agree(FIX "/tokenizers/llama3/tokenizer.json"); /* 16-byte slots, ignore_merges */
+}
+
+/* ---- the merge filter: no merge lost, most non-merges told without a probe ---------------- */
+static void merge_filter_exact(const char *path)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+    ASSERT_TRUE(t->mfilt != NULL);
+    ingot_tokenizer bare = *t; /* the same tables without the filter: every lookup probes */
+    bare.mfilt = NULL;
+    size_t n = 0;
+    ASSERT_OK(ingot_tokenizer_merges(t, NULL, 0, &n, NULL));
+    ASSERT_TRUE(n >= 1024);
+    int32_t *pairs = malloc(n * 2 * sizeof *pairs);
+    ASSERT_OK(ingot_tokenizer_merges(t, pairs, n, &n, NULL));
+    size_t lost = 0;
+    for (size_t i = 0; i < n; i++) { /* every merge of the file passes the filter */
+        uint32_t rank, res, rank2, res2;
+        bool a = ingot__tok_merge(t, (uint32_t)pairs[2 * i], (uint32_t)pairs[2 * i + 1], &rank,
+                                  &res);
+        bool b = ingot__tok_merge(&bare, (uint32_t)pairs[2 * i], (uint32_t)pairs[2 * i + 1],
+                                  &rank2, &res2);
+        lost += !a || !b || rank != rank2 || res != res2;
+    }
+    CHECK(lost == 0, "%zu of %zu merges lost or changed by the filter", lost, n);
+    free(pairs);
+    /* random pairs: the same answer with and without it, and most non-merges stopped by it */
+    uint32_t nv = ingot_tokenizer_vocab_size(t);
+    size_t none = 0, passed = 0, differ = 0;
+    for (int k = 0; k < 200000; k++) {
+        uint32_t l = k & 1 ? rnd(nv) : rnd(512), r = k & 2 ? rnd(nv) : rnd(512);
+        uint32_t rank = 0, res = 0, rank2 = 0, res2 = 0;
+        bool a = ingot__tok_merge(t, l, r, &rank, &res);
+        bool b = ingot__tok_merge(&bare, l, r, &rank2, &res2);
+        differ += a != b || (a && (rank != rank2 || res != res2));
+        if (!b) {
+            none++;
+            uint64_t key = t->m8 ? (uint64_t)l << 16 | r : TOK_MKEY(l, r);
+            uint64_t h = ingot__tok_pair_hash(key), m = ingot__tok_mf_bits(h);
+            passed += (t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) == m;
+        }
+    }
+    CHECK(differ == 0, "%zu random pairs differ with the filter", differ);
+    CHECK(none > 100000 && passed * 10 < none, "filter passes %zu of %zu pairs with no merge",
+          passed, none);
+    ingot_tokenizer_close(t);
+}
+
+TEST(test_merge_filter_exact_gpt2)
+{
+    merge_filter_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf"); /* 8-byte slots */
+}
+
+TEST(test_merge_filter_exact_llama3)
+{
+    merge_filter_exact(FIX "/tokenizers/llama3/tokenizer.json"); /* 16-byte slots */
+}
+
+TEST(test_merge_filter_exact_spm)
+{
+    merge_filter_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf"); /* pair table */
 }
 
 /* ---- SentencePiece: pair table with score ranks vs lookups by text ------------------------ */
@@ -200,4 +262,6 @@ TEST(test_empty_token_keeps_the_space_strip)
 }
 
 RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naive_merges_llama3),
+          T(test_merge_filter_exact_gpt2), T(test_merge_filter_exact_llama3),
+          T(test_merge_filter_exact_spm),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

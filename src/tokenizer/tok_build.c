@@ -314,6 +314,31 @@ static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t rank,
     }
 }
 
+/* Builds the merge filter (tok_internal.h) from every key in the merge table: 8 bits per merge,
+ * a power of two of 64-bit words (at most 2^20 words, 8 MB, for the 4 M merges allowed). */
+static ingot_status merge_filter(ingot_tokenizer *t, const ingot_allocator *a, ingot_error *err)
+{
+    if (!t->m_mask || t->n_merges < 1024) return INGOT_OK; /* small tables stay in cache */
+    uint64_t words = 16;
+    while (words * 8 < t->n_merges) words *= 2; /* 64 bits / 8 per merge */
+    t->mfilt = ingot__calloc(a, (size_t)words * 8);
+    if (!t->mfilt) return nomem(err, "merge filter");
+    t->mf_mask = words - 1;
+    for (uint64_t j = 0; j <= t->m_mask; j++) {
+        uint64_t key;
+        if (t->m8) {
+            if (t->mslot8[j] == UINT64_MAX) continue;
+            key = t->mslot8[j] >> 32;
+        } else {
+            if (t->mslot[j].key == UINT64_MAX) continue;
+            key = t->mslot[j].key >> TOK_MENTRY_BITS;
+        }
+        uint64_t h = ingot__tok_pair_hash(key);
+        t->mfilt[TOK_MF_WORD(h, t->mf_mask)] |= ingot__tok_mf_bits(h);
+    }
+    return INGOT_OK;
+}
+
 /* A float's bits made to sort as unsigned integers in the float order (-0 as +0). */
 static uint32_t float_order(float f)
 {
@@ -407,6 +432,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
         }
     }
     ingot__free(a, rank, (size_t)t->n_vocab * 4);
+    ING_TRY(merge_filter(t, a, err));
     t->spm_pairs = true;
     t->pairc = ingot__alloc(a, (size_t)TOK_NCHR * TOK_NCHR * 8);
     if (!t->pairc) return nomem(err, "character pair table");
@@ -444,6 +470,7 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     if (t->whole) ingot__free(a, t->whole, n);
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
+    ingot__free(a, t->mfilt, (size_t)(t->mf_mask + 1) * 8);
     ingot__free(a, t->pairc, (size_t)TOK_NCHR * TOK_NCHR * 8);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
@@ -683,6 +710,8 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
             merge_put(t, (uint32_t)l, (uint32_t)r, m, (uint32_t)res);
         }
     }
+
+    if ((st = merge_filter(t, a, err)) != INGOT_OK) goto fail;
 
     /* byte-level BPE: the merges of byte pairs, for the first round of every word */
     if (t->kind == TOK_BPE && t->m_mask && n >= 1024) { /* pays off for real vocabularies */

@@ -104,6 +104,11 @@ struct ingot_tokenizer {
     } *mslot;
     uint64_t m_mask;
     uint32_t n_merges;
+    /* A filter over the merge table's keys (a blocked Bloom filter: two bits of one 64-bit word
+     * per key, 8 bits per merge): most pairs that have no merge are told so without touching
+     * the table, which is megabytes and misses the cache. NULL: none (lookups probe). */
+    uint64_t *mfilt;
+    uint64_t mf_mask; /* words - 1 */
 
     int32_t byte_tok[256]; /* bpe: token of each byte; spm: <0xNN>; -1 if none */
 
@@ -264,14 +269,25 @@ static inline uint64_t ingot__tok_pair_hash(uint64_t key)
     return key ^ (key >> 33);
 }
 
+/* The filter's bits for a key of slot hash h (bits 32..63 of h: the slot takes the low ones). */
+static inline uint64_t ingot__tok_mf_bits(uint64_t h)
+{
+    return (1ull << ((h >> 32) & 63)) | (1ull << ((h >> 38) & 63));
+}
+#define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
+
 /* Merge of (l, r): true with rank and result. */
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
 {
     if (!t->m_mask) return false;
     if (t->m8) {
-        uint64_t key = (uint64_t)l << 16 | r;
-        for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+        uint64_t key = (uint64_t)l << 16 | r, h = ingot__tok_pair_hash(key);
+        if (t->mfilt) {
+            uint64_t m = ingot__tok_mf_bits(h);
+            if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;
+        }
+        for (uint64_t i = h & t->m_mask;; i = (i + 1) & t->m_mask) {
             uint64_t v = t->mslot8[i];
             if (v >> 32 == key) {
                 *rank = (uint32_t)(v >> 16) & 0xFFFF;
@@ -281,8 +297,12 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
             if (v == UINT64_MAX) return false;
         }
     }
-    uint64_t key = TOK_MKEY(l, r);
-    for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+    uint64_t key = TOK_MKEY(l, r), h = ingot__tok_pair_hash(key);
+    if (t->mfilt) {
+        uint64_t m = ingot__tok_mf_bits(h);
+        if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;
+    }
+    for (uint64_t i = h & t->m_mask;; i = (i + 1) & t->m_mask) {
         const struct tok_mslot *sl = &t->mslot[i];
         if (sl->key >> TOK_MENTRY_BITS == key) {
             *rank = (uint32_t)(sl->key & ((1u << TOK_MENTRY_BITS) - 1));

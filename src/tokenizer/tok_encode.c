@@ -157,34 +157,64 @@ static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
     bpe_set(b, l, rank, res);
 }
 
-/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over packed
- * arrays, without the heap. id: the n <= SHORT_WORD symbols (DEAD: no token, never merged);
- * len: NULL or their byte lengths, kept up to date; rank, res: the merge of each pair (i, i + 1)
- * as the caller found it (rank UINT32_MAX: none). Returns the count left. */
-#define SHORT_WORD 32
-static size_t merge_short(const ingot_tokenizer *t, uint32_t *id, uint32_t *len, size_t n,
-                          uint32_t *rank, uint32_t *res)
+/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan, without the
+ * heap. id: the n <= SCAN_MAX symbols (DEAD: no token, never merged); len: NULL or their byte
+ * lengths, kept up to date; rank, res: the merge of each pair (i, i + 1) as the caller found it
+ * (rank UINT32_MAX: none). The symbols stay where they are, linked (nx, pv), and each pair's
+ * rank and left position are one key (rank << 6 | position, UINT32_MAX: none), so the next
+ * merge is the smallest key: a branch-free minimum over a small array, no shifting. Returns the
+ * count left, id and len compacted. */
+#define SHORT_WORD 32 /* byte-level BPE: bytes */
+#define SPM_SHORT 64  /* SentencePiece: characters */
+#define SCAN_MAX 64   /* the most merge_short takes */
+#define KEY_POS 6     /* bits of the position in a key: SCAN_MAX <= 64 */
+static inline uint32_t pair_key(uint32_t rank, size_t pos)
 {
-    while (n > 1) {
-        size_t best = 0;
-        for (size_t i = 1; i + 1 < n; i++)
-            if (rank[i] < rank[best]) best = i;
-        STAT(ST_SCAN, n);
-        if (rank[best] == UINT32_MAX) break;
-        STAT(ST_MERGE, 1);
-        id[best] = res[best];
-        if (len) len[best] += len[best + 1];
-        for (size_t i = best + 1; i + 1 < n; i++) {
-            id[i] = id[i + 1];
-            rank[i] = rank[i + 1];
-            res[i] = res[i + 1];
-            if (len) len[i] = len[i + 1];
-        }
-        n--;
-        if (best > 0) pair_at(t, id[best - 1], id[best], &rank[best - 1], &res[best - 1]);
-        if (best + 1 < n) pair_at(t, id[best], id[best + 1], &rank[best], &res[best]);
+    return rank == UINT32_MAX ? UINT32_MAX : rank << KEY_POS | (uint32_t)pos;
+}
+
+static size_t merge_short(const ingot_tokenizer *t, uint32_t *id, uint32_t *len, size_t n,
+                          const uint32_t *rank, uint32_t *res)
+{
+    if (n < 2) return n;
+    uint32_t key[SCAN_MAX];
+    uint8_t nx[SCAN_MAX], pv[SCAN_MAX];
+    for (size_t i = 0; i < n; i++) {
+        key[i] = i + 1 < n ? pair_key(rank[i], i) : UINT32_MAX;
+        nx[i] = (uint8_t)(i + 1);
+        pv[i] = (uint8_t)(i - 1); /* 255 for the first */
     }
-    return n;
+    for (size_t live = n; live > 1; live--) {
+        uint32_t m = key[0];
+        for (size_t i = 1; i < n; i++) m = key[i] < m ? key[i] : m;
+        STAT(ST_SCAN, n);
+        if (m == UINT32_MAX) break;
+        STAT(ST_MERGE, 1);
+        size_t p = m & ((1u << KEY_POS) - 1), q = nx[p];
+        id[p] = res[p];
+        if (len) len[p] += len[q];
+        key[q] = UINT32_MAX;
+        nx[p] = nx[q];
+        uint32_t r;
+        if (nx[p] < n) {
+            pv[nx[p]] = (uint8_t)p;
+            pair_at(t, id[p], id[nx[p]], &r, &res[p]);
+            key[p] = pair_key(r, p);
+        } else {
+            key[p] = UINT32_MAX;
+        }
+        if (pv[p] != 255) {
+            size_t l = pv[p];
+            pair_at(t, id[l], id[p], &r, &res[l]);
+            key[l] = pair_key(r, l);
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i = nx[i], k++) {
+        id[k] = id[i];
+        if (len) len[k] = len[i];
+    }
+    return k;
 }
 
 /* Merges the n symbols in b->id (linked in order) and appends the result. bytes: NULL, or the
@@ -469,11 +499,11 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
     if (!m) return INGOT_OK;
     spm_state s;
     uint32_t nsym = 0;
-    if (t->spm_pairs && m <= 4 * SHORT_WORD) { /* short: the heap-free scan of BPE */
+    if (t->spm_pairs && m <= 4 * SPM_SHORT) { /* short: the heap-free scan of BPE */
         STAT(ST_SHORT, 1);
-        uint32_t id[4 * SHORT_WORD], len[4 * SHORT_WORD], rank[4 * SHORT_WORD];
-        uint32_t res[4 * SHORT_WORD];
-        uint8_t ci[4 * SHORT_WORD]; /* index in the pair table of ASCII and U+2581 (or 255) */
+        uint32_t id[4 * SPM_SHORT], len[4 * SPM_SHORT], rank[4 * SPM_SHORT];
+        uint32_t res[4 * SPM_SHORT];
+        uint8_t ci[4 * SPM_SHORT]; /* index in the pair table of ASCII and U+2581 (or 255) */
         for (size_t i = 0; i < m; nsym++) {
             size_t l = 1;
             uint8_t c = e[i];
@@ -495,7 +525,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
             len[nsym] = (uint32_t)l;
             i += l;
         }
-        if (nsym <= SHORT_WORD) {
+        if (nsym <= SPM_SHORT) {
             for (uint32_t i = 0; i + 1 < nsym; i++) {
                 if (ci[i] != 255 && ci[i + 1] != 255) {
                     uint64_t p = t->pairc[ci[i] * TOK_NCHR + ci[i + 1]];
@@ -545,7 +575,11 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         s.len[nsym] = (uint32_t)l;
         s.prev[nsym] = nsym ? nsym - 1 : DEAD;
         s.next[nsym] = nsym + 1;
-        if (t->spm_pairs) {
+        if (t->spm_pairs && e[i] < 0x80) { /* ASCII and U+2581 from the table (DEAD: none) */
+            s.id[nsym] = t->chr_tok[e[i]];
+        } else if (t->spm_pairs && is_ws_mark(e, i, m)) {
+            s.id[nsym] = t->chr_tok[128];
+        } else if (t->spm_pairs) {
             int32_t id = ingot__tok_find(t, e + i, l);
             s.id[nsym] = id >= 0 ? (uint32_t)id : DEAD;
         }

@@ -149,6 +149,71 @@ TEST(test_merge_filter_exact_spm)
     merge_filter_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf"); /* pair table */
 }
 
+/* ---- the per-call word cache ------------------------------------------------------------- */
+/* ids of s[0..n) with flags fl (malloc'ed, count in *k) */
+static int32_t *enc_all(const ingot_tokenizer *t, const char *s, size_t n, uint32_t fl, size_t *k)
+{
+    size_t cap = ingot_tokenizer_max_tokens(n);
+    int32_t *ids = malloc(cap * sizeof *ids);
+    if (ingot_tokenizer_encode(t, s, n, fl, ids, cap, k, NULL, 0, NULL) != INGOT_OK) *k = SIZE_MAX;
+    return ids;
+}
+
+/* SentencePiece keeps 16 bits of the fragment number in each cache entry and clears the cache
+ * when they wrap: 70,000 fragments (split by <s>) of a few repeating words give the ids of each
+ * fragment encoded on its own. */
+TEST(test_word_cache_many_fragments)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", NULL,
+                                   &t, NULL));
+    static const char *const w[] = {"a", "hello", "the cat", "x y z", "ab", "hello world!"};
+    enum { FRAGS = 70000 };
+    size_t cap = 0;
+    for (int i = 0; i < FRAGS; i++) cap += 3 + strlen(w[i % 6]);
+    char *text = malloc(cap + 1);
+    size_t n = 0;
+    for (int i = 0; i < FRAGS; i++) n += (size_t)sprintf(text + n, "<s>%s", w[i % 6]);
+    size_t k = 0;
+    int32_t *got = enc_all(t, text, n, INGOT_ENCODE_PARSE_SPECIAL, &k);
+    ASSERT_TRUE(k != SIZE_MAX);
+    size_t at = 0, bad = 0;
+    int32_t bos = ingot_tokenizer_special(t, INGOT_TOKEN_BOS);
+    for (int i = 0; i < FRAGS && at < k; i++) {
+        size_t kw = 0;
+        int32_t *want = enc_all(t, w[i % 6], strlen(w[i % 6]), 0, &kw);
+        bad += got[at++] != bos;
+        for (size_t j = 0; j < kw; j++) bad += at >= k || got[at++] != want[j];
+        free(want);
+    }
+    CHECK(bad == 0 && at == k, "%zu ids differ, %zu of %zu ids checked", bad, at, k);
+    free(got);
+    free(text);
+    ingot_tokenizer_close(t);
+}
+
+/* Words over 255 bytes are not cached; one that comes twice gives the same ids twice. */
+TEST(test_word_cache_long_words)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf", NULL, &t,
+                                   NULL));
+    char text[700];
+    for (int i = 0; i < 300; i++) text[i] = "abcdefgh"[rnd(8)];
+    text[300] = ' ';
+    memcpy(text + 301, text, 300);
+    size_t k1 = 0, k2 = 0, k = 0;
+    int32_t *a = enc_all(t, text, 300, 0, &k1), *b = enc_all(t, text + 300, 301, 0, &k2);
+    int32_t *all = enc_all(t, text, 601, 0, &k);
+    ASSERT_EQ(k, k1 + k2);
+    ASSERT_MEM(all, a, k1 * sizeof *a);
+    ASSERT_MEM(all + k1, b, k2 * sizeof *b);
+    free(a);
+    free(b);
+    free(all);
+    ingot_tokenizer_close(t);
+}
+
 /* ---- SentencePiece: pair table with score ranks vs lookups by text ------------------------ */
 static size_t bin_token(uint8_t *p, float score, const char *s)
 {
@@ -263,5 +328,6 @@ TEST(test_empty_token_keeps_the_space_strip)
 
 RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naive_merges_llama3),
           T(test_merge_filter_exact_gpt2), T(test_merge_filter_exact_llama3),
-          T(test_merge_filter_exact_spm),
+          T(test_merge_filter_exact_spm), T(test_word_cache_many_fragments),
+          T(test_word_cache_long_words),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

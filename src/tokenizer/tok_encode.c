@@ -41,11 +41,13 @@ static inline void put(out_ids *o, int32_t id)
 }
 
 /* ---- scratch ----------------------------------------------------------------------------- */
-/* A pre-token's result within one encode call (byte-level BPE): the word, where its ids went. */
+/* A word's result within one encode call: 32 bits of its hash, where it is (an offset from the
+ * call's cache base), where its ids went. 16 bytes, so the cache of a 4 KB text is 16 KB:
+ * words over 255 bytes or 255 ids are not cached. n 0: an empty entry. */
 typedef struct wcache {
-    uint64_t h;
-    const uint8_t *w;
-    uint32_t n, ooff, on, gen; /* gen: the fragment it belongs to (SentencePiece) */
+    uint32_t h, woff, ooff;
+    uint8_t n, on;
+    uint16_t gen; /* the fragment it belongs to (SentencePiece) */
 } wcache;
 
 typedef struct work {
@@ -54,11 +56,12 @@ typedef struct work {
     wcache *cache; /* NULL or cmask + 1 entries */
     size_t cmask;
     uint32_t gen;  /* SentencePiece: fragment number (the escaped text is rewritten each time) */
+    const uint8_t *cbase; /* words are cached as offsets from here (the text, or the scratch) */
 } work;
 
 /* The cached result of word w[0..n) with hash h, copied to o: true on a hit. */
-static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
-                      out_ids *o);
+static bool cache_get(const wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t *w,
+                      size_t n, uint32_t gen, out_ids *o);
 
 /* Cache entries for a text of len bytes: about one per 8 bytes, 64 .. 16384. */
 static size_t cache_entries(size_t len)
@@ -292,7 +295,7 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
                           void *mem)
 {
     bpe_state b;
-    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0};
+    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0, NULL};
     bpe_carve(&b, &w, n);
     for (size_t i = 0; i < n; i++) b.id[i] = (uint32_t)t->byte_tok[s[i]];
     int32_t got = -1;
@@ -301,10 +304,11 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
     return o.n == 1 && got == id;
 }
 
-static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
-                      out_ids *o)
+static bool cache_get(const wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t *w,
+                      size_t n, uint32_t gen, out_ids *o)
 {
-    if (!e->w || e->h != h || e->n != n || e->gen != gen || !ingot__tok_eq(e->w, w, n))
+    if (e->h != (uint32_t)h || e->n != n || e->gen != (uint16_t)gen ||
+        !ingot__tok_eq(cbase + e->woff, w, n))
         return false;
     if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
         for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);
@@ -313,16 +317,17 @@ static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, u
     return true;
 }
 
-static void cache_put(wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
-                      size_t start, size_t end)
+static void cache_put(wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t *w, size_t n,
+                      uint32_t gen, size_t start, size_t end)
 {
-    if (n > UINT32_MAX || end > UINT32_MAX) return;
-    e->h = h;
-    e->w = w;
-    e->n = (uint32_t)n;
-    e->gen = gen;
+    size_t woff = (size_t)(w - cbase);
+    if (n > 255 || end - start > 255 || woff > UINT32_MAX || start > UINT32_MAX) return;
+    e->h = (uint32_t)h;
+    e->woff = (uint32_t)woff;
+    e->n = (uint8_t)n;
+    e->gen = (uint16_t)gen;
     e->ooff = (uint32_t)start;
-    e->on = (uint32_t)(end - start);
+    e->on = (uint8_t)(end - start);
 }
 
 typedef struct bpe_word_ctx {
@@ -333,6 +338,7 @@ typedef struct bpe_word_ctx {
     out_ids *o;
     wcache *cache;
     size_t cmask;
+    const uint8_t *cbase;
 } bpe_word_ctx;
 
 static ingot_status bpe_word(void *ctx, size_t off, size_t n)
@@ -351,7 +357,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     out_ids *o = c->o;
     /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
-    if (e && cache_get(e, h, w, n, 0, o)) {
+    if (e && cache_get(e, c->cbase, h, w, n, 0, o)) {
         STAT(ST_CACHE, 1);
         return INGOT_OK;
     }
@@ -369,7 +375,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
         for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
         bpe_run(t, c->b, n, w, o);
     }
-    if (e) cache_put(e, h, w, n, 0, start, o->n);
+    if (e) cache_put(e, c->cbase, h, w, n, 0, start, o->n);
     return INGOT_OK;
 }
 
@@ -378,7 +384,7 @@ static ingot_status enc_bpe(const ingot_tokenizer *t, const uint8_t *s, size_t n
 {
     bpe_state b;
     bpe_carve(&b, w, n);
-    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask};
+    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask, w->cbase};
     return ingot__tok_pretokenize(t->pre, s, n, bpe_word, &c);
 }
 
@@ -614,7 +620,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
 bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
                           void *mem)
 {
-    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0};
+    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0, NULL};
     int32_t got[2] = {-1, -1};
     out_ids o = {got, 2, 0};
     return enc_spm_word(t, s, n, &w, &o, NULL) == INGOT_OK && o.n == 1 && got[0] == id;
@@ -628,7 +634,8 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
                             out_ids *o, ingot_error *err)
 {
     if (!t->spm_split || !w->cache) return enc_spm_word(t, e, m, w, o, err);
-    w->gen++;
+    if ((uint16_t)++w->gen == 0) /* entries keep 16 bits of it: start over */
+        ING_MEMSET(w->cache, 0, (w->cmask + 1) * sizeof *w->cache);
     size_t ws = 0, k = 0;
     while (ws < m) {
         k = ws;
@@ -641,7 +648,7 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */
         wcache *c = &w->cache[h & w->cmask];
         STAT(ST_WORDS, 1);
-        if (!cache_get(c, h, e + ws, n, w->gen, o)) {
+        if (!cache_get(c, w->cbase, h, e + ws, n, w->gen, o)) {
             size_t start = o->n;
             bool whole = false;
             int32_t id = -1;
@@ -655,7 +662,7 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
             } else {
                 ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
             }
-            cache_put(c, h, e + ws, n, w->gen, start, o->n);
+            cache_put(c, w->cbase, h, e + ws, n, w->gen, start, o->n);
         } else {
             STAT(ST_CACHE, 1);
         }
@@ -708,7 +715,7 @@ static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, siz
     uint8_t *e = w->base + w->size - m_max;
     size_t m = escape(s, n, prefix, e);
     ING_MEMSET(e + m, 0, 8);
-    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen};
+    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen, w->cbase};
     if (t->kind == TOK_SPM) {
         ingot_status st = enc_spm(t, e, m, &inner, o, err);
         w->gen = inner.gen;
@@ -771,6 +778,9 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
         w.base += ce * sizeof(wcache);
         w.size -= ce * sizeof(wcache);
     }
+    /* cached words: byte-level BPE's lie in the text, SentencePiece's in the escaped text in the
+     * scratch */
+    w.cbase = t->kind == TOK_BPE ? (const uint8_t *)text : w.base;
     out_ids o = {ids, cap, 0};
     ingot_status st = INGOT_OK;
     const uint8_t *s = (const uint8_t *)text;

@@ -3,7 +3,7 @@
  * BPE words of every length (the scan for short words, the heap for long ones, the byte-pair and
  * front tables) against a naive merge loop written here, and SentencePiece through its pair
  * table with score ranks (ties included) against the same vocabulary looked up by text; the
- * merge filter against the bare merge table.
+ * merge and token filters against the bare tables; the per-call word cache.
  */
 #include "harness.h"
 #include "tok_internal.h"
@@ -132,6 +132,47 @@ static void merge_filter_exact(const char *path)
     CHECK(none > 100000 && passed * 10 < none, "filter passes %zu of %zu pairs with no merge",
           passed, none);
     ingot_tokenizer_close(t);
+}
+
+/* The token filter: every token found by its text (the id the hash gives without the filter),
+ * and most strings that are no token stopped by it. */
+static void token_filter_exact(const char *path)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+    ASSERT_TRUE(t->tfilt != NULL);
+    ingot_tokenizer bare = *t;
+    bare.tfilt = NULL;
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    const uint32_t *len = t->key_text ? t->text_len : t->dec_len;
+    size_t lost = 0, none = 0, passed = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        if (!len[i]) continue;
+        const uint8_t *k = t->arena + off[i];
+        lost += ingot__tok_find(t, k, len[i]) != ingot__tok_find(&bare, k, len[i]) ||
+                ingot__tok_find(t, k, len[i]) < 0;
+        uint8_t x[80]; /* the token with a byte more: mostly no token */
+        size_t xl = len[i] < 64 ? len[i] : 64;
+        memcpy(x, k, xl);
+        x[xl++] = (uint8_t)"qz#~"[i % 4];
+        int32_t a = ingot__tok_find(t, x, xl), b = ingot__tok_find(&bare, x, xl);
+        lost += a != b;
+        if (b < 0) {
+            none++;
+            uint64_t h = ingot__tok_hash(x, xl), m = ingot__tok_mf_bits(h);
+            passed += (t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) == m;
+        }
+    }
+    CHECK(lost == 0, "%zu lookups differ with the token filter", lost);
+    CHECK(none > 10000 && passed * 10 < none, "filter passes %zu of %zu non-tokens", passed, none);
+    ingot_tokenizer_close(t);
+}
+
+TEST(test_token_filter_exact)
+{
+    token_filter_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf");   /* decoded bytes */
+    token_filter_exact(FIX "/tokenizers/llama3/tokenizer.json");
+    token_filter_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf"); /* stored text */
 }
 
 TEST(test_merge_filter_exact_gpt2)
@@ -328,6 +369,7 @@ TEST(test_empty_token_keeps_the_space_strip)
 
 RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naive_merges_llama3),
           T(test_merge_filter_exact_gpt2), T(test_merge_filter_exact_llama3),
-          T(test_merge_filter_exact_spm), T(test_word_cache_many_fragments),
+          T(test_merge_filter_exact_spm), T(test_token_filter_exact),
+          T(test_word_cache_many_fragments),
           T(test_word_cache_long_words),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

@@ -210,6 +210,10 @@ int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
                           uint64_t head, bool *whole)
 {
     if (n > TOK_MAX_TOKEN_BYTES) return -1;
+    if (t->tfilt) {
+        uint64_t m = ingot__tok_mf_bits(h);
+        if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
+    }
     uint16_t tag = (uint16_t)(h >> 48);
     const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
@@ -471,6 +475,7 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
     ingot__free(a, t->mfilt, (size_t)(t->mf_mask + 1) * 8);
+    ingot__free(a, t->tfilt, (size_t)(t->tf_mask + 1) * 8);
     ingot__free(a, t->pairc, (size_t)TOK_NCHR * TOK_NCHR * 8);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
@@ -646,6 +651,25 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                 t->map[j] = slot; /* the later id wins, as llama.cpp's token_to_id */
                 break;
             }
+        }
+    }
+
+    /* its filter: 8 bits per token (tok_internal.h), for vocabularies past the caches */
+    if (n >= 4096) {
+        uint64_t words = 16;
+        while (words * 8 < n) words *= 2;
+        t->tfilt = ingot__calloc(a, (size_t)words * 8);
+        if (!t->tfilt) {
+            st = nomem(err, "token filter");
+            goto fail;
+        }
+        t->tf_mask = words - 1;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *k = t->arena + (by_text ? t->text_off[i] : t->dec_off[i]);
+            size_t kl = by_text ? t->text_len[i] : t->dec_len[i];
+            if (kl == 0) continue;
+            uint64_t h = ingot__tok_hash(k, kl);
+            t->tfilt[TOK_MF_WORD(h, t->tf_mask)] |= ingot__tok_mf_bits(h);
         }
     }
 

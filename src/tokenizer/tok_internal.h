@@ -84,6 +84,10 @@ struct ingot_tokenizer {
         uint16_t tag;
     } *map;
     uint64_t map_mask;
+    /* The same kind of filter as mfilt (below) over the token hash's keys: a word that is no
+     * token is mostly told so without probing the table. NULL: none. */
+    uint64_t *tfilt;
+    uint64_t tf_mask;
     /* byte-level BPE: whole[i] set when merging token i's own bytes gives token i, so a
      * pre-token equal to it is emitted without running the merges (exactly what they give). */
     uint8_t *whole;

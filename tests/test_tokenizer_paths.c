@@ -302,6 +302,68 @@ static size_t spm_vocab(uint8_t *b, bool extra)
     return n;
 }
 
+/* SentencePiece words are cut between two ASCII characters no token has side by side. A toy
+ * vocabulary where "a," is a token: ",1" and "ba" are cuts, "a," is not. "ba,1" escapes to
+ * "\u2581ba,1"; by score "a," (-1) merges first, then "\u2581b" (-2): \u2581b, a, "1". */
+TEST(test_spm_cuts_where_no_token_joins)
+{
+    uint8_t b[512];
+    int32_t maxlen = 16;
+    memcpy(b, &maxlen, 4);
+    size_t n = 4;
+    static const char *const tok[] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a", "b", ",", "1",
+                                      "a,", " b"};
+    static const float sc[] = {0, 0, 0, -10, -10, -10, -10, -10, -1, -2};
+    for (int i = 0; i < 10; i++) n += bin_token(b + n, sc[i], tok[i]);
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open_buffer(b, n, NULL, &t, NULL));
+    ASSERT_TRUE(t->spm_split);
+    ASSERT_TRUE(t->spm_bar[','][0] >> '1' & 1);               /* cut */
+    ASSERT_TRUE(t->spm_bar['b'][1] >> ('a' - 64) & 1);        /* cut */
+    ASSERT_TRUE(!(t->spm_bar['a'][0] >> ',' & 1));            /* "a," is a token */
+    int32_t ids[16];
+    size_t k = 0;
+    ASSERT_OK(ingot_tokenizer_encode(t, "ba,1", 4, 0, ids, 16, &k, NULL, 0, NULL));
+    ASSERT_EQ(k, 3);
+    ASSERT_EQ(ids[0], 9); /* \u2581b */
+    ASSERT_EQ(ids[1], 8); /* a, */
+    ASSERT_EQ(ids[2], 7); /* 1 */
+    ingot_tokenizer_close(t);
+}
+
+/* The same cuts on Llama 2's vocabulary against no cuts at all, over text with punctuation,
+ * digits, code and other scripts. */
+TEST(test_spm_cuts_match_whole_words)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", NULL,
+                                   &t, NULL));
+    ingot_tokenizer bare = *t;
+    memset(bare.spm_bar, 0, sizeof bare.spm_bar);
+    static const char *const parts[] = {"a", "the", "ing", ",", ".", "(", ")", "_", "->", "0",
+                                        "42", "x", "\"", "'", " ", " ", "  ", "\n", "\u00e9",
+                                        "\u4e2d\u6587", "{", "}", ";", "::", "Z", "#", "-", "/*"};
+    int32_t ia[4096], ib[4096];
+    size_t differ = 0, long_texts = 0;
+    for (int round = 0; round < 3000; round++) {
+        char s[600];
+        size_t n = 0, parts_n = 1 + rnd(60);
+        for (size_t i = 0; i < parts_n; i++) {
+            const char *p = parts[rnd(sizeof parts / sizeof parts[0])];
+            memcpy(s + n, p, strlen(p));
+            n += strlen(p);
+        }
+        size_t ka = 0, kb = 0;
+        ASSERT_OK(ingot_tokenizer_encode(t, s, n, 1, ia, 4096, &ka, NULL, 0, NULL));
+        ASSERT_OK(ingot_tokenizer_encode(&bare, s, n, 1, ib, 4096, &kb, NULL, 0, NULL));
+        differ += ka != kb || memcmp(ia, ib, ka * sizeof ia[0]) != 0;
+        long_texts += ka > 8;
+    }
+    CHECK(differ == 0, "%zu of 3000 texts differ with the cuts", differ);
+    ASSERT_TRUE(long_texts > 1000);
+    ingot_tokenizer_close(t);
+}
+
 TEST(test_spm_pair_table_matches_text_lookups)
 {
     uint8_t ba[4096], bb[4096];
@@ -371,5 +433,6 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_merge_filter_exact_gpt2), T(test_merge_filter_exact_llama3),
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
           T(test_word_cache_many_fragments),
-          T(test_word_cache_long_words),
+          T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
+          T(test_spm_cuts_match_whole_words),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

@@ -786,6 +786,18 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         }
     }
 
+    /* SentencePiece split into words: the ASCII pairs no token has (any token, whatever its type:
+     * a merge looks tokens up by text) */
+    if (t->kind == TOK_SPM && t->spm_split) {
+        ING_MEMSET(t->spm_bar, 0xFF, sizeof t->spm_bar);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *s = t->arena + t->text_off[i];
+            for (size_t k = 0; k + 1 < t->text_len[i]; k++)
+                if (s[k] < 0x80 && s[k + 1] < 0x80)
+                    t->spm_bar[s[k]][s[k + 1] >> 6] &= ~(1ull << (s[k + 1] & 63));
+        }
+    }
+
     /* SentencePiece split into words: which tokens their own merges give back whole */
     if (t->kind == TOK_SPM && t->spm_split) {
         size_t wsz = ((size_t)t->max_dec_len + 2) * TOK_SPM_WORK_PER_BYTE;

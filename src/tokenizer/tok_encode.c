@@ -629,7 +629,8 @@ bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
 /* SentencePiece over the escaped fragment e[0..m). When no token has U+2581 right after another
  * character (t->spm_split), no merge can join the text before such a mark with the mark, so the
  * fragment is merged word by word (a word: marks, then everything up to the next mark that
- * follows a non-mark), with the same result and a cache of this fragment's words. */
+ * follows a non-mark), with the same result and a cache of this fragment's words; a word is cut
+ * further between two ASCII characters that no token has side by side. */
 static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
                             out_ids *o, ingot_error *err)
 {
@@ -640,9 +641,14 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
     while (ws < m) {
         k = ws;
         while (is_ws_mark(e, k, m)) k += 3;
-        for (; k < m; k++) { /* to the next mark */
-            while (k < m && e[k] != 0xE2) k++;
-            if (k == m || is_ws_mark(e, k, m)) break;
+        /* to the next mark, or to two ASCII characters no token joins (t->spm_bar): the pieces
+         * either side of them are merged apart with the same result */
+        for (; k < m; k++) {
+            uint8_t c = e[k];
+            if (c == 0xE2 && is_ws_mark(e, k, m)) break;
+            if (c < 0x80 && k > ws && e[k - 1] < 0x80 &&
+                (t->spm_bar[e[k - 1]][c >> 6] >> (c & 63) & 1))
+                break;
         }
         size_t n = k - ws;
         uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */

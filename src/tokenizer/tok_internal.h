@@ -126,6 +126,9 @@ struct ingot_tokenizer {
     uint8_t space_prefix; /* SentencePiece kinds: TOK_PREFIX_* */
     bool key_text; /* the token hash is keyed by stored text (else by decoded bytes) */
     bool spm_split; /* SentencePiece: no token has U+2581 right after another character */
+    /* with spm_split: bit b of spm_bar[a] set when no token's text has the ASCII characters a, b
+     * next to each other, so no merge ever joins them: words are merged in pieces split there */
+    uint64_t spm_bar[128][2];
     /* SentencePiece: every character of every token is a token, so a merge joins two tokens
      * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
     bool spm_pairs;

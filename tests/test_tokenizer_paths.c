@@ -364,6 +364,38 @@ TEST(test_spm_cuts_match_whole_words)
     ingot_tokenizer_close(t);
 }
 
+/* Spaces are escaped eight bytes a step: texts of 0 to 40 bytes with spaces anywhere (runs,
+ * either end, each place in an 8-byte step) come back from decode(encode(s)), and their ids are
+ * those of the same text with each space replaced by U+2581 in the input. */
+TEST(test_spm_escape_every_space_position)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", NULL,
+                                   &t, NULL));
+    size_t bad = 0;
+    for (int round = 0; round < 4000; round++) {
+        char s[48], u[160], back[64];
+        size_t n = (size_t)rnd(41), un = 0;
+        for (size_t i = 0; i < n; i++) {
+            s[i] = rnd(3) ? "abcde.,x"[rnd(8)] : ' ';
+            if (s[i] == ' ') {
+                memcpy(u + un, "\xe2\x96\x81", 3);
+                un += 3;
+            } else {
+                u[un++] = s[i];
+            }
+        }
+        int32_t a[200], b[200];
+        size_t ka = 0, kb = 0, bl = 0;
+        ASSERT_OK(ingot_tokenizer_encode(t, s, n, 0, a, 200, &ka, NULL, 0, NULL));
+        ASSERT_OK(ingot_tokenizer_encode(t, u, un, 0, b, 200, &kb, NULL, 0, NULL));
+        ASSERT_OK(ingot_tokenizer_decode(t, a, ka, 0, back, sizeof back, &bl, NULL));
+        bad += ka != kb || memcmp(a, b, ka * sizeof a[0]) != 0 || bl != n || memcmp(back, s, n);
+    }
+    CHECK(bad == 0, "%zu of 4000 texts differ", bad);
+    ingot_tokenizer_close(t);
+}
+
 TEST(test_spm_pair_table_matches_text_lookups)
 {
     uint8_t ba[4096], bb[4096];
@@ -434,5 +466,5 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
-          T(test_spm_cuts_match_whole_words),
+          T(test_spm_cuts_match_whole_words), T(test_spm_escape_every_space_position),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

@@ -398,7 +398,25 @@ static size_t escape(const uint8_t *s, size_t n, bool prefix, uint8_t *e)
         e[m++] = 0x96;
         e[m++] = 0x81;
     }
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    /* eight bytes a step: copied as they are up to the first space (e has room: 3n + 11 bytes) */
+    while (i + 8 <= n) {
+        uint64_t v = ing_ld64(s + i), x = v ^ 0x2020202020202020ull;
+        uint64_t z = (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull; /* lowest: exact */
+        ING_MEMCPY(e + m, s + i, 8);
+        if (!z) {
+            m += 8;
+            i += 8;
+            continue;
+        }
+        size_t k = (size_t)TOK_CTZ64(z) >> 3;
+        m += k;
+        e[m++] = 0xE2;
+        e[m++] = 0x96;
+        e[m++] = 0x81;
+        i += k + 1;
+    }
+    for (; i < n; i++) {
         if (s[i] == ' ') {
             e[m++] = 0xE2;
             e[m++] = 0x96;

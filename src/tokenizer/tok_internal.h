@@ -202,6 +202,18 @@ ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const u
                                         const ingot_allocator *a, ingot_tokenizer **out,
                                         ingot_error *err);
 
+/* Trailing zero bits of v != 0. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TOK_CTZ64(v) __builtin_ctzll(v)
+#else
+static inline int TOK_CTZ64(uint64_t v)
+{
+    int k = 0;
+    while (!(v & 1)) v >>= 1, k++;
+    return k;
+}
+#endif
+
 /* The n < 8 (or 8) bytes at s as a little-endian word, zero-padded; over: 8 bytes at s may be
  * read (one load instead of a byte loop). */
 static inline uint64_t ingot__tok_tail(const uint8_t *s, size_t n, bool over)

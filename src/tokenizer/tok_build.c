@@ -737,6 +737,17 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
 
     if ((st = merge_filter(t, a, err)) != INGOT_OK) goto fail;
 
+    /* byte-level BPE: the byte pairs no token has (any token: a merge's result is a token) */
+    if (t->kind == TOK_BPE && t->m_mask) {
+        ING_MEMSET(t->bbar, 0xFF, sizeof t->bbar);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *s = t->arena + t->dec_off[i];
+            for (size_t k = 0; k + 1 < t->dec_len[i]; k++)
+                t->bbar[s[k]][s[k + 1] >> 6] &= ~(1ull << (s[k + 1] & 63));
+        }
+        t->bbar_on = true;
+    }
+
     /* byte-level BPE: the merges of byte pairs, for the first round of every word */
     if (t->kind == TOK_BPE && t->m_mask && n >= 1024) { /* pays off for real vocabularies */
         t->pair0 = ingot__alloc(a, 65536 * 8);

@@ -341,6 +341,56 @@ typedef struct bpe_word_ctx {
     const uint8_t *cbase;
 } bpe_word_ctx;
 
+/* BPE of the bytes s[off..off+n): by the byte tokens' merges. */
+static void bpe_bytes(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
+{
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
+    bpe_run(t, c->b, n, w, o);
+}
+
+/* A piece of a word (bpe_pieces): one byte is its token, a token its own merges give is that
+ * token, else the merges. */
+static void bpe_piece(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
+{
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    if (n == 1) {
+        put(o, t->byte_tok[w[0]]);
+        return;
+    }
+    if (t->whole) {
+        bool whole = false, over = off + n + 8 <= c->n;
+        STAT(ST_FIND, 1);
+        int32_t id = ingot__tok_find_x(t, w, n, ingot__tok_hash_x(w, n, over),
+                                       ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
+        if (id >= 0 && whole) {
+            put(o, id);
+            return;
+        }
+    }
+    bpe_bytes(c, off, n, o);
+}
+
+/* BPE of the word s[off..off+n) whose whole-token lookup failed: cut first between two bytes
+ * that no token has side by side (t->bbar), since no merge can join them, then each piece on its
+ * own. */
+static void bpe_pieces(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
+{
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    size_t ps = 0;
+    if (t->bbar_on)
+        for (size_t i = 1; i < n; i++)
+            if (t->bbar[w[i - 1]][w[i] >> 6] >> (w[i] & 63) & 1) {
+                bpe_piece(c, off + ps, i - ps, o);
+                ps = i;
+            }
+    if (ps == 0) bpe_bytes(c, off, n, o); /* no cut: the word's own lookup was done */
+    else bpe_piece(c, off + ps, n - ps, o);
+}
+
 static ingot_status bpe_word(void *ctx, size_t off, size_t n)
 {
     bpe_word_ctx *c = ctx;
@@ -372,8 +422,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
         STAT(ST_WHOLE, 1);
         put(o, id);
     } else {
-        for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
-        bpe_run(t, c->b, n, w, o);
+        bpe_pieces(c, off, n, o);
     }
     if (e) cache_put(e, c->cbase, h, w, n, 0, start, o->n);
     return INGOT_OK;

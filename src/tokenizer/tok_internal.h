@@ -115,6 +115,10 @@ struct ingot_tokenizer {
     uint64_t mf_mask; /* words - 1 */
 
     int32_t byte_tok[256]; /* bpe: token of each byte; spm: <0xNN>; -1 if none */
+    /* bpe: bit b of bbar[a] set when no token's bytes have a, b side by side, so no merge ever
+     * joins them: a word is merged in pieces cut there */
+    bool bbar_on;
+    uint64_t bbar[256][4];
 
     /* Special tokens matched in the text (control, user-defined, unknown), longest first. */
     uint32_t *spec;

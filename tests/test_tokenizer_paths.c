@@ -109,7 +109,7 @@ static void merge_filter_exact(const char *path)
     ASSERT_OK(ingot_tokenizer_merges(t, pairs, n, &n, NULL));
     size_t lost = 0;
     for (size_t i = 0; i < n; i++) { /* every merge of the file passes the filter */
-        uint32_t rank, res, rank2, res2;
+        uint32_t rank = 0, res = 0, rank2 = 0, res2 = 0;
         bool a = ingot__tok_merge(t, (uint32_t)pairs[2 * i], (uint32_t)pairs[2 * i + 1], &rank,
                                   &res);
         bool b = ingot__tok_merge(&bare, (uint32_t)pairs[2 * i], (uint32_t)pairs[2 * i + 1],

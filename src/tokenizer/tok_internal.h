@@ -299,7 +299,11 @@ static inline uint64_t ingot__tok_mf_bits(uint64_t h)
 }
 #define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
 
-/* Merge of (l, r): true with rank and result. */
+/* Merge of (l, r): true with rank and result. Inlined even where the compiler would not (the
+ * hottest lookup). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
 {

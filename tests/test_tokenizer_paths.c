@@ -6,6 +6,8 @@
  * same vocabulary looked up by text, and with its cuts against none; the merge and token filters
  * against the bare tables; the per-call word cache; the space escaping.
  */
+#include <time.h>
+
 #include "harness.h"
 #include "tok_internal.h"
 
@@ -402,6 +404,56 @@ TEST(test_spm_escape_every_space_position)
     ingot_tokenizer_close(t);
 }
 
+/* A SentencePiece vocabulary of 8000 tokens of 4095 and 4096 bytes (every other one "a" and the
+ * one before it, so the pair table has pairs): the pair table and the whole-token check cost the
+ * square of a token's length (8000 x 4096 splits hashing up to 4096 bytes, then merging each
+ * token's 4096 characters: 57 s here); past TOK_OPEN_BUDGET the table is not built and the check
+ * stops, so it opens in a fraction of a second, and encodes. */
+TEST(test_spm_long_tokens_open_fast)
+{
+    enum { NLONG = 8000, LEN = 4096 };
+    size_t cap = 4 + 32 * 24 + (size_t)NLONG * (8 + LEN);
+    uint8_t *b = malloc(cap);
+    char *tok = malloc(LEN + 1);
+    int32_t maxlen = LEN;
+    memcpy(b, &maxlen, 4);
+    size_t n = 4;
+    n += bin_token(b + n, 0, "<unk>");
+    n += bin_token(b + n, 0, "\n<s>\n");
+    n += bin_token(b + n, 0, "\n</s>\n");
+    for (int c = 0; c < 15; c++) { /* a..h and the characters of the special tokens: every
+                                     * character of every token a token (the pair table's rule) */
+        char s1[2] = {"abcdefgh<>/unks"[c], 0};
+        n += bin_token(b + n, -1, s1);
+    }
+    n += bin_token(b + n, -1, "\n");
+    for (int i = 0; i < NLONG; i += 2) { /* a token of 4095 bytes, and "a" + it */
+        tok[0] = 'a';
+        for (int k = 1; k < LEN; k++) tok[k] = (char)('a' + rnd(8));
+        tok[LEN] = 0;
+        n += bin_token(b + n, -3, tok + 1);
+        n += bin_token(b + n, -2, tok);
+    }
+    clock_t c0 = clock();
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open_buffer(b, n, NULL, &t, NULL));
+    double secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    CHECK(secs < 5, "open took %.1f s", secs);
+    ASSERT_TRUE(!t->spm_pairs);
+    int32_t ids[LEN + 8];
+    size_t k = 0, bl = 0;
+    ASSERT_OK(ingot_tokenizer_encode(t, tok, 300, 0, ids, LEN + 8, &k, NULL, 0, NULL));
+    ASSERT_EQ(k, 303); /* <unk> for each byte of the leading U+2581 (no token), the letters */
+    ASSERT_EQ(ids[0], 0);
+    char back[400];
+    ASSERT_OK(ingot_tokenizer_decode(t, ids, k, 0, back, sizeof back, &bl, NULL));
+    ASSERT_EQ(bl, 300);
+    ASSERT_MEM(back, tok, 300);
+    ingot_tokenizer_close(t);
+    free(tok);
+    free(b);
+}
+
 TEST(test_spm_pair_table_matches_text_lookups)
 {
     uint8_t ba[4096], bb[4096];
@@ -473,4 +525,5 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
           T(test_spm_cuts_match_whole_words), T(test_spm_escape_every_space_position),
+          T(test_spm_long_tokens_open_fast),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

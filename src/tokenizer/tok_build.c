@@ -390,7 +390,10 @@ static ingot_status score_ranks(const ingot_tokenizer *t, const ingot_allocator 
 static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
                                    ingot_error *err)
 {
-    uint64_t pairs = 0;
+    uint64_t pairs = 0, cost = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) /* each split hashes the whole token: l^2 bytes */
+        cost += (uint64_t)t->text_len[i] * t->text_len[i];
+    if (cost > TOK_OPEN_BUDGET) return INGOT_OK; /* long tokens: look texts up instead */
     for (uint32_t i = 0; i < t->n_vocab; i++) {
         const uint8_t *s = t->arena + t->text_off[i];
         size_t l = t->text_len[i];
@@ -819,9 +822,11 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
             st = nomem(err, "merge check");
             goto fail;
         }
+        uint64_t cost = 0; /* without the pair table a merge looks its text up: l^2 a token */
         for (uint32_t i = 0; i < n; i++) {
             const uint8_t *s = t->arena + t->text_off[i];
             size_t l = t->text_len[i];
+            if (!t->spm_pairs && (cost += (uint64_t)l * l) > TOK_OPEN_BUDGET) break;
             if (l >= 2 && ingot__tok_find(t, s, l) == (int32_t)i)
                 t->whole[i] = ingot__tok_spm_gives(t, s, l, (int32_t)i, work);
         }

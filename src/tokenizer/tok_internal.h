@@ -17,6 +17,11 @@
 #define TOK_MAX_MERGES ((1u << 22) - 1) /* 4 M merges (Llama 3 has 280 K) */
 #define TOK_MAX_TOKEN_BYTES 4096u    /* one token's text */
 #define TOK_MAX_FILE (1ull << 30)    /* a tokenizer file read into memory */
+/* Work of the checks at open whose cost grows with the square of token lengths (SentencePiece's
+ * pair table and whole-token check): bytes hashed, at most. Past it the pair table is not built
+ * and the remaining tokens are not checked (both only make encoding faster): real vocabularies
+ * need under 2^25 (Llama 2: 2^21), tokens of 4096 bytes would need 2^24 each. */
+#define TOK_OPEN_BUDGET (1ull << 27)
 
 typedef enum tok_kind { TOK_BPE = 1, TOK_SPM = 2, TOK_BPE_FALLBACK = 3 } tok_kind;
 

@@ -718,6 +718,11 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
                 break;
         }
         size_t n = k - ws;
+        if (n == 1 && e[ws] < 0x80 && t->spm_pairs && t->chr_tok[e[ws]] != DEAD) {
+            put(o, (int32_t)t->chr_tok[e[ws]]); /* one ASCII character: its token */
+            ws = k;
+            continue;
+        }
         uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */
         wcache *c = &w->cache[h & w->cmask];
         STAT(ST_WORDS, 1);

@@ -96,6 +96,55 @@ TEST(test_bpe_words_match_naive_merges_llama3)
     bpe_words_agree(FIX "/tokenizers/llama3/tokenizer.json"); /* 16-byte slots, ignore_merges */
 }
 
+/* ---- pre-tokenizers: the ASCII fast paths against the general matchers -------------------- */
+typedef struct splits {
+    size_t off[4096], n;
+} splits;
+
+static ingot_status collect(void *ctx, size_t off, size_t len)
+{
+    splits *sp = ctx;
+    (void)len;
+    if (sp->n < 4096) sp->off[sp->n++] = off;
+    return INGOT_OK;
+}
+
+/* GPT-2 and Llama 3 take letter runs sixteen bytes a step (SSE2) and other ASCII by tables; on
+ * text without digits StarCoder (\p{N}, then GPT-2's general matcher) and Qwen 2 (Llama 3's
+ * general matcher with single digits) split the same. Letter runs of 1 to 40 around the 16-byte
+ * steps, ending in punctuation, space, non-ASCII letters or the end. */
+TEST(test_pretok_fast_paths_match_general)
+{
+    static const char *const parts[] = {"a", "Z", "q", "xyz", " ", "  ", "\n", ".", ",", "'s", "'T",
+                                        "\u00e9", "\u4e2d", "\u00a0", "!", "(", "\t", "\r\n"};
+    size_t bad = 0;
+    for (int round = 0; round < 3000; round++) {
+        char text[800];
+        size_t n = 0, np = 1 + rnd(30);
+        for (size_t k = 0; k < np && n < 700; k++) {
+            if (rnd(2)) { /* a letter run of 1..40 */
+                size_t run = 1 + rnd(40);
+                for (size_t r = 0; r < run; r++)
+                    text[n++] = (char)(rnd(2) ? 'a' + rnd(26) : 'A' + rnd(26));
+            } else {
+                const char *p = parts[rnd(sizeof parts / sizeof parts[0])];
+                memcpy(text + n, p, strlen(p));
+                n += strlen(p);
+            }
+        }
+        static splits a, b;
+        a.n = b.n = 0;
+        ingot__tok_pretokenize(TOK_PRE_GPT2, (const uint8_t *)text, n, collect, &a);
+        ingot__tok_pretokenize(TOK_PRE_STARCODER, (const uint8_t *)text, n, collect, &b);
+        bad += a.n != b.n || memcmp(a.off, b.off, a.n * sizeof a.off[0]) != 0;
+        a.n = b.n = 0;
+        ingot__tok_pretokenize(TOK_PRE_LLAMA3, (const uint8_t *)text, n, collect, &a);
+        ingot__tok_pretokenize(TOK_PRE_QWEN2, (const uint8_t *)text, n, collect, &b);
+        bad += a.n != b.n || memcmp(a.off, b.off, a.n * sizeof a.off[0]) != 0;
+    }
+    CHECK(bad == 0, "%zu of 6000 splits differ", bad);
+}
+
 /* ---- the merge filter: no merge lost, most non-merges told without a probe ---------------- */
 static void merge_filter_exact(const char *path)
 {
@@ -520,6 +569,7 @@ TEST(test_empty_token_keeps_the_space_strip)
 }
 
 RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naive_merges_llama3),
+          T(test_pretok_fast_paths_match_general),
           T(test_merge_filter_exact_gpt2), T(test_merge_filter_exact_llama3),
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
           T(test_word_cache_many_fragments),

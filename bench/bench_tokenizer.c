@@ -13,7 +13,10 @@
  * thread; "warm chunk": the first chunk encoded 1000 times (the tables stay in cache). Decode:
  * every chunk's ids back to bytes. Times are the thread's CPU time (the machines this runs on
  * are shared), so MB/s is per busy core. Printed: the command line, the median of --reps runs,
- * MB/s of text (input bytes for encode, output bytes for decode).
+ * MB/s of text (input bytes for encode, output bytes for decode); under each case, each pool
+ * encoded on its own (its lines in the order drawn, chunked the same way), and with a library
+ * built with -DINGOT_TOK_STATS the encoder's counters per byte (words, cache and whole-token
+ * hits, merges, lookups).
  *
  *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--out corpus.txt]
  * (--warm: how many times the first chunk is encoded for the warm figure, 1000 by default; 0

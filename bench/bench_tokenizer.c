@@ -13,7 +13,10 @@
  * thread; "warm chunk": the first chunk encoded 1000 times (the tables stay in cache). Decode:
  * every chunk's ids back to bytes. Times are the thread's CPU time (the machines this runs on
  * are shared), so MB/s is per busy core. Printed: the command line, the median of --reps runs,
- * MB/s of text (input bytes for encode, output bytes for decode).
+ * MB/s of text (input bytes for encode, output bytes for decode); under each case, each pool
+ * encoded on its own (its lines in the order drawn, chunked the same way), and with a library
+ * built with -DINGOT_TOK_STATS the encoder's counters per byte (words, cache and whole-token
+ * hits, merges, lookups).
  *
  *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--out corpus.txt]
  * (--warm: how many times the first chunk is encoded for the warm figure, 1000 by default; 0
@@ -140,6 +143,64 @@ typedef struct chunk {
     size_t off, len;
 } chunk;
 
+/* Splits text[0..n) into chunks: lines joined until >= 4096 bytes. */
+static chunk *make_chunks(const char *text, size_t n, size_t *nch_out)
+{
+    chunk *ch = malloc((n / 4096 + 2) * sizeof *ch);
+    size_t nch = 0;
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && e - i < 4096) {
+            while (e < n && text[e] != '\n') e++;
+            if (e < n) e++;
+        }
+        ch[nch].off = i;
+        ch[nch++].len = e - i;
+        i = e;
+    }
+    *nch_out = nch;
+    return ch;
+}
+
+#ifdef INGOT_TOK_STATS
+/* counters of a library built with -DINGOT_TOK_STATS (tok_encode.c; not thread-safe) */
+extern unsigned long long ingot__tok_stats[16];
+extern const char *const ingot__tok_stat_names[16];
+static void stats_print(const char *what, size_t bytes)
+{
+    printf("    stats %-13s", what);
+    for (int i = 0; i < 16; i++)
+        if (ingot__tok_stat_names[i])
+            printf(" %s %.3f", ingot__tok_stat_names[i], (double)ingot__tok_stats[i] / bytes);
+    printf("  (per byte)\n");
+}
+static void stats_reset(void) { memset(ingot__tok_stats, 0, sizeof ingot__tok_stats); }
+#else
+static void stats_print(const char *what, size_t bytes) { (void)what, (void)bytes; }
+static void stats_reset(void) {}
+#endif
+
+/* Encodes every chunk (ids one after another, counts in cnt): the ids in all, SIZE_MAX on
+ * failure. */
+static size_t encode_all(const ingot_tokenizer *t, const char *text, const chunk *ch, size_t nch,
+                         int32_t *ids, size_t idcap, size_t *cnt, void *scratch, size_t ss)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < nch; i++) {
+        size_t m = 0;
+        ingot_error e;
+        if (ingot_tokenizer_encode(t, text + ch[i].off, ch[i].len, 0, ids + o, idcap - o, &m,
+                                   scratch, ss, &e) != INGOT_OK) {
+            char b[300];
+            fprintf(stderr, "encode failed: %s\n", ingot_error_format(&e, b, sizeof b));
+            return SIZE_MAX;
+        }
+        cnt[i] = m;
+        o += m;
+    }
+    return o;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -177,6 +238,7 @@ int main(int argc, char **argv)
     }
     size_t target = (size_t)(mb * 1e6), n = 0, cap = target + 65536;
     char *text = malloc(cap);
+    char *ptext[3] = {malloc(cap), malloc(cap), malloc(cap)}; /* each pool's lines, in order */
     size_t pos[3] = {0, 0, 0};
     uint64_t lcg = 0x2545F4914F6CDD1Dull;
     size_t by_kind[3] = {0, 0, 0};
@@ -188,6 +250,7 @@ int main(int argc, char **argv)
         for (int run = 0; run < 8 && n < target; run++) { /* runs of 8 lines keep some context */
             size_t i = pos[k]++ % p->n;
             memcpy(text + n, p->line[i], p->len[i]);
+            memcpy(ptext[k] + by_kind[k], p->line[i], p->len[i]);
             n += p->len[i];
             by_kind[k] += p->len[i];
         }
@@ -199,19 +262,10 @@ int main(int argc, char **argv)
     }
     printf("corpus: %zu bytes (prose %zu, code %zu, multilingual %zu) -> %s\n", n, by_kind[0],
            by_kind[1], by_kind[2], out);
-    /* chunks: lines joined until >= 4096 bytes */
-    chunk *ch = malloc((n / 4096 + 2) * sizeof *ch);
-    size_t nch = 0;
-    for (size_t i = 0; i < n;) {
-        size_t e = i;
-        while (e < n && e - i < 4096) {
-            while (e < n && text[e] != '\n') e++;
-            if (e < n) e++;
-        }
-        ch[nch].off = i;
-        ch[nch++].len = e - i;
-        i = e;
-    }
+    size_t nch, pnch[3];
+    chunk *ch = make_chunks(text, n, &nch);
+    chunk *pch[3];
+    for (int k = 0; k < 3; k++) pch[k] = make_chunks(ptext[k], by_kind[k], &pnch[k]);
     static const char *const names[3] = {"gpt-2 (byte-level BPE, GGUF)",
                                          "llama-3 (BPE, tokenizer.json)",
                                          "llama-2 (SentencePiece, GGUF)"};
@@ -221,6 +275,9 @@ int main(int argc, char **argv)
     size_t maxch = 0;
     for (size_t i = 0; i < nch; i++)
         if (ch[i].len > maxch) maxch = ch[i].len;
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < pnch[k]; i++)
+            if (pch[k][i].len > maxch) maxch = pch[k][i].len;
     const char *only = getenv("BENCH_TOK_ONLY"); /* "0", "1" or "2": one case (profiling) */
     for (int k = 0; k < 3; k++) {
         if (only && atoi(only) != k) continue;
@@ -235,25 +292,25 @@ int main(int argc, char **argv)
         void *scratch = malloc(ss);
         size_t idcap = 0;
         for (size_t i = 0; i < nch; i++) idcap += ingot_tokenizer_max_tokens(ch[i].len);
+        size_t ncnt = nch;
+        for (int q = 0; q < 3; q++) {
+            size_t c = 0;
+            for (size_t i = 0; i < pnch[q]; i++) c += ingot_tokenizer_max_tokens(pch[q][i].len);
+            if (c > idcap) idcap = c;
+            if (pnch[q] > ncnt) ncnt = pnch[q];
+        }
         int32_t *ids = malloc(idcap * sizeof *ids);
-        size_t *cnt = malloc(nch * sizeof *cnt);
+        size_t *cnt = malloc(ncnt * sizeof *cnt);
         char *back = malloc(n + 16);
         double te[100], td[100];
         size_t total_ids = 0, dec_bytes = 0;
         for (int r = 0; r < reps; r++) {
             double t0 = now();
-            size_t o = 0;
-            for (size_t i = 0; i < nch; i++) {
-                size_t m = 0;
-                if (ingot_tokenizer_encode(t, text + ch[i].off, ch[i].len, 0, ids + o,
-                                           idcap - o, &m, scratch, ss, &e) != INGOT_OK) {
-                    fprintf(stderr, "encode failed\n");
-                    return 1;
-                }
-                cnt[i] = m;
-                o += m;
-            }
+            if (r == 0) stats_reset();
+            size_t o = encode_all(t, text, ch, nch, ids, idcap, cnt, scratch, ss);
+            if (o == SIZE_MAX) return 1;
             te[r] = now() - t0;
+            if (r == 0) stats_print("all", n);
             total_ids = o;
             t0 = now();
             size_t bo = 0, p = 0;
@@ -285,6 +342,25 @@ int main(int argc, char **argv)
                names[k], n / te[reps / 2] / 1e6, total_ids, (double)n / total_ids,
                dec_bytes / td[reps / 2] / 1e6, same ? "exact" : "DIFFERS",
                witers ? (double)ch[0].len * witers / tw[reps / 2] / 1e6 : 0.0);
+        /* each pool on its own (its lines in the order drawn, the same chunking): which text
+         * is slow */
+        static const char *const pool_names[3] = {"prose", "code", "multilingual"};
+        for (int q = 0; q < 3; q++) {
+            double tp[100];
+            size_t pids = 0;
+            for (int r = 0; r < reps; r++) {
+                if (r == 0) stats_reset();
+                double t0 = now();
+                pids = encode_all(t, ptext[q], pch[q], pnch[q], ids, idcap, cnt, scratch, ss);
+                if (pids == SIZE_MAX) return 1;
+                tp[r] = now() - t0;
+                if (r == 0) stats_print(pool_names[q], by_kind[q]);
+            }
+            qsort(tp, (size_t)reps, sizeof tp[0], cmp_d);
+            printf("  %-29s encode %7.1f MB/s (%zu ids, %.2f bytes/id, %zu bytes)\n",
+                   pool_names[q], by_kind[q] / tp[reps / 2] / 1e6, pids,
+                   (double)by_kind[q] / pids, by_kind[q]);
+        }
         free(scratch);
         free(ids);
         free(cnt);

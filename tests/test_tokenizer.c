@@ -450,6 +450,8 @@ TEST(test_tokenizer_json_refusals)
     ASSERT_ST(json_open(buf, &t, &e), INGOT_DUPLICATE);
     snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":0", "");
     ASSERT_ST(json_open(buf, &t, &e), INGOT_DUPLICATE);
+    ASSERT_ST(json_open(buf, &t, NULL), INGOT_DUPLICATE); /* no error record: no crash */
+    ASSERT_TRUE(t == NULL);
     snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":2", "");
     ASSERT_ST(json_open(buf, &t, &e), INGOT_BAD_METADATA); /* id 1 missing */
     snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":99999999999", "");

@@ -210,6 +210,10 @@ int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
                           uint64_t head, bool *whole)
 {
     if (n > TOK_MAX_TOKEN_BYTES) return -1;
+    if (t->tfilt) {
+        uint64_t m = ingot__tok_mf_bits(h);
+        if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
+    }
     uint16_t tag = (uint16_t)(h >> 48);
     const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
@@ -314,6 +318,31 @@ static bool merge_put(ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t rank,
     }
 }
 
+/* Builds the merge filter (tok_internal.h) from every key in the merge table: 8 bits per merge,
+ * a power of two of 64-bit words (at most 2^20 words, 8 MB, for the 4 M merges allowed). */
+static ingot_status merge_filter(ingot_tokenizer *t, const ingot_allocator *a, ingot_error *err)
+{
+    if (!t->m_mask || t->n_merges < 1024) return INGOT_OK; /* small tables stay in cache */
+    uint64_t words = 16;
+    while (words * 8 < t->n_merges) words *= 2; /* 64 bits / 8 per merge */
+    t->mfilt = ingot__calloc(a, (size_t)words * 8);
+    if (!t->mfilt) return nomem(err, "merge filter");
+    t->mf_mask = words - 1;
+    for (uint64_t j = 0; j <= t->m_mask; j++) {
+        uint64_t key;
+        if (t->m8) {
+            if (t->mslot8[j] == UINT64_MAX) continue;
+            key = t->mslot8[j] >> 32;
+        } else {
+            if (t->mslot[j].key == UINT64_MAX) continue;
+            key = t->mslot[j].key >> TOK_MENTRY_BITS;
+        }
+        uint64_t h = ingot__tok_pair_hash(key);
+        t->mfilt[TOK_MF_WORD(h, t->mf_mask)] |= ingot__tok_mf_bits(h);
+    }
+    return INGOT_OK;
+}
+
 /* A float's bits made to sort as unsigned integers in the float order (-0 as +0). */
 static uint32_t float_order(float f)
 {
@@ -361,7 +390,10 @@ static ingot_status score_ranks(const ingot_tokenizer *t, const ingot_allocator 
 static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
                                    ingot_error *err)
 {
-    uint64_t pairs = 0;
+    uint64_t pairs = 0, cost = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) /* each split hashes the whole token: l^2 bytes */
+        cost += (uint64_t)t->text_len[i] * t->text_len[i];
+    if (cost > TOK_OPEN_BUDGET) return INGOT_OK; /* long tokens: look texts up instead */
     for (uint32_t i = 0; i < t->n_vocab; i++) {
         const uint8_t *s = t->arena + t->text_off[i];
         size_t l = t->text_len[i];
@@ -407,6 +439,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
         }
     }
     ingot__free(a, rank, (size_t)t->n_vocab * 4);
+    ING_TRY(merge_filter(t, a, err));
     t->spm_pairs = true;
     t->pairc = ingot__alloc(a, (size_t)TOK_NCHR * TOK_NCHR * 8);
     if (!t->pairc) return nomem(err, "character pair table");
@@ -444,6 +477,8 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     if (t->whole) ingot__free(a, t->whole, n);
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
+    ingot__free(a, t->mfilt, (size_t)(t->mf_mask + 1) * 8);
+    ingot__free(a, t->tfilt, (size_t)(t->tf_mask + 1) * 8);
     ingot__free(a, t->pairc, (size_t)TOK_NCHR * TOK_NCHR * 8);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
@@ -622,6 +657,25 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         }
     }
 
+    /* its filter: 8 bits per token (tok_internal.h), for vocabularies past the caches */
+    if (n >= 4096) {
+        uint64_t words = 16;
+        while (words * 8 < n) words *= 2;
+        t->tfilt = ingot__calloc(a, (size_t)words * 8);
+        if (!t->tfilt) {
+            st = nomem(err, "token filter");
+            goto fail;
+        }
+        t->tf_mask = words - 1;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *k = t->arena + (by_text ? t->text_off[i] : t->dec_off[i]);
+            size_t kl = by_text ? t->text_len[i] : t->dec_len[i];
+            if (kl == 0) continue;
+            uint64_t h = ingot__tok_hash(k, kl);
+            t->tfilt[TOK_MF_WORD(h, t->tf_mask)] |= ingot__tok_mf_bits(h);
+        }
+    }
+
     /* byte tokens */
     for (unsigned by = 0; by < 256; by++) {
         int32_t id;
@@ -684,6 +738,19 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         }
     }
 
+    if ((st = merge_filter(t, a, err)) != INGOT_OK) goto fail;
+
+    /* byte-level BPE: the byte pairs no token has (any token: a merge's result is a token) */
+    if (t->kind == TOK_BPE && t->m_mask) {
+        ING_MEMSET(t->bbar, 0xFF, sizeof t->bbar);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *s = t->arena + t->dec_off[i];
+            for (size_t k = 0; k + 1 < t->dec_len[i]; k++)
+                t->bbar[s[k]][s[k + 1] >> 6] &= ~(1ull << (s[k + 1] & 63));
+        }
+        t->bbar_on = true;
+    }
+
     /* byte-level BPE: the merges of byte pairs, for the first round of every word */
     if (t->kind == TOK_BPE && t->m_mask && n >= 1024) { /* pays off for real vocabularies */
         t->pair0 = ingot__alloc(a, 65536 * 8);
@@ -733,6 +800,18 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         }
     }
 
+    /* SentencePiece split into words: the ASCII pairs no token has (any token, whatever its type:
+     * a merge looks tokens up by text) */
+    if (t->kind == TOK_SPM && t->spm_split) {
+        ING_MEMSET(t->spm_bar, 0xFF, sizeof t->spm_bar);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *s = t->arena + t->text_off[i];
+            for (size_t k = 0; k + 1 < t->text_len[i]; k++)
+                if (s[k] < 0x80 && s[k + 1] < 0x80)
+                    t->spm_bar[s[k]][s[k + 1] >> 6] &= ~(1ull << (s[k + 1] & 63));
+        }
+    }
+
     /* SentencePiece split into words: which tokens their own merges give back whole */
     if (t->kind == TOK_SPM && t->spm_split) {
         size_t wsz = ((size_t)t->max_dec_len + 2) * TOK_SPM_WORK_PER_BYTE;
@@ -743,9 +822,11 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
             st = nomem(err, "merge check");
             goto fail;
         }
+        uint64_t cost = 0; /* without the pair table a merge looks its text up: l^2 a token */
         for (uint32_t i = 0; i < n; i++) {
             const uint8_t *s = t->arena + t->text_off[i];
             size_t l = t->text_len[i];
+            if (!t->spm_pairs && (cost += (uint64_t)l * l) > TOK_OPEN_BUDGET) break;
             if (l >= 2 && ingot__tok_find(t, s, l) == (int32_t)i)
                 t->whole[i] = ingot__tok_spm_gives(t, s, l, (int32_t)i, work);
         }

@@ -12,6 +12,22 @@
 
 #define DEAD UINT32_MAX
 
+/* Counters for bench_tokenizer in a build with -DINGOT_TOK_STATS (a diagnostic build only: the
+ * counters are global and not thread-safe); nothing in a normal build. */
+#ifdef INGOT_TOK_STATS
+enum {
+    ST_WORDS, ST_BYTE1, ST_CACHE, ST_WHOLE, ST_SHORT, ST_HEAP, ST_HEAPB, ST_MERGE, ST_MLOOK,
+    ST_FIND, ST_SCAN
+};
+unsigned long long ingot__tok_stats[16];
+const char *const ingot__tok_stat_names[16] = {
+    "words", "1-byte", "cache", "whole", "short", "heap", "heap-bytes", "merges", "m-lookups",
+    "finds", "scan-steps"};
+#define STAT(i, v) (ingot__tok_stats[i] += (v))
+#else
+#define STAT(i, v) ((void)0)
+#endif
+
 /* ---- output ------------------------------------------------------------------------------ */
 typedef struct out_ids {
     int32_t *ids;
@@ -25,11 +41,13 @@ static inline void put(out_ids *o, int32_t id)
 }
 
 /* ---- scratch ----------------------------------------------------------------------------- */
-/* A pre-token's result within one encode call (byte-level BPE): the word, where its ids went. */
+/* A word's result within one encode call: 32 bits of its hash, where it is (an offset from the
+ * call's cache base), where its ids went. 16 bytes, so the cache of a 4 KB text is 16 KB:
+ * words over 255 bytes or 255 ids are not cached. n 0: an empty entry. */
 typedef struct wcache {
-    uint64_t h;
-    const uint8_t *w;
-    uint32_t n, ooff, on, gen; /* gen: the fragment it belongs to (SentencePiece) */
+    uint32_t h, woff, ooff;
+    uint8_t n, on;
+    uint16_t gen; /* the fragment it belongs to (SentencePiece) */
 } wcache;
 
 typedef struct work {
@@ -38,11 +56,12 @@ typedef struct work {
     wcache *cache; /* NULL or cmask + 1 entries */
     size_t cmask;
     uint32_t gen;  /* SentencePiece: fragment number (the escaped text is rewritten each time) */
+    const uint8_t *cbase; /* words are cached as offsets from here (the text, or the scratch) */
 } work;
 
 /* The cached result of word w[0..n) with hash h, copied to o: true on a hit. */
-static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
-                      out_ids *o);
+static bool cache_get(const wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t *w,
+                      size_t n, uint32_t gen, out_ids *o);
 
 /* Cache entries for a text of len bytes: about one per 8 bytes, 64 .. 16384. */
 static size_t cache_entries(size_t len)
@@ -118,6 +137,7 @@ static uint64_t heap_pop(bpe_state *b)
 static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t *rank,
                            uint32_t *res)
 {
+    STAT(ST_MLOOK, 1);
     if (l == DEAD || r == DEAD || !ingot__tok_merge(t, l, r, rank, res)) {
         *rank = UINT32_MAX;
         *res = DEAD;
@@ -140,32 +160,64 @@ static void bpe_try(const ingot_tokenizer *t, bpe_state *b, uint32_t l)
     bpe_set(b, l, rank, res);
 }
 
-/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan over packed
- * arrays, without the heap. id: the n <= SHORT_WORD symbols (DEAD: no token, never merged);
- * len: NULL or their byte lengths, kept up to date; rank, res: the merge of each pair (i, i + 1)
- * as the caller found it (rank UINT32_MAX: none). Returns the count left. */
-#define SHORT_WORD 32
-static size_t merge_short(const ingot_tokenizer *t, uint32_t *id, uint32_t *len, size_t n,
-                          uint32_t *rank, uint32_t *res)
+/* Short words: the same merge order (lowest rank, then leftmost) by a linear scan, without the
+ * heap. id: the n <= SCAN_MAX symbols (DEAD: no token, never merged); len: NULL or their byte
+ * lengths, kept up to date; rank, res: the merge of each pair (i, i + 1) as the caller found it
+ * (rank UINT32_MAX: none). The symbols stay where they are, linked (nx, pv), and each pair's
+ * rank and left position are one key (rank << 6 | position, UINT32_MAX: none), so the next
+ * merge is the smallest key: a branch-free minimum over a small array, no shifting. Returns the
+ * count left, id and len compacted. */
+#define SHORT_WORD 32 /* byte-level BPE: bytes */
+#define SPM_SHORT 64  /* SentencePiece: characters */
+#define SCAN_MAX 64   /* the most merge_short takes */
+#define KEY_POS 6     /* bits of the position in a key: SCAN_MAX <= 64 */
+static inline uint32_t pair_key(uint32_t rank, size_t pos)
 {
-    while (n > 1) {
-        size_t best = 0;
-        for (size_t i = 1; i + 1 < n; i++)
-            if (rank[i] < rank[best]) best = i;
-        if (rank[best] == UINT32_MAX) break;
-        id[best] = res[best];
-        if (len) len[best] += len[best + 1];
-        for (size_t i = best + 1; i + 1 < n; i++) {
-            id[i] = id[i + 1];
-            rank[i] = rank[i + 1];
-            res[i] = res[i + 1];
-            if (len) len[i] = len[i + 1];
-        }
-        n--;
-        if (best > 0) pair_at(t, id[best - 1], id[best], &rank[best - 1], &res[best - 1]);
-        if (best + 1 < n) pair_at(t, id[best], id[best + 1], &rank[best], &res[best]);
+    return rank == UINT32_MAX ? UINT32_MAX : rank << KEY_POS | (uint32_t)pos;
+}
+
+static size_t merge_short(const ingot_tokenizer *t, uint32_t *id, uint32_t *len, size_t n,
+                          const uint32_t *rank, uint32_t *res)
+{
+    if (n < 2) return n;
+    uint32_t key[SCAN_MAX];
+    uint8_t nx[SCAN_MAX], pv[SCAN_MAX];
+    for (size_t i = 0; i < n; i++) {
+        key[i] = i + 1 < n ? pair_key(rank[i], i) : UINT32_MAX;
+        nx[i] = (uint8_t)(i + 1);
+        pv[i] = (uint8_t)(i - 1); /* 255 for the first */
     }
-    return n;
+    for (size_t live = n; live > 1; live--) {
+        uint32_t m = key[0];
+        for (size_t i = 1; i < n; i++) m = key[i] < m ? key[i] : m;
+        STAT(ST_SCAN, n);
+        if (m == UINT32_MAX) break;
+        STAT(ST_MERGE, 1);
+        size_t p = m & ((1u << KEY_POS) - 1), q = nx[p];
+        id[p] = res[p];
+        if (len) len[p] += len[q];
+        key[q] = UINT32_MAX;
+        nx[p] = nx[q];
+        uint32_t r;
+        if (nx[p] < n) {
+            pv[nx[p]] = (uint8_t)p;
+            pair_at(t, id[p], id[nx[p]], &r, &res[p]);
+            key[p] = pair_key(r, p);
+        } else {
+            key[p] = UINT32_MAX;
+        }
+        if (pv[p] != 255) {
+            size_t l = pv[p];
+            pair_at(t, id[l], id[p], &r, &res[l]);
+            key[l] = pair_key(r, l);
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i = nx[i], k++) {
+        id[k] = id[i];
+        if (len) len[k] = len[i];
+    }
+    return k;
 }
 
 /* Merges the n symbols in b->id (linked in order) and appends the result. bytes: NULL, or the
@@ -174,6 +226,7 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
                     out_ids *o)
 {
     if (n <= SHORT_WORD) {
+        STAT(ST_SHORT, 1);
         uint32_t rank[SHORT_WORD], res[SHORT_WORD];
         if (bytes && t->pair0) { /* the first round from the byte pair table */
             for (size_t i = 0; i + 1 < n; i++) {
@@ -193,6 +246,8 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
         b->prev[i] = i ? (uint32_t)(i - 1) : DEAD;
         b->next[i] = i + 1 < n ? (uint32_t)(i + 1) : DEAD;
     }
+    STAT(ST_HEAP, 1);
+    STAT(ST_HEAPB, n);
     b->nheap = 0;
     b->heap_cap = 3 * n;
     for (size_t i = 0; i + 1 < n; i++) {
@@ -209,6 +264,7 @@ static void bpe_run(const ingot_tokenizer *t, bpe_state *b, size_t n, const uint
         uint32_t l = (uint32_t)top, want = (uint32_t)(top >> 32);
         uint32_t r = b->next[l];
         if (b->id[l] == DEAD || r == DEAD || b->prank[l] != want) continue; /* stale */
+        STAT(ST_MERGE, 1);
         b->id[l] = b->pres[l];
         b->id[r] = DEAD;
         b->next[l] = b->next[r];
@@ -239,7 +295,7 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
                           void *mem)
 {
     bpe_state b;
-    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0};
+    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0, NULL};
     bpe_carve(&b, &w, n);
     for (size_t i = 0; i < n; i++) b.id[i] = (uint32_t)t->byte_tok[s[i]];
     int32_t got = -1;
@@ -248,10 +304,11 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
     return o.n == 1 && got == id;
 }
 
-static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
-                      out_ids *o)
+static bool cache_get(const wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t *w,
+                      size_t n, uint32_t gen, out_ids *o)
 {
-    if (!e->w || e->h != h || e->n != n || e->gen != gen || !ingot__tok_eq(e->w, w, n))
+    if (e->h != (uint32_t)h || e->n != n || e->gen != (uint16_t)gen ||
+        !ingot__tok_eq(cbase + e->woff, w, n))
         return false;
     if (o->ids && (size_t)e->ooff + e->on <= o->cap) /* its ids were written: copy them */
         for (uint32_t k = 0; k < e->on; k++) put(o, o->ids[e->ooff + k]);
@@ -260,16 +317,17 @@ static bool cache_get(const wcache *e, uint64_t h, const uint8_t *w, size_t n, u
     return true;
 }
 
-static void cache_put(wcache *e, uint64_t h, const uint8_t *w, size_t n, uint32_t gen,
-                      size_t start, size_t end)
+static void cache_put(wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t *w, size_t n,
+                      uint32_t gen, size_t start, size_t end)
 {
-    if (n > UINT32_MAX || end > UINT32_MAX) return;
-    e->h = h;
-    e->w = w;
-    e->n = (uint32_t)n;
-    e->gen = gen;
+    size_t woff = (size_t)(w - cbase);
+    if (n > 255 || end - start > 255 || woff > UINT32_MAX || start > UINT32_MAX) return;
+    e->h = (uint32_t)h;
+    e->woff = (uint32_t)woff;
+    e->n = (uint8_t)n;
+    e->gen = (uint16_t)gen;
     e->ooff = (uint32_t)start;
-    e->on = (uint32_t)(end - start);
+    e->on = (uint8_t)(end - start);
 }
 
 typedef struct bpe_word_ctx {
@@ -280,14 +338,67 @@ typedef struct bpe_word_ctx {
     out_ids *o;
     wcache *cache;
     size_t cmask;
+    const uint8_t *cbase;
 } bpe_word_ctx;
+
+/* BPE of the bytes s[off..off+n): by the byte tokens' merges. */
+static void bpe_bytes(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
+{
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
+    bpe_run(t, c->b, n, w, o);
+}
+
+/* A piece of a word (bpe_pieces): one byte is its token, a token its own merges give is that
+ * token, else the merges. */
+static void bpe_piece(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
+{
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    if (n == 1) {
+        put(o, t->byte_tok[w[0]]);
+        return;
+    }
+    if (t->whole) {
+        bool whole = false, over = off + n + 8 <= c->n;
+        STAT(ST_FIND, 1);
+        int32_t id = ingot__tok_find_x(t, w, n, ingot__tok_hash_x(w, n, over),
+                                       ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
+        if (id >= 0 && whole) {
+            put(o, id);
+            return;
+        }
+    }
+    bpe_bytes(c, off, n, o);
+}
+
+/* BPE of the word s[off..off+n) whose whole-token lookup failed: cut first between two bytes
+ * that no token has side by side (t->bbar), since no merge can join them, then each piece on its
+ * own. */
+static void bpe_pieces(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
+{
+    const ingot_tokenizer *t = c->t;
+    const uint8_t *w = c->s + off;
+    size_t ps = 0;
+    if (t->bbar_on)
+        for (size_t i = 1; i < n; i++)
+            if (t->bbar[w[i - 1]][w[i] >> 6] >> (w[i] & 63) & 1) {
+                bpe_piece(c, off + ps, i - ps, o);
+                ps = i;
+            }
+    if (ps == 0) bpe_bytes(c, off, n, o); /* no cut: the word's own lookup was done */
+    else bpe_piece(c, off + ps, n - ps, o);
+}
 
 static ingot_status bpe_word(void *ctx, size_t off, size_t n)
 {
     bpe_word_ctx *c = ctx;
     const ingot_tokenizer *t = c->t;
     const uint8_t *w = c->s + off;
+    STAT(ST_WORDS, 1);
     if (n == 1) {
+        STAT(ST_BYTE1, 1);
         put(c->o, t->byte_tok[w[0]]);
         return INGOT_OK;
     }
@@ -296,19 +407,24 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     out_ids *o = c->o;
     /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
-    if (e && cache_get(e, h, w, n, 0, o)) return INGOT_OK;
+    if (e && cache_get(e, c->cbase, h, w, n, 0, o)) {
+        STAT(ST_CACHE, 1);
+        return INGOT_OK;
+    }
     size_t start = o->n;
     bool whole = false;
     int32_t id = -1;
-    if (t->ignore_merges || t->whole)
+    if (t->ignore_merges || t->whole) {
+        STAT(ST_FIND, 1);
         id = ingot__tok_find_x(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
+    }
     if (id >= 0 && (t->ignore_merges || whole)) {
+        STAT(ST_WHOLE, 1);
         put(o, id);
     } else {
-        for (size_t i = 0; i < n; i++) c->b->id[i] = (uint32_t)t->byte_tok[w[i]];
-        bpe_run(t, c->b, n, w, o);
+        bpe_pieces(c, off, n, o);
     }
-    if (e) cache_put(e, h, w, n, 0, start, o->n);
+    if (e) cache_put(e, c->cbase, h, w, n, 0, start, o->n);
     return INGOT_OK;
 }
 
@@ -317,7 +433,7 @@ static ingot_status enc_bpe(const ingot_tokenizer *t, const uint8_t *s, size_t n
 {
     bpe_state b;
     bpe_carve(&b, w, n);
-    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask};
+    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask, w->cbase};
     return ingot__tok_pretokenize(t->pre, s, n, bpe_word, &c);
 }
 
@@ -331,7 +447,25 @@ static size_t escape(const uint8_t *s, size_t n, bool prefix, uint8_t *e)
         e[m++] = 0x96;
         e[m++] = 0x81;
     }
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    /* eight bytes a step: copied as they are up to the first space (e has room: 3n + 11 bytes) */
+    while (i + 8 <= n) {
+        uint64_t v = ing_ld64(s + i), x = v ^ 0x2020202020202020ull;
+        uint64_t z = (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull; /* lowest: exact */
+        ING_MEMCPY(e + m, s + i, 8);
+        if (!z) {
+            m += 8;
+            i += 8;
+            continue;
+        }
+        size_t k = (size_t)TOK_CTZ64(z) >> 3;
+        m += k;
+        e[m++] = 0xE2;
+        e[m++] = 0x96;
+        e[m++] = 0x81;
+        i += k + 1;
+    }
+    for (; i < n; i++) {
         if (s[i] == ' ') {
             e[m++] = 0xE2;
             e[m++] = 0x96;
@@ -400,6 +534,7 @@ static void spm_try(spm_state *s, uint32_t l, uint32_t r)
     float score;
     if (s->t->spm_pairs) { /* the pair table: token ids, no text hashing */
         if (s->id[l] == DEAD || s->id[r] == DEAD) return;
+        STAT(ST_MLOOK, 1);
         uint32_t rank;
         if (!ingot__tok_merge(s->t, s->id[l], s->id[r], &rank, &res)) return;
         score = s->t->score[res];
@@ -437,10 +572,11 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
     if (!m) return INGOT_OK;
     spm_state s;
     uint32_t nsym = 0;
-    if (t->spm_pairs && m <= 4 * SHORT_WORD) { /* short: the heap-free scan of BPE */
-        uint32_t id[4 * SHORT_WORD], len[4 * SHORT_WORD], rank[4 * SHORT_WORD];
-        uint32_t res[4 * SHORT_WORD];
-        uint8_t ci[4 * SHORT_WORD]; /* index in the pair table of ASCII and U+2581 (or 255) */
+    if (t->spm_pairs && m <= 4 * SPM_SHORT) { /* short: the heap-free scan of BPE */
+        STAT(ST_SHORT, 1);
+        uint32_t id[4 * SPM_SHORT], len[4 * SPM_SHORT], rank[4 * SPM_SHORT];
+        uint32_t res[4 * SPM_SHORT];
+        uint8_t ci[4 * SPM_SHORT]; /* index in the pair table of ASCII and U+2581 (or 255) */
         for (size_t i = 0; i < m; nsym++) {
             size_t l = 1;
             uint8_t c = e[i];
@@ -454,6 +590,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
             } else {
                 uint32_t cp;
                 l = ingot__tok_utf8(e + i, m - i, &cp);
+                STAT(ST_FIND, 1);
                 int32_t x = ingot__tok_find(t, e + i, l);
                 ci[nsym] = 255;
                 id[nsym] = x >= 0 ? (uint32_t)x : DEAD;
@@ -461,7 +598,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
             len[nsym] = (uint32_t)l;
             i += l;
         }
-        if (nsym <= SHORT_WORD) {
+        if (nsym <= SPM_SHORT) {
             for (uint32_t i = 0; i + 1 < nsym; i++) {
                 if (ci[i] != 255 && ci[i + 1] != 255) {
                     uint64_t p = t->pairc[ci[i] * TOK_NCHR + ci[i + 1]];
@@ -485,6 +622,8 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         uint32_t cp;
         i += ingot__tok_utf8(e + i, m - i, &cp);
     }
+    STAT(ST_HEAP, 1);
+    STAT(ST_HEAPB, m);
     uint8_t *p = w->base;
     s.heap = (spm_big *)(void *)p;
     p += (size_t)nsym * 3 * sizeof(spm_big);
@@ -509,7 +648,11 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         s.len[nsym] = (uint32_t)l;
         s.prev[nsym] = nsym ? nsym - 1 : DEAD;
         s.next[nsym] = nsym + 1;
-        if (t->spm_pairs) {
+        if (t->spm_pairs && e[i] < 0x80) { /* ASCII and U+2581 from the table (DEAD: none) */
+            s.id[nsym] = t->chr_tok[e[i]];
+        } else if (t->spm_pairs && is_ws_mark(e, i, m)) {
+            s.id[nsym] = t->chr_tok[128];
+        } else if (t->spm_pairs) {
             int32_t id = ingot__tok_find(t, e + i, l);
             s.id[nsym] = id >= 0 ? (uint32_t)id : DEAD;
         }
@@ -523,6 +666,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         if (s.len[b.left] == 0 || s.len[b.right] == 0 ||
             s.len[b.left] + s.len[b.right] != b.size)
             continue;
+        STAT(ST_MERGE, 1);
         s.len[b.left] += s.len[b.right];
         s.len[b.right] = 0;
         if (t->spm_pairs) s.id[b.left] = b.res;
@@ -543,7 +687,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
 bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
                           void *mem)
 {
-    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0};
+    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0, NULL};
     int32_t got[2] = {-1, -1};
     out_ids o = {got, 2, 0};
     return enc_spm_word(t, s, n, &w, &o, NULL) == INGOT_OK && o.n == 1 && got[0] == id;
@@ -552,32 +696,53 @@ bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
 /* SentencePiece over the escaped fragment e[0..m). When no token has U+2581 right after another
  * character (t->spm_split), no merge can join the text before such a mark with the mark, so the
  * fragment is merged word by word (a word: marks, then everything up to the next mark that
- * follows a non-mark), with the same result and a cache of this fragment's words. */
+ * follows a non-mark), with the same result and a cache of this fragment's words; a word is cut
+ * further between two ASCII characters that no token has side by side. */
 static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
                             out_ids *o, ingot_error *err)
 {
     if (!t->spm_split || !w->cache) return enc_spm_word(t, e, m, w, o, err);
-    w->gen++;
+    if ((uint16_t)++w->gen == 0) /* entries keep 16 bits of it: start over */
+        ING_MEMSET(w->cache, 0, (w->cmask + 1) * sizeof *w->cache);
     size_t ws = 0, k = 0;
     while (ws < m) {
         k = ws;
         while (is_ws_mark(e, k, m)) k += 3;
-        for (; k < m; k++) { /* to the next mark */
-            while (k < m && e[k] != 0xE2) k++;
-            if (k == m || is_ws_mark(e, k, m)) break;
+        /* to the next mark, or to two ASCII characters no token joins (t->spm_bar): the pieces
+         * either side of them are merged apart with the same result */
+        for (; k < m; k++) {
+            uint8_t c = e[k];
+            if (c == 0xE2 && is_ws_mark(e, k, m)) break;
+            if (c < 0x80 && k > ws && e[k - 1] < 0x80 &&
+                (t->spm_bar[e[k - 1]][c >> 6] >> (c & 63) & 1))
+                break;
         }
         size_t n = k - ws;
+        if (n == 1 && e[ws] < 0x80 && t->spm_pairs && t->chr_tok[e[ws]] != DEAD) {
+            put(o, (int32_t)t->chr_tok[e[ws]]); /* one ASCII character: its token */
+            ws = k;
+            continue;
+        }
         uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */
         wcache *c = &w->cache[h & w->cmask];
-        if (!cache_get(c, h, e + ws, n, w->gen, o)) {
+        STAT(ST_WORDS, 1);
+        if (!cache_get(c, w->cbase, h, e + ws, n, w->gen, o)) {
             size_t start = o->n;
             bool whole = false;
             int32_t id = -1;
-            if (t->whole)
+            if (t->whole) {
+                STAT(ST_FIND, 1);
                 id = ingot__tok_find_x(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
-            if (id >= 0 && whole) put(o, id); /* its own merges give it whole */
-            else ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
-            cache_put(c, h, e + ws, n, w->gen, start, o->n);
+            }
+            if (id >= 0 && whole) { /* its own merges give it whole */
+                STAT(ST_WHOLE, 1);
+                put(o, id);
+            } else {
+                ING_TRY(enc_spm_word(t, e + ws, n, w, o, err));
+            }
+            cache_put(c, w->cbase, h, e + ws, n, w->gen, start, o->n);
+        } else {
+            STAT(ST_CACHE, 1);
         }
         ws = k;
     }
@@ -628,7 +793,7 @@ static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, siz
     uint8_t *e = w->base + w->size - m_max;
     size_t m = escape(s, n, prefix, e);
     ING_MEMSET(e + m, 0, 8);
-    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen};
+    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen, w->cbase};
     if (t->kind == TOK_SPM) {
         ingot_status st = enc_spm(t, e, m, &inner, o, err);
         w->gen = inner.gen;
@@ -691,6 +856,9 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
         w.base += ce * sizeof(wcache);
         w.size -= ce * sizeof(wcache);
     }
+    /* cached words: byte-level BPE's lie in the text, SentencePiece's in the escaped text in the
+     * scratch */
+    w.cbase = t->kind == TOK_BPE ? (const uint8_t *)text : w.base;
     out_ids o = {ids, cap, 0};
     ingot_status st = INGOT_OK;
     const uint8_t *s = (const uint8_t *)text;

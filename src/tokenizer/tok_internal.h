@@ -17,6 +17,11 @@
 #define TOK_MAX_MERGES ((1u << 22) - 1) /* 4 M merges (Llama 3 has 280 K) */
 #define TOK_MAX_TOKEN_BYTES 4096u    /* one token's text */
 #define TOK_MAX_FILE (1ull << 30)    /* a tokenizer file read into memory */
+/* Work of the checks at open whose cost grows with the square of token lengths (SentencePiece's
+ * pair table and whole-token check): bytes hashed, at most. Past it the pair table is not built
+ * and the remaining tokens are not checked (both only make encoding faster): real vocabularies
+ * need under 2^25 (Llama 2: 2^21), tokens of 4096 bytes would need 2^24 each. */
+#define TOK_OPEN_BUDGET (1ull << 27)
 
 typedef enum tok_kind { TOK_BPE = 1, TOK_SPM = 2, TOK_BPE_FALLBACK = 3 } tok_kind;
 
@@ -84,6 +89,10 @@ struct ingot_tokenizer {
         uint16_t tag;
     } *map;
     uint64_t map_mask;
+    /* The same kind of filter as mfilt (below) over the token hash's keys: a word that is no
+     * token is mostly told so without probing the table. NULL: none. */
+    uint64_t *tfilt;
+    uint64_t tf_mask;
     /* byte-level BPE: whole[i] set when merging token i's own bytes gives token i, so a
      * pre-token equal to it is emitted without running the merges (exactly what they give). */
     uint8_t *whole;
@@ -104,8 +113,17 @@ struct ingot_tokenizer {
     } *mslot;
     uint64_t m_mask;
     uint32_t n_merges;
+    /* A filter over the merge table's keys (a blocked Bloom filter: two bits of one 64-bit word
+     * per key, 8 bits per merge): most pairs that have no merge are told so without touching
+     * the table, which is megabytes and misses the cache. NULL: none (lookups probe). */
+    uint64_t *mfilt;
+    uint64_t mf_mask; /* words - 1 */
 
     int32_t byte_tok[256]; /* bpe: token of each byte; spm: <0xNN>; -1 if none */
+    /* bpe: bit b of bbar[a] set when no token's bytes have a, b side by side, so no merge ever
+     * joins them: a word is merged in pieces cut there */
+    bool bbar_on;
+    uint64_t bbar[256][4];
 
     /* Special tokens matched in the text (control, user-defined, unknown), longest first. */
     uint32_t *spec;
@@ -117,6 +135,9 @@ struct ingot_tokenizer {
     uint8_t space_prefix; /* SentencePiece kinds: TOK_PREFIX_* */
     bool key_text; /* the token hash is keyed by stored text (else by decoded bytes) */
     bool spm_split; /* SentencePiece: no token has U+2581 right after another character */
+    /* with spm_split: bit b of spm_bar[a] set when no token's text has the ASCII characters a, b
+     * next to each other, so no merge ever joins them: words are merged in pieces split there */
+    uint64_t spm_bar[128][2];
     /* SentencePiece: every character of every token is a token, so a merge joins two tokens
      * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
     bool spm_pairs;
@@ -189,6 +210,18 @@ ingot_status ingot__tok_load_gpt2_files(const uint8_t *vocab, size_t vn, const u
                                         size_t mn, const uint8_t *config, size_t config_n,
                                         const ingot_allocator *a, ingot_tokenizer **out,
                                         ingot_error *err);
+
+/* Trailing zero bits of v != 0. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TOK_CTZ64(v) __builtin_ctzll(v)
+#else
+static inline int TOK_CTZ64(uint64_t v)
+{
+    int k = 0;
+    while (!(v & 1)) v >>= 1, k++;
+    return k;
+}
+#endif
 
 /* The n < 8 (or 8) bytes at s as a little-endian word, zero-padded; over: 8 bytes at s may be
  * read (one load instead of a byte loop). */
@@ -264,14 +297,29 @@ static inline uint64_t ingot__tok_pair_hash(uint64_t key)
     return key ^ (key >> 33);
 }
 
-/* Merge of (l, r): true with rank and result. */
+/* The filter's bits for a key of slot hash h (bits 32..63 of h: the slot takes the low ones). */
+static inline uint64_t ingot__tok_mf_bits(uint64_t h)
+{
+    return (1ull << ((h >> 32) & 63)) | (1ull << ((h >> 38) & 63));
+}
+#define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
+
+/* Merge of (l, r): true with rank and result. Inlined even where the compiler would not (the
+ * hottest lookup). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
 static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32_t r,
                                     uint32_t *rank, uint32_t *res)
 {
     if (!t->m_mask) return false;
     if (t->m8) {
-        uint64_t key = (uint64_t)l << 16 | r;
-        for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+        uint64_t key = (uint64_t)l << 16 | r, h = ingot__tok_pair_hash(key);
+        if (t->mfilt) {
+            uint64_t m = ingot__tok_mf_bits(h);
+            if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;
+        }
+        for (uint64_t i = h & t->m_mask;; i = (i + 1) & t->m_mask) {
             uint64_t v = t->mslot8[i];
             if (v >> 32 == key) {
                 *rank = (uint32_t)(v >> 16) & 0xFFFF;
@@ -281,8 +329,12 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
             if (v == UINT64_MAX) return false;
         }
     }
-    uint64_t key = TOK_MKEY(l, r);
-    for (uint64_t i = ingot__tok_pair_hash(key) & t->m_mask;; i = (i + 1) & t->m_mask) {
+    uint64_t key = TOK_MKEY(l, r), h = ingot__tok_pair_hash(key);
+    if (t->mfilt) {
+        uint64_t m = ingot__tok_mf_bits(h);
+        if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;
+    }
+    for (uint64_t i = h & t->m_mask;; i = (i + 1) & t->m_mask) {
         const struct tok_mslot *sl = &t->mslot[i];
         if (sl->key >> TOK_MENTRY_BITS == key) {
             *rank = (uint32_t)(sl->key & ((1u << TOK_MENTRY_BITS) - 1));

@@ -97,7 +97,7 @@ static ingot_status vocab_obj(jc *c, tok_build *b, int64_t *max_id, uint64_t *en
         if (b) {
             ingot_status st = ingot__tok_build_set(b, id, c->buf, c->blen, c->err);
             if (st != INGOT_OK) {
-                c->err->offset = c->j.base_offset + pos;
+                if (c->err) c->err->offset = c->j.base_offset + pos;
                 return st;
             }
         }

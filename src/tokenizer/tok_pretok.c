@@ -10,6 +10,9 @@
 #include "error.h"
 #include "tok_internal.h"
 #include "tok_unicode_table.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static inline uint8_t uclass(uint32_t cp)
 {
@@ -43,6 +46,25 @@ static inline uch at(const uint8_t *s, size_t i, size_t end)
 #define IS_N(u) (((u).cls & TOK_U_N) != 0)
 #define IS_WS(u) (((u).cls & TOK_U_WS) != 0)
 #define IS_OTHER(u) (((u).cls & (TOK_U_L | TOK_U_N | TOK_U_WS)) == 0) /* [^\s\p{L}\p{N}] */
+
+/* End of the run of ASCII letters starting at j: sixteen bytes a step where SSE2 is there (a
+ * byte is a letter when (b | 0x20) - 'a' < 26, as a signed compare after a shift by 0x80). */
+static inline size_t ascii_letters(const uint8_t *s, size_t j, size_t end)
+{
+#if defined(__SSE2__)
+    const __m128i lower = _mm_set1_epi8(0x20), shift = _mm_set1_epi8((char)(0x80 - 'a'));
+    const __m128i lim = _mm_set1_epi8((char)(0x80 + 26 - 256));
+    while (j + 16 <= end) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + j));
+        __m128i y = _mm_add_epi8(_mm_or_si128(v, lower), shift);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(y, lim));
+        if (m != 0xFFFF) return j + (size_t)TOK_CTZ64(~(uint64_t)m);
+        j += 16;
+    }
+#endif
+    while (j < end && s[j] < 0x80 && (tok_uascii[s[j]] & TOK_U_L)) j++;
+    return j;
+}
 
 /* End of the run of code points with class bit(s) `mask` starting at i. */
 static size_t run_cls(const uint8_t *s, size_t i, size_t end, uint8_t mask)
@@ -123,7 +145,8 @@ static inline size_t m_gpt2_ascii(const uint8_t *s, size_t i, size_t end)
     size_t j = p + 1;
     if (k & (TOK_U_L | TOK_U_N)) {
         uint8_t mask = k & TOK_U_L ? TOK_U_L : TOK_U_N;
-        while (j < end && s[j] < 0x80 && (tok_uascii[s[j]] & mask)) j++;
+        if (mask == TOK_U_L) j = ascii_letters(s, j, end);
+        else while (j < end && s[j] < 0x80 && (tok_uascii[s[j]] & mask)) j++;
         if (j < end && s[j] >= 0x80) j = run_cls(s, j, end, mask);
         return j - i;
     }
@@ -189,8 +212,7 @@ static inline size_t m_llama3_ascii(const uint8_t *s, size_t i, size_t end)
         k = TOK_U_L;
     }
     if (k & TOK_U_L) {
-        size_t j = p + 1;
-        while (j < end && s[j] < 0x80 && (tok_uascii[s[j]] & TOK_U_L)) j++;
+        size_t j = ascii_letters(s, p + 1, end);
         if (j < end && s[j] >= 0x80) j = run_cls(s, j, end, TOK_U_L);
         return j - i;
     }

@@ -152,6 +152,9 @@ typedef struct text {
     size_t n;
 } text;
 
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
 static void put(text *t, const char *fmt, ...)
 {
     va_list ap;

@@ -82,6 +82,8 @@ void ingot__qx_view(ingot_dtype wt, size_t K, const void *xq, ingot__qx *v)
 
 void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
 {
+    /* Per block: the AVX-512 step (qx_avx512.c, the same bits) where the level has it, else the
+     * loop below, which defines the values. */
     size_t B = block_of(wt, K), nb = K / B;
     uint8_t *p = out;
     int8_t *q = (int8_t *)p;
@@ -89,8 +91,12 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
     int32_t *s = (int32_t *)(void *)(p + up64(K) + up64(nb * 4));
     int16_t *bs = (int16_t *)(void *)s;
     memset(q + K, 0, up64(K) - K);
+    bool simd = ingot__get_isa() >= INGOT__ISA_AVX512 && ingot__isa_supported(INGOT__ISA_AVX512);
     for (size_t b = 0; b < nb; b++) {
         const float *xb = x + b * B;
+        if (simd && ingot__qx_block_avx512(xb, B, q + b * B, d + b, kquant(wt) ? NULL : s + b,
+                                           kquant(wt) ? bs + b * B / 16 : NULL))
+            continue; /* the same bits as the loop below */
         float amax = 0.0f;
         bool nan = false;
         for (size_t i = 0; i < B; i++) {
@@ -109,13 +115,12 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
             sum += qi;
         }
         if (!kquant(wt)) s[b] = sum;
-    }
-    if (kquant(wt))
-        for (size_t g = 0; g < K / 16; g++) {
-            int sum = 0;
-            for (int i = 0; i < 16; i++) sum += q[g * 16 + (size_t)i];
-            bs[g] = (int16_t)sum;
+        for (size_t g = b * B / 16; kquant(wt) && g < (b + 1) * B / 16; g++) {
+            int gs = 0;
+            for (int i = 0; i < 16; i++) gs += q[g * 16 + (size_t)i];
+            bs[g] = (int16_t)gs;
         }
+    }
     if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K)
         for (size_t e = 0; e < K; e += 128) { /* sub-blocks 0, 2, 1, 3 (ingot__qx_index) */
             int8_t t[32];

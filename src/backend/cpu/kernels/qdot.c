@@ -401,16 +401,9 @@ ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
                           size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy)
 {
     if (M == 0 || nx == 0) return INGOT_OK;
-    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx)) {
-        ingot__pool *own = NULL;
-        if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
-        void *s = ingot__pool_scratch(pool, 0, ingot__amx_scratch(wt, K, nx));
-        if (s)
-            ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K), nx,
-                            accumulate, Y, ldy, s);
-        ingot__pool_destroy(own);
-        return s ? INGOT_OK : INGOT_NOMEM;
-    }
+    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx, X != NULL))
+        return ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K), X, ldx,
+                               nx, accumulate, Y, ldy);
     if (X && wt != INGOT_DTYPE_I8 && nx >= INGOT__QGEMM_DEQUANT_ROWS)
         return ingot__dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy);
     qjob j = {pick(ingot__get_isa(), wt),

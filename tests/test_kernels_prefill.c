@@ -90,4 +90,222 @@ TEST(qx_quantize_same_bits_every_level)
     fprintf(stderr, "qx_quantize: %d level comparisons\n", compared);
 }
 
-RUN_TESTS(T(qx_quantize_same_bits_every_level))
+/* Normalised mean squared error of got against ref. */
+static double nmse(const float *got, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = got[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+static uint16_t f16_bits(float v)
+{
+    uint16_t h;
+    ingot_f32_encode(INGOT_DTYPE_F16, &v, 1, &h, 2, NULL);
+    return h;
+}
+
+/* Random valid weight rows of a block type (random quants; scales that keep the values near 1),
+ * or F16 values in [-1, 1). */
+static void fill_weights(ingot_dtype wt, uint8_t *w, size_t rows, size_t K)
+{
+    if (wt == INGOT_DTYPE_F16) {
+        for (size_t i = 0; i < rows * K; i++) {
+            uint16_t h = f16_bits(frand());
+            memcpy(w + 2 * i, &h, 2);
+        }
+        return;
+    }
+    size_t bb = ingot_dtype_block_bytes(wt), be = ingot_dtype_block_elems(wt);
+    size_t n = rows * (K / be) * bb;
+    for (size_t i = 0; i < n; i++) w[i] = (uint8_t)(rng_next() >> 24);
+    for (size_t b = 0; b < n / bb; b++) {
+        uint8_t *blk = w + b * bb;
+        uint16_t d = f16_bits(frand() * 0.05f), dm = f16_bits(0.02f * (1.0f + frand()));
+        if (wt == INGOT_DTYPE_Q6_K) memcpy(blk + 208, &d, 2);
+        else memcpy(blk, &d, 2);
+        if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K) {
+            d = f16_bits(0.002f * (1.0f + frand()));
+            memcpy(blk, &d, 2);
+            memcpy(blk + 2, &dm, 2);
+        }
+    }
+}
+
+static size_t row_bytes(ingot_dtype wt, size_t K)
+{
+    return wt == INGOT_DTYPE_F16 ? 2 * K : K / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
+}
+
+/* R[i * M + m] = sum_k deq(W)[m, k] X[i, k] in double. */
+static void ref_gemm(ingot_dtype wt, const uint8_t *w, size_t M, size_t K, const float *X,
+                     size_t nx, double *R)
+{
+    size_t ldw = row_bytes(wt, K);
+    float *row = malloc(K * 4);
+    for (size_t m = 0; m < M; m++) {
+        ingot_dequantize(wt, w + m * ldw, ldw, row, K, NULL);
+        for (size_t i = 0; i < nx; i++) {
+            double sum = 0;
+            for (size_t k = 0; k < K; k++) sum += (double)row[k] * X[i * K + k];
+            R[i * M + m] = sum;
+        }
+    }
+    free(row);
+}
+
+/* The prefill GEMM as the cpu backend calls it: f32 rows X, no quantized copy where the kernel
+ * reads X (ingot__qgemm_reads_f32). */
+static ingot_status prefill_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+                                 const uint8_t *w, const float *X, size_t nx, bool acc, float *Y)
+{
+    size_t ldw = row_bytes(wt, K);
+    if (wt == INGOT_DTYPE_F16) {
+        ingot__gemm_half(pool, wt, M, K, w, K, nx, X, K, acc, Y, M);
+        return INGOT_OK;
+    }
+    uint8_t *xq = NULL;
+    if (!ingot__qgemm_reads_f32(wt, K, nx)) {
+        size_t xb = ingot__qx_bytes(wt, K);
+        xq = aligned_alloc(64, nx * xb);
+        for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+    }
+    ingot_status st = ingot__qgemm(pool, wt, M, K, w, ldw, NULL, xq, X, K, nx, acc, Y, M);
+    free(xq);
+    return st;
+}
+
+TEST(amx_decoded_tiles_against_f32)
+{
+    /* At the AMX level F16 and the block types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) against 16 or
+     * more f32 activation rows run on BF16 tiles with the weights decoded and split into hi +
+     * lo: against the double reference on the decoded weights NMSE <= 1e-9 (f32 GEMM's
+     * accuracy: the products keep about 16 bits a side); partial tiles of weight rows (1, 17,
+     * 33: the second 16-row half empty, partial, full) and of activation rows (16, 17, 33, 40),
+     * K with a partial 128-column chunk (96, 288; 256, 768 for the K-quants); 1, 2 and 3
+     * threads give the same bits; accumulate adds onto Y. */
+    if (!ingot__isa_supported(INGOT__ISA_AMX)) {
+        fprintf(stderr, "amx: not supported here, not run\n");
+        return;
+    }
+    static const ingot_dtype types[] = {INGOT_DTYPE_F16,  INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0,
+                                        INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
+    static const size_t ms[] = {1, 17, 33, 172}, nxs[] = {16, 17, 33, 40};
+    ingot__pool *p2 = ingot__pool_create(NULL, 2), *p3 = ingot__pool_create(NULL, 3);
+    double worst = 0;
+    for (size_t ti = 0; ti < 6; ti++)
+        for (size_t ci = 0; ci < 4; ci++) {
+            ingot_dtype wt = types[ti];
+            bool kq = ingot_dtype_block_elems(wt) == 256;
+            size_t M = ms[ci], nx = nxs[(ci + ti) % 4], K = kq ? (ci % 2 ? 768 : 256)
+                                                                : (ci % 2 ? 288 : 96);
+            ingot__set_isa(INGOT__ISA_AMX);
+            ASSERT_TRUE(ingot__amx_ok(wt, K, nx, true));
+            ASSERT_TRUE(wt == INGOT_DTYPE_F16 || ingot__qgemm_reads_f32(wt, K, nx));
+            uint8_t *w = malloc(M * row_bytes(wt, K));
+            float *X = malloc(nx * K * 4), *Y1 = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+            float *Y3 = malloc(nx * M * 4);
+            double *R = malloc(nx * M * sizeof *R);
+            fill_weights(wt, w, M, K);
+            for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+            ref_gemm(wt, w, M, K, X, nx, R);
+            for (size_t i = 0; i < nx * M; i++) Y1[i] = NAN, Y3[i] = 2.0f;
+            ASSERT_OK(prefill_gemm(NULL, wt, M, K, w, X, nx, false, Y1));
+            ASSERT_OK(prefill_gemm(p2, wt, M, K, w, X, nx, false, Y2));
+            ASSERT_OK(prefill_gemm(p3, wt, M, K, w, X, nx, true, Y3));
+            double e = nmse(Y1, R, nx * M);
+            worst = e > worst ? e : worst;
+            CHECK(e <= 1e-9, "%s amx M=%zu nx=%zu K=%zu: nmse %g", ingot_dtype_name(wt), M, nx,
+                  K, e);
+            CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "%s M=%zu nx=%zu: 1 and 2 threads differ",
+                  ingot_dtype_name(wt), M, nx);
+            for (size_t i = 0; i < nx * M; i++)
+                CHECK(Y3[i] == 2.0f + Y1[i], "%s M=%zu nx=%zu: 3 threads + accumulate at %zu",
+                      ingot_dtype_name(wt), M, nx, i);
+            ingot__set_isa(ingot__cpu_isa());
+            free(w), free(X), free(Y1), free(Y2), free(Y3), free(R);
+        }
+    fprintf(stderr, "amx decoded tiles: worst nmse %g\n", worst);
+    ingot__pool_destroy(p2);
+    ingot__pool_destroy(p3);
+}
+
+TEST(amx_q8_0_int8_tiles_block_tails)
+{
+    /* Q8_0 without f32 activations stays on int8 tiles, four 32-blocks in flight: row lengths
+     * of 3, 7 and 9 blocks (the one-block tail alone, and after whole fours) against the scalar
+     * dots on the same quantized activations (NMSE <= 1e-9), 1 and 2 threads bitwise. */
+    if (!ingot__isa_supported(INGOT__ISA_AMX)) {
+        fprintf(stderr, "amx: not supported here, not run\n");
+        return;
+    }
+    static const size_t ks[] = {96, 224, 288}, ms[] = {5, 16, 40};
+    ingot__pool *p2 = ingot__pool_create(NULL, 2);
+    for (size_t ci = 0; ci < 3; ci++) {
+        ingot_dtype wt = INGOT_DTYPE_Q8_0;
+        size_t K = ks[ci], M = ms[ci], nx = 16 + ci * 9, ldw = row_bytes(wt, K);
+        size_t xb = ingot__qx_bytes(wt, K);
+        uint8_t *w = malloc(M * ldw), *xq = aligned_alloc(64, nx * xb);
+        float *X = malloc(nx * K * 4), *Y0 = malloc(nx * M * 4), *Y1 = malloc(nx * M * 4);
+        float *Y2 = malloc(nx * M * 4);
+        double *R = malloc(nx * M * sizeof *R);
+        fill_weights(wt, w, M, K);
+        for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+        for (size_t i = 0; i < nx; i++) ingot__qx_quantize(wt, X + i * K, K, xq + i * xb);
+        ingot__set_isa(INGOT__ISA_SCALAR);
+        ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, NULL, xq, NULL, 0, nx, false, Y0, M));
+        ingot__set_isa(INGOT__ISA_AMX);
+        ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, NULL, xq, NULL, 0, nx, false, Y1, M));
+        ASSERT_OK(ingot__qgemm(p2, wt, M, K, w, ldw, NULL, xq, NULL, 0, nx, false, Y2, M));
+        for (size_t i = 0; i < nx * M; i++) R[i] = Y0[i];
+        double e = nmse(Y1, R, nx * M);
+        CHECK(e <= 1e-9, "Q8_0 int8 tiles K=%zu M=%zu nx=%zu: nmse %g vs scalar", K, M, nx, e);
+        CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "Q8_0 int8 tiles K=%zu: threads differ", K);
+        ingot__set_isa(ingot__cpu_isa());
+        free(w), free(xq), free(X), free(Y0), free(Y1), free(Y2), free(R);
+    }
+    ingot__pool_destroy(p2);
+}
+
+TEST(prefill_f32_route_every_level)
+{
+    /* Where ingot__qgemm_reads_f32 says so, the quantized copy may be left out (xq NULL): on
+     * every level, 40 activation rows (the f32 routes: tiles at AMX, dequantized panels and
+     * f32 GEMM below) against the double reference, NMSE <= 1e-9; with 8 rows the dots run and
+     * need xq (reads_f32 false). */
+    static const ingot_dtype types[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
+                                        INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
+    size_t M = 37, nx = 40;
+    for (size_t ti = 0; ti < 5; ti++) {
+        ingot_dtype wt = types[ti];
+        size_t K = ingot_dtype_block_elems(wt) == 256 ? 512 : 160;
+        uint8_t *w = malloc(M * row_bytes(wt, K));
+        float *X = malloc(nx * K * 4), *Y = malloc(nx * M * 4);
+        double *R = malloc(nx * M * sizeof *R);
+        fill_weights(wt, w, M, K);
+        for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+        ref_gemm(wt, w, M, K, X, nx, R);
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            CHECK(ingot__qgemm_reads_f32(wt, K, nx), "%s %s: 40 rows not on an f32 route",
+                  ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa));
+            CHECK(!ingot__qgemm_reads_f32(wt, K, 8), "%s %s: 8 rows said to read f32",
+                  ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa));
+            ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, row_bytes(wt, K), NULL, NULL, X, K, nx,
+                                   false, Y, M));
+            double e = nmse(Y, R, nx * M);
+            CHECK(e <= 1e-9, "%s %s: nmse %g", ingot_dtype_name(wt),
+                  ingot__isa_name((ingot__isa)isa), e);
+        }
+        ingot__set_isa(ingot__cpu_isa());
+        free(w), free(X), free(Y), free(R);
+    }
+    ASSERT_TRUE(!ingot__qgemm_reads_f32(INGOT_DTYPE_I8, 256, 64)); /* int8 always quantized */
+}
+
+RUN_TESTS(T(qx_quantize_same_bits_every_level), T(amx_decoded_tiles_against_f32),
+          T(amx_q8_0_int8_tiles_block_tails), T(prefill_f32_route_every_level))

@@ -310,6 +310,41 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
                         h + CHUNKED(k), l + CHUNKED(k));
             continue;
         }
+        if (j->wt == INGOT_DTYPE_Q8_0) { /* d * q, as ingot_dequantize */
+            for (size_t k = 0; k < K; k += 32) {
+                const uint8_t *blk = w + k / 32 * 34;
+                __m512 d = _mm512_set1_ps(f16f(blk));
+                for (size_t i = 0; i < 32; i += 16) {
+                    __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2 + i));
+                    split16(_mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))),
+                            h + CHUNKED(k + i), l + CHUNKED(k + i));
+                }
+            }
+            continue;
+        }
+        if (j->wt == INGOT_DTYPE_Q4_K) { /* (d sc) q - (dmin mn) per 32, as ingot_dequantize */
+            for (size_t k = 0; k < K; k += 256) {
+                const uint8_t *blk = w + k / 256 * 144, *qs = blk + 16;
+                uint8_t sc[8], mn[8];
+                ingot__k_scale_min(blk + 4, sc, mn);
+                float d = f16f(blk), dmin = f16f(blk + 2);
+                for (size_t sb = 0; sb < 8; sb++) {
+                    __m512 s1 = _mm512_set1_ps(d * (float)sc[sb]);
+                    __m512 s2 = _mm512_set1_ps(dmin * (float)mn[sb]);
+                    for (size_t i = 0; i < 32; i += 16) {
+                        __m128i q = _mm_loadu_si128(
+                            (const __m128i *)(const void *)(qs + sb / 2 * 32 + i));
+                        if (sb & 1) q = _mm_srli_epi16(q, 4);
+                        q = _mm_and_si128(q, _mm_set1_epi8(15));
+                        __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q));
+                        size_t e = k + sb * 32 + i;
+                        split16(_mm512_sub_ps(_mm512_mul_ps(s1, v), s2), h + CHUNKED(e),
+                                l + CHUNKED(e));
+                    }
+                }
+            }
+            continue;
+        }
         (void)ingot_dequantize(j->wt, w, j->ldw, rowf, K, NULL);
         for (size_t k = 0; k < K; k += 16)
             split16(_mm512_loadu_ps(rowf + k), h + CHUNKED(k), l + CHUNKED(k));

@@ -118,15 +118,20 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out);
  * with X_i = xq + i * ingot__qx_bytes(wt, K). wscale: per-row weight scales for I8, else
  * ignored. Rows of W are split over the pool; with nx > 1 every block of rows is kept in cache
  * while it meets all nx activation rows.
- * Prefill-sized batches take faster routes: at the AMX level, int8 and Q8_0 weights with 16 or
- * more rows run on tiles; block types with INGOT__QGEMM_DEQUANT_ROWS or more rows and the f32
- * activations X (row stride ldx; NULL: not available) are dequantized to f32 a panel of rows at
- * a time into pool scratch and multiplied by the blocked f32 GEMM (the activations then enter
- * unquantized: the result is closer to the exact one). NOMEM if scratch cannot be had. */
+ * Prefill-sized batches take faster routes that read the f32 activations X (row stride ldx;
+ * NULL: not available) instead of xq, which may then be NULL (ingot__qgemm_reads_f32): at the
+ * AMX level, 16 or more rows, block types decoded to bf16 hi/lo panels on BF16 tiles (amx.h);
+ * int8 (and Q8_0 without X) on int8 tiles; elsewhere block types with INGOT__QGEMM_DEQUANT_ROWS
+ * or more rows dequantized to f32 a panel of rows at a time into pool scratch and multiplied by
+ * the blocked f32 GEMM. The f32 routes are closer to the exact result (the activations enter
+ * unquantized). NOMEM if scratch cannot be had. */
 #define INGOT__QGEMM_DEQUANT_ROWS 32
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                           size_t ldw, const float *wscale, const void *xq, const float *X,
                           size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy);
+/* True when ingot__qgemm at the level in effect, given f32 activations, reads them and not
+ * xq (a caller may then skip quantizing and pass xq = NULL). */
+bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx);
 
 /* Quantizes x[K] (K multiple of 32) to GGML Q8_0 blocks (per 32 elements an f16 d = max|x|/127,
  * then 32 int8 rounded half away from zero), as GGML's reference quantizer does. */

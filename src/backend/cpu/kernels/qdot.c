@@ -396,6 +396,13 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
     return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
 }
 
+bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx)
+{
+    if (wt == INGOT_DTYPE_I8 || !ingot__qdot_k_ok(wt, K)) return false;
+    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx, true)) return true;
+    return nx >= INGOT__QGEMM_DEQUANT_ROWS;
+}
+
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                           size_t ldw, const float *wscale, const void *xq, const float *X,
                           size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy)

@@ -182,9 +182,11 @@ static ingot_status prefill_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
 TEST(amx_decoded_tiles_against_f32)
 {
     /* At the AMX level F16 and the block types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) against 16 or
-     * more f32 activation rows run on BF16 tiles with the weights decoded and split into hi +
-     * lo: against the double reference on the decoded weights NMSE <= 1e-9 (f32 GEMM's
-     * accuracy: the products keep about 16 bits a side); partial tiles of weight rows (1, 17,
+     * more f32 activation rows run on BF16 tiles, the activations split into hi + lo; F16
+     * weights split exactly into hi + lo (three products): against the double reference on the
+     * decoded weights NMSE <= 1e-9 (f32 GEMM's accuracy); block types' decoded weights rounded
+     * to one bf16 (8 significant bits: NMSE about 3e-6, <= 2e-5 asserted, against the 5e-4 of
+     * the 8-bit paths; the int8 dots on quantized activations give about 1e-5); partial tiles of weight rows (1, 17,
      * 33: the second 16-row half empty, partial, full) and of activation rows (16, 17, 33, 40),
      * K with a partial 128-column chunk (96, 288; 256, 768 for the K-quants); 1, 2 and 3
      * threads give the same bits; accumulate adds onto Y. */
@@ -217,9 +219,9 @@ TEST(amx_decoded_tiles_against_f32)
             ASSERT_OK(prefill_gemm(NULL, wt, M, K, w, X, nx, false, Y1));
             ASSERT_OK(prefill_gemm(p2, wt, M, K, w, X, nx, false, Y2));
             ASSERT_OK(prefill_gemm(p3, wt, M, K, w, X, nx, true, Y3));
-            double e = nmse(Y1, R, nx * M);
+            double e = nmse(Y1, R, nx * M), lim = wt == INGOT_DTYPE_F16 ? 1e-9 : 2e-5;
             worst = e > worst ? e : worst;
-            CHECK(e <= 1e-9, "%s amx M=%zu nx=%zu K=%zu: nmse %g", ingot_dtype_name(wt), M, nx,
+            CHECK(e <= lim, "%s amx M=%zu nx=%zu K=%zu: nmse %g", ingot_dtype_name(wt), M, nx,
                   K, e);
             CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "%s M=%zu nx=%zu: 1 and 2 threads differ",
                   ingot_dtype_name(wt), M, nx);
@@ -229,7 +231,7 @@ TEST(amx_decoded_tiles_against_f32)
             ingot__set_isa(ingot__cpu_isa());
             free(w), free(X), free(Y1), free(Y2), free(Y3), free(R);
         }
-    fprintf(stderr, "amx decoded tiles: worst nmse %g\n", worst);
+    fprintf(stderr, "amx decoded tiles: worst nmse %g (block types; F16 <= 1e-9)\n", worst);
     ingot__pool_destroy(p2);
     ingot__pool_destroy(p3);
 }
@@ -274,9 +276,9 @@ TEST(amx_q8_0_int8_tiles_block_tails)
 TEST(prefill_f32_route_every_level)
 {
     /* Where ingot__qgemm_reads_f32 says so, the quantized copy may be left out (xq NULL): on
-     * every level, 40 activation rows (the f32 routes: tiles at AMX, dequantized panels and
-     * f32 GEMM below) against the double reference, NMSE <= 1e-9; with 8 rows the dots run and
-     * need xq (reads_f32 false). */
+     * every level, 40 activation rows (the f32 routes: bf16 tiles at AMX, NMSE <= 2e-5 as
+     * above; dequantized panels and f32 GEMM below, NMSE <= 1e-9) against the double reference;
+     * with 8 rows the dots run and need xq (reads_f32 false). */
     static const ingot_dtype types[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
                                         INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
     size_t M = 37, nx = 40;
@@ -297,8 +299,8 @@ TEST(prefill_f32_route_every_level)
                   ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa));
             ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, row_bytes(wt, K), NULL, NULL, X, K, nx,
                                    false, Y, M));
-            double e = nmse(Y, R, nx * M);
-            CHECK(e <= 1e-9, "%s %s: nmse %g", ingot_dtype_name(wt),
+            double e = nmse(Y, R, nx * M), lim = isa == INGOT__ISA_AMX ? 2e-5 : 1e-9;
+            CHECK(e <= lim, "%s %s: nmse %g", ingot_dtype_name(wt),
                   ingot__isa_name((ingot__isa)isa), e);
         }
         ingot__set_isa(ingot__cpu_isa());

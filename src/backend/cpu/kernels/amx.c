@@ -1,9 +1,9 @@
 /*
  * amx.c - the AMX level's tile GEMMs for prefill-sized batches (16 or more activation rows):
  * int8 weights with per-row scales and Q8_0 on quantized activations (TDPBSSD); BF16 weights in
- * place, and F16 and the block types decoded to f32 16 rows at a time and split into two bf16
- * halves, against f32 activations also split in two (TDPBF16PS: products to about 2^-16, as f32
- * GEMM on the decoded weights). Intel SDM vol. 1 ch. 18 (AMX) and vol. 2 (LDTILECFG, TDP*).
+ * place, F16 split exactly into two bf16 halves and the block types decoded and rounded to
+ * bf16, 32 rows at a time, against f32 activations split in two (TDPBF16PS; accuracy in amx.h).
+ * Intel SDM vol. 1 ch. 18 (AMX) and vol. 2 (LDTILECFG, TDP*).
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -223,10 +223,11 @@ AMX_TGT static void half_tiles(const amx_job *j, const uint8_t *ah, const uint8_
 
 /* K_DEC: 32 decoded weight rows (two 16-row panel pairs ph0 / pl0 and ph1 / pl1, in chunks of
  * KC2 columns: [K / KC2][16][KC2] bf16) against every activation group, three products each
- * (wh xh + wh xl + wl xh): each B load (the activations, from L2) serves two A pairs, whose
- * chunk stays in L1 while every group meets it. Tiles 0, 1: A hi / lo of rows 0-15; 2, 3: B hi
- * / lo; 4, 5: A hi / lo of rows 16-31; 6, 7: C. (Rows K apart instead of chunks: the 16 rows of
- * a tile fall into two L1 sets, 4-5x slower.) */
+ * (wh xh + wh xl + wl xh), or two (wh xh + wh xl) where the weights were rounded to one bf16
+ * (pl0, pl1 NULL): each B load (the activations, from L2) serves two A pairs, whose chunk stays
+ * in L1 while every group meets it. Tiles 0, 1: A hi / lo of rows 0-15; 2, 3: B hi / lo; 4, 5:
+ * A hi / lo of rows 16-31; 6, 7: C. (Rows K apart instead of chunks: the 16 rows of a tile fall
+ * into two L1 sets, 4-5x slower.) */
 #define KC2 128
 #define CHUNKED(k) (((k) / KC2) * 16 * KC2 + (k) % KC2) /* element k of row 0 in a panel */
 AMX_TGT static void dec_tiles(const amx_job *j, const uint8_t *ph0, const uint8_t *pl0,
@@ -247,7 +248,7 @@ AMX_TGT static void dec_tiles(const amx_job *j, const uint8_t *ph0, const uint8_
                 _tile_loadd(6, c0, 64);
                 _tile_loadd(7, c1, 64);
             }
-            for (size_t k = k0; k < k1; k += 32) {
+            for (size_t k = k0; pl0 && k < k1; k += 32) {
                 _tile_loadd(2, b + k * 32, 64);
                 size_t o = 2 * CHUNKED(k);
                 _tile_loadd(0, ph0 + o, ld);
@@ -262,6 +263,17 @@ AMX_TGT static void dec_tiles(const amx_job *j, const uint8_t *ph0, const uint8_
                 _tile_dpbf16ps(6, 0, 3);
                 _tile_dpbf16ps(7, 4, 3);
             }
+            for (size_t k = k0; !pl0 && k < k1; k += 32) { /* weights rounded to bf16 */
+                _tile_loadd(2, b + k * 32, 64);
+                size_t o = 2 * CHUNKED(k);
+                _tile_loadd(0, ph0 + o, ld);
+                _tile_dpbf16ps(6, 0, 2);
+                _tile_loadd(4, ph1 + o, ld);
+                _tile_dpbf16ps(7, 4, 2);
+                _tile_loadd(3, b + half + k * 32, 64);
+                _tile_dpbf16ps(6, 0, 3);
+                _tile_dpbf16ps(7, 4, 3);
+            }
             _tile_stored(6, c0, 64);
             _tile_stored(7, c1, 64);
         }
@@ -272,18 +284,23 @@ AMX_TGT static void dec_tiles(const amx_job *j, const uint8_t *ph0, const uint8_
     }
 }
 
-/* f32 values v[16] as bf16 hi (the top 16 bits: truncation) and lo = rne(v - hi) (0 where hi is
- * not finite): hi + lo holds 16 significant bits, all 11 of an f16. */
-AMX_TGT static inline void split16(__m512 v, uint16_t *h, uint16_t *l)
+/* f32 values v[16] into h[o..] as bf16 hi (the top 16 bits: truncation) and l[o..] as lo =
+ * rne(v - hi) (0 where hi is not finite): hi + lo holds 16 significant bits, all 11 of an f16.
+ * l NULL: h = rne(v) alone. */
+AMX_TGT static inline void split16(__m512 v, uint16_t *h, uint16_t *l, size_t o)
 {
+    if (!l) {
+        _mm256_storeu_si256((__m256i *)(void *)(h + o), (__m256i)_mm512_cvtneps_pbh(v));
+        return;
+    }
     __m512 hf = _mm512_castsi512_ps(
         _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0xffff0000u)));
     __mmask16 fin =
         _mm512_cmp_ps_mask(_mm512_sub_ps(hf, hf), _mm512_setzero_ps(), _CMP_EQ_OQ);
     __m256bh lb = _mm512_cvtneps_pbh(_mm512_maskz_sub_ps(fin, v, hf));
-    _mm256_storeu_si256((__m256i *)(void *)h,
+    _mm256_storeu_si256((__m256i *)(void *)(h + o),
                         _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(hf), 16)));
-    _mm256_storeu_si256((__m256i *)(void *)l, (__m256i)lb);
+    _mm256_storeu_si256((__m256i *)(void *)(l + o), (__m256i)lb);
 }
 
 /* Bytes of one panel (16 rows, K columns in chunks of KC2). */
@@ -298,16 +315,16 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
     size_t K = j->K;
     if (mr < 16) {
         memset(ph, 0, panel_elems(K) * 2);
-        memset(pl, 0, panel_elems(K) * 2);
+        if (pl) memset(pl, 0, panel_elems(K) * 2);
     }
     for (size_t m = 0; m < mr; m++) {
         const uint8_t *w = j->W + (m0 + m) * j->ldw;
-        uint16_t *h = ph + m * KC2, *l = pl + m * KC2;
+        uint16_t *h = ph + m * KC2, *l = pl ? pl + m * KC2 : NULL;
         if (j->wt == INGOT_DTYPE_F16) {
             for (size_t k = 0; k < K; k += 16)
                 split16(_mm512_cvtph_ps(
                             _mm256_loadu_si256((const __m256i *)(const void *)(w + 2 * k))),
-                        h + CHUNKED(k), l + CHUNKED(k));
+                        h, l, CHUNKED(k));
             continue;
         }
         if (j->wt == INGOT_DTYPE_Q8_0) { /* d * q, as ingot_dequantize */
@@ -316,8 +333,8 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
                 __m512 d = _mm512_set1_ps(f16f(blk));
                 for (size_t i = 0; i < 32; i += 16) {
                     __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2 + i));
-                    split16(_mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))),
-                            h + CHUNKED(k + i), l + CHUNKED(k + i));
+                    split16(_mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))), h,
+                            l, CHUNKED(k + i));
                 }
             }
             continue;
@@ -338,8 +355,7 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
                         q = _mm_and_si128(q, _mm_set1_epi8(15));
                         __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q));
                         size_t e = k + sb * 32 + i;
-                        split16(_mm512_sub_ps(_mm512_mul_ps(s1, v), s2), h + CHUNKED(e),
-                                l + CHUNKED(e));
+                        split16(_mm512_sub_ps(_mm512_mul_ps(s1, v), s2), h, l, CHUNKED(e));
                     }
                 }
             }
@@ -347,7 +363,7 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
         }
         (void)ingot_dequantize(j->wt, w, j->ldw, rowf, K, NULL);
         for (size_t k = 0; k < K; k += 16)
-            split16(_mm512_loadu_ps(rowf + k), h + CHUNKED(k), l + CHUNKED(k));
+            split16(_mm512_loadu_ps(rowf + k), h, l, CHUNKED(k));
     }
 }
 
@@ -375,6 +391,7 @@ AMX_TGT static void amx_task(void *ctx, size_t t, unsigned worker)
         size_t pe = panel_elems(K);
         uint16_t *ph = (uint16_t *)(void *)panel, *pl = ph + pe, *ph1 = pl + pe, *pl1 = ph1 + pe;
         float *rowf = (float *)(void *)(pl1 + pe), *cbuf = rowf + K;
+        if (j->wt != INGOT_DTYPE_F16) pl = pl1 = NULL; /* block types: weights to one bf16 */
         size_t mr1 = mr > 16 ? mr - 16 : 0;
         half_panel(j, m0, mr < 16 ? mr : 16, ph, pl, rowf);
         half_panel(j, m0 + 16, mr1, ph1, pl1, rowf);

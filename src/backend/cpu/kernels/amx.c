@@ -62,9 +62,12 @@ typedef struct {
     size_t M, K, ldw, nx, nxb, ldy, nb, kb; /* nb: 32-blocks per row; kb: B bytes per group */
     const uint8_t *W;
     const float *wscale;
-    const uint8_t *B; /* nxb groups of kb bytes (VNNI layout: 4 int8 or 2 bf16 per 32 bits) */
-    const float *dx;  /* I8: [nxb][16]; K_Q8: [nxb][nb][16] activation scales */
-    size_t lead;      /* bytes of worker 0's scratch before its panel (B, dx, sx) */
+    uint8_t *B;       /* nxb groups of kb bytes (VNNI layout: 4 int8 or 2 bf16 per 32 bits) */
+    float *dx;        /* I8: [nxb][16]; K_Q8: [nxb][nb][16] activation scales */
+    const void *xq;   /* packing: quantized rows (I8, K_Q8), xstride bytes apart */
+    const float *X;   /* packing: f32 rows (K_BF16, K_DEC), ldx floats apart */
+    size_t xstride, ldx, nsc;
+    size_t lead;      /* bytes of worker 0's scratch before its panel (B, dx) */
     size_t panel;     /* per-worker panel bytes */
     ingot__pool *pool;
     bool acc;
@@ -389,9 +392,10 @@ AMX_TGT static void amx_task(void *ctx, size_t t, unsigned worker)
             q8_block(j, j->W + m0 * j->ldw + 2, j->ldw, 34, s1, m0, mr, g);
     } else if (j->kind == K_DEC) {
         size_t pe = panel_elems(K);
-        uint16_t *ph = (uint16_t *)(void *)panel, *pl = ph + pe, *ph1 = pl + pe, *pl1 = ph1 + pe;
-        float *rowf = (float *)(void *)(pl1 + pe), *cbuf = rowf + K;
-        if (j->wt != INGOT_DTYPE_F16) pl = pl1 = NULL; /* block types: weights to one bf16 */
+        uint16_t *ph = (uint16_t *)(void *)panel, *pl = NULL, *ph1 = ph + pe, *pl1 = NULL;
+        if (j->wt == INGOT_DTYPE_F16) /* F16: hi and lo; block types: one bf16 */
+            pl = ph + pe, ph1 = pl + pe, pl1 = ph1 + pe;
+        float *rowf = (float *)(void *)(ph1 + (pl1 ? 2 : 1) * pe), *cbuf = rowf + K;
         size_t mr1 = mr > 16 ? mr - 16 : 0;
         half_panel(j, m0, mr < 16 ? mr : 16, ph, pl, rowf);
         half_panel(j, m0 + 16, mr1, ph1, pl1, rowf);
@@ -448,6 +452,37 @@ AMX_TGT static void pack_bf16(const float *X, size_t ldx, size_t n0, size_t nr, 
     pack32(rl, nr, K / 2, Bl);
 }
 
+/* Packs activation group g into B (and its scales into dx), in the worker's panel scratch
+ * (grown beforehand) for the bf16 halves. */
+AMX_TGT static void pack_task(void *ctx, size_t g, unsigned worker)
+{
+    amx_job *j = ctx;
+    size_t K = j->K, n0 = g * 16, nr = j->nx - n0 < 16 ? j->nx - n0 : 16;
+    uint8_t *Bg = j->B + g * j->kb;
+    if (j->kind == K_BF16 || j->kind == K_DEC) {
+        uint8_t *s = ingot__pool_scratch(j->pool, worker, (worker ? 0 : j->lead) + j->panel);
+        if (!s) { /* cannot happen: grown beforehand */
+            atomic_store(&j->failed, 1);
+            return;
+        }
+        uint16_t *th = (uint16_t *)(void *)(s + (worker ? 0 : j->lead));
+        pack_bf16(j->X, j->ldx, n0, nr, K, th, th + 16 * K, Bg, Bg + j->kb / 2);
+        return;
+    }
+    const uint8_t *rows[16];
+    float *dg = j->dx + g * j->nsc;
+    if (nr < 16) memset(dg, 0, j->nsc * sizeof(float));
+    for (size_t n = 0; n < nr; n++) {
+        ingot__qx v;
+        ingot__qx_view(j->wt, K, (const uint8_t *)j->xq + (n0 + n) * j->xstride, &v);
+        rows[n] = (const uint8_t *)v.q;
+        if (j->kind == K_I8) dg[n] = v.d[0];
+        else
+            for (size_t b = 0; b < j->nb; b++) dg[b * 16 + n] = v.d[b];
+    }
+    pack32(rows, nr, K / 4, Bg);
+}
+
 bool ingot__amx_ok(ingot_dtype wt, size_t K, size_t nx, bool have_f32)
 {
     if (nx < 16 || !ingot__isa_supported(INGOT__ISA_AMX) || K == 0) return false;
@@ -488,12 +523,13 @@ ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t
     j.kb = half ? K * 2 * 16 * 2 : K * 16;
     size_t nsc = j.kind == K_I8 ? 16 : nb * 16; /* activation scales per group */
     size_t bbytes = up64(nxb * j.kb), dbytes = half ? 0 : up64(nxb * nsc * sizeof(float));
-    size_t tbytes = half ? up64(16 * K * 2 * 2) : 0;
-    j.lead = bbytes + dbytes + tbytes;
+    j.lead = bbytes + dbytes;
+    size_t npanels = wt == INGOT_DTYPE_F16 ? 4 : 2;
     j.panel = j.kind == K_Q8     ? nb * 16 * sizeof(float)
-              : j.kind == K_DEC  ? 4 * panel_elems(K) * 2 + K * sizeof(float) + nxb * 2048
+              : j.kind == K_DEC  ? npanels * panel_elems(K) * 2 + K * sizeof(float) + nxb * 2048
               : j.kind == K_BF16 ? nxb * 1024
                                  : 0;
+    if (half && j.panel < 16 * K * 2 * 2) j.panel = 16 * K * 2 * 2; /* pack_task's halves */
     /* Every worker's scratch grown now: the tasks then cannot fail halfway through Y. */
     bool ok = true;
     for (unsigned w = 1; j.panel && w < ingot__pool_threads(pool); w++)
@@ -503,30 +539,9 @@ ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t
         ingot__pool_destroy(own);
         return INGOT_NOMEM;
     }
-    uint8_t *B = s, *tmp = s + bbytes + dbytes;
-    float *dx = (float *)(void *)(s + bbytes);
-    j.B = B, j.dx = half ? NULL : dx;
-    for (size_t g = 0; g < nxb; g++) {
-        size_t n0 = g * 16, nr = nx - n0 < 16 ? nx - n0 : 16;
-        uint8_t *Bg = B + g * j.kb;
-        if (half) {
-            uint16_t *th = (uint16_t *)(void *)tmp;
-            pack_bf16(X, ldx, n0, nr, K, th, th + 16 * K, Bg, Bg + j.kb / 2);
-            continue;
-        }
-        const uint8_t *rows[16];
-        float *dg = dx + g * nsc;
-        if (nr < 16) memset(dg, 0, nsc * sizeof(float));
-        for (size_t n = 0; n < nr; n++) {
-            ingot__qx v;
-            ingot__qx_view(wt, K, (const uint8_t *)xq + (n0 + n) * xstride, &v);
-            rows[n] = (const uint8_t *)v.q;
-            if (j.kind == K_I8) dg[n] = v.d[0];
-            else
-                for (size_t b = 0; b < nb; b++) dg[b * 16 + n] = v.d[b];
-        }
-        pack32(rows, nr, K / 4, Bg);
-    }
+    j.B = s, j.dx = half ? NULL : (float *)(void *)(s + bbytes);
+    j.xq = xq, j.X = X, j.xstride = xstride, j.ldx = ldx, j.nsc = nsc;
+    ingot__pool_run(pool, pack_task, &j, nxb); /* one group of 16 activation rows a task */
     size_t rows = j.kind == K_DEC ? 32 : 16;
     ingot__pool_run(pool, amx_task, &j, (M + rows - 1) / rows);
     ingot__pool_destroy(own);

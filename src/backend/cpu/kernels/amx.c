@@ -364,6 +364,27 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
             }
             continue;
         }
+        if (j->wt == INGOT_DTYPE_Q6_K) { /* (d sc) (q - 32) per 16, as ingot_dequantize */
+            const __m128i m4 = _mm_set1_epi8(15), m2 = _mm_set1_epi8(3);
+            for (size_t k = 0; k < K; k += 256) {
+                const uint8_t *blk = w + k / 256 * 210, *ql = blk, *qh = blk + 128;
+                const int8_t *sc = (const int8_t *)(blk + 192);
+                float d = f16f(blk + 208);
+                for (size_t e = 0; e < 256; e += 16) { /* e = h 128 + s 32 + l */
+                    size_t hh = e / 128, ss = e % 128 / 32, o = e % 32;
+                    __m128i lo = _mm_loadu_si128(
+                        (const __m128i *)(const void *)(ql + hh * 64 + (ss & 1) * 32 + o));
+                    __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(qh + hh * 32 + o));
+                    lo = _mm_and_si128(_mm_srl_epi16(lo, _mm_cvtsi32_si128(4 * (int)(ss >> 1))), m4);
+                    hi = _mm_and_si128(_mm_srl_epi16(hi, _mm_cvtsi32_si128(2 * (int)ss)), m2);
+                    __m512i q = _mm512_cvtepu8_epi32(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)));
+                    __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(32)));
+                    split16(_mm512_mul_ps(_mm512_set1_ps(d * (float)sc[e / 16]), v), h, l,
+                            CHUNKED(k + e));
+                }
+            }
+            continue;
+        }
         (void)ingot_dequantize(j->wt, w, j->ldw, rowf, K, NULL);
         for (size_t k = 0; k < K; k += 16)
             split16(_mm512_loadu_ps(rowf + k), h, l, CHUNKED(k));

@@ -105,11 +105,13 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
             amax = a > amax ? a : amax;
         }
         float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
-        if (nan || isinf(amax)) db = NAN, id = 0.0f; /* q = 0: the row's dots come out NaN */
+        bool bad = nan || isinf(amax); /* q = 0 (and sums 0): the row's dots come out NaN */
+        if (bad) db = NAN, id = 0.0f;
         d[b] = db;
         int32_t sum = 0;
         for (size_t i = 0; i < B; i++) {
-            float v = roundf(xb[i] * id); /* half away from zero, as GGML */
+            /* (inf or NaN times 0 is NaN, whose conversion to int is undefined) */
+            float v = bad ? 0.0f : roundf(xb[i] * id); /* half away from zero, as GGML */
             int qi = v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
             q[b * B + i] = (int8_t)qi;
             sum += qi;

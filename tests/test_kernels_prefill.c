@@ -181,13 +181,13 @@ static ingot_status prefill_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
 
 TEST(amx_decoded_tiles_against_f32)
 {
-    /* At the AMX level F16 and the block types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) against 16 or
-     * more f32 activation rows run on BF16 tiles, the activations split into hi + lo; F16
+    /* At the AMX level F16 and the block types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) against 32 or
+     * more f32 activation rows (INGOT__QGEMM_DEQUANT_ROWS) run on BF16 tiles, the activations split into hi + lo; F16
      * weights split exactly into hi + lo (three products): against the double reference on the
      * decoded weights NMSE <= 1e-9 (f32 GEMM's accuracy); block types' decoded weights rounded
      * to one bf16 (8 significant bits: NMSE about 3e-6, <= 2e-5 asserted, against the 5e-4 of
      * the 8-bit paths; the int8 dots on quantized activations give about 1e-5); partial tiles of weight rows (1, 17,
-     * 33: the second 16-row half empty, partial, full) and of activation rows (16, 17, 33, 40),
+     * 33: the second 16-row half empty, partial, full) and of activation rows (32, 33, 40, 47),
      * K with a partial 128-column chunk (96, 288; 256, 768 for the K-quants); 1, 2 and 3
      * threads give the same bits; accumulate adds onto Y. */
     if (!ingot__isa_supported(INGOT__ISA_AMX)) {
@@ -196,7 +196,7 @@ TEST(amx_decoded_tiles_against_f32)
     }
     static const ingot_dtype types[] = {INGOT_DTYPE_F16,  INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0,
                                         INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
-    static const size_t ms[] = {1, 17, 33, 172}, nxs[] = {16, 17, 33, 40};
+    static const size_t ms[] = {1, 17, 33, 172}, nxs[] = {32, 33, 40, 47};
     ingot__pool *p2 = ingot__pool_create(NULL, 2), *p3 = ingot__pool_create(NULL, 3);
     double worst = 0;
     for (size_t ti = 0; ti < 6; ti++)

@@ -8,11 +8,13 @@
 #include "cpu/kernels/qdot.h"
 
 /* Whether the tiles take this case: AMX supported, nx >= 16, and weights I8 (K a multiple of
- * 64), Q8_0 (K a multiple of 32), or, with f32 activations at hand (have_f32), BF16, F16, Q4_0
- * (K a multiple of 32), Q4_K, Q5_K, Q6_K (K a multiple of 256). */
+ * 64), Q8_0 (K a multiple of 32), or, with f32 activations at hand (have_f32), BF16 and F16 (K a
+ * multiple of 32), and from INGOT__QGEMM_DEQUANT_ROWS rows on Q4_0 (K a multiple of 32), Q4_K,
+ * Q5_K, Q6_K (K a multiple of 256): below that the block types keep the dots' quantized
+ * activations, as at every level. */
 bool ingot__amx_ok(ingot_dtype wt, size_t K, size_t nx, bool have_f32);
 /* Y[i * ldy + m] (+)= sum_k W[m, k] x_i[k] for m < M, i < nx, on tiles; ldw in bytes.
- * I8, and Q8_0 when X is NULL: xq holds the quantized activation rows (qdot.h layout for wt),
+ * I8, and Q8_0 when X is NULL or nx < INGOT__QGEMM_DEQUANT_ROWS: xq holds the quantized activation rows (qdot.h layout for wt),
  * xstride bytes apart; int8 tiles, each Q8_0 block's int32 dot scaled in f32 as the dot
  * kernels do. Otherwise the f32 rows X (ldx floats apart) split into two bf16 halves, hi + lo,
  * meet BF16 weights in place (wh xh + wh xl), F16 weights split exactly into two bf16 halves

@@ -119,12 +119,12 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out);
  * ignored. Rows of W are split over the pool; with nx > 1 every block of rows is kept in cache
  * while it meets all nx activation rows.
  * Prefill-sized batches take faster routes that read the f32 activations X (row stride ldx;
- * NULL: not available) instead of xq, which may then be NULL (ingot__qgemm_reads_f32): at the
- * AMX level, 16 or more rows, block types decoded to bf16 hi/lo panels on BF16 tiles (amx.h);
- * int8 (and Q8_0 without X) on int8 tiles; elsewhere block types with INGOT__QGEMM_DEQUANT_ROWS
- * or more rows dequantized to f32 a panel of rows at a time into pool scratch and multiplied by
- * the blocked f32 GEMM. The f32 routes are closer to the exact result (the activations enter
- * unquantized). NOMEM if scratch cannot be had. */
+ * NULL: not available) instead of xq, which may then be NULL (ingot__qgemm_reads_f32): block
+ * types with INGOT__QGEMM_DEQUANT_ROWS or more rows, at the AMX level decoded to bf16 panels on
+ * BF16 tiles (amx.h), elsewhere dequantized to f32 a panel of rows at a time into pool scratch
+ * and multiplied by the blocked f32 GEMM; the activations then enter unquantized (closer to the
+ * exact result). At the AMX level int8 weights, and Q8_0 below that many rows, with 16 or more
+ * rows run on int8 tiles. NOMEM if scratch cannot be had. */
 #define INGOT__QGEMM_DEQUANT_ROWS 32
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                           size_t ldw, const float *wscale, const void *xq, const float *X,

@@ -400,9 +400,8 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
 
 bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx)
 {
-    if (wt == INGOT_DTYPE_I8 || !ingot__qdot_k_ok(wt, K)) return false;
-    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx, true)) return true;
-    return nx >= INGOT__QGEMM_DEQUANT_ROWS;
+    /* at every level (AMX tiles or f32 GEMM on dequantized panels) */
+    return wt != INGOT_DTYPE_I8 && ingot__qdot_k_ok(wt, K) && nx >= INGOT__QGEMM_DEQUANT_ROWS;
 }
 
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,

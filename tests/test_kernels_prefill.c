@@ -32,10 +32,12 @@ static void say_levels(void)
 {
     fprintf(stderr, "ISA levels run:");
     for (int l = 0; l < INGOT__ISA_COUNT; l++)
-        if (ingot__isa_supported((ingot__isa)l)) fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l));
+        if (ingot__isa_supported((ingot__isa)l))
+            fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l));
     fprintf(stderr, "; not supported here (not run):");
     for (int l = 0; l < INGOT__ISA_COUNT; l++)
-        if (!ingot__isa_supported((ingot__isa)l)) fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l));
+        if (!ingot__isa_supported((ingot__isa)l))
+            fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l));
     fprintf(stderr, "\n");
 }
 
@@ -52,7 +54,9 @@ TEST(qx_quantize_same_bits_every_level)
     int compared = 0;
     for (size_t ti = 0; ti < 6; ti++) {
         ingot_dtype wt = qtypes[ti];
-        const size_t *ks = wt == INGOT_DTYPE_I8 ? ki8 : ingot_dtype_block_elems(wt) == 32 ? k32 : kq;
+        const size_t *ks = wt == INGOT_DTYPE_I8                     ? ki8
+                           : ingot_dtype_block_elems(wt) == 32 ? k32
+                                                                : kq;
         size_t nk = wt == INGOT_DTYPE_I8 ? 5 : ingot_dtype_block_elems(wt) == 32 ? 3 : 2;
         for (size_t kk = 0; kk < nk; kk++)
             for (int variant = 0; variant < 4; variant++) {
@@ -138,7 +142,8 @@ static void fill_weights(ingot_dtype wt, uint8_t *w, size_t rows, size_t K)
 
 static size_t row_bytes(ingot_dtype wt, size_t K)
 {
-    return wt == INGOT_DTYPE_F16 ? 2 * K : K / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
+    if (wt == INGOT_DTYPE_F16) return 2 * K;
+    return K / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
 }
 
 /* R[i * M + m] = sum_k deq(W)[m, k] X[i, k] in double. */
@@ -182,11 +187,12 @@ static ingot_status prefill_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
 TEST(amx_decoded_tiles_against_f32)
 {
     /* At the AMX level F16 and the block types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) against 32 or
-     * more f32 activation rows (INGOT__QGEMM_DEQUANT_ROWS) run on BF16 tiles, the activations split into hi + lo; F16
-     * weights split exactly into hi + lo (three products): against the double reference on the
-     * decoded weights NMSE <= 1e-9 (f32 GEMM's accuracy); block types' decoded weights rounded
-     * to one bf16 (8 significant bits: NMSE about 3e-6, <= 2e-5 asserted, against the 5e-4 of
-     * the 8-bit paths; the int8 dots on quantized activations give about 1e-5); partial tiles of weight rows (1, 17,
+     * more f32 activation rows (INGOT__QGEMM_DEQUANT_ROWS) run on BF16 tiles, the activations
+     * split into hi + lo; F16 weights split exactly into hi + lo (three products): against the
+     * double reference on the decoded weights NMSE <= 1e-9 (f32 GEMM's accuracy); block types'
+     * decoded weights rounded to one bf16 (8 significant bits: NMSE about 3e-6, <= 2e-5
+     * asserted, against the 5e-4 of the 8-bit paths; the int8 dots on quantized activations
+     * give about 1e-5); partial tiles of weight rows (1, 17,
      * 33: the second 16-row half empty, partial, full) and of activation rows (32, 33, 40, 47),
      * K with a partial 128-column chunk (96, 288; 256, 768 for the K-quants); 1, 2 and 3
      * threads give the same bits; accumulate adds onto Y. */

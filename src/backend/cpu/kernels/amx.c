@@ -375,7 +375,8 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
                     __m128i lo = _mm_loadu_si128(
                         (const __m128i *)(const void *)(ql + hh * 64 + (ss & 1) * 32 + o));
                     __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(qh + hh * 32 + o));
-                    lo = _mm_and_si128(_mm_srl_epi16(lo, _mm_cvtsi32_si128(4 * (int)(ss >> 1))), m4);
+                    __m128i ls = _mm_cvtsi32_si128(4 * (int)(ss >> 1));
+                    lo = _mm_and_si128(_mm_srl_epi16(lo, ls), m4);
                     hi = _mm_and_si128(_mm_srl_epi16(hi, _mm_cvtsi32_si128(2 * (int)ss)), m2);
                     __m512i q = _mm512_cvtepu8_epi32(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)));
                     __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(32)));

@@ -91,7 +91,10 @@ void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha
  * W is [M, K] of dtype wt (INGOT_DTYPE_F16 or BF16, row stride ldw elements), X is [nx, K] f32
  * (row stride ldx), Y is [nx, M] (row stride ldy). Weights are widened to f32 exactly (F16C /
  * AVX-512 conversions, BF16 by a shift) and the products summed in f32, one row of W streamed
- * once for up to 4 rows of X. */
+ * once for up to 4 rows of X. Prefill batches: at the AMX level 16 or more rows (K a multiple
+ * of 32) on BF16 tiles, X split into bf16 hi + lo and F16 weights into exact hi + lo halves
+ * (amx.h: f32 GEMM's accuracy); elsewhere INGOT__QGEMM_DEQUANT_ROWS or more rows through the
+ * f32 GEMM on widened panels. */
 void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                       size_t ldw, size_t nx, const float *X, size_t ldx, bool accumulate, float *Y,
                       size_t ldy);

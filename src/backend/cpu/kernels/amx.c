@@ -75,16 +75,40 @@ typedef struct {
     float *Y;
 } amx_job;
 
-/* f[m * 16 + n] (weight row m, activation row n of the group) into Y[n0 + n][m0 + m]. */
+/* f[m * 16 + n] (weight row m, activation row n of the group) into Y[n0 + n][m0 + m]: a 16 x 16
+ * transpose in registers (32-bit, 64-bit, then two 128-bit lane steps; rows past mr read as 0),
+ * then one masked row store per activation row (16 gathers instead: 6% of a Q8_0 prefill). */
 AMX_TGT static void put_t(const amx_job *j, size_t m0, size_t mr, size_t n0, const float *f)
 {
     size_t nr = j->nx - n0 < 16 ? j->nx - n0 : 16;
     __mmask16 mk = (__mmask16)(mr >= 16 ? 0xffffu : (1u << mr) - 1);
-    const __m512i idx = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176,
-                                          192, 208, 224, 240);
+    __m512 r[16], t[16];
+    for (size_t i = 0; i < 16; i++)
+        r[i] = i < mr ? _mm512_load_ps(f + 16 * i) : _mm512_setzero_ps();
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int i = 0; i < 2; i++)
+        for (int q = 0; q < 4; q++) {
+            t[8 * i + q] = _mm512_shuffle_f32x4(r[8 * i + q], r[8 * i + 4 + q], 0x88);
+            t[8 * i + 4 + q] = _mm512_shuffle_f32x4(r[8 * i + q], r[8 * i + 4 + q], 0xdd);
+        }
+    for (int q = 0; q < 8; q++) { /* r[n]: column n of f */
+        r[q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0x88);
+        r[8 + q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0xdd);
+    }
     for (size_t n = 0; n < nr; n++) {
-        __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, idx, f + n, 4);
         float *y = j->Y + (n0 + n) * j->ldy + m0;
+        __m512 v = r[n];
         if (j->acc) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, y), v);
         _mm512_mask_storeu_ps(y, mk, v);
     }

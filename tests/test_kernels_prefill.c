@@ -242,6 +242,45 @@ TEST(amx_decoded_tiles_against_f32)
     ingot__pool_destroy(p3);
 }
 
+TEST(amx_long_batches_in_passes)
+{
+    /* Batches longer than one pass of 256 activation rows run pass by pass: 270 rows (a last
+     * pass of 14, under a tile's 16 and under the 32 that pick the bf16 route: it must keep
+     * the batch's route, and needs no quantized rows) and 300, against the double reference
+     * (limits as above), 1 and 2 threads bitwise, accumulate. */
+    if (!ingot__isa_supported(INGOT__ISA_AMX)) {
+        fprintf(stderr, "amx: not supported here, not run\n");
+        return;
+    }
+    static const ingot_dtype types[] = {INGOT_DTYPE_F16, INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_K};
+    ingot__pool *p2 = ingot__pool_create(NULL, 2);
+    for (size_t ti = 0; ti < 3; ti++)
+        for (size_t ci = 0; ci < 2; ci++) {
+            ingot_dtype wt = types[ti];
+            size_t M = 40, nx = ci ? 300 : 270, K = wt == INGOT_DTYPE_Q4_K ? 256 : 288;
+            ingot__set_isa(INGOT__ISA_AMX);
+            uint8_t *w = malloc(M * row_bytes(wt, K));
+            float *X = malloc(nx * K * 4), *Y1 = malloc(nx * M * 4), *Y2 = malloc(nx * M * 4);
+            double *R = malloc(nx * M * sizeof *R);
+            fill_weights(wt, w, M, K);
+            for (size_t i = 0; i < nx * K; i++) X[i] = frand();
+            ref_gemm(wt, w, M, K, X, nx, R);
+            for (size_t i = 0; i < nx * M; i++) Y2[i] = 2.0f;
+            ASSERT_OK(prefill_gemm(NULL, wt, M, K, w, X, nx, false, Y1));
+            ASSERT_OK(prefill_gemm(p2, wt, M, K, w, X, nx, true, Y2));
+            double e = nmse(Y1, R, nx * M), lim = wt == INGOT_DTYPE_F16 ? 1e-9 : 2e-5;
+            CHECK(e <= lim, "%s nx=%zu: nmse %g", ingot_dtype_name(wt), nx, e);
+            double tail = nmse(Y1 + 256 * M, R + 256 * M, (nx - 256) * M);
+            CHECK(tail <= lim, "%s nx=%zu: last pass nmse %g", ingot_dtype_name(wt), nx, tail);
+            for (size_t i = 0; i < nx * M; i++)
+                CHECK(Y2[i] == 2.0f + Y1[i], "%s nx=%zu: 2 threads + accumulate at %zu",
+                      ingot_dtype_name(wt), nx, i);
+            ingot__set_isa(ingot__cpu_isa());
+            free(w), free(X), free(Y1), free(Y2), free(R);
+        }
+    ingot__pool_destroy(p2);
+}
+
 TEST(amx_q8_0_int8_tiles_block_tails)
 {
     /* Q8_0 without f32 activations stays on int8 tiles, four 32-blocks in flight: row lengths
@@ -316,4 +355,5 @@ TEST(prefill_f32_route_every_level)
 }
 
 RUN_TESTS(T(qx_quantize_same_bits_every_level), T(amx_decoded_tiles_against_f32),
-          T(amx_q8_0_int8_tiles_block_tails), T(prefill_f32_route_every_level))
+          T(amx_long_batches_in_passes), T(amx_q8_0_int8_tiles_block_tails),
+          T(prefill_f32_route_every_level))

@@ -550,25 +550,19 @@ bool ingot__amx_ok(ingot_dtype wt, size_t K, size_t nx, bool have_f32)
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
-                             const void *W, size_t ldw, const float *wscale, const void *xq,
-                             size_t xstride, const float *X, size_t ldx, size_t nx,
-                             bool accumulate, float *Y, size_t ldy)
+/* One pass of at most NXC activation rows (ingot__amx_gemm splits longer batches: every weight
+ * task streams all the packed activations, 4 bytes an element, which should stay in L2). */
+#define NXC 256
+static ingot_status amx_pass(ingot__pool *pool, amx_kind kind, ingot_dtype wt, size_t M,
+                             size_t K, const void *W, size_t ldw, const float *wscale,
+                             const void *xq, size_t xstride, const float *X, size_t ldx,
+                             size_t nx, bool accumulate, float *Y, size_t ldy)
 {
-    if (M == 0 || nx == 0) return INGOT_OK;
-    ingot__pool *own = NULL;
-    if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
     size_t nxb = (nx + 15) / 16, nb = K / 32;
     amx_job j = {.wt = wt, .M = M, .K = K, .ldw = ldw, .nx = nx, .nxb = nxb, .ldy = ldy,
                  .nb = nb, .W = W, .wscale = wscale, .pool = pool, .acc = accumulate, .Y = Y};
     atomic_init(&j.failed, 0);
-    /* Q8_0 with f32 activations (32 rows or more): decoded as the other block types (2-4x
-     * faster than its int8 tiles, and closer to the exact result) */
-    bool q8_f32 = X && nx >= INGOT__QGEMM_DEQUANT_ROWS;
-    j.kind = wt == INGOT_DTYPE_I8                 ? K_I8
-             : wt == INGOT_DTYPE_Q8_0 && !q8_f32 ? K_Q8
-             : wt == INGOT_DTYPE_BF16              ? K_BF16
-                                                   : K_DEC;
+    j.kind = kind;
     bool half = j.kind == K_BF16 || j.kind == K_DEC;
     j.kb = half ? K * 2 * 16 * 2 : K * 16;
     size_t nsc = j.kind == K_I8 ? 16 : nb * 16; /* activation scales per group */
@@ -585,17 +579,42 @@ ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t
     for (unsigned w = 1; j.panel && w < ingot__pool_threads(pool); w++)
         ok = ok && ingot__pool_scratch(pool, w, j.panel);
     uint8_t *s = ok ? ingot__pool_scratch(pool, 0, j.lead + j.panel) : NULL;
-    if (!s) {
-        ingot__pool_destroy(own);
-        return INGOT_NOMEM;
-    }
+    if (!s) return INGOT_NOMEM;
     j.B = s, j.dx = half ? NULL : (float *)(void *)(s + bbytes);
     j.xq = xq, j.X = X, j.xstride = xstride, j.ldx = ldx, j.nsc = nsc;
     ingot__pool_run(pool, pack_task, &j, nxb); /* one group of 16 activation rows a task */
     size_t rows = j.kind == K_DEC ? 32 : 16;
     ingot__pool_run(pool, amx_task, &j, (M + rows - 1) / rows);
-    ingot__pool_destroy(own);
     return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
+}
+
+ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+                             const void *W, size_t ldw, const float *wscale, const void *xq,
+                             size_t xstride, const float *X, size_t ldx, size_t nx,
+                             bool accumulate, float *Y, size_t ldy)
+{
+    if (M == 0 || nx == 0) return INGOT_OK;
+    ingot__pool *own = NULL;
+    if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
+    /* Q8_0 with f32 activations (32 rows or more): decoded as the other block types (2-4x
+     * faster than its int8 tiles, and closer to the exact result). Chosen from the whole
+     * batch: a short last pass takes the same route (and needs no xq). */
+    bool q8_f32 = X && nx >= INGOT__QGEMM_DEQUANT_ROWS;
+    amx_kind kind = wt == INGOT_DTYPE_I8                 ? K_I8
+                    : wt == INGOT_DTYPE_Q8_0 && !q8_f32 ? K_Q8
+                    : wt == INGOT_DTYPE_BF16              ? K_BF16
+                                                          : K_DEC;
+    /* The first pass is the longest: its scratch serves the rest, so only it can fail (before
+     * anything is written). */
+    ingot_status st = INGOT_OK;
+    for (size_t n0 = 0; n0 < nx && st == INGOT_OK; n0 += NXC) {
+        size_t n = nx - n0 < NXC ? nx - n0 : NXC;
+        st = amx_pass(pool, kind, wt, M, K, W, ldw, wscale,
+                      xq ? (const uint8_t *)xq + n0 * xstride : NULL, xstride,
+                      X ? X + n0 * ldx : NULL, ldx, n, accumulate, Y + n0 * ldy, ldy);
+    }
+    ingot__pool_destroy(own);
+    return st;
 }
 #else
 bool ingot__amx_ok(ingot_dtype wt, size_t K, size_t nx, bool have_f32)

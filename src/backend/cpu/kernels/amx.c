@@ -477,7 +477,7 @@ AMX_TGT static void pack32(const uint8_t *const *rows, size_t nr, size_t K4, uin
 AMX_TGT static void pack_bf16(const float *X, size_t ldx, size_t n0, size_t nr, size_t K,
                               uint16_t *th, uint16_t *tl, uint8_t *Bh, uint8_t *Bl)
 {
-    const uint8_t *rh[16], *rl[16];
+    const uint8_t *rh[16] = {NULL}, *rl[16] = {NULL};
     for (size_t n = 0; n < nr; n++) {
         const float *x = X + (n0 + n) * ldx;
         uint16_t *h = th + n * K, *l = tl + n * K;
@@ -515,7 +515,7 @@ AMX_TGT static void pack_task(void *ctx, size_t g, unsigned worker)
         pack_bf16(j->X, j->ldx, n0, nr, K, th, th + 16 * K, Bg, Bg + j->kb / 2);
         return;
     }
-    const uint8_t *rows[16];
+    const uint8_t *rows[16] = {NULL};
     float *dg = j->dx + g * j->nsc;
     if (nr < 16) memset(dg, 0, j->nsc * sizeof(float));
     for (size_t n = 0; n < nr; n++) {

@@ -29,7 +29,8 @@ typedef enum {
     K_I8,   /* A = 16 weight rows x 64 bytes in place; one result per row and activation row */
     K_Q8,   /* A = 16 Q8_0 rows x one 32-byte block in place, scaled per block in f32 */
     K_BF16, /* A = 16 rows x 32 bf16 in place; B = activations hi and lo */
-    K_DEC   /* A = hi and lo bf16 panels of 16 decoded weight rows; B = activations hi and lo */
+    K_DEC   /* A = bf16 panels of 32 decoded weight rows (F16: hi and lo); B = activations hi
+             * and lo (dec_tiles) */
 } amx_kind;
 
 /* Tile shapes per kind; rows of A and C are the task's weight rows (ar <= 16). */
@@ -214,14 +215,13 @@ AMX_TGT static void q8_scales(const amx_job *j, size_t m0, size_t mr, float *s1)
     }
 }
 
-/* 16 weight rows of bf16 against every activation group: A = ah (+ al: the weights' low halves,
- * NULL for BF16 weights), rows lda bytes apart; B = the activations' hi and lo halves. Products
- * wh xh + wh xl (+ wl xh). k runs in chunks of KC whose A stays in L1 while every group meets
- * it; each group's f32 result waits in cbuf ([nxb][16][16]) between chunks (stored and reloaded
- * exactly: the sums run in the same order as in one pass). */
+/* 16 BF16 weight rows in place (A = a, rows lda bytes apart) against every activation group
+ * (B = the activations' hi and lo halves): w xh + w xl. k runs in chunks of KC whose A stays in
+ * L1 while every group meets it; each group's f32 result waits in cbuf ([nxb][16][16]) between
+ * chunks (stored and reloaded exactly: the sums run in the same order as in one pass). */
 #define KC 256
-AMX_TGT static void half_tiles(const amx_job *j, const uint8_t *ah, const uint8_t *al, long lda,
-                               size_t m0, size_t mr, float *cbuf)
+AMX_TGT static void bf16_tiles(const amx_job *j, const uint8_t *a, long lda, size_t m0, size_t mr,
+                               float *cbuf)
 {
     size_t K = j->K, half = j->kb / 2;
     for (size_t k0 = 0; k0 < K; k0 += KC) {
@@ -232,15 +232,11 @@ AMX_TGT static void half_tiles(const amx_job *j, const uint8_t *ah, const uint8_
             if (k0 == 0) _tile_zero(4);
             else _tile_loadd(4, cg, 64);
             for (size_t k = k0; k < k1; k += 32) { /* 32 bf16 = 64 bytes of a row */
-                _tile_loadd(0, ah + 2 * k, lda);
+                _tile_loadd(0, a + 2 * k, lda);
                 _tile_loadd(2, b + k * 32, 64);
                 _tile_dpbf16ps(4, 0, 2);
                 _tile_loadd(3, b + half + k * 32, 64);
                 _tile_dpbf16ps(4, 0, 3);
-                if (al) {
-                    _tile_loadd(1, al + 2 * k, lda);
-                    _tile_dpbf16ps(4, 1, 2);
-                }
             }
             _tile_stored(4, cg, 64);
         }
@@ -448,7 +444,7 @@ AMX_TGT static void amx_task(void *ctx, size_t t, unsigned worker)
         dec_tiles(j, (const uint8_t *)ph, (const uint8_t *)pl, (const uint8_t *)ph1,
                   (const uint8_t *)pl1, m0, mr, cbuf);
     } else if (j->kind == K_BF16) {
-        half_tiles(j, j->W + m0 * j->ldw, NULL, (long)j->ldw, m0, mr, (float *)(void *)panel);
+        bf16_tiles(j, j->W + m0 * j->ldw, (long)j->ldw, m0, mr, (float *)(void *)panel);
     } else {
         for (size_t g = 0; g < j->nxb; g++) i8_block(j, m0, mr, g);
     }

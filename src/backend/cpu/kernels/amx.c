@@ -329,9 +329,9 @@ AMX_TGT static inline void split16(__m512 v, uint16_t *h, uint16_t *l, size_t o)
 /* Bytes of one panel (16 rows, K columns in chunks of KC2). */
 static size_t panel_elems(size_t K) { return (K + KC2 - 1) / KC2 * 16 * KC2; }
 
-/* Rows [m0, m0 + mr) of the weights decoded to f32 (F16 by vcvtph2ps, the block types by
- * ingot_dequantize into rowf) and split into bf16 panels ph / pl (dec_tiles' chunked layout),
- * zero rows past mr. */
+/* Rows [m0, m0 + mr) of the weights decoded to f32 (F16 by vcvtph2ps, each block type by its
+ * own AVX-512 decoder with ingot_dequantize's formula; any other type by ingot_dequantize into
+ * rowf) and split into bf16 panels ph / pl (dec_tiles' chunked layout), zero rows past mr. */
 AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t *ph, uint16_t *pl,
                                float *rowf)
 {
@@ -362,9 +362,29 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
             }
             continue;
         }
-        if (j->wt == INGOT_DTYPE_Q4_K) { /* (d sc) q - (dmin mn) per 32, as ingot_dequantize */
+        if (j->wt == INGOT_DTYPE_Q4_0) { /* d (q - 8), as ingot_dequantize */
+            for (size_t k = 0; k < K; k += 32) {
+                const uint8_t *blk = w + k / 32 * 18;
+                __m512 d = _mm512_set1_ps(f16f(blk));
+                __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
+                __m128i lo = _mm_and_si128(q, _mm_set1_epi8(15));
+                __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15));
+                const __m512i eight = _mm512_set1_epi32(8);
+                __m512i il = _mm512_sub_epi32(_mm512_cvtepu8_epi32(lo), eight);
+                __m512i ih = _mm512_sub_epi32(_mm512_cvtepu8_epi32(hi), eight);
+                __m512 vl = _mm512_cvtepi32_ps(il), vh = _mm512_cvtepi32_ps(ih);
+                split16(_mm512_mul_ps(d, vl), h, l, CHUNKED(k));
+                split16(_mm512_mul_ps(d, vh), h, l, CHUNKED(k + 16));
+            }
+            continue;
+        }
+        if (j->wt == INGOT_DTYPE_Q4_K || j->wt == INGOT_DTYPE_Q5_K) {
+            /* (d sc) q - (dmin mn) per 32, as ingot_dequantize; Q5_K: bit k of qh[l] is the
+             * fifth bit of element 32 k + l */
+            bool five = j->wt == INGOT_DTYPE_Q5_K;
             for (size_t k = 0; k < K; k += 256) {
-                const uint8_t *blk = w + k / 256 * 144, *qs = blk + 16;
+                const uint8_t *blk = w + k / 256 * (five ? 176 : 144), *qh = blk + 16;
+                const uint8_t *qs = blk + (five ? 48 : 16);
                 uint8_t sc[8], mn[8];
                 ingot__k_scale_min(blk + 4, sc, mn);
                 float d = f16f(blk), dmin = f16f(blk + 2);
@@ -376,6 +396,12 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
                             (const __m128i *)(const void *)(qs + sb / 2 * 32 + i));
                         if (sb & 1) q = _mm_srli_epi16(q, 4);
                         q = _mm_and_si128(q, _mm_set1_epi8(15));
+                        if (five) {
+                            __m128i hb = _mm_loadu_si128((const __m128i *)(const void *)(qh + i));
+                            hb = _mm_and_si128(_mm_srl_epi16(hb, _mm_cvtsi32_si128((int)sb)),
+                                               _mm_set1_epi8(1));
+                            q = _mm_or_si128(q, _mm_slli_epi16(hb, 4));
+                        }
                         __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q));
                         size_t e = k + sb * 32 + i;
                         split16(_mm512_sub_ps(_mm512_mul_ps(s1, v), s2), h, l, CHUNKED(e));

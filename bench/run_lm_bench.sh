@@ -6,6 +6,8 @@
 # median rates per CPU second beside the bounds per CPU second), and on stories260K (255 decode
 # steps from one prompt token, llama2.c's run) at 1 thread. One JSON object per line on stdout.
 # Each run holds /tmp/ingot-bench.lock, so benchmarks of parallel sessions do not overlap.
+# BASE=/path/to/an/older/ingot runs that binary too, alternating with INGOT case by case (its
+# lines carry "build": "base", INGOT's "build": "new"), for before/after figures of one run.
 set -euo pipefail
 ING=${1:-build/tools/cli/ingot}
 GEN=${2:-build/bench/bench_lm}
@@ -16,10 +18,17 @@ for dt in F32 F16 Q8_0 Q4_K; do
     [ -f "$DIR/llama-$dt.gguf" ] || "$GEN" "$DIR/llama-$dt.gguf" "$dt" >&2
 done
 REPS=${REPS:-5}
+BASE=${BASE:-}
+tag() { sed "s/^{/{\"build\": \"$1\", /"; }
 for dt in Q4_K Q8_0 F16 F32; do
     for t in 1 2; do
-        flock /tmp/ingot-bench.lock "$ING" bench generate "$DIR/llama-$dt.gguf" --threads "$t" \
-            --prompt-tokens 128 --decode-tokens 32 --reps "$REPS" --json
+        for b in ${BASE:+base} new; do
+            bin=$ING
+            [ "$b" = base ] && bin=$BASE
+            flock /tmp/ingot-bench.lock "$bin" bench generate "$DIR/llama-$dt.gguf" --threads "$t" \
+                --prompt-tokens 128 --decode-tokens 32 --reps "$REPS" --json |
+                if [ -n "$BASE" ]; then tag "$b"; else cat; fi
+        done
     done
 done
 flock /tmp/ingot-bench.lock "$ING" bench generate "$STORIES" --threads 1 --prompt-tokens 1 \

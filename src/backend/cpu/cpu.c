@@ -306,7 +306,9 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
     int64_t M = ing_nelem(dst) / OUT, xr, ldx, yr, ldy;
     bool x_ok = rows_view(x, &xr, &ldx), y_ok = rows_view(dst, &yr, &ldy);
     bool s_ok = wt != INGOT_DTYPE_I8 || OUT == 1 || scale->strides[0] == 1;
-    size_t xrow = half ? 0 : ingot__qx_bytes(wt, (size_t)IN);
+    /* prefill routes that read the f32 rows (kernels.h): no quantized copy */
+    bool f32_route = !half && ingot__qgemm_reads_f32(wt, (size_t)IN, (size_t)M);
+    size_t xrow = half || f32_route ? 0 : ingot__qx_bytes(wt, (size_t)IN);
     size_t qbytes = round64(xrow * (size_t)M);
     size_t xbytes = x_ok ? 0 : round64((size_t)(M * IN) * 4);
     size_t ybytes = y_ok ? 0 : round64((size_t)(M * OUT) * 4);
@@ -344,11 +346,12 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
                          (size_t)M, px, (size_t)ldx, bias != NULL, py, (size_t)ldy);
     } else {
         qlin_job j = {wt, px, ldx, IN, s, xrow};
-        ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
+        if (!f32_route) ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
         size_t ldw = (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
         if (wt == INGOT_DTYPE_I8) ldw = (size_t)IN;
-        if (ingot__qgemm(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), ldw, ws, s, px,
-                         (size_t)ldx, (size_t)M, bias != NULL, py, (size_t)ldy) != INGOT_OK)
+        if (ingot__qgemm(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), ldw, ws,
+                         f32_route ? NULL : s, px, (size_t)ldx, (size_t)M, bias != NULL, py,
+                         (size_t)ldy) != INGOT_OK)
             return nomem(err, "qlinear");
     }
     if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);

@@ -529,18 +529,11 @@ void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, con
                       float *Y, size_t ldy)
 {
     if (M == 0 || nx == 0) return;
-    if (wt == INGOT_DTYPE_BF16 && ingot__get_isa() == INGOT__ISA_AMX &&
-        ingot__amx_ok(wt, K, nx) && ldx >= K) {
-        ingot__pool *own = pool ? NULL : ingot__pool_create(NULL, 1);
-        void *s = (pool || own) ? ingot__pool_scratch(pool ? pool : own, 0,
-                                                      ingot__amx_scratch(wt, K, nx))
-                                : NULL;
-        if (s) /* no scratch: the streaming kernels below */
-            ingot__amx_gemm(pool ? pool : own, wt, M, K, W, ldw * 2, NULL, X, ldx, nx,
-                            accumulate, Y, ldy, s);
-        ingot__pool_destroy(own);
-        if (s) return;
-    }
+    /* AMX: BF16 in place, F16 split into two bf16 halves (no scratch: the paths below) */
+    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx, true) && ldx >= K &&
+        ingot__amx_gemm(pool, wt, M, K, W, ldw * 2, NULL, NULL, 0, X, ldx, nx, accumulate, Y,
+                        ldy) == INGOT_OK)
+        return;
     if (nx >= INGOT__QGEMM_DEQUANT_ROWS &&
         ingot__dequant_gemm(pool, wt, M, K, W, ldw * 2, X, ldx, nx, accumulate, Y, ldy) ==
             INGOT_OK)

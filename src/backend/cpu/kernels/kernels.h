@@ -91,7 +91,10 @@ void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha
  * W is [M, K] of dtype wt (INGOT_DTYPE_F16 or BF16, row stride ldw elements), X is [nx, K] f32
  * (row stride ldx), Y is [nx, M] (row stride ldy). Weights are widened to f32 exactly (F16C /
  * AVX-512 conversions, BF16 by a shift) and the products summed in f32, one row of W streamed
- * once for up to 4 rows of X. */
+ * once for up to 4 rows of X. Prefill batches: at the AMX level 16 or more rows (K a multiple
+ * of 32) on BF16 tiles, X split into bf16 hi + lo and F16 weights into exact hi + lo halves
+ * (amx.h: f32 GEMM's accuracy); elsewhere INGOT__QGEMM_DEQUANT_ROWS or more rows through the
+ * f32 GEMM on widened panels. */
 void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                       size_t ldw, size_t nx, const float *X, size_t ldx, bool accumulate, float *Y,
                       size_t ldy);
@@ -118,15 +121,20 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out);
  * with X_i = xq + i * ingot__qx_bytes(wt, K). wscale: per-row weight scales for I8, else
  * ignored. Rows of W are split over the pool; with nx > 1 every block of rows is kept in cache
  * while it meets all nx activation rows.
- * Prefill-sized batches take faster routes: at the AMX level, int8 and Q8_0 weights with 16 or
- * more rows run on tiles; block types with INGOT__QGEMM_DEQUANT_ROWS or more rows and the f32
- * activations X (row stride ldx; NULL: not available) are dequantized to f32 a panel of rows at
- * a time into pool scratch and multiplied by the blocked f32 GEMM (the activations then enter
- * unquantized: the result is closer to the exact one). NOMEM if scratch cannot be had. */
+ * Prefill-sized batches take faster routes that read the f32 activations X (row stride ldx;
+ * NULL: not available) instead of xq, which may then be NULL (ingot__qgemm_reads_f32): block
+ * types with INGOT__QGEMM_DEQUANT_ROWS or more rows, at the AMX level decoded to bf16 panels on
+ * BF16 tiles (amx.h), elsewhere dequantized to f32 a panel of rows at a time into pool scratch
+ * and multiplied by the blocked f32 GEMM; the activations then enter unquantized (closer to the
+ * exact result). At the AMX level int8 weights, and Q8_0 below that many rows, with 16 or more
+ * rows run on int8 tiles. NOMEM if scratch cannot be had. */
 #define INGOT__QGEMM_DEQUANT_ROWS 32
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                           size_t ldw, const float *wscale, const void *xq, const float *X,
                           size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy);
+/* True when ingot__qgemm at the level in effect, given f32 activations, reads them and not
+ * xq (a caller may then skip quantizing and pass xq = NULL). */
+bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx);
 
 /* Quantizes x[K] (K multiple of 32) to GGML Q8_0 blocks (per 32 elements an f16 d = max|x|/127,
  * then 32 int8 rounded half away from zero), as GGML's reference quantizer does. */

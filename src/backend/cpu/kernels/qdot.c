@@ -82,6 +82,8 @@ void ingot__qx_view(ingot_dtype wt, size_t K, const void *xq, ingot__qx *v)
 
 void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
 {
+    /* Per block: the AVX-512 step (qx_avx512.c, the same bits) where the level has it, else the
+     * loop below, which defines the values. */
     size_t B = block_of(wt, K), nb = K / B;
     uint8_t *p = out;
     int8_t *q = (int8_t *)p;
@@ -89,8 +91,12 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
     int32_t *s = (int32_t *)(void *)(p + up64(K) + up64(nb * 4));
     int16_t *bs = (int16_t *)(void *)s;
     memset(q + K, 0, up64(K) - K);
+    bool simd = ingot__get_isa() >= INGOT__ISA_AVX512 && ingot__isa_supported(INGOT__ISA_AVX512);
     for (size_t b = 0; b < nb; b++) {
         const float *xb = x + b * B;
+        if (simd && ingot__qx_block_avx512(xb, B, q + b * B, d + b, kquant(wt) ? NULL : s + b,
+                                           kquant(wt) ? bs + b * B / 16 : NULL))
+            continue; /* the same bits as the loop below */
         float amax = 0.0f;
         bool nan = false;
         for (size_t i = 0; i < B; i++) {
@@ -99,23 +105,24 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out)
             amax = a > amax ? a : amax;
         }
         float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
-        if (nan || isinf(amax)) db = NAN, id = 0.0f; /* q = 0: the row's dots come out NaN */
+        bool bad = nan || isinf(amax); /* q = 0 (and sums 0): the row's dots come out NaN */
+        if (bad) db = NAN, id = 0.0f;
         d[b] = db;
         int32_t sum = 0;
         for (size_t i = 0; i < B; i++) {
-            float v = roundf(xb[i] * id); /* half away from zero, as GGML */
+            /* (inf or NaN times 0 is NaN, whose conversion to int is undefined) */
+            float v = bad ? 0.0f : roundf(xb[i] * id); /* half away from zero, as GGML */
             int qi = v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
             q[b * B + i] = (int8_t)qi;
             sum += qi;
         }
         if (!kquant(wt)) s[b] = sum;
-    }
-    if (kquant(wt))
-        for (size_t g = 0; g < K / 16; g++) {
-            int sum = 0;
-            for (int i = 0; i < 16; i++) sum += q[g * 16 + (size_t)i];
-            bs[g] = (int16_t)sum;
+        for (size_t g = b * B / 16; kquant(wt) && g < (b + 1) * B / 16; g++) {
+            int gs = 0;
+            for (int i = 0; i < 16; i++) gs += q[g * 16 + (size_t)i];
+            bs[g] = (int16_t)gs;
         }
+    }
     if (wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K)
         for (size_t e = 0; e < K; e += 128) { /* sub-blocks 0, 2, 1, 3 (ingot__qx_index) */
             int8_t t[32];
@@ -391,21 +398,20 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
     return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
 }
 
+bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx)
+{
+    /* at every level (AMX tiles or f32 GEMM on dequantized panels) */
+    return wt != INGOT_DTYPE_I8 && ingot__qdot_k_ok(wt, K) && nx >= INGOT__QGEMM_DEQUANT_ROWS;
+}
+
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                           size_t ldw, const float *wscale, const void *xq, const float *X,
                           size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy)
 {
     if (M == 0 || nx == 0) return INGOT_OK;
-    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx)) {
-        ingot__pool *own = NULL;
-        if (!pool && !(pool = own = ingot__pool_create(NULL, 1))) return INGOT_NOMEM;
-        void *s = ingot__pool_scratch(pool, 0, ingot__amx_scratch(wt, K, nx));
-        if (s)
-            ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K), nx,
-                            accumulate, Y, ldy, s);
-        ingot__pool_destroy(own);
-        return s ? INGOT_OK : INGOT_NOMEM;
-    }
+    if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx, X != NULL))
+        return ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K), X, ldx,
+                               nx, accumulate, Y, ldy);
     if (X && wt != INGOT_DTYPE_I8 && nx >= INGOT__QGEMM_DEQUANT_ROWS)
         return ingot__dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy);
     qjob j = {pick(ingot__get_isa(), wt),

@@ -56,6 +56,13 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
                                  const void *W, size_t ldw, const float *X, size_t ldx, size_t nx,
                                  bool accumulate, float *Y, size_t ldy);
 
+/* One block of n elements of an activation row quantized as ingot__qx_quantize defines it (the
+ * same bits), on AVX-512 (qx_avx512.c): q[n], *d, and *sum (if not NULL) or the sums of each 16
+ * elements into bs (if not NULL). False, with nothing written that counts, for a block holding
+ * NaN or inf (the scalar definition handles those) or where the compiler cannot target it. */
+bool ingot__qx_block_avx512(const float *x, size_t n, int8_t *q, float *d, int32_t *sum,
+                            int16_t *bs);
+
 /* f16 -> f32 (exact), for the scalar paths. */
 float ingot__kq_f16_to_f32(uint16_t h);
 

@@ -480,6 +480,20 @@ def finish(name, fwd, c, W, bos=1):
     save_npy(name + "_greedy.npy", greedy(fwd, c, W, bos))
 
 
+def lora_pair(g, W, merged, items, mod, r, alpha, scale, name_prefix, conv1d=False):
+    """Draws one module's lora_A [r, in] and lora_B [out, r] (in this order from g), appends
+    them to items under PEFT's names and merges them into merged: W + scale * alpha / r * B A,
+    transposed for a Conv1D weight stored [in, out] (PEFT's fan_in_fan_out)."""
+    shape = W[mod + ".weight"].shape
+    inp, out = shape if conv1d else (shape[1], shape[0])
+    A = rand(g, r, inp, scale=inp ** -0.5).float().double()
+    B = rand(g, out, r, scale=0.3).float().double()
+    items += [(f"{name_prefix}{mod}.lora_A.weight", A.numpy().astype(np.float32)),
+              (f"{name_prefix}{mod}.lora_B.weight", B.numpy().astype(np.float32))]
+    delta = (B @ A).T if conv1d else B @ A
+    merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * delta
+
+
 def make_lora(name, c, W, seed, scale):
     """A PEFT adapter for the llama model (r 4, alpha 8, q/k/v and down projections) and the
     logits of the merged model W + scale * alpha / r * B A (the tests pass the same scale)."""
@@ -493,12 +507,7 @@ def make_lora(name, c, W, seed, scale):
     for l in range(c["layers"]):
         for t in targets:
             mod = f"model.layers.{l}." + ("mlp." if t == "down_proj" else "self_attn.") + t
-            out, inp = W[mod + ".weight"].shape
-            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
-            B = rand(g, out, r, scale=0.3).float().double()
-            items += [(f"base_model.model.{mod}.lora_A.weight", A.numpy().astype(np.float32)),
-                      (f"base_model.model.{mod}.lora_B.weight", B.numpy().astype(np.float32))]
-            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A)
+            lora_pair(g, W, merged, items, mod, r, alpha, scale, "base_model.model.")
     write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
     write_adapter_config(d, "llama_hf", r, alpha, targets, False)
     toks = np.load(os.path.join(OUT, "llama_tokens.npy"))
@@ -532,14 +541,8 @@ def make_gpt2_lora(name, c, W, seed, scale):
     for l in range(c["layers"]):
         for mod in (f"h.{l}.attn.c_attn", f"h.{l}.attn.c_proj", f"h.{l}.mlp.c_fc",
                     f"h.{l}.mlp.c_proj"):
-            inp, out = W[mod + ".weight"].shape
-            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
-            B = rand(g, out, r, scale=0.3).float().double()
-            items += [(f"base_model.model.transformer.{mod}.lora_A.weight",
-                       A.numpy().astype(np.float32)),
-                      (f"base_model.model.transformer.{mod}.lora_B.weight",
-                       B.numpy().astype(np.float32))]
-            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A).T
+            lora_pair(g, W, merged, items, mod, r, alpha, scale, "base_model.model.transformer.",
+                      conv1d=True)
     write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
     write_adapter_config(d, "gpt2_hf", r, alpha, targets, True)
     toks = np.load(os.path.join(OUT, name + "_tokens.npy"))
@@ -584,12 +587,7 @@ def make_moe_lora(name, c, W, seed, scale):
         mods += [p + f"block_sparse_moe.experts.{e}.{w}" for e in range(c["experts"])
                  for w in ("w1", "w2", "w3")]
         for mod in mods:
-            out, inp = W[mod + ".weight"].shape
-            A = rand(g, r, inp, scale=inp ** -0.5).float().double()
-            B = rand(g, out, r, scale=0.3).float().double()
-            items += [(f"base_model.model.{mod}.lora_A.weight", A.numpy().astype(np.float32)),
-                      (f"base_model.model.{mod}.lora_B.weight", B.numpy().astype(np.float32))]
-            merged[mod + ".weight"] = W[mod + ".weight"] + scale * alpha / r * (B @ A)
+            lora_pair(g, W, merged, items, mod, r, alpha, scale, "base_model.model.")
     write_safetensors(os.path.join(d, "adapter_model.safetensors"), items, {"format": "pt"})
     write_adapter_config(d, "moe_hf", r, alpha, targets, False)
     toks = torch.tensor(np.load(os.path.join(OUT, name + "_tokens.npy")).astype(np.int64))

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "harness.h"
+#include "npy_load.h"
 #include "ingot/lm.h"
 #include "lm_internal.h"
 
@@ -16,24 +17,6 @@
 
 /* ---- helpers ---- */
 
-/* The first tensor of an .npy file, copied (F32 or I32). */
-static void *load_npy(const char *path, ingot_dtype want, uint64_t *nelem)
-{
-    ingot_file *f = NULL;
-    if (ingot_file_open(path, NULL, &f, NULL) != INGOT_OK) return NULL;
-    ingot_tensor_info ti;
-    void *p = NULL;
-    if (ingot_file_tensor_at(f, 0, &ti) == INGOT_OK && ti.dtype == want) {
-        p = malloc((size_t)ti.nbytes);
-        if (p && ingot_file_tensor_copy(f, 0, p, (size_t)ti.nbytes, NULL) != INGOT_OK) {
-            free(p);
-            p = NULL;
-        }
-        *nelem = ti.nelem;
-    }
-    ingot_file_close(f);
-    return p;
-}
 
 static double max_rel(const float *a, const float *b, size_t n)
 {

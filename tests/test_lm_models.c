@@ -13,27 +13,11 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "npy_load.h"
 #include "ingot/lm.h"
 
 #define GDIR INGOT_SOURCE_DIR "/tests/golden/lm/"
 
-static void *load_npy(const char *path, ingot_dtype want, uint64_t *nelem)
-{
-    ingot_file *f = NULL;
-    if (ingot_file_open(path, NULL, &f, NULL) != INGOT_OK) return NULL;
-    ingot_tensor_info ti;
-    void *p = NULL;
-    if (ingot_file_tensor_at(f, 0, &ti) == INGOT_OK && ti.dtype == want) {
-        p = malloc((size_t)ti.nbytes);
-        if (p && ingot_file_tensor_copy(f, 0, p, (size_t)ti.nbytes, NULL) != INGOT_OK) {
-            free(p);
-            p = NULL;
-        }
-        *nelem = ti.nelem;
-    }
-    ingot_file_close(f);
-    return p;
-}
 
 static ingot_lm *open_model(const char *backend, const char *path, ingot_backend **be,
                             ingot_error *e)

@@ -6,6 +6,7 @@
  * could still become a stop string, UTF-8 split over byte tokens, and the refusals.
  */
 #include "harness.h"
+#include "npy_load.h"
 #include "ingot/lm.h"
 #include "ingot/tokenizer.h"
 #include "lm_internal.h"
@@ -14,21 +15,7 @@
 
 static int32_t *load_tokens(uint64_t *n)
 {
-    ingot_file *f = NULL;
-    if (ingot_file_open(MDIR "golden/tokens_greedy_bos_plus_200.npy", NULL, &f, NULL) != INGOT_OK)
-        return NULL;
-    ingot_tensor_info ti;
-    int32_t *p = NULL;
-    if (ingot_file_tensor_at(f, 0, &ti) == INGOT_OK && ti.dtype == INGOT_DTYPE_I32) {
-        p = malloc((size_t)ti.nbytes);
-        if (p && ingot_file_tensor_copy(f, 0, p, (size_t)ti.nbytes, NULL) != INGOT_OK) {
-            free(p);
-            p = NULL;
-        }
-        *n = ti.nelem;
-    }
-    ingot_file_close(f);
-    return p;
+    return load_npy(MDIR "golden/tokens_greedy_bos_plus_200.npy", INGOT_DTYPE_I32, n);
 }
 
 /* llama2.c's output for 200 greedy tokens (its run prints a newline at the end). */

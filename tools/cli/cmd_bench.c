@@ -68,7 +68,7 @@ static bool blas_load(blas_lib *b, const char **why)
         *why = "none (libopenblas.so.0 not found: Debian's libopenblas0)";
         return false;
     }
-    /* POSIX: a dlsym result converts to a function pointer through memcpy-free casts like this */
+    /* dlsym returns an object pointer: stored through a void ** view of each member (POSIX) */
     *(void **)(&b->sgemm) = dlsym(h, "cblas_sgemm");
     *(void **)(&b->sgemv) = dlsym(h, "cblas_sgemv");
     *(void **)(&b->corename) = dlsym(h, "openblas_get_corename");

@@ -90,6 +90,29 @@ void ingot_writer_set_notice(ingot_writer *w, ingot_notice_fn fn, void *ctx)
     w->notice_ctx = ctx;
 }
 
+bool ingot__writer_parse_size(const char *v, uint64_t *out)
+{
+    uint64_t n = 0;
+    size_t i = 0;
+    if (v[0] < '0' || v[0] > '9') return false;
+    for (; v[i] >= '0' && v[i] <= '9'; i++)
+        if (!ing_mul(n, 10, &n) || !ing_add(n, (uint64_t)(v[i] - '0'), &n)) return false;
+    const char *u = v + i;
+    static const struct {
+        const char *s;
+        uint64_t m;
+    } units[] = {{"", 1},          {"B", 1},           {"KB", 1000ull},   {"MB", 1000000ull},
+                 {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"KiB", 1ull << 10},
+                 {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
+        const char *a = units[k].s;
+        size_t j = 0;
+        while (a[j] && u[j] && (a[j] | 0x20) == (u[j] | 0x20)) j++;
+        if (a[j] == 0 && u[j] == 0) return ing_mul(n, units[k].m, out) && *out > 0;
+    }
+    return false;
+}
+
 void ingot__writer_notice(ingot_writer *w, const char *fmt, ...)
 {
     if (!w || !w->notice) return;

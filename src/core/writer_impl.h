@@ -127,6 +127,11 @@ void ingot__writer_notice(ingot_writer *w, const char *fmt, ...)
 #endif
     ;
 
+/* Parses a size option of the writers ("5GB", "500MB", "10KiB", "123"): decimal units are powers
+ * of 1000 (as transformers' convert_file_size_to_int), binary ones (KiB, MiB, GiB, TiB) of 1024,
+ * units case-insensitive, no space. False for anything else, an overflow or zero. */
+bool ingot__writer_parse_size(const char *v, uint64_t *out);
+
 /* Chunk size of streamed writes (CRC then write while the chunk is in cache); tests shrink it. */
 extern size_t ingot__write_chunk;
 

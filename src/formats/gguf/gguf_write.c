@@ -72,30 +72,6 @@ static void free_state(ingot_writer *w)
     w->fmt_state = NULL;
 }
 
-/* "2GB", "500MB", "1GiB", bytes: as safetensors' max_shard_size. */
-static bool parse_size(const char *v, uint64_t *out)
-{
-    uint64_t n = 0;
-    size_t i = 0;
-    if (v[0] < '0' || v[0] > '9') return false;
-    for (; v[i] >= '0' && v[i] <= '9'; i++)
-        if (!ing_mul(n, 10, &n) || !ing_add(n, (uint64_t)(v[i] - '0'), &n)) return false;
-    const char *u = v + i;
-    static const struct {
-        const char *s;
-        uint64_t m;
-    } units[] = {{"", 1},          {"B", 1},           {"KB", 1000ull},   {"MB", 1000000ull},
-                 {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"KiB", 1ull << 10},
-                 {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
-    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
-        const char *a = units[k].s;
-        size_t j = 0;
-        while (a[j] && u[j] && (a[j] | 0x20) == (u[j] | 0x20)) j++;
-        if (a[j] == 0 && u[j] == 0) return ing_mul(n, units[k].m, out) && *out > 0;
-    }
-    return false;
-}
-
 /* Option "alignment": a power of two 1..2^20, as the writer options' alignment. */
 static ingot_status set_option(ingot_writer *w, const char *key, const char *value,
                                ingot_error *err)
@@ -108,7 +84,7 @@ static ingot_status set_option(ingot_writer *w, const char *key, const char *val
         uint64_t v = 0;
         if (!bytes)
             for (; *c >= '0' && *c <= '9' && v < (1ull << 40); c++) v = v * 10 + (uint64_t)(*c - '0');
-        if (bytes ? !parse_size(value, to) : (c == value || *c || v == 0))
+        if (bytes ? !ingot__writer_parse_size(value, to) : (c == value || *c || v == 0))
             return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, key, strlen(key),
                               "%s \"%s\": expected %s", key, value,
                               bytes ? "bytes or a size like 2GB, 500MB" : "a count above 0");

@@ -236,37 +236,12 @@ static ingot_status init(ingot_writer *w, ingot_error *err)
     return INGOT_OK;
 }
 
-/* Parses "5GB", "500MB", "10KiB", "123" (bytes). Decimal units are powers of 1000 (as
- * transformers' convert_file_size_to_int), binary ones (KiB, MiB, GiB, TiB) of 1024. */
-static bool parse_size(const char *v, uint64_t *out)
-{
-    uint64_t n = 0;
-    size_t i = 0;
-    if (v[0] < '0' || v[0] > '9') return false;
-    for (; v[i] >= '0' && v[i] <= '9'; i++)
-        if (!ing_mul(n, 10, &n) || !ing_add(n, (uint64_t)(v[i] - '0'), &n)) return false;
-    const char *u = v + i;
-    static const struct {
-        const char *s;
-        uint64_t m;
-    } units[] = {{"", 1},          {"B", 1},           {"KB", 1000ull},   {"MB", 1000000ull},
-                 {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"KiB", 1ull << 10},
-                 {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
-    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
-        const char *a = units[k].s;
-        size_t j = 0;
-        while (a[j] && u[j] && (a[j] | 0x20) == (u[j] | 0x20)) j++;
-        if (a[j] == 0 && u[j] == 0) return ing_mul(n, units[k].m, out) && *out > 0;
-    }
-    return false;
-}
-
 static ingot_status set_option(ingot_writer *w, const char *key, const char *value,
                                ingot_error *err)
 {
     wstate *s = w->fmt_state;
     if (strcmp(key, "max_shard_size") == 0) {
-        if (!parse_size(value, &s->max_shard))
+        if (!ingot__writer_parse_size(value, &s->max_shard))
             return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, key, strlen(key),
                               "max_shard_size \"%s\": expected bytes or a size like 5GB, 500MB",
                               value);
@@ -274,7 +249,7 @@ static ingot_status set_option(ingot_writer *w, const char *key, const char *val
     }
     if (strcmp(key, "alignment") == 0) {
         uint64_t a;
-        if (!parse_size(value, &a) || !ing_is_pow2(a) || a < 8 || a > (1u << 20))
+        if (!ingot__writer_parse_size(value, &a) || !ing_is_pow2(a) || a < 8 || a > (1u << 20))
             return ingot__err(err, INGOT_BAD_ALIGN, INGOT_NO_OFFSET, key, strlen(key),
                               "alignment \"%s\": a power of two from 8 to 1 MiB", value);
         s->alignment = a;

@@ -7,7 +7,12 @@
  * `ingot bench generate FILE [--threads N] [--json]`; bench/run_lm_bench.sh runs the set.
  *
  *   bench_lm OUT.gguf DTYPE [--dim D] [--layers L] [--heads H] [--kv-heads K] [--ffn F]
- *            [--vocab V]
+ *            [--vocab V] [--vocab-from VOCAB.gguf]
+ *
+ * --vocab-from copies a SentencePiece vocabulary (tokenizer.ggml.model, tokens, scores,
+ * token_type) from a GGUF vocab file such as llama.cpp's ggml-vocab-llama-spm.gguf, whose 32000
+ * tokens match the default vocab size: llama.cpp refuses a model without one, so this is what
+ * lets bench/peer_llamacpp.mjs run llama.cpp on the same file. ingot's figures do not change.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +87,67 @@ static void add(spec *t, size_t *n, const char *name, uint64_t r, uint64_t c, in
 static int usage(void)
 {
     fprintf(stderr, "usage: bench_lm OUT.gguf F32|F16|Q8_0|Q4_K [--dim D] [--layers L] "
-                    "[--heads H] [--kv-heads K] [--ffn F] [--vocab V]\n");
+                    "[--heads H] [--kv-heads K] [--ffn F] [--vocab V] "
+                    "[--vocab-from VOCAB.gguf]\n");
     return 2;
+}
+
+/* Copies the SentencePiece vocabulary of `path` (V tokens) into w; 0 on success. */
+static int copy_vocab(ingot_writer *w, const char *path, uint32_t V)
+{
+    ingot_file *f = NULL;
+    ingot_error e;
+    if (ingot_file_open(path, NULL, &f, &e) != INGOT_OK) {
+        fprintf(stderr, "bench_lm: %s: %s\n", path, e.msg);
+        return 1;
+    }
+    int rc = 1;
+    const char *model = NULL;
+    size_t ml = 0;
+    uint64_t n = 0, ns = 0, nty = 0;
+    ingot_meta_info tok, sc, ty;
+    const void **p = calloc(V, sizeof *p);
+    size_t *len = calloc(V, sizeof *len);
+    float *scores = calloc(V, sizeof *scores);
+    int32_t *types = calloc(V, sizeof *types);
+    if (!p || !len || !scores || !types ||
+        ingot_file_meta_get_string(f, "tokenizer.ggml.model", &model, &ml) != INGOT_OK ||
+        ingot_file_meta_get_array(f, "tokenizer.ggml.tokens", INGOT_META_STRING, &n) !=
+            INGOT_OK ||
+        ingot_file_meta_get_array(f, "tokenizer.ggml.scores", INGOT_META_F32, &ns) != INGOT_OK ||
+        ingot_file_meta_get_array(f, "tokenizer.ggml.token_type", INGOT_META_I32, &nty) !=
+            INGOT_OK ||
+        n != V || ns != V || nty != V) {
+        fprintf(stderr, "bench_lm: %s: not a SentencePiece vocabulary of %u tokens\n", path, V);
+        goto done;
+    }
+    ingot_file_meta_find(f, "tokenizer.ggml.tokens", &tok);
+    ingot_file_meta_find(f, "tokenizer.ggml.scores", &sc);
+    ingot_file_meta_find(f, "tokenizer.ggml.token_type", &ty);
+    for (uint32_t i = 0; i < V; i++) {
+        const char *s = NULL;
+        if (ingot_file_meta_array_string(f, tok.index, i, &s, &len[i]) != INGOT_OK) goto done;
+        p[i] = s;
+    }
+    if (ingot_file_meta_array_read(f, sc.index, INGOT_META_F32, 0, V, scores) != INGOT_OK ||
+        ingot_file_meta_array_read(f, ty.index, INGOT_META_I32, 0, V, types) != INGOT_OK)
+        goto done;
+    if (ingot_writer_set_stringn(w, "tokenizer.ggml.model", model, ml) != INGOT_OK ||
+        ingot_writer_set_string_array(w, "tokenizer.ggml.tokens", INGOT_META_STRING, p, len, V) !=
+            INGOT_OK ||
+        ingot_writer_set_array(w, "tokenizer.ggml.scores", INGOT_META_F32, scores, V) !=
+            INGOT_OK ||
+        ingot_writer_set_array(w, "tokenizer.ggml.token_type", INGOT_META_I32, types, V) !=
+            INGOT_OK)
+        goto done;
+    rc = 0;
+done:
+    free(p);
+    free(len);
+    free(scores);
+    free(types);
+    ingot_file_close(f);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -96,7 +160,12 @@ int main(int argc, char **argv)
          dt != INGOT_DTYPE_Q4_K))
         return usage();
     uint32_t dim = 1024, L = 16, H = 16, KV = 4, F = 2816, V = 32000;
+    const char *vocab_from = NULL;
     for (int i = 3; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--vocab-from")) {
+            vocab_from = argv[i + 1];
+            continue;
+        }
         uint32_t v = (uint32_t)strtoul(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "--dim")) dim = v;
         else if (!strcmp(argv[i], "--layers")) L = v;
@@ -126,6 +195,7 @@ int main(int argc, char **argv)
     ingot_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
     ingot_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
     ingot_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    if (vocab_from && copy_vocab(w, vocab_from, V)) return 1;
     spec *t = calloc(3 + 9 * (size_t)L, sizeof *t);
     size_t nt = 0;
     float s = 1.0f / 32.0f;

@@ -1,0 +1,177 @@
+/*
+ * bench_ggml_open.c - ingot's GGUF open against ggml's own reader on the same files, in the same
+ * process and the same minutes (issue 17's "faster than ggml's plain gguf_init_from_file").
+ * ggml is not in Debian 12: the library comes from a prebuilt copy loaded with dlopen (node-llama-
+ * cpp's npm package ships libggml-base.so; see docs/PERFORMANCE.md for the command), so nothing
+ * here is built against it and the build never needs it.
+ *
+ *   bench_ggml_open --ggml-lib PATH/libggml-base.so [--reps N] [--iters N] FILE.gguf...
+ *
+ * Per file and rep, three loops of --iters calls, in an order that rotates with the rep:
+ * ingot_file_open (mmap mode) + one tensor_find of the last tensor + close; ggml's
+ * gguf_init_from_file with no_alloc (the header parsed and checked, no tensor data read) +
+ * gguf_find_tensor of the same name + gguf_free; and the floor, open + fstat + mmap + munmap +
+ * close. Times are CPU time of the process (user + system); printed: medians per call and the
+ * median of the per-rep ratios.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ingot/ingot.h"
+
+#define MAX_REPS 201
+
+/* ggml's gguf.h, as declared there: the parameters are passed by value. */
+struct peer_gguf_params {
+    bool no_alloc;
+    void **ctx;
+};
+typedef void *(*gguf_init_fn)(const char *, struct peer_gguf_params);
+typedef void (*gguf_free_fn)(void *);
+typedef int64_t (*gguf_find_fn)(const void *, const char *);
+typedef int64_t (*gguf_count_fn)(const void *);
+
+static gguf_init_fn g_init;
+static gguf_free_fn g_free;
+static gguf_find_fn g_find;
+static gguf_count_fn g_count;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+    double t[MAX_REPS];
+    memcpy(t, v, sizeof *v * (size_t)n);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_ggml_open: %s\n", what);
+    exit(1);
+}
+
+static double time_floor(const char *path, int iters)
+{
+    double t0 = now_s();
+    for (int i = 0; i < iters; i++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0 || fstat(fd, &sb)) die(path);
+        void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) die("mmap");
+        munmap(p, (size_t)sb.st_size);
+        close(fd);
+    }
+    return (now_s() - t0) / iters;
+}
+
+static double time_ingot(const char *path, const char *name, int iters)
+{
+    ingot_open_opts o = {.io = INGOT_IO_MMAP};
+    double t0 = now_s();
+    for (int i = 0; i < iters; i++) {
+        ingot_file *f;
+        ingot_error e;
+        ingot_tensor_info ti;
+        if (ingot_file_open(path, &o, &f, &e)) die(e.msg);
+        if (name[0] && ingot_file_tensor_find(f, name, &ti)) die("ingot: tensor not found");
+        ingot_file_close(f);
+    }
+    return (now_s() - t0) / iters;
+}
+
+static double time_ggml(const char *path, const char *name, int iters)
+{
+    double t0 = now_s();
+    for (int i = 0; i < iters; i++) {
+        void *g = g_init(path, (struct peer_gguf_params){true, NULL});
+        if (!g) die("ggml: gguf_init_from_file failed");
+        if (name[0] && g_find(g, name) < 0) die("ggml: tensor not found");
+        g_free(g);
+    }
+    return (now_s() - t0) / iters;
+}
+
+int main(int argc, char **argv)
+{
+    const char *lib = getenv("INGOT_GGML_LIB");
+    int reps = 21, iters = 200, first = 1;
+    for (; first < argc && argv[first][0] == '-' && first + 1 < argc; first += 2) {
+        if (!strcmp(argv[first], "--ggml-lib")) lib = argv[first + 1];
+        else if (!strcmp(argv[first], "--reps")) reps = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--iters")) iters = atoi(argv[first + 1]);
+        else first = argc;
+    }
+    if (!lib || first >= argc || reps < 1 || reps > MAX_REPS || iters < 1) {
+        fprintf(stderr, "usage: bench_ggml_open --ggml-lib PATH/libggml-base.so [--reps N] "
+                        "[--iters N] FILE.gguf...\n");
+        return 2;
+    }
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) die(dlerror());
+    /* dlsym returns an object pointer: stored through a void ** view of each (POSIX) */
+    *(void **)&g_init = dlsym(h, "gguf_init_from_file");
+    *(void **)&g_free = dlsym(h, "gguf_free");
+    *(void **)&g_find = dlsym(h, "gguf_find_tensor");
+    *(void **)&g_count = dlsym(h, "gguf_get_n_tensors");
+    if (!g_init || !g_free || !g_find || !g_count) die("ggml: gguf_* symbols missing");
+    printf("ggml: %s; CPU time of the process; medians of %d reps of %d calls\n", lib, reps,
+           iters);
+    for (int a = first; a < argc; a++) {
+        const char *path = argv[a];
+        ingot_file *f;
+        ingot_error e;
+        if (ingot_file_open(path, NULL, &f, &e)) die(e.msg);
+        uint64_t nt = ingot_file_tensor_count(f);
+        char name[512] = "";
+        ingot_tensor_info ti;
+        if (nt && ingot_file_tensor_at(f, nt - 1, &ti) == INGOT_OK && ti.name_len < sizeof name)
+            memcpy(name, ti.name, ti.name_len), name[ti.name_len] = 0;
+        ingot_file_close(f);
+        void *g = g_init(path, (struct peer_gguf_params){true, NULL});
+        if (!g || g_count(g) != (int64_t)nt) die("ggml disagrees on the tensor count");
+        g_free(g);
+        double ti_[MAX_REPS], tg[MAX_REPS], tf[MAX_REPS], rg[MAX_REPS], rf[MAX_REPS];
+        time_ingot(path, name, iters); /* page cache, allocators */
+        time_ggml(path, name, iters);
+        for (int r = 0; r < reps; r++) {
+            for (int k = 0; k < 3; k++) switch ((k + r) % 3) {
+                case 0: ti_[r] = time_ingot(path, name, iters); break;
+                case 1: tg[r] = time_ggml(path, name, iters); break;
+                default: tf[r] = time_floor(path, iters); break;
+                }
+            rg[r] = tg[r] / ti_[r];
+            rf[r] = ti_[r] / tf[r];
+        }
+        printf("%s (%" PRIu64 " tensors)\n  ingot %.2f us, ggml %.2f us, floor %.2f us: "
+               "ggml / ingot %.2fx, ingot / floor %.2fx\n",
+               path, nt, median(ti_, reps) * 1e6, median(tg, reps) * 1e6,
+               median(tf, reps) * 1e6, median(rg, reps), median(rf, reps));
+    }
+    dlclose(h);
+    return 0;
+}

@@ -134,6 +134,9 @@ static uint64_t heap_pop(bpe_state *b)
 }
 
 /* Rank and result of merging symbols l and r (rank UINT32_MAX: none; DEAD is no token). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
 static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t *rank,
                            uint32_t *res)
 {

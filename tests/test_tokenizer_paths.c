@@ -378,6 +378,16 @@ TEST(test_spm_cuts_where_no_token_joins)
     ASSERT_TRUE(t->spm_bar[','][0] >> '1' & 1);               /* cut */
     ASSERT_TRUE(t->spm_bar['b'][1] >> ('a' - 64) & 1);        /* cut */
     ASSERT_TRUE(!(t->spm_bar['a'][0] >> ',' & 1));            /* "a," is a token */
+    /* the scan's table (a | b << 8): the cuts of spm_bar, and every 0xE2 (a mark may start) */
+    size_t stop_wrong = 0;
+    for (unsigned x = 0; x < 256; x++)
+        for (unsigned y = 0; y < 256; y++) {
+            unsigned v = x | y << 8;
+            bool want = y == 0xE2 ||
+                        (x < 128 && y < 128 && (t->spm_bar[x][y >> 6] >> (y & 63) & 1));
+            stop_wrong += (bool)(t->spm_stop[v >> 6] >> (v & 63) & 1) != want;
+        }
+    ASSERT_EQ(stop_wrong, 0);
     int32_t ids[16];
     size_t k = 0;
     ASSERT_OK(ingot_tokenizer_encode(t, "ba,1", 4, 0, ids, 16, &k, NULL, 0, NULL));
@@ -397,6 +407,8 @@ TEST(test_spm_cuts_match_whole_words)
                                    &t, NULL));
     ingot_tokenizer bare = *t;
     memset(bare.spm_bar, 0, sizeof bare.spm_bar);
+    memset(bare.spm_stop, 0, sizeof bare.spm_stop); /* the scan stops only where 0xE2 is */
+    for (unsigned x = 0; x < 256; x++) bare.spm_stop[(x | 0xE2u << 8) >> 6] |= 1ull << (x & 63);
     static const char *const parts[] = {"a", "the", "ing", ",", ".", "(", ")", "_", "->", "0",
                                         "42", "x", "\"", "'", " ", " ", "  ", "\n", "\u00e9",
                                         "\u4e2d\u6587", "{", "}", ";", "::", "Z", "#", "-", "/*"};

@@ -810,6 +810,12 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                 if (s[k] < 0x80 && s[k + 1] < 0x80)
                     t->spm_bar[s[k]][s[k + 1] >> 6] &= ~(1ull << (s[k + 1] & 63));
         }
+        for (unsigned x = 0; x < 128; x++)
+            for (unsigned y = 0; y < 128; y++)
+                if (t->spm_bar[x][y >> 6] >> (y & 63) & 1)
+                    t->spm_stop[(x | y << 8) >> 6] |= 1ull << ((x | y << 8) & 63);
+        for (unsigned x = 0; x < 256; x++)
+            t->spm_stop[(x | 0xE2u << 8) >> 6] |= 1ull << ((x | 0xE2u << 8) & 63);
     }
 
     /* SentencePiece split into words: which tokens their own merges give back whole */

@@ -712,14 +712,15 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         k = ws;
         while (is_ws_mark(e, k, m)) k += 3;
         /* to the next mark, or to two ASCII characters no token joins (t->spm_bar): the pieces
-         * either side of them are merged apart with the same result */
-        for (; k < m; k++) {
-            uint8_t c = e[k];
-            if (c == 0xE2 && is_ws_mark(e, k, m)) break;
-            if (c < 0x80 && k > ws && e[k - 1] < 0x80 &&
-                (t->spm_bar[e[k - 1]][c >> 6] >> (c & 63) & 1))
-                break;
-        }
+         * either side of them are merged apart with the same result. The character at k stops
+         * nothing (not a mark; after marks, or first in the word), so the look starts after it:
+         * one lookup in t->spm_stop a byte, a mark checked only where an 0xE2 is */
+        if (k < m)
+            for (k++; k < m; k++) {
+                uint32_t v = e[k - 1] | (uint32_t)e[k] << 8;
+                if ((t->spm_stop[v >> 6] >> (v & 63) & 1) && (e[k] != 0xE2 || is_ws_mark(e, k, m)))
+                    break;
+            }
         size_t n = k - ws;
         if (n == 1 && e[ws] < 0x80 && t->spm_pairs && t->chr_tok[e[ws]] != DEAD) {
             put(o, (int32_t)t->chr_tok[e[ws]]); /* one ASCII character: its token */

@@ -138,6 +138,9 @@ struct ingot_tokenizer {
     /* with spm_split: bit b of spm_bar[a] set when no token's text has the ASCII characters a, b
      * next to each other, so no merge ever joins them: words are merged in pieces split there */
     uint64_t spm_bar[128][2];
+    /* with spm_split: bit (a | b << 8) set when the word scan must look at b after a: a, b ASCII
+     * with their spm_bar bit, or b = 0xE2 (a U+2581 mark may start there); one lookup a byte */
+    uint64_t spm_stop[1024];
     /* SentencePiece: every character of every token is a token, so a merge joins two tokens
      * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
     bool spm_pairs;

@@ -433,6 +433,67 @@ TEST(test_spm_cuts_match_whole_words)
     ingot_tokenizer_close(t);
 }
 
+/* SentencePiece words take the tokens of their two- and three-byte characters from a code point
+ * table: every entry is what the token hash gives for that character's UTF-8, and texts of
+ * characters from many scripts, four-byte ones, invalid bytes, overlong and surrogate forms and
+ * sequences cut short encode as they do without the table. */
+TEST(test_spm_char_table_matches_hash)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", NULL,
+                                   &t, NULL));
+    ASSERT_TRUE(t->cp_tok != NULL);
+    size_t wrong = 0, found = 0;
+    for (uint32_t cp = 0x80; cp < 0x10000; cp++) {
+        if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+        uint8_t u[3];
+        size_t l = cp < 0x800 ? 2 : 3;
+        if (l == 2) {
+            u[0] = (uint8_t)(0xC0 | cp >> 6);
+            u[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        } else {
+            u[0] = (uint8_t)(0xE0 | cp >> 12);
+            u[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+            u[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        }
+        int32_t want = ingot__tok_find(t, u, l);
+        uint16_t got = t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)];
+        wrong += want >= 0 ? got != (uint16_t)want : got != 0xFFFF;
+        found += want >= 0;
+    }
+    CHECK(wrong == 0, "%zu code points differ from the hash", wrong);
+    ASSERT_TRUE(found > 1000); /* Llama 2 has CJK, Cyrillic, Greek... characters */
+    ingot_tokenizer bare = *t;
+    bare.cp_tok = NULL;
+    bare.cp_blk = NULL;
+    static const char *const parts[] = {
+        "a", " ", "\u00e9", "\u00df", "\u0416", "\u03bb", "\u4e2d", "\u6587", "\u3053",
+        "\uac00", "\u0905", "\u0627", "\u2014", "\u201c", "\uff01", "\U0001F600",
+        "\U00020000", "\xc3", "\xe4\xb8", "\xe0\x80\x80", "\xed\xa0\x80", "\xc0\xaf",
+        "\xff", "\x80", "\xef\xbf\xbf", "\xc2\x80", "\xe0\xa0\x80", "\xf4\x90\x80\x80",
+        "\xe0\x83\xa9" /* \u00e9, overlong */, "\xed\x9f\xbf", "\xc1\xa9",
+        ",", "1"};
+    int32_t ia[4096], ib[4096];
+    size_t differ = 0, long_texts = 0;
+    for (int round = 0; round < 3000; round++) {
+        char s[600];
+        size_t n = 0, parts_n = 1 + rnd(80);
+        for (size_t i = 0; i < parts_n; i++) {
+            const char *p = parts[rnd(sizeof parts / sizeof parts[0])];
+            memcpy(s + n, p, strlen(p));
+            n += strlen(p);
+        }
+        size_t ka = 0, kb = 0;
+        ASSERT_OK(ingot_tokenizer_encode(t, s, n, 1, ia, 4096, &ka, NULL, 0, NULL));
+        ASSERT_OK(ingot_tokenizer_encode(&bare, s, n, 1, ib, 4096, &kb, NULL, 0, NULL));
+        differ += ka != kb || memcmp(ia, ib, ka * sizeof ia[0]) != 0;
+        long_texts += ka > 8;
+    }
+    CHECK(differ == 0, "%zu of 3000 texts differ with the code point table", differ);
+    ASSERT_TRUE(long_texts > 1000);
+    ingot_tokenizer_close(t);
+}
+
 /* Spaces are escaped eight bytes a step: texts of 0 to 40 bytes with spaces anywhere (runs,
  * either end, each place in an 8-byte step) come back from decode(encode(s)), and their ids are
  * those of the same text with each space replaced by U+2581 in the input. */
@@ -586,6 +647,6 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
-          T(test_spm_cuts_match_whole_words), T(test_spm_escape_every_space_position),
-          T(test_spm_long_tokens_open_fast),
+          T(test_spm_cuts_match_whole_words), T(test_spm_char_table_matches_hash),
+          T(test_spm_escape_every_space_position), T(test_spm_long_tokens_open_fast),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

@@ -384,6 +384,39 @@ static ingot_status score_ranks(const ingot_tokenizer *t, const ingot_allocator 
     return INGOT_OK;
 }
 
+/* The code point table of SentencePiece words (cp_blk, cp_tok): each token whose text is one
+ * character of two or three bytes, under the id the token hash gives for that text (with
+ * duplicate texts, the one a lookup finds). Only for ids < 0xFFFF (Llama 2: 32000). */
+static ingot_status spm_char_table(ingot_tokenizer *t, const ingot_allocator *a,
+                                   ingot_error *err)
+{
+    if (t->n_vocab >= 0xFFFF) return INGOT_OK;
+    t->cp_blk = ingot__calloc(a, 512 * sizeof *t->cp_blk);
+    if (!t->cp_blk) return nomem(err, "code point table");
+    uint32_t nb = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < t->n_vocab; i++) {
+            const uint8_t *s = t->arena + t->text_off[i];
+            size_t l = t->text_len[i];
+            uint32_t cp;
+            if (l < 2 || l > 3 || ingot__tok_utf8(s, l, &cp) != l) continue;
+            if (pass == 0) {
+                if (!t->cp_blk[cp >> 7]) t->cp_blk[cp >> 7] = (uint16_t)nb++;
+                continue;
+            }
+            int32_t id = ingot__tok_find(t, s, l);
+            if (id >= 0) t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)] = (uint16_t)id;
+        }
+        if (pass == 0) {
+            t->cp_tok = ingot__alloc(a, (size_t)nb * 128 * sizeof *t->cp_tok);
+            if (!t->cp_tok) return nomem(err, "code point table");
+            ING_MEMSET(t->cp_tok, 0xFF, (size_t)nb * 128 * sizeof *t->cp_tok);
+            t->n_cp_blk = nb;
+        }
+    }
+    return INGOT_OK;
+}
+
 /* SentencePiece's merge table: for every token and every split of its text into two tokens,
  * (left, right) -> token. Only built when every character of every token is itself a token
  * (then a merge can only join two tokens); otherwise encoding looks texts up. */
@@ -456,7 +489,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
                 l != UINT32_MAX && r != UINT32_MAX && ingot__tok_merge(t, l, r, &rk, &res)
                     ? ((uint64_t)rk << 32 | res) : UINT64_MAX;
         }
-    return INGOT_OK;
+    return spm_char_table(t, a, err);
 }
 
 void ingot_tokenizer_close(ingot_tokenizer *t)
@@ -480,6 +513,8 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->mfilt, (size_t)(t->mf_mask + 1) * 8);
     ingot__free(a, t->tfilt, (size_t)(t->tf_mask + 1) * 8);
     ingot__free(a, t->pairc, (size_t)TOK_NCHR * TOK_NCHR * 8);
+    ingot__free(a, t->cp_blk, 512 * sizeof *t->cp_blk);
+    ingot__free(a, t->cp_tok, (size_t)t->n_cp_blk * 128 * sizeof *t->cp_tok);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
     ingot__free(&al, t, sizeof *t);

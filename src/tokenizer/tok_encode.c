@@ -569,6 +569,36 @@ static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
     return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
 }
 
+/* The token of the character at e[i] (>= 0x80, not a mark) of e[0..m) (DEAD: none) and its
+ * length: two- and three-byte sequences from the code point table (t->cp_tok), the rest (and a
+ * vocabulary without the table) from the token hash. */
+static inline uint32_t spm_char(const ingot_tokenizer *t, const uint8_t *e, size_t i, size_t m,
+                                size_t *len)
+{
+    uint8_t c = e[i];
+    if (t->cp_tok && i + 1 < m && (e[i + 1] & 0xC0) == 0x80) {
+        uint8_t c1 = e[i + 1];
+        uint32_t cp = UINT32_MAX;
+        if (c >= 0xC2 && c <= 0xDF) {
+            cp = (uint32_t)(c & 0x1F) << 6 | (c1 & 0x3Fu);
+            *len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF && i + 2 < m && (e[i + 2] & 0xC0) == 0x80 &&
+                   (c != 0xE0 || c1 >= 0xA0) && (c != 0xED || c1 <= 0x9F)) {
+            cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(c1 & 0x3F) << 6 | (e[i + 2] & 0x3Fu);
+            *len = 3;
+        }
+        if (cp != UINT32_MAX) {
+            uint16_t v = t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)];
+            return v == 0xFFFF ? DEAD : v;
+        }
+    }
+    uint32_t cp;
+    *len = ingot__tok_utf8(e + i, m - i, &cp);
+    STAT(ST_FIND, 1);
+    int32_t x = ingot__tok_find(t, e + i, *len);
+    return x >= 0 ? (uint32_t)x : DEAD;
+}
+
 static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
                                  out_ids *o, ingot_error *err)
 {
@@ -591,12 +621,8 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
                 ci[nsym] = 128;
                 id[nsym] = t->chr_tok[128];
             } else {
-                uint32_t cp;
-                l = ingot__tok_utf8(e + i, m - i, &cp);
-                STAT(ST_FIND, 1);
-                int32_t x = ingot__tok_find(t, e + i, l);
                 ci[nsym] = 255;
-                id[nsym] = x >= 0 ? (uint32_t)x : DEAD;
+                id[nsym] = spm_char(t, e, i, m, &l);
             }
             len[nsym] = (uint32_t)l;
             i += l;
@@ -656,8 +682,8 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         } else if (t->spm_pairs && is_ws_mark(e, i, m)) {
             s.id[nsym] = t->chr_tok[128];
         } else if (t->spm_pairs) {
-            int32_t id = ingot__tok_find(t, e + i, l);
-            s.id[nsym] = id >= 0 ? (uint32_t)id : DEAD;
+            size_t cl;
+            s.id[nsym] = spm_char(t, e, i, m, &cl); /* cl == l: the same decoding */
         }
         nsym++;
         i += l;

@@ -434,14 +434,15 @@ TEST(test_spm_cuts_match_whole_words)
 }
 
 /* SentencePiece words take the tokens of their two- and three-byte characters from a code point
- * table: every entry is what the token hash gives for that character's UTF-8, and texts of
- * characters from many scripts, four-byte ones, invalid bytes, overlong and surrogate forms and
- * sequences cut short encode as they do without the table. */
-TEST(test_spm_char_table_matches_hash)
+ * table, and byte-level BPE pieces of one character too (the token where its bytes merge to one,
+ * else the merges): every entry is what the token hash (and for byte-level BPE the whole flag)
+ * gives for that character's UTF-8, and texts of characters from many scripts, four-byte ones,
+ * invalid bytes, overlong and surrogate forms and sequences cut short encode as they do without
+ * the table. */
+static void char_table_exact(const char *path, size_t min_found)
 {
     ingot_tokenizer *t = NULL;
-    ASSERT_OK(ingot_tokenizer_open(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", NULL,
-                                   &t, NULL));
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
     ASSERT_TRUE(t->cp_tok != NULL);
     size_t wrong = 0, found = 0;
     for (uint32_t cp = 0x80; cp < 0x10000; cp++) {
@@ -456,13 +457,15 @@ TEST(test_spm_char_table_matches_hash)
             u[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
             u[2] = (uint8_t)(0x80 | (cp & 0x3F));
         }
-        int32_t want = ingot__tok_find(t, u, l);
+        bool whole = true;
+        int32_t want = ingot__tok_find_hw(t, u, l, ingot__tok_hash(u, l), &whole);
+        if (t->kind == TOK_BPE && !whole) want = -1;
         uint16_t got = t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)];
         wrong += want >= 0 ? got != (uint16_t)want : got != 0xFFFF;
         found += want >= 0;
     }
     CHECK(wrong == 0, "%zu code points differ from the hash", wrong);
-    ASSERT_TRUE(found > 1000); /* Llama 2 has CJK, Cyrillic, Greek... characters */
+    CHECK(found > min_found, "%zu characters in the table", found);
     ingot_tokenizer bare = *t;
     bare.cp_tok = NULL;
     bare.cp_blk = NULL;
@@ -492,6 +495,16 @@ TEST(test_spm_char_table_matches_hash)
     CHECK(differ == 0, "%zu of 3000 texts differ with the code point table", differ);
     ASSERT_TRUE(long_texts > 1000);
     ingot_tokenizer_close(t);
+}
+
+TEST(test_char_table_matches_hash_spm)
+{
+    char_table_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", 1000);
+}
+
+TEST(test_char_table_matches_hash_gpt2)
+{
+    char_table_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf", 100);
 }
 
 /* Spaces are escaped eight bytes a step: texts of 0 to 40 bytes with spaces anywhere (runs,
@@ -647,6 +660,7 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
-          T(test_spm_cuts_match_whole_words), T(test_spm_char_table_matches_hash),
+          T(test_spm_cuts_match_whole_words), T(test_char_table_matches_hash_spm),
+          T(test_char_table_matches_hash_gpt2),
           T(test_spm_escape_every_space_position), T(test_spm_long_tokens_open_fast),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

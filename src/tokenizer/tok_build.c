@@ -384,20 +384,22 @@ static ingot_status score_ranks(const ingot_tokenizer *t, const ingot_allocator 
     return INGOT_OK;
 }
 
-/* The code point table of SentencePiece words (cp_blk, cp_tok): each token whose text is one
- * character of two or three bytes, under the id the token hash gives for that text (with
- * duplicate texts, the one a lookup finds). Only for ids < 0xFFFF (Llama 2: 32000). */
-static ingot_status spm_char_table(ingot_tokenizer *t, const ingot_allocator *a,
-                                   ingot_error *err)
+/* The code point table (cp_blk, cp_tok): the token of each character of two or three bytes, as
+ * the token hash gives it for that text (with duplicate texts, the one a lookup finds);
+ * byte-level BPE only where that token's own merges give it (whole), as a piece's lookup asks.
+ * Only for ids < 0xFFFF (Llama 2: 32000, GPT-2: 50257). */
+static ingot_status char_table(ingot_tokenizer *t, const ingot_allocator *a, ingot_error *err)
 {
     if (t->n_vocab >= 0xFFFF) return INGOT_OK;
     t->cp_blk = ingot__calloc(a, 512 * sizeof *t->cp_blk);
     if (!t->cp_blk) return nomem(err, "code point table");
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    const uint32_t *len = t->key_text ? t->text_len : t->dec_len;
     uint32_t nb = 1;
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < t->n_vocab; i++) {
-            const uint8_t *s = t->arena + t->text_off[i];
-            size_t l = t->text_len[i];
+            const uint8_t *s = t->arena + off[i];
+            size_t l = len[i];
             uint32_t cp;
             if (l < 2 || l > 3 || ingot__tok_utf8(s, l, &cp) != l) continue;
             if (pass == 0) {
@@ -405,7 +407,8 @@ static ingot_status spm_char_table(ingot_tokenizer *t, const ingot_allocator *a,
                 continue;
             }
             int32_t id = ingot__tok_find(t, s, l);
-            if (id >= 0) t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)] = (uint16_t)id;
+            if (id >= 0 && (t->kind != TOK_BPE || t->whole[id]))
+                t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)] = (uint16_t)id;
         }
         if (pass == 0) {
             t->cp_tok = ingot__alloc(a, (size_t)nb * 128 * sizeof *t->cp_tok);
@@ -489,7 +492,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
                 l != UINT32_MAX && r != UINT32_MAX && ingot__tok_merge(t, l, r, &rk, &res)
                     ? ((uint64_t)rk << 32 | res) : UINT64_MAX;
         }
-    return spm_char_table(t, a, err);
+    return char_table(t, a, err);
 }
 
 void ingot_tokenizer_close(ingot_tokenizer *t)
@@ -819,6 +822,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         }
         ingot__free(a, work, wsz);
     }
+    if (t->kind == TOK_BPE && t->whole && (st = char_table(t, a, err)) != INGOT_OK) goto fail;
 
     if (t->kind == TOK_SPM && (st = spm_pair_table(t, a, err)) != INGOT_OK) goto fail;
     if (t->kind == TOK_SPM) {

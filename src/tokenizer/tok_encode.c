@@ -333,6 +333,29 @@ static void cache_put(wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t
     e->on = (uint8_t)(end - start);
 }
 
+/* The code point table's token (t->cp_tok) of the character of two or three bytes at s[0..avail)
+ * (DEAD: none), its length in *len; *len 0 where s starts with no such character. */
+static inline uint32_t cp_token(const ingot_tokenizer *t, const uint8_t *s, size_t avail,
+                                size_t *len)
+{
+    *len = 0;
+    if (avail < 2 || (s[1] & 0xC0) != 0x80) return DEAD;
+    uint8_t c = s[0], c1 = s[1];
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        cp = (uint32_t)(c & 0x1F) << 6 | (c1 & 0x3Fu);
+        *len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF && avail > 2 && (s[2] & 0xC0) == 0x80 &&
+               (c != 0xE0 || c1 >= 0xA0) && (c != 0xED || c1 <= 0x9F)) {
+        cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(c1 & 0x3F) << 6 | (s[2] & 0x3Fu);
+        *len = 3;
+    } else {
+        return DEAD;
+    }
+    uint16_t v = t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)];
+    return v == 0xFFFF ? DEAD : v;
+}
+
 typedef struct bpe_word_ctx {
     const ingot_tokenizer *t;
     const uint8_t *s;
@@ -362,6 +385,15 @@ static void bpe_piece(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
     if (n == 1) {
         put(o, t->byte_tok[w[0]]);
         return;
+    }
+    if (n <= 3 && t->cp_tok) { /* one character: the table says whether it is a whole token */
+        size_t l;
+        uint32_t id = cp_token(t, w, n, &l);
+        if (l == n) {
+            if (id != DEAD) put(o, (int32_t)id);
+            else bpe_bytes(c, off, n, o);
+            return;
+        }
     }
     if (t->whole) {
         bool whole = false, over = off + n + 8 <= c->n;
@@ -570,27 +602,14 @@ static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
 }
 
 /* The token of the character at e[i] (>= 0x80, not a mark) of e[0..m) (DEAD: none) and its
- * length: two- and three-byte sequences from the code point table (t->cp_tok), the rest (and a
- * vocabulary without the table) from the token hash. */
+ * length: two- and three-byte sequences from the code point table, the rest (and a vocabulary
+ * without the table) from the token hash. */
 static inline uint32_t spm_char(const ingot_tokenizer *t, const uint8_t *e, size_t i, size_t m,
                                 size_t *len)
 {
-    uint8_t c = e[i];
-    if (t->cp_tok && i + 1 < m && (e[i + 1] & 0xC0) == 0x80) {
-        uint8_t c1 = e[i + 1];
-        uint32_t cp = UINT32_MAX;
-        if (c >= 0xC2 && c <= 0xDF) {
-            cp = (uint32_t)(c & 0x1F) << 6 | (c1 & 0x3Fu);
-            *len = 2;
-        } else if (c >= 0xE0 && c <= 0xEF && i + 2 < m && (e[i + 2] & 0xC0) == 0x80 &&
-                   (c != 0xE0 || c1 >= 0xA0) && (c != 0xED || c1 <= 0x9F)) {
-            cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(c1 & 0x3F) << 6 | (e[i + 2] & 0x3Fu);
-            *len = 3;
-        }
-        if (cp != UINT32_MAX) {
-            uint16_t v = t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)];
-            return v == 0xFFFF ? DEAD : v;
-        }
+    if (t->cp_tok) {
+        uint32_t id = cp_token(t, e + i, m - i, len);
+        if (*len) return id;
     }
     uint32_t cp;
     *len = ingot__tok_utf8(e + i, m - i, &cp);

@@ -149,10 +149,11 @@ struct ingot_tokenizer {
      * none): the first round of a word's merges without the hash tables */
     uint32_t chr_tok[129];
     uint64_t *pairc;
-    /* with spm_pairs and ids < 0xFFFF: the token of each code point U+0080..U+FFFF (two- and
-     * three-byte UTF-8) that is one, cp_tok[cp_blk[cp >> 7] * 128 + (cp & 127)] (0xFFFF: none;
-     * blocks of 128 code points, block 0 for those with none): a word's characters without the
-     * token hash. NULL: none. */
+    /* ids < 0xFFFF, SentencePiece with spm_pairs or byte-level BPE with whole: the token of each
+     * code point U+0080..U+FFFF (two- and three-byte UTF-8) that is one (byte-level BPE: and
+     * whose own merges give it), cp_tok[cp_blk[cp >> 7] * 128 + (cp & 127)] (0xFFFF: none;
+     * blocks of 128 code points, block 0 for those with none): a word's characters, a piece of
+     * one character, without the token hash. NULL: none. */
     uint16_t *cp_blk; /* 512 */
     uint16_t *cp_tok;
     uint32_t n_cp_blk;

@@ -209,22 +209,7 @@ int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n,
 int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                           uint64_t head, bool *whole)
 {
-    if (n > TOK_MAX_TOKEN_BYTES) return -1;
-    if (t->tfilt) {
-        uint64_t m = ingot__tok_mf_bits(h);
-        if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
-    }
-    uint16_t tag = (uint16_t)(h >> 48);
-    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
-    for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
-        const struct tok_map_slot *sl = &t->map[i];
-        if (sl->id == UINT32_MAX) return -1;
-        if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
-            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
-            *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
-            return (int32_t)sl->id;
-        }
-    }
+    return ingot__tok_find_xi(t, s, n, h, head, whole);
 }
 
 int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h)

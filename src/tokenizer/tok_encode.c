@@ -398,7 +398,7 @@ static void bpe_piece(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
     if (t->whole) {
         bool whole = false, over = off + n + 8 <= c->n;
         STAT(ST_FIND, 1);
-        int32_t id = ingot__tok_find_x(t, w, n, ingot__tok_hash_x(w, n, over),
+        int32_t id = ingot__tok_find_xi(t, w, n, ingot__tok_hash_x(w, n, over),
                                        ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
         if (id >= 0 && whole) {
             put(o, id);
@@ -451,7 +451,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     int32_t id = -1;
     if (t->ignore_merges || t->whole) {
         STAT(ST_FIND, 1);
-        id = ingot__tok_find_x(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
+        id = ingot__tok_find_xi(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
     }
     if (id >= 0 && (t->ignore_merges || whole)) {
         STAT(ST_WHOLE, 1);
@@ -781,7 +781,7 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
             int32_t id = -1;
             if (t->whole) {
                 STAT(ST_FIND, 1);
-                id = ingot__tok_find_x(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
+                id = ingot__tok_find_xi(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
             }
             if (id >= 0 && whole) { /* its own merges give it whole */
                 STAT(ST_WHOLE, 1);

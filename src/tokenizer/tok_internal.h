@@ -295,6 +295,9 @@ int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n,
 /* The same with head = ingot__tok_tail(s, min(n, 8), ...) already computed. */
 int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                           uint64_t head, bool *whole);
+/* ingot__tok_find_x inlined, for the encoders' word lookups. */
+static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t *s, size_t n,
+                                         uint64_t h, uint64_t head, bool *whole);
 #define TOK_MKEY(l, r) (((uint64_t)(l) << 21) | (r)) /* 42 bits */
 #define TOK_MENTRY_BITS 22
 
@@ -314,6 +317,27 @@ static inline uint64_t ingot__tok_mf_bits(uint64_t h)
     return (1ull << ((h >> 32) & 63)) | (1ull << ((h >> 38) & 63));
 }
 #define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
+
+static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t *s, size_t n,
+                                         uint64_t h, uint64_t head, bool *whole)
+{
+    if (n > TOK_MAX_TOKEN_BYTES) return -1;
+    if (t->tfilt) {
+        uint64_t m = ingot__tok_mf_bits(h);
+        if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
+    }
+    uint16_t tag = (uint16_t)(h >> 48);
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
+        const struct tok_map_slot *sl = &t->map[i];
+        if (sl->id == UINT32_MAX) return -1;
+        if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
+            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
+            return (int32_t)sl->id;
+        }
+    }
+}
 
 /* Merge of (l, r): true with rank and result. Inlined even where the compiler would not (the
  * hottest lookup). */

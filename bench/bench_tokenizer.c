@@ -19,11 +19,19 @@
  * hits, merges, lookups).
  *
  *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--out corpus.txt]
+ *   bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--mb N]
  * (--warm: how many times the first chunk is encoded for the warm figure, 1000 by default; 0
  * skips it, for instruction and cache simulations such as cachegrind's.)
+ * --ab compares two builds of the library (libingot.so of each, e.g. main's and a branch's)
+ * loaded into this one process: both must give the same ids on every chunk, then each round
+ * encodes the corpus in blocks of 16 chunks, each block by both libraries in turn (which goes
+ * first alternates), so both see the same load; printed: MB/s of each and NEW/OLD speed, over
+ * all rounds and the median of the rounds' ratios. On a shared machine whose speed moves from
+ * one minute to the next this is the fair comparison.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,23 +215,145 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* --ab: one build of the library, loaded with dlopen (its own copy of every table and symbol) */
+typedef struct ab_lib {
+    const char *path;
+    ingot_status (*open)(const char *, const ingot_open_opts *, ingot_tokenizer **,
+                         ingot_error *);
+    ingot_status (*encode)(const ingot_tokenizer *, const char *, size_t, uint32_t, int32_t *,
+                           size_t, size_t *, void *, size_t, ingot_error *);
+    size_t (*scratch_size)(const ingot_tokenizer *, size_t);
+    void (*close)(ingot_tokenizer *);
+    ingot_tokenizer *t;
+    void *scratch;
+    size_t ss;
+} ab_lib;
+
+static int ab_load(ab_lib *L, const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "bench_tokenizer: %s\n", dlerror());
+        return -1;
+    }
+    L->path = path;
+    /* object to function pointer through memcpy: dlsym's documented use, without the cast */
+    void *p[4] = {dlsym(h, "ingot_tokenizer_open"), dlsym(h, "ingot_tokenizer_encode"),
+                  dlsym(h, "ingot_tokenizer_scratch_size"), dlsym(h, "ingot_tokenizer_close")};
+    if (!p[0] || !p[1] || !p[2] || !p[3]) {
+        fprintf(stderr, "bench_tokenizer: %s lacks the tokenizer API\n", path);
+        return -1;
+    }
+    memcpy(&L->open, &p[0], sizeof p[0]);
+    memcpy(&L->encode, &p[1], sizeof p[1]);
+    memcpy(&L->scratch_size, &p[2], sizeof p[2]);
+    memcpy(&L->close, &p[3], sizeof p[3]);
+    return 0;
+}
+
+/* Encodes chunks [b, e) with L: CPU seconds, or -1 on failure. */
+static double ab_block(ab_lib *L, const char *text, const chunk *ch, size_t b, size_t e,
+                       int32_t *ids, size_t idcap)
+{
+    double t0 = now();
+    for (size_t i = b; i < e; i++) {
+        size_t m = 0;
+        if (L->encode(L->t, text + ch[i].off, ch[i].len, 0, ids, idcap, &m, L->scratch, L->ss,
+                      NULL) != INGOT_OK)
+            return -1;
+    }
+    return now() - t0;
+}
+
+static int ab_run(const char *old_so, const char *new_so, int rounds, const char *text, size_t n,
+                  const chunk *ch, size_t nch, size_t maxch, const char *const *names,
+                  const char *const *paths)
+{
+    ab_lib lib[2];
+    if (ab_load(&lib[0], old_so) || ab_load(&lib[1], new_so)) return 1;
+    size_t idcap = ingot_tokenizer_max_tokens(maxch);
+    int32_t *ids[2] = {malloc(idcap * sizeof(int32_t)), malloc(idcap * sizeof(int32_t))};
+    const char *only = getenv("BENCH_TOK_ONLY");
+    printf("A/B: old %s, new %s, %d rounds, blocks of 16 chunks\n", old_so, new_so, rounds);
+    for (int k = 0; k < 3; k++) {
+        if (only && atoi(only) != k) continue;
+        for (int s = 0; s < 2; s++) {
+            ingot_error e;
+            if (lib[s].open(paths[k], NULL, &lib[s].t, &e) != INGOT_OK) {
+                fprintf(stderr, "%s: %s cannot open %s\n", names[k], lib[s].path, paths[k]);
+                return 1;
+            }
+            lib[s].ss = lib[s].scratch_size(lib[s].t, maxch);
+            lib[s].scratch = malloc(lib[s].ss);
+        }
+        size_t differ = 0;
+        for (size_t i = 0; i < nch; i++) { /* the same ids first, or the timing means nothing */
+            size_t m[2] = {0, 0};
+            for (int s = 0; s < 2; s++)
+                lib[s].encode(lib[s].t, text + ch[i].off, ch[i].len, 0, ids[s], idcap, &m[s],
+                              lib[s].scratch, lib[s].ss, NULL);
+            differ += m[0] != m[1] || memcmp(ids[0], ids[1], m[0] * sizeof(int32_t)) != 0;
+        }
+        if (differ) {
+            printf("%-31s ids DIFFER on %zu of %zu chunks\n", names[k], differ, nch);
+            return 1;
+        }
+        double tot[2] = {0, 0}, ratio[100];
+        for (int r = 0; r < rounds; r++) {
+            double tr[2] = {0, 0};
+            for (size_t b = 0; b < nch; b += 16) {
+                size_t e = b + 16 < nch ? b + 16 : nch;
+                int first = (int)((b / 16 + (size_t)r) & 1);
+                for (int q = 0; q < 2; q++) {
+                    int s = q ? !first : first;
+                    double d = ab_block(&lib[s], text, ch, b, e, ids[s], idcap);
+                    if (d < 0) return 1;
+                    tr[s] += d;
+                }
+            }
+            tot[0] += tr[0];
+            tot[1] += tr[1];
+            ratio[r] = tr[0] / tr[1];
+        }
+        qsort(ratio, (size_t)rounds, sizeof ratio[0], cmp_d);
+        printf("%-31s old %6.1f MB/s  new %6.1f MB/s  new/old %.3f (rounds: median %.3f, "
+               "%.3f-%.3f)  same ids on %zu chunks\n",
+               names[k], n * (double)rounds / tot[0] / 1e6, n * (double)rounds / tot[1] / 1e6,
+               tot[0] / tot[1], ratio[rounds / 2], ratio[0], ratio[rounds - 1], nch);
+        for (int s = 0; s < 2; s++) {
+            lib[s].close(lib[s].t);
+            free(lib[s].scratch);
+        }
+    }
+    free(ids[0]);
+    free(ids[1]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     double mb = 4;
-    int reps = 5;
+    int reps = 5, rounds = 7;
     size_t witers = 1000;
+    const char *ab_old = NULL, *ab_new = NULL;
     const char *out = BENCH_DEFAULT_DIR "/bench_tokenizer_corpus.txt";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--mb") && i + 1 < argc) mb = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--warm") && i + 1 < argc) witers = (size_t)atol(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--out FILE]\n");
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ab") && i + 2 < argc) {
+            ab_old = argv[++i];
+            ab_new = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--out FILE]\n"
+                            "       bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--mb N]\n");
             return 2;
         }
     }
     if (reps < 1 || reps > 99) reps = 5;
+    if (rounds < 1 || rounds > 99) rounds = 7;
     printf("command:");
     for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
     printf("\n");
@@ -278,6 +408,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < pnch[k]; i++)
             if (pch[k][i].len > maxch) maxch = pch[k][i].len;
+    if (ab_old) return ab_run(ab_old, ab_new, rounds, text, n, ch, nch, maxch, names, paths);
     const char *only = getenv("BENCH_TOK_ONLY"); /* "0", "1" or "2": one case (profiling) */
     for (int k = 0; k < 3; k++) {
         if (only && atoi(only) != k) continue;

@@ -378,6 +378,16 @@ TEST(test_spm_cuts_where_no_token_joins)
     ASSERT_TRUE(t->spm_bar[','][0] >> '1' & 1);               /* cut */
     ASSERT_TRUE(t->spm_bar['b'][1] >> ('a' - 64) & 1);        /* cut */
     ASSERT_TRUE(!(t->spm_bar['a'][0] >> ',' & 1));            /* "a," is a token */
+    /* the scan's table (a | b << 8): the cuts of spm_bar, and every 0xE2 (a mark may start) */
+    size_t stop_wrong = 0;
+    for (unsigned x = 0; x < 256; x++)
+        for (unsigned y = 0; y < 256; y++) {
+            unsigned v = x | y << 8;
+            bool want = y == 0xE2 ||
+                        (x < 128 && y < 128 && (t->spm_bar[x][y >> 6] >> (y & 63) & 1));
+            stop_wrong += (bool)(t->spm_stop[v >> 6] >> (v & 63) & 1) != want;
+        }
+    ASSERT_EQ(stop_wrong, 0);
     int32_t ids[16];
     size_t k = 0;
     ASSERT_OK(ingot_tokenizer_encode(t, "ba,1", 4, 0, ids, 16, &k, NULL, 0, NULL));
@@ -397,6 +407,8 @@ TEST(test_spm_cuts_match_whole_words)
                                    &t, NULL));
     ingot_tokenizer bare = *t;
     memset(bare.spm_bar, 0, sizeof bare.spm_bar);
+    memset(bare.spm_stop, 0, sizeof bare.spm_stop); /* the scan stops only where 0xE2 is */
+    for (unsigned x = 0; x < 256; x++) bare.spm_stop[(x | 0xE2u << 8) >> 6] |= 1ull << (x & 63);
     static const char *const parts[] = {"a", "the", "ing", ",", ".", "(", ")", "_", "->", "0",
                                         "42", "x", "\"", "'", " ", " ", "  ", "\n", "\u00e9",
                                         "\u4e2d\u6587", "{", "}", ";", "::", "Z", "#", "-", "/*"};
@@ -419,6 +431,80 @@ TEST(test_spm_cuts_match_whole_words)
     CHECK(differ == 0, "%zu of 3000 texts differ with the cuts", differ);
     ASSERT_TRUE(long_texts > 1000);
     ingot_tokenizer_close(t);
+}
+
+/* SentencePiece words take the tokens of their two- and three-byte characters from a code point
+ * table, and byte-level BPE pieces of one character too (the token where its bytes merge to one,
+ * else the merges): every entry is what the token hash (and for byte-level BPE the whole flag)
+ * gives for that character's UTF-8, and texts of characters from many scripts, four-byte ones,
+ * invalid bytes, overlong and surrogate forms and sequences cut short encode as they do without
+ * the table. */
+static void char_table_exact(const char *path, size_t min_found)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+    ASSERT_TRUE(t->cp_tok != NULL);
+    size_t wrong = 0, found = 0;
+    for (uint32_t cp = 0x80; cp < 0x10000; cp++) {
+        if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+        uint8_t u[3];
+        size_t l = cp < 0x800 ? 2 : 3;
+        if (l == 2) {
+            u[0] = (uint8_t)(0xC0 | cp >> 6);
+            u[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        } else {
+            u[0] = (uint8_t)(0xE0 | cp >> 12);
+            u[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+            u[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        }
+        bool whole = true;
+        int32_t want = ingot__tok_find_hw(t, u, l, ingot__tok_hash(u, l), &whole);
+        if (t->kind == TOK_BPE && !whole) want = -1;
+        uint16_t got = t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)];
+        wrong += want >= 0 ? got != (uint16_t)want : got != 0xFFFF;
+        found += want >= 0;
+    }
+    CHECK(wrong == 0, "%zu code points differ from the hash", wrong);
+    CHECK(found > min_found, "%zu characters in the table", found);
+    ingot_tokenizer bare = *t;
+    bare.cp_tok = NULL;
+    bare.cp_blk = NULL;
+    static const char *const parts[] = {
+        "a", " ", "\u00e9", "\u00df", "\u0416", "\u03bb", "\u4e2d", "\u6587", "\u3053",
+        "\uac00", "\u0905", "\u0627", "\u2014", "\u201c", "\uff01", "\U0001F600",
+        "\U00020000", "\xc3", "\xe4\xb8", "\xe0\x80\x80", "\xed\xa0\x80", "\xc0\xaf",
+        "\xff", "\x80", "\xef\xbf\xbf", "\xc2\x80", "\xe0\xa0\x80", "\xf4\x90\x80\x80",
+        "\xe0\x83\xa9" /* \u00e9, overlong */, "\xed\x9f\xbf", "\xc1\xa9",
+        ",", "1"};
+    int32_t ia[4096], ib[4096];
+    size_t differ = 0, long_texts = 0;
+    for (int round = 0; round < 3000; round++) {
+        char s[600];
+        size_t n = 0, parts_n = 1 + rnd(80);
+        for (size_t i = 0; i < parts_n; i++) {
+            const char *p = parts[rnd(sizeof parts / sizeof parts[0])];
+            memcpy(s + n, p, strlen(p));
+            n += strlen(p);
+        }
+        size_t ka = 0, kb = 0;
+        ASSERT_OK(ingot_tokenizer_encode(t, s, n, 1, ia, 4096, &ka, NULL, 0, NULL));
+        ASSERT_OK(ingot_tokenizer_encode(&bare, s, n, 1, ib, 4096, &kb, NULL, 0, NULL));
+        differ += ka != kb || memcmp(ia, ib, ka * sizeof ia[0]) != 0;
+        long_texts += ka > 8;
+    }
+    CHECK(differ == 0, "%zu of 3000 texts differ with the code point table", differ);
+    ASSERT_TRUE(long_texts > 1000);
+    ingot_tokenizer_close(t);
+}
+
+TEST(test_char_table_matches_hash_spm)
+{
+    char_table_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", 1000);
+}
+
+TEST(test_char_table_matches_hash_gpt2)
+{
+    char_table_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf", 100);
 }
 
 /* Spaces are escaped eight bytes a step: texts of 0 to 40 bytes with spaces anywhere (runs,
@@ -574,6 +660,7 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
-          T(test_spm_cuts_match_whole_words), T(test_spm_escape_every_space_position),
-          T(test_spm_long_tokens_open_fast),
+          T(test_spm_cuts_match_whole_words), T(test_char_table_matches_hash_spm),
+          T(test_char_table_matches_hash_gpt2),
+          T(test_spm_escape_every_space_position), T(test_spm_long_tokens_open_fast),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

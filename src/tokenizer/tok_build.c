@@ -209,22 +209,7 @@ int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n,
 int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                           uint64_t head, bool *whole)
 {
-    if (n > TOK_MAX_TOKEN_BYTES) return -1;
-    if (t->tfilt) {
-        uint64_t m = ingot__tok_mf_bits(h);
-        if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
-    }
-    uint16_t tag = (uint16_t)(h >> 48);
-    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
-    for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
-        const struct tok_map_slot *sl = &t->map[i];
-        if (sl->id == UINT32_MAX) return -1;
-        if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
-            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
-            *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
-            return (int32_t)sl->id;
-        }
-    }
+    return ingot__tok_find_xi(t, s, n, h, head, whole);
 }
 
 int32_t ingot__tok_find_h(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h)
@@ -384,6 +369,42 @@ static ingot_status score_ranks(const ingot_tokenizer *t, const ingot_allocator 
     return INGOT_OK;
 }
 
+/* The code point table (cp_blk, cp_tok): the token of each character of two or three bytes, as
+ * the token hash gives it for that text (with duplicate texts, the one a lookup finds);
+ * byte-level BPE only where that token's own merges give it (whole), as a piece's lookup asks.
+ * Only for ids < 0xFFFF (Llama 2: 32000, GPT-2: 50257). */
+static ingot_status char_table(ingot_tokenizer *t, const ingot_allocator *a, ingot_error *err)
+{
+    if (t->n_vocab >= 0xFFFF) return INGOT_OK;
+    t->cp_blk = ingot__calloc(a, 512 * sizeof *t->cp_blk);
+    if (!t->cp_blk) return nomem(err, "code point table");
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    const uint32_t *len = t->key_text ? t->text_len : t->dec_len;
+    uint32_t nb = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < t->n_vocab; i++) {
+            const uint8_t *s = t->arena + off[i];
+            size_t l = len[i];
+            uint32_t cp;
+            if (l < 2 || l > 3 || ingot__tok_utf8(s, l, &cp) != l) continue;
+            if (pass == 0) {
+                if (!t->cp_blk[cp >> 7]) t->cp_blk[cp >> 7] = (uint16_t)nb++;
+                continue;
+            }
+            int32_t id = ingot__tok_find(t, s, l);
+            if (id >= 0 && (t->kind != TOK_BPE || t->whole[id]))
+                t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)] = (uint16_t)id;
+        }
+        if (pass == 0) {
+            t->cp_tok = ingot__alloc(a, (size_t)nb * 128 * sizeof *t->cp_tok);
+            if (!t->cp_tok) return nomem(err, "code point table");
+            ING_MEMSET(t->cp_tok, 0xFF, (size_t)nb * 128 * sizeof *t->cp_tok);
+            t->n_cp_blk = nb;
+        }
+    }
+    return INGOT_OK;
+}
+
 /* SentencePiece's merge table: for every token and every split of its text into two tokens,
  * (left, right) -> token. Only built when every character of every token is itself a token
  * (then a merge can only join two tokens); otherwise encoding looks texts up. */
@@ -456,7 +477,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
                 l != UINT32_MAX && r != UINT32_MAX && ingot__tok_merge(t, l, r, &rk, &res)
                     ? ((uint64_t)rk << 32 | res) : UINT64_MAX;
         }
-    return INGOT_OK;
+    return char_table(t, a, err);
 }
 
 void ingot_tokenizer_close(ingot_tokenizer *t)
@@ -480,6 +501,8 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->mfilt, (size_t)(t->mf_mask + 1) * 8);
     ingot__free(a, t->tfilt, (size_t)(t->tf_mask + 1) * 8);
     ingot__free(a, t->pairc, (size_t)TOK_NCHR * TOK_NCHR * 8);
+    ingot__free(a, t->cp_blk, 512 * sizeof *t->cp_blk);
+    ingot__free(a, t->cp_tok, (size_t)t->n_cp_blk * 128 * sizeof *t->cp_tok);
     ingot__free(a, t->spec, (size_t)t->n_spec * 4);
     ingot_allocator al = t->alloc;
     ingot__free(&al, t, sizeof *t);
@@ -784,6 +807,7 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         }
         ingot__free(a, work, wsz);
     }
+    if (t->kind == TOK_BPE && t->whole && (st = char_table(t, a, err)) != INGOT_OK) goto fail;
 
     if (t->kind == TOK_SPM && (st = spm_pair_table(t, a, err)) != INGOT_OK) goto fail;
     if (t->kind == TOK_SPM) {
@@ -810,6 +834,12 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
                 if (s[k] < 0x80 && s[k + 1] < 0x80)
                     t->spm_bar[s[k]][s[k + 1] >> 6] &= ~(1ull << (s[k + 1] & 63));
         }
+        for (unsigned x = 0; x < 128; x++)
+            for (unsigned y = 0; y < 128; y++)
+                if (t->spm_bar[x][y >> 6] >> (y & 63) & 1)
+                    t->spm_stop[(x | y << 8) >> 6] |= 1ull << ((x | y << 8) & 63);
+        for (unsigned x = 0; x < 256; x++)
+            t->spm_stop[(x | 0xE2u << 8) >> 6] |= 1ull << ((x | 0xE2u << 8) & 63);
     }
 
     /* SentencePiece split into words: which tokens their own merges give back whole */

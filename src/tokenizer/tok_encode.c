@@ -134,6 +134,9 @@ static uint64_t heap_pop(bpe_state *b)
 }
 
 /* Rank and result of merging symbols l and r (rank UINT32_MAX: none; DEAD is no token). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
 static inline void pair_at(const ingot_tokenizer *t, uint32_t l, uint32_t r, uint32_t *rank,
                            uint32_t *res)
 {
@@ -330,6 +333,29 @@ static void cache_put(wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t
     e->on = (uint8_t)(end - start);
 }
 
+/* The code point table's token (t->cp_tok) of the character of two or three bytes at s[0..avail)
+ * (DEAD: none), its length in *len; *len 0 where s starts with no such character. */
+static inline uint32_t cp_token(const ingot_tokenizer *t, const uint8_t *s, size_t avail,
+                                size_t *len)
+{
+    *len = 0;
+    if (avail < 2 || (s[1] & 0xC0) != 0x80) return DEAD;
+    uint8_t c = s[0], c1 = s[1];
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        cp = (uint32_t)(c & 0x1F) << 6 | (c1 & 0x3Fu);
+        *len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF && avail > 2 && (s[2] & 0xC0) == 0x80 &&
+               (c != 0xE0 || c1 >= 0xA0) && (c != 0xED || c1 <= 0x9F)) {
+        cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(c1 & 0x3F) << 6 | (s[2] & 0x3Fu);
+        *len = 3;
+    } else {
+        return DEAD;
+    }
+    uint16_t v = t->cp_tok[(size_t)t->cp_blk[cp >> 7] * 128 + (cp & 127)];
+    return v == 0xFFFF ? DEAD : v;
+}
+
 typedef struct bpe_word_ctx {
     const ingot_tokenizer *t;
     const uint8_t *s;
@@ -360,10 +386,19 @@ static void bpe_piece(bpe_word_ctx *c, size_t off, size_t n, out_ids *o)
         put(o, t->byte_tok[w[0]]);
         return;
     }
+    if (n <= 3 && t->cp_tok) { /* one character: the table says whether it is a whole token */
+        size_t l;
+        uint32_t id = cp_token(t, w, n, &l);
+        if (l == n) {
+            if (id != DEAD) put(o, (int32_t)id);
+            else bpe_bytes(c, off, n, o);
+            return;
+        }
+    }
     if (t->whole) {
         bool whole = false, over = off + n + 8 <= c->n;
         STAT(ST_FIND, 1);
-        int32_t id = ingot__tok_find_x(t, w, n, ingot__tok_hash_x(w, n, over),
+        int32_t id = ingot__tok_find_xi(t, w, n, ingot__tok_hash_x(w, n, over),
                                        ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
         if (id >= 0 && whole) {
             put(o, id);
@@ -416,7 +451,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     int32_t id = -1;
     if (t->ignore_merges || t->whole) {
         STAT(ST_FIND, 1);
-        id = ingot__tok_find_x(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
+        id = ingot__tok_find_xi(t, w, n, h, ingot__tok_tail(w, n < 8 ? n : 8, over), &whole);
     }
     if (id >= 0 && (t->ignore_merges || whole)) {
         STAT(ST_WHOLE, 1);
@@ -566,6 +601,23 @@ static bool is_ws_mark(const uint8_t *e, size_t k, size_t m)
     return k + 2 < m && e[k] == 0xE2 && e[k + 1] == 0x96 && e[k + 2] == 0x81;
 }
 
+/* The token of the character at e[i] (>= 0x80, not a mark) of e[0..m) (DEAD: none) and its
+ * length: two- and three-byte sequences from the code point table, the rest (and a vocabulary
+ * without the table) from the token hash. */
+static inline uint32_t spm_char(const ingot_tokenizer *t, const uint8_t *e, size_t i, size_t m,
+                                size_t *len)
+{
+    if (t->cp_tok) {
+        uint32_t id = cp_token(t, e + i, m - i, len);
+        if (*len) return id;
+    }
+    uint32_t cp;
+    *len = ingot__tok_utf8(e + i, m - i, &cp);
+    STAT(ST_FIND, 1);
+    int32_t x = ingot__tok_find(t, e + i, *len);
+    return x >= 0 ? (uint32_t)x : DEAD;
+}
+
 static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, size_t m, work *w,
                                  out_ids *o, ingot_error *err)
 {
@@ -588,12 +640,8 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
                 ci[nsym] = 128;
                 id[nsym] = t->chr_tok[128];
             } else {
-                uint32_t cp;
-                l = ingot__tok_utf8(e + i, m - i, &cp);
-                STAT(ST_FIND, 1);
-                int32_t x = ingot__tok_find(t, e + i, l);
                 ci[nsym] = 255;
-                id[nsym] = x >= 0 ? (uint32_t)x : DEAD;
+                id[nsym] = spm_char(t, e, i, m, &l);
             }
             len[nsym] = (uint32_t)l;
             i += l;
@@ -653,8 +701,8 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
         } else if (t->spm_pairs && is_ws_mark(e, i, m)) {
             s.id[nsym] = t->chr_tok[128];
         } else if (t->spm_pairs) {
-            int32_t id = ingot__tok_find(t, e + i, l);
-            s.id[nsym] = id >= 0 ? (uint32_t)id : DEAD;
+            size_t cl;
+            s.id[nsym] = spm_char(t, e, i, m, &cl); /* cl == l: the same decoding */
         }
         nsym++;
         i += l;
@@ -709,14 +757,15 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         k = ws;
         while (is_ws_mark(e, k, m)) k += 3;
         /* to the next mark, or to two ASCII characters no token joins (t->spm_bar): the pieces
-         * either side of them are merged apart with the same result */
-        for (; k < m; k++) {
-            uint8_t c = e[k];
-            if (c == 0xE2 && is_ws_mark(e, k, m)) break;
-            if (c < 0x80 && k > ws && e[k - 1] < 0x80 &&
-                (t->spm_bar[e[k - 1]][c >> 6] >> (c & 63) & 1))
-                break;
-        }
+         * either side of them are merged apart with the same result. The character at k stops
+         * nothing (not a mark; after marks, or first in the word), so the look starts after it:
+         * one lookup in t->spm_stop a byte, a mark checked only where an 0xE2 is */
+        if (k < m)
+            for (k++; k < m; k++) {
+                uint32_t v = e[k - 1] | (uint32_t)e[k] << 8;
+                if ((t->spm_stop[v >> 6] >> (v & 63) & 1) && (e[k] != 0xE2 || is_ws_mark(e, k, m)))
+                    break;
+            }
         size_t n = k - ws;
         if (n == 1 && e[ws] < 0x80 && t->spm_pairs && t->chr_tok[e[ws]] != DEAD) {
             put(o, (int32_t)t->chr_tok[e[ws]]); /* one ASCII character: its token */
@@ -732,7 +781,7 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
             int32_t id = -1;
             if (t->whole) {
                 STAT(ST_FIND, 1);
-                id = ingot__tok_find_x(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
+                id = ingot__tok_find_xi(t, e + ws, n, h, ingot__tok_tail(e + ws, n, true), &whole);
             }
             if (id >= 0 && whole) { /* its own merges give it whole */
                 STAT(ST_WHOLE, 1);

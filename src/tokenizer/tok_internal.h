@@ -138,6 +138,9 @@ struct ingot_tokenizer {
     /* with spm_split: bit b of spm_bar[a] set when no token's text has the ASCII characters a, b
      * next to each other, so no merge ever joins them: words are merged in pieces split there */
     uint64_t spm_bar[128][2];
+    /* with spm_split: bit (a | b << 8) set when the word scan must look at b after a: a, b ASCII
+     * with their spm_bar bit, or b = 0xE2 (a U+2581 mark may start there); one lookup a byte */
+    uint64_t spm_stop[1024];
     /* SentencePiece: every character of every token is a token, so a merge joins two tokens
      * and the merge table (mslot) holds every (a, b) whose concatenation is a token */
     bool spm_pairs;
@@ -146,6 +149,14 @@ struct ingot_tokenizer {
      * none): the first round of a word's merges without the hash tables */
     uint32_t chr_tok[129];
     uint64_t *pairc;
+    /* ids < 0xFFFF, SentencePiece with spm_pairs or byte-level BPE with whole: the token of each
+     * code point U+0080..U+FFFF (two- and three-byte UTF-8) that is one (byte-level BPE: and
+     * whose own merges give it), cp_tok[cp_blk[cp >> 7] * 128 + (cp & 127)] (0xFFFF: none;
+     * blocks of 128 code points, block 0 for those with none): a word's characters, a piece of
+     * one character, without the token hash. NULL: none. */
+    uint16_t *cp_blk; /* 512 */
+    uint16_t *cp_tok;
+    uint32_t n_cp_blk;
 };
 #define TOK_NCHR 129
 
@@ -284,6 +295,9 @@ int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n,
 /* The same with head = ingot__tok_tail(s, min(n, 8), ...) already computed. */
 int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                           uint64_t head, bool *whole);
+/* ingot__tok_find_x inlined, for the encoders' word lookups. */
+static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t *s, size_t n,
+                                         uint64_t h, uint64_t head, bool *whole);
 #define TOK_MKEY(l, r) (((uint64_t)(l) << 21) | (r)) /* 42 bits */
 #define TOK_MENTRY_BITS 22
 
@@ -303,6 +317,27 @@ static inline uint64_t ingot__tok_mf_bits(uint64_t h)
     return (1ull << ((h >> 32) & 63)) | (1ull << ((h >> 38) & 63));
 }
 #define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
+
+static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t *s, size_t n,
+                                         uint64_t h, uint64_t head, bool *whole)
+{
+    if (n > TOK_MAX_TOKEN_BYTES) return -1;
+    if (t->tfilt) {
+        uint64_t m = ingot__tok_mf_bits(h);
+        if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
+    }
+    uint16_t tag = (uint16_t)(h >> 48);
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
+        const struct tok_map_slot *sl = &t->map[i];
+        if (sl->id == UINT32_MAX) return -1;
+        if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
+            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
+            return (int32_t)sl->id;
+        }
+    }
+}
 
 /* Merge of (l, r): true with rank and result. Inlined even where the compiler would not (the
  * hottest lookup). */

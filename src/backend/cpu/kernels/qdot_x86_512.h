@@ -254,23 +254,37 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 
 /* ---- K-quants ---- */
 
-/* Q4_K / Q5_K packed scales: the 8 scales as int16 in lanes 0-7 of *sc, and the 8 mins each
- * twice (lanes 2k, 2k + 1: sub-block k) in *mn16. */
+/* Q4_K / Q5_K packed scales (the 12 bytes at s; 16 are read, the block goes on past them): the 8
+ * scales as int16 in lanes 0-7 of *sc, and the 8 mins each twice (lanes 2k, 2k + 1: sub-block k)
+ * in *mn16. The 6-bit fields are unpacked in one vector: [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f]
+ * | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30] (per byte) = [sc 0-3, sc 4-7, mn 0-3, mn 4-7]. */
 F void k_scales(const uint8_t *s, __m512i *sc, __m256i *mn16)
 {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4);
-    memcpy(&u1, s + 4, 4);
-    memcpy(&u2, s + 8, 4);
-    uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
-    uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
-    uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
-    __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
+    /* loaded, not built: GCC otherwise rebuilds such constants with broadcasts in the loop */
+    static const int32_t c[4][4] = {{0, 0, 0, 4},
+                                    {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f},
+                                    {0, 0x30303030, 0, 0x30303030},
+                                    {0x09090808, 0x0b0b0a0a, 0x0d0d0c0c, 0x0f0f0e0e}};
+    __m128i u = ld128(s);
+    __m128i p = _mm_srlv_epi32(_mm_shuffle_epi32(u, 0x98), ld128(c[0]));
+    p = _mm_and_si128(p, ld128(c[1]));
+    __m128i q = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, 0x50), 2), ld128(c[2]));
+    __m128i v = _mm_or_si128(p, q);
     *sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(v));
-    __m128i m = _mm_shuffle_epi8(
-        v, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
-    *mn16 = _mm256_cvtepu8_epi16(m);
+    *mn16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, ld128(c[3])));
 }
+
+/* vpermw indices: int16 lanes 0-15 = lane 4h + k of the scales, lanes 16-31 = lane 4h + k + 2,
+ * for [2h + k] (the sub-blocks of qs bytes 64h.., low nibbles k = 0, high k = 1). */
+static const int16_t k_idx[4][32] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+     6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6},
+    {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+     7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}};
 
 /* int16 lanes 0-15 = lane a of s, lanes 16-31 = lane b (a vpermw index). */
 F __m512i two16(int a, int b)
@@ -279,21 +293,102 @@ F __m512i two16(int a, int b)
                               _mm256_set1_epi16((short)b), 1);
 }
 
-F __m256i fold(__m512i v)
+/* The transposed tree of gemv.c's dot16_avx512: sixteen vectors of 16 lanes to one vector of
+ * their sixteen lane sums, in order, in 30 shuffles and 15 additions (sixteen horizontal sums
+ * take 64 shuffles); lane i is added to lane i + 8, then + 4, + 2, + 1, the order of hsum_f32
+ * (_mm512_reduce_add_ps), so the float form gives each vector's hsum_f32 bits. */
+#define TREE16(T, ADD, SH4, SH, CAST_OUT, p)                                                       \
+    do {                                                                                           \
+        T q_[8], s4_[4], u_[2];                                                                    \
+        UNROLL                                                                                     \
+        for (int j = 0; j < 8; j++)                                                                \
+            q_[j] = ADD(SH4(p[2 * j], p[2 * j + 1], 0x44), SH4(p[2 * j], p[2 * j + 1], 0xEE));     \
+        UNROLL                                                                                     \
+        for (int j = 0; j < 4; j++)                                                                \
+            s4_[j] = ADD(SH4(q_[2 * j], q_[2 * j + 1], 0x88),                                   \
+                         SH4(q_[2 * j], q_[2 * j + 1], 0xDD));                                  \
+        UNROLL                                                                                     \
+        for (int j = 0; j < 2; j++)                                                                \
+            u_[j] = ADD(SH(s4_[2 * j], s4_[2 * j + 1], 0x44),                                   \
+                        SH(s4_[2 * j], s4_[2 * j + 1], 0xEE));                                  \
+        T v_ = ADD(SH(u_[0], u_[1], 0x88), SH(u_[0], u_[1], 0xDD));                                \
+        const __m512i order_ =                                                                     \
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);               \
+        CAST_OUT = _mm512_permutexvar_epi32(order_, v_);                                           \
+    } while (0)
+
+#define SHI(a, b, imm)                                                                             \
+    _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm))
+
+F __m512i sum16x16(const __m512i *p)
 {
-    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    __m512i r;
+    TREE16(__m512i, _mm512_add_epi32, _mm512_shuffle_i32x4, SHI, r, p);
+    return r;
 }
 
-F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
-             bool five)
+F __m512 sum16x16_ps(const __m512 *p)
+{
+    __m512i r;
+#define ADDF(a, b)                                                                                 \
+    _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
+    const __m512i *pi = (const __m512i *)(const void *)p;
+    TREE16(__m512i, ADDF, _mm512_shuffle_i32x4, SHI, r, pi);
+#undef ADDF
+    return _mm512_castsi512_ps(r);
+}
+
+/* The per-row sum of a row's per-super-block terms t[0..n): lane j of a 16-lane sum takes the
+ * terms j, j + 16, ... in order, then the lanes are added by hsum_f32. Every Q4_K / Q5_K row goes
+ * through this whatever rows it was computed with, so one row gives the same bits on any path.
+ * acc carries the lanes over a row computed in pieces of a multiple of 16 terms. */
+F __m512 k_lanes(__m512 acc, const float *t, size_t n)
+{
+    size_t c = 0;
+    for (; c + 16 <= n; c += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(t + c));
+    if (c < n) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps((__mmask16)((1u << (n - c)) - 1),
+                                                              t + c));
+    return acc;
+}
+
+/* Terms of super-blocks b0 .. b0 + nbs - 1 of nrows rows (w, then every ldw bytes) into
+ * t[i * nbs + j] = x->d[b] * (d * A - dmin * M) for row i, super-block b = b0 + j, where A is the
+ * exact scaled dot and M the exact minimums' dot. Sixteen super-blocks at a time, in row order
+ * and across rows when rows are short (the runtime's 1024-wide rows have 4): their integer dots
+ * summed by one transposed tree and scaled as one vector, where one super-block at a time paid
+ * its own fold, conversions and broadcasts of d and dmin, and a row its own horizontal sum
+ * (llvm-mca: 25 cycles a Q4_K super-block, the shuffle port the limit; measured in L2 now 1.2x
+ * faster on the runtime's rows, docs/PERFORMANCE.md). The scales are unpacked in vectors and
+ * the constants loaded (GCC rebuilt the vpermw indices with broadcasts in the loop). */
+#define FA TGT static inline __attribute__((always_inline))
+FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t nbs,
+                  const ingot__qx *x, bool five, float *t)
 {
     const bool pf = ingot__cpu_prefetch();
-    size_t bb = five ? 176 : 144;
-    const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);
-    for (size_t r = 0; r < rows; r++, w += ldw) {
-        __m256 sum = _mm256_setzero_ps();
-        for (size_t b = 0; b < x->nb; b++) {
-            const uint8_t *blk = w + b * bb, *qs = blk + (five ? 48 : 16);
+    size_t bb = five ? 176 : 144, total = nrows * nbs;
+    static const uint8_t c15[64] = {15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
+    const __m512i m4 = ld512(c15), one = _mm512_set1_epi8(1);
+    __m512i Av[16], Mv[8];
+    __m256i Ms[16];
+    _Alignas(64) uint16_t dv[16], dmv[16];
+    _Alignas(64) float xd[16];
+    const uint8_t *row = w;
+    size_t j = 0; /* super-block index within the current row's range */
+    for (size_t e0 = 0; e0 < total; e0 += 16) {
+        size_t n = total - e0 < 16 ? total - e0 : 16;
+        _Pragma("GCC unroll 4")
+        for (size_t i = 0; i < 16; i++) {
+            if (i >= n) {
+                Av[i] = _mm512_setzero_si512();
+                Ms[i] = _mm256_setzero_si256();
+                dv[i] = dmv[i] = 0, xd[i] = 0.0f;
+                continue;
+            }
+            size_t b = b0 + j;
+            const uint8_t *blk = row + b * bb, *qs = blk + (five ? 48 : 16);
             const int8_t *xq = x->q + b * 256;
             PF(blk, 0);
             PF(blk, 64);
@@ -311,24 +406,70 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
                 __m512i z[2] = {_mm512_and_si512(q, m4),
                                 _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
                 UNROLL
-                for (int n = 0; n < 2; n++) {
-                    __m512i idx = two16(4 * h + n, 4 * h + n + 2);
+                for (int k = 0; k < 2; k++) {
+                    __m512i idx = ld512(k_idx[2 * h + k]);
                     if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
                         __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, idx), one);
-                        z[n] = _mm512_or_si512(z[n], _mm512_slli_epi16(hb, 4));
+                        z[k] = _mm512_or_si512(z[k], _mm512_slli_epi16(hb, 4));
                     }
-                    A = dot_u8_scaled(A, z[n], ld512(xq + 128 * h + 64 * n),
+                    A = dot_u8_scaled(A, z[k], ld512(xq + 128 * h + 64 * k),
                                       _mm512_permutexvar_epi16(idx, sc));
                 }
             }
-            __m256i M = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
-            float d = f16(blk) * x->d[b], dmin = f16(blk + 2) * x->d[b];
-            sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(A)), _mm256_set1_ps(d), sum);
-            sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_set1_ps(dmin), sum);
+            Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
+            Av[i] = A;
+            memcpy(&dv[i], blk, 2);
+            memcpy(&dmv[i], blk + 2, 2);
+            xd[i] = x->d[b];
+            if (++j == nbs) j = 0, row += ldw;
         }
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        put(y + r, acc, _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1))));
+        UNROLL
+        for (int k = 0; k < 8; k++) /* (inserts from memory take no shuffle port) */
+            Mv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(Ms[2 * k]), Ms[2 * k + 1], 1);
+        __m512 a = _mm512_cvtepi32_ps(sum16x16(Av));
+        __m512 m = _mm512_cvtepi32_ps(reduce16(Mv));
+        __m512 xv = _mm512_load_ps(xd);
+        __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dv)), xv);
+        __m512 dm = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dmv)), xv);
+        _mm512_mask_storeu_ps(t + e0, (__mmask16)((1u << n) - 1),
+                              _mm512_fmsub_ps(a, d, _mm512_mul_ps(m, dm)));
+    }
+}
+
+/* Rows in windows of at most QK_TERMS terms: a window's terms, then each row's sum. */
+#define QK_TERMS 512
+FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
+              bool five)
+{
+    _Alignas(64) float t[QK_TERMS];
+    size_t nb = x->nb;
+    if (nb > QK_TERMS) { /* long rows: one row at a time, in pieces of QK_TERMS terms */
+        for (size_t r = 0; r < rows; r++, w += ldw) {
+            __m512 lanes = _mm512_setzero_ps();
+            for (size_t b = 0; b < nb; b += QK_TERMS) {
+                size_t n = nb - b < QK_TERMS ? nb - b : QK_TERMS;
+                q45_terms(w, ldw, 1, b, n, x, five, t);
+                lanes = k_lanes(lanes, t, n);
+            }
+            put(y + r, acc, hsum_f32(lanes));
+        }
+        return;
+    }
+    size_t per = QK_TERMS / nb;
+    for (size_t r0 = 0; r0 < rows; r0 += per) {
+        size_t n = rows - r0 < per ? rows - r0 : per;
+        q45_terms(w + r0 * ldw, ldw, n, 0, nb, x, five, t);
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16) { /* sixteen rows' lanes summed by one tree */
+            __m512 l[16];
+            UNROLL
+            for (int k = 0; k < 16; k++) l[k] = k_lanes(_mm512_setzero_ps(), t + (i + k) * nb, nb);
+            _Alignas(64) float s16[16];
+            _mm512_store_ps(s16, sum16x16_ps(l));
+            for (int k = 0; k < 16; k++) put(y + r0 + i + k, acc, s16[k]);
+        }
+        for (; i < n; i++)
+            put(y + r0 + i, acc, hsum_f32(k_lanes(_mm512_setzero_ps(), t + i * nb, nb)));
     }
 }
 
@@ -401,4 +542,8 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 }
 
 #undef F
+#undef FA
 #undef UNROLL
+#undef SHI
+#undef TREE16
+#undef QK_TERMS

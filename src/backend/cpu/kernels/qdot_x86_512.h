@@ -17,6 +17,7 @@
 #include "cpu/kernels/qdot.h"
 
 #define F TGT static inline
+#define FA TGT static inline __attribute__((always_inline))
 /* Unrolls a loop of constant trip count (GCC keeps them at -O2: qdot_x86_256.h). */
 #define UNROLL _Pragma("GCC unroll 9")
 
@@ -96,15 +97,6 @@ F __m256i dot_s8_256(__m256i w, __m256i x)
 #endif
 }
 
-F __m256i dot_u8_256(__m256i u, __m256i x)
-{
-#if VNNI
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
-#else
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
-#endif
-}
-
 /* Eight vectors, each holding two blocks (lanes 0-7 block 2i, 8-15 block 2i + 1), to one vector
  * of the 16 block sums in order: 128-bit quarters, then pairs of lanes, then lanes are added. */
 F __m512i reduce16(const __m512i v[8])
@@ -166,22 +158,6 @@ TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__q
 
 /* ---- Q8_0 and Q4_0 ---- */
 
-F __m256i q4_0_quants(const uint8_t *qs) /* 16 bytes of nibbles -> 32 values 0..15, in order */
-{
-    __m128i v = ld128(qs);
-    __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
-    return _mm256_and_si256(b, _mm256_set1_epi8(15));
-}
-
-/* Blocks i and i + 1 of a Q4_0 row (at blk): [block i 0..31 | block i + 1 0..31] */
-F __m512i q4_0_pair(const uint8_t *blk)
-{
-    __m256i p = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(blk + 2)), ld128(blk + 20), 1);
-    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(p), _mm256_srli_epi16(p, 4), 1);
-    z = _mm512_shuffle_i64x2(z, z, 0xd8); /* quarters 0, 2, 1, 3: lo, hi of each block */
-    return _mm512_and_si512(z, _mm512_set1_epi8(15));
-}
-
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
@@ -221,6 +197,85 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
     }
 }
 
+/* The f16 d of n (1..16) Q4_0 blocks from blk, 0 past n: block i's d is 16-bit word 9i, so
+ * words 0-63 hold blocks 0-7 and words 72-135 blocks 8-15: four loads and two two-table word
+ * permutes (a gather of 16, or 16 scalar loads, cost a quarter of the kernel's time). Loads
+ * stop at byte 18n. */
+F __m256i q4_0_scales(const uint8_t *blk, size_t n)
+{
+    static const int16_t idx[32] = {0, 9, 18, 27, 36, 45, 54, 63, 0, 9, 18, 27, 36, 45, 54, 63};
+    __m512i za0, za1, zb0, zb1;
+    if (n == 16) {
+        za0 = ld512(blk), za1 = ld512(blk + 64), zb0 = ld512(blk + 144), zb1 = ld512(blk + 208);
+    } else {
+        size_t wn = 9 * n; /* words that lie in the n blocks */
+#define WM(w0)                                                                                     \
+    (wn <= (w0) ? 0 : wn >= (w0) + 32 ? ~(__mmask32)0 : ((__mmask32)1 << (wn - (w0))) - 1)
+        za0 = _mm512_maskz_loadu_epi16(WM(0), blk);
+        za1 = _mm512_maskz_loadu_epi16(WM(32), blk + 64);
+        zb0 = _mm512_maskz_loadu_epi16(WM(72), blk + 144);
+        zb1 = _mm512_maskz_loadu_epi16(WM(104), blk + 208);
+#undef WM
+    }
+    __m512i i = ld512(idx);
+    __m512i t = _mm512_mask_blend_epi16(0xff00, _mm512_permutex2var_epi16(za0, i, za1),
+                                        _mm512_permutex2var_epi16(zb0, i, zb1));
+    t = _mm512_maskz_mov_epi16((__mmask32)((1u << n) - 1), t);
+    return _mm512_castsi512_si256(t);
+}
+
+/* Up to 16 Q4_0 blocks from block b of a row (blk = its first), n of them (1..16): sum + each
+ * block's x->d[b] * d * (dot - 8 * sum of x) in lane b % 16. Four blocks share a register: their
+ * 16 bytes of nibbles inserted from memory (no shuffle port), the low nibbles met by elements
+ * 0-15 of the four blocks' activations and the high ones by 16-31 (two 64-byte loads of x
+ * split by one 128-bit shuffle each), both into one accumulator; four such groups reduced
+ * to the 16 block sums by six in-lane shuffles. Missing blocks (n < 16) enter as zero weights,
+ * so the x read past them (within the activation buffer: q, then d and s) adds nothing; the
+ * last step of a row takes its remaining blocks this way, where they went one at a time with a
+ * horizontal sum each (rows of 2816: 88 blocks). Was: two blocks a register unpacked by three
+ * shuffles and a 16-vector tree, the scales gathered (in L2 1.1-1.4x slower). */
+FA __m512 q4_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, __m512 sum,
+                    bool pf)
+{
+    const __m512i m4 = _mm512_set1_epi8(15);
+    UNROLL
+    for (int i = 0; i < 5; i++) PF(blk, 64 * i);
+    __m512i V[4];
+    UNROLL
+    for (int g = 0; g < 4; g++) {
+        if ((size_t)(4 * g) >= n) {
+            V[g] = _mm512_setzero_si512();
+            continue;
+        }
+        const uint8_t *p = blk + 72 * g + 2;
+        __m512i z = _mm512_castsi128_si512(ld128(p));
+        if ((size_t)(4 * g + 1) < n) z = _mm512_inserti32x4(z, ld128(p + 18), 1);
+        if ((size_t)(4 * g + 2) < n) z = _mm512_inserti32x4(z, ld128(p + 36), 2);
+        if ((size_t)(4 * g + 3) < n) z = _mm512_inserti32x4(z, ld128(p + 54), 3);
+        if ((size_t)(4 * g + 1) >= n) z = _mm512_zextsi128_si512(_mm512_castsi512_si128(z));
+        else if ((size_t)(4 * g + 2) >= n) z = _mm512_zextsi256_si512(_mm512_castsi512_si256(z));
+        else if ((size_t)(4 * g + 3) >= n) z = _mm512_maskz_mov_epi32(0x0fff, z);
+        const int8_t *xq = x->q + (b + 4 * (size_t)g) * 32;
+        __m512i x0 = ld512(xq), x1 = ld512(xq + 64); /* blocks 4g, 4g + 1 | 4g + 2, 4g + 3 */
+        __m512i lo = _mm512_and_si512(z, m4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+        V[g] = dot_u8(dot_u8(_mm512_setzero_si512(), lo, _mm512_shuffle_i64x2(x0, x1, 0x88)), hi,
+                      _mm512_shuffle_i64x2(x0, x1, 0xdd));
+    }
+    /* 128-bit lane i of V[g]: four partial sums of block 4g + i; c lane 4i + g: block 4g + i */
+    __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(V[0], V[1]),
+                                   _mm512_unpackhi_epi32(V[0], V[1]));
+    __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(V[2], V[3]),
+                                   _mm512_unpackhi_epi32(V[2], V[3]));
+    __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512i d = _mm512_sub_epi32(_mm512_permutexvar_epi32(order, c),
+                                 _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, x->s + b), 3));
+    __m512 sc =
+        _mm512_mul_ps(_mm512_cvtph_ps(q4_0_scales(blk, n)), _mm512_maskz_loadu_ps(m, x->d + b));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
+}
+
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
@@ -229,26 +284,9 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
     size_t nb = x->nb, nv = nb / 16 * 16;
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) {
-            const uint8_t *blk = w + b * 18;
-            UNROLL
-            for (int i = 0; i < 5; i++) PF(blk, 64 * i);
-            __m512i v[8];
-            UNROLL
-            for (int i = 0; i < 8; i++)
-                v[i] = dot_u8(_mm512_setzero_si512(), q4_0_pair(blk + 36 * i),
-                              ld512(x->q + (b + 2 * (size_t)i) * 32));
-            __m512i d = _mm512_sub_epi32(reduce16(v), _mm512_slli_epi32(ld512(x->s + b), 3));
-            __m512 sc = _mm512_mul_ps(scales16(blk, 18), _mm512_loadu_ps(x->d + b));
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
-        }
-        float t = hsum_f32(sum);
-        for (size_t b = nv; b < nb; b++) {
-            const uint8_t *blk = w + b * 18;
-            int32_t d = hsum256_i32(dot_u8_256(q4_0_quants(blk + 2), ld256(x->q + b * 32)));
-            t += (float)(d - 8 * x->s[b]) * (f16(blk) * x->d[b]);
-        }
-        put(y + r, acc, t);
+        for (size_t b = 0; b < nv; b += 16) sum = q4_0_step(w + b * 18, x, b, 16, sum, pf);
+        if (nv < nb) sum = q4_0_step(w + nv * 18, x, nv, nb - nv, sum, pf);
+        put(y + r, acc, hsum_f32(sum));
     }
 }
 
@@ -360,7 +398,6 @@ F __m512 k_lanes(__m512 acc, const float *t, size_t n)
  * (llvm-mca: 25 cycles a Q4_K super-block, the shuffle port the limit; measured in L2 now 1.2x
  * faster on the runtime's rows, docs/PERFORMANCE.md). The scales are unpacked in vectors and
  * the constants loaded (GCC rebuilt the vpermw indices with broadcasts in the loop). */
-#define FA TGT static inline __attribute__((always_inline))
 FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t nbs,
                   const ingot__qx *x, bool five, float *t)
 {

@@ -281,18 +281,20 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
  * sums), lanes 2k and 2k + 1 holding sub-block k. */
 F void k_scales(const uint8_t *s, __m128i *sc8, __m256i *mn16)
 {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4);
-    memcpy(&u1, s + 4, 4);
-    memcpy(&u2, s + 8, 4);
-    uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
-    uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
-    uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
-    __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
+    /* The 6-bit fields unpacked in one vector (16 bytes read; the block goes on past the 12):
+     * [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f] | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30] per
+     * byte = [sc 0-3, sc 4-7, mn 0-3, mn 4-7]; the constants loaded, not built in the loop. */
+    static const int32_t c[4][4] = {{0, 0, 0, 4},
+                                    {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f},
+                                    {0, 0x30303030, 0, 0x30303030},
+                                    {0x09090808, 0x0b0b0a0a, 0x0d0d0c0c, 0x0f0f0e0e}};
+    __m128i u = ld128(s);
+    __m128i p = _mm_srlv_epi32(_mm_shuffle_epi32(u, 0x98), ld128(c[0]));
+    p = _mm_and_si128(p, ld128(c[1]));
+    __m128i q = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, 0x50), 2), ld128(c[2]));
+    __m128i v = _mm_or_si128(p, q);
     *sc8 = _mm_cvtepu8_epi16(v); /* the 8 scales as int16 */
-    __m128i m = _mm_shuffle_epi8(
-        v, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
-    *mn16 = _mm256_cvtepu8_epi16(m);
+    *mn16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, ld128(c[3])));
 }
 
 /* Sub-block k's int16 scale in all 16 lanes, from 8 int16 scales in both halves of s. */

@@ -35,14 +35,6 @@ F __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 
 F float hsum_f32(__m512 v) { return _mm512_reduce_add_ps(v); }
 
-F int32_t hsum256_i32(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
 F float f16(const uint8_t *p)
 {
     uint16_t h;
@@ -82,18 +74,6 @@ F __m512i dot_u8_scaled(__m512i acc, __m512i u, __m512i x, __m512i s16)
     return _mm512_dpwssd_epi32(acc, p, s16);
 #else
     return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s16));
-#endif
-}
-
-/* 256-bit forms for single blocks at the end of a row. */
-F __m256i dot_s8_256(__m256i w, __m256i x)
-{
-#if VNNI
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(w, _mm256_set1_epi8(-128)),
-                               x);
-#else
-    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 #endif
 }
 
@@ -158,6 +138,46 @@ TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__q
 
 /* ---- Q8_0 and Q4_0 ---- */
 
+/* Up to 16 Q8_0 blocks from block b of a row (blk = its first), n of them (1..16), into sum:
+ * two blocks a register, their 16 exact dots reduced by one shuffle tree, the 16 scales by one
+ * gather. A row's last n % 16 blocks take this step, the missing blocks' scales 0 (they went
+ * one at a time with a horizontal sum each: in L2 rows of 2816, 88 blocks, 1.15x slower). */
+FA __m512 q8_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, __m512 sum,
+                    bool pf)
+{
+    UNROLL
+    for (int i = 0; i < 9; i++) PF(blk, 64 * i);
+    __m512i v[8];
+    UNROLL
+    for (int i = 0; i < 8; i++) {
+        if ((size_t)(2 * i) >= n) {
+            v[i] = _mm512_setzero_si512();
+            continue;
+        }
+        const uint8_t *p = blk + 68 * i + 2;
+        __m256i hi = (size_t)(2 * i + 1) < n ? ld256(p + 34) : _mm256_setzero_si256();
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(p)), hi, 1);
+        v[i] = dot_s8(_mm512_setzero_si512(), wv, ld512(x->q + (b + 2 * (size_t)i) * 32));
+    }
+    __m512i d = reduce16(v);
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+#if VNNI
+    d = _mm512_sub_epi32(d, _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, x->s + b), 7));
+#endif
+    __m512 sc;
+    if (n == 16) {
+        sc = _mm512_mul_ps(scales16(blk, 34), _mm512_loadu_ps(x->d + b));
+    } else { /* missing blocks get scale 0 (VNNI leaves 128 * sum(x) of what follows there) */
+        __m512i idx = _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32(34));
+        __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk, 1);
+        sc = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(g)),
+                           _mm512_maskz_loadu_ps(m, x->d + b));
+    }
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
+}
+
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
@@ -166,34 +186,9 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
     size_t nb = x->nb, nv = nb / 16 * 16;
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) {
-            const uint8_t *blk = w + b * 34;
-            UNROLL
-            for (int i = 0; i < 9; i++) PF(blk, 64 * i);
-            __m512i v[8];
-            UNROLL
-            for (int i = 0; i < 8; i++) {
-                const uint8_t *p = blk + 68 * i + 2;
-                __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(p)), ld256(p + 34), 1);
-                v[i] = dot_s8(_mm512_setzero_si512(), wv, ld512(x->q + (b + 2 * (size_t)i) * 32));
-            }
-            __m512i d = reduce16(v);
-#if VNNI
-            d = _mm512_sub_epi32(d, _mm512_slli_epi32(ld512(x->s + b), 7));
-#endif
-            __m512 sc = _mm512_mul_ps(scales16(blk, 34), _mm512_loadu_ps(x->d + b));
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
-        }
-        float t = hsum_f32(sum);
-        for (size_t b = nv; b < nb; b++) {
-            const uint8_t *blk = w + b * 34;
-            int32_t d = hsum256_i32(dot_s8_256(ld256(blk + 2), ld256(x->q + b * 32)));
-#if VNNI
-            d -= 128 * x->s[b];
-#endif
-            t += (float)d * (f16(blk) * x->d[b]);
-        }
-        put(y + r, acc, t);
+        for (size_t b = 0; b < nv; b += 16) sum = q8_0_step(w + b * 34, x, b, 16, sum, pf);
+        if (nv < nb) sum = q8_0_step(w + nv * 34, x, nv, nb - nv, sum, pf);
+        put(y + r, acc, hsum_f32(sum));
     }
 }
 

@@ -468,6 +468,44 @@ TEST(qdot_threads_bitwise)
     ingot__pool_destroy(p3);
 }
 
+TEST(qdot_rows_same_bits_any_offset)
+{
+    /* A weight row gives the same bits whichever call, row offset or row count computed it: the
+     * K-quant dots take several short rows per step at the AVX-512 levels (their super-blocks
+     * sixteen at a time across rows), the 32-element blocks sixteen blocks per step with the
+     * rest masked; rows of 1 to 17 blocks and more, and the runtime's 1024 and 2816. */
+    static const size_t kq[] = {256, 1024, 2816, 4352}, k32[] = {32, 96, 1024, 2816, 4128};
+    size_t M = 120;
+    for (size_t ti = 1; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+        ingot_dtype wt = qtypes[ti];
+        size_t be = ingot_dtype_block_elems(wt), nk = be == 256 ? 4 : 5;
+        for (size_t ki = 0; ki < nk; ki++) {
+            size_t K = be == 256 ? kq[ki] : k32[ki], ldw = K / be * ingot_dtype_block_bytes(wt);
+            uint8_t *w = malloc(M * ldw);
+            float ws[120], *X = malloc(K * 4), *y = malloc(M * 4), *y2 = malloc(M * 4);
+            fill_weights(wt, w, M, K, ws);
+            for (size_t i = 0; i < K; i++) X[i] = frand();
+            uint8_t *xq = aligned_alloc(64, ingot__qx_bytes(wt, K));
+            for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+                if (!level_on(isa)) continue;
+                ingot__qx_quantize(wt, X, K, xq);
+                ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, ldw, ws, xq, NULL, 0, 1, false, y, M));
+                for (size_t off = 1; off <= 17; off++)
+                    for (size_t len = 1; len <= M - off; len += len < 20 ? 1 : 37) {
+                        ASSERT_OK(ingot__qgemm(NULL, wt, len, K, w + off * ldw, ldw, ws + off, xq,
+                                               NULL, 0, 1, false, y2, len));
+                        CHECK(memcmp(y + off, y2, len * 4) == 0,
+                              "%s %s K=%zu: rows %zu..%zu alone differ from the full call",
+                              ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), K, off,
+                              off + len - 1);
+                    }
+            }
+            ingot__set_isa(ingot__cpu_isa());
+            free(w), free(X), free(y), free(y2), free(xq);
+        }
+    }
+}
+
 TEST(qx_quantize_rounding)
 {
     /* Per block d = max|x| / 127 and q = round(x / d) half away from zero; the sums the dots
@@ -823,8 +861,9 @@ TEST(pool_runs_every_task_once)
 }
 
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
-          T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset), T(qx_quantize_rounding),
-          T(q8_0_ggml_blocks), T(qdot_levels_conformance), T(qdot_threads_bitwise),
+          T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset),
+          T(qdot_rows_same_bits_any_offset), T(qx_quantize_rounding), T(q8_0_ggml_blocks),
+          T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
           T(amx_tiles_against_dots),
           T(pool_runs_every_task_once))

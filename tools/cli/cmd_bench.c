@@ -3,7 +3,9 @@
  * level in effect (INGOT_ISA caps it) against baselines measured in the same run:
  *   - f32 GEMM and GEMV against OpenBLAS (cblas_sgemm / cblas_sgemv, same thread count);
  *   - GEMV (decode) on f32, F16, BF16, int8, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K weights against the
- *     streaming read rate of the same weight buffer;
+ *     streaming read rate of the same weight buffer, rows of 8192 elements, and the quantized
+ *     types again on the runtime's short rows (1024 and 2816 elements, a 246 M Llama's
+ *     attention and FFN widths: per-row costs weigh more there);
  *   - quantized GEMM (prefill, 64 and 512 activation rows) against the f32 GEMM on the weights
  *     dequantized to f32.
  * Every figure is the median of several repetitions, ours and the baseline interleaved; ratios
@@ -295,6 +297,9 @@ static void run_gemv(const gemv_case *c, ingot__pool *pool)
 static const ingot_dtype gemv_types[] = {INGOT_DTYPE_F32,  INGOT_DTYPE_F16,  INGOT_DTYPE_BF16,
                                          INGOT_DTYPE_I8,   INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0,
                                          INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
+/* The runtime's short rows (1024 and 2816 elements): the quantized types a model file holds. */
+static const ingot_dtype short_types[] = {INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K,
+                                          INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0};
 static const ingot_dtype gemm_types[] = {INGOT_DTYPE_F16,  INGOT_DTYPE_BF16, INGOT_DTYPE_I8,
                                          INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
                                          INGOT_DTYPE_Q6_K};
@@ -337,16 +342,18 @@ int ingot_cli_bench(int argc, char **argv)
     if (argc >= 1 && !strcmp(argv[0], "generate"))
         return ingot_cli_bench_generate(argc - 1, argv + 1);
     if (argc < 1 || strcmp(argv[0], "gemm") != 0) {
-        fprintf(stderr, "usage: ingot bench gemm [--threads N] [--json] [--quick]\n"
+        fprintf(stderr, "usage: ingot bench gemm [--threads N] [--json] [--quick] [--gemv]\n"
                         "       ingot bench generate MODEL [--threads N] [--json]\n");
         return 2;
     }
     unsigned only = 0;
     const char *only_s = "";
-    int json = 0, quick = 0;
+    int json = 0, quick = 0, gemv_only = 0; /* --gemv: the GEMV cases alone */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;
+        else if (!strcmp(argv[i], "--gemv"))
+            gemv_only = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc && atoi(argv[i + 1]) > 0)
@@ -393,7 +400,8 @@ int ingot_cli_bench(int argc, char **argv)
           *C = malloc(maxn * sizeof *C);
     size_t wbytes = target + ((size_t)1 << 20);
     uint8_t *W = aligned_alloc(64, wbytes);
-    size_t maxrows = target / (K / 2) + 1024; /* Q4_0 has the shortest rows: K / 32 * 18 bytes */
+    /* Q4_0 has the fewest bytes a row (K / 32 * 18), on the short rows of 1024 the most rows */
+    size_t maxrows = target / (1024 / 2) + 1024;
     float *x = malloc(K * sizeof *x), *y = malloc(maxrows * sizeof *y);
     float *ws = malloc(maxrows * sizeof *ws);
     void *xq = aligned_alloc(64, 512 * (2 * pk + 256) + 4 * K); /* > any ingot__qx_bytes */
@@ -423,7 +431,7 @@ int ingot_cli_bench(int argc, char **argv)
         if (have_blas) blas.set_threads((int)th);
         /* f32 GEMM n^3 against OpenBLAS */
         size_t sizes[2] = {1024, big};
-        for (int si = 0; si < 2; si++) {
+        for (int si = 0; si < (gemv_only ? 0 : 2); si++) {
             size_t n = sizes[si];
             int reps = n <= 1024 ? 11 : 5;
             double flops = 2.0 * n * n * n, t1[11], t2[11];
@@ -455,12 +463,18 @@ int ingot_cli_bench(int argc, char **argv)
         /* GEMV (decode) on every weight type against the read rate of the same buffer; f32 also
          * against OpenBLAS's sgemv. */
         enum { REPS = 9 };
-        for (size_t gi = 0; gi < sizeof gemv_types / sizeof gemv_types[0]; gi++) {
-            ingot_dtype wt = gemv_types[gi];
-            size_t rb = row_bytes(wt, K), M = (target / rb + 63) / 64 * 64, bytes = M * rb;
+        size_t ngemv = sizeof gemv_types / sizeof gemv_types[0];
+        size_t nshort = sizeof short_types / sizeof short_types[0];
+        for (size_t ci = 0; ci < ngemv + 2 * nshort; ci++) {
+            /* every type on rows of K, then the quantized ones on rows of 1024 and 2816 */
+            bool sh = ci >= ngemv;
+            size_t gi = sh ? (ci - ngemv) % nshort : ci;
+            ingot_dtype wt = sh ? short_types[gi] : gemv_types[gi];
+            size_t kc = !sh ? K : ci - ngemv < nshort ? 1024 : 2816;
+            size_t rb = row_bytes(wt, kc), M = (target / rb + 63) / 64 * 64, bytes = M * rb;
             if (bytes > wbytes) M = wbytes / rb, bytes = M * rb;
-            fill_weights(wt, W, M, K, 7 + (uint32_t)gi);
-            gemv_case c = {wt, M, K, W, x, ws, xq, y};
+            fill_weights(wt, W, M, kc, 7 + (uint32_t)ci);
+            gemv_case c = {wt, M, kc, W, x, ws, xq, y};
             run_gemv(&c, pool); /* warm */
             double t1[REPS], t2[REPS] = {0}, t3[REPS];
             (void)t2; /* OpenBLAS's sgemv times, when it is there */
@@ -471,8 +485,8 @@ int ingot_cli_bench(int argc, char **argv)
                 t3[r] = bw_read(W, bytes, pool);
                 if (wt == INGOT_DTYPE_F32 && have_blas) {
                     t0 = now();
-                    blas.sgemv(BLAS_ROW_MAJOR, BLAS_NO_TRANS, (int)M, (int)K, 1.0f,
-                               (const float *)(const void *)W, (int)K, x, 1, 0.0f, y, 1);
+                    blas.sgemv(BLAS_ROW_MAJOR, BLAS_NO_TRANS, (int)M, (int)kc, 1.0f,
+                               (const float *)(const void *)W, (int)kc, x, 1, 0.0f, y, 1);
                     t2[r] = now() - t0;
                 }
             }
@@ -481,19 +495,19 @@ int ingot_cli_bench(int argc, char **argv)
                 double m2 = have_blas ? median(t2, REPS) : NAN;
                 result *r = &res[nres++];
                 *r = (result){
-                    "",         th, 2.0 * M * K / m1 * 1e-9, 2.0 * M * K / m2 * 1e-9, "GFLOP/s",
+                    "",         th, 2.0 * M * kc / m1 * 1e-9, 2.0 * M * kc / m2 * 1e-9, "GFLOP/s",
                     "openblas", 0};
-                snprintf(r->name, sizeof r->name, "sgemv_%zux%zu", M, K);
+                snprintf(r->name, sizeof r->name, "sgemv_%zux%zu", M, kc);
             }
             result *r = &res[nres++];
             *r = (result){"",     th,          bytes / m1 * 1e-9, bytes / median(t3, REPS) * 1e-9,
                           "GB/s", "read_rate", (double)bytes};
-            snprintf(r->name, sizeof r->name, "gemv_%s_%zux%zu", lname(wt), M, K);
+            snprintf(r->name, sizeof r->name, "gemv_%s_%zux%zu", lname(wt), M, kc);
         }
         /* Prefill: nx activation rows against [pk, pk] weights, against the f32 GEMM on the
          * weights dequantized (x . W^T, the backend's linear). */
         size_t nxs[2] = {64, 512};
-        for (int ni = 0; ni < (quick ? 1 : 2); ni++) {
+        for (int ni = 0; ni < (gemv_only ? 0 : quick ? 1 : 2); ni++) {
             size_t nx = nxs[ni];
             for (size_t gi = 0; gi < sizeof gemm_types / sizeof gemm_types[0]; gi++) {
                 ingot_dtype wt = gemm_types[gi];

@@ -222,6 +222,23 @@ F __m256i pair_q4_0(const uint8_t *w0, const uint8_t *w4, const int8_t *x0, cons
 #endif
 }
 
+/* The f16 d of 8 Q4_0 blocks from blk as 8 floats without a gather: block i's d is at byte 18i,
+ * so four 32-byte loads hold them at distinct 4-byte slots of their 128-bit halves (blocks 2j
+ * and 2j + 1 in slot j of the low and high half of load j); three dword blends take slot j from
+ * load j, one byte shuffle moves the low half's words to even and the high half's to odd word
+ * positions, and the two halves are or-ed: 0 .. 7 in order. */
+F __m256 scales8_q4_0(const uint8_t *blk)
+{
+    __m256i t = _mm256_blend_epi32(ld256(blk), ld256(blk + 32), 0x22);
+    t = _mm256_blend_epi32(t, ld256(blk + 64), 0x44);
+    t = _mm256_blend_epi32(t, ld256(blk + 96), 0x88);
+    t = _mm256_shuffle_epi8(t, _mm256_setr_epi8(0, 1, -1, -1, 4, 5, -1, -1, 8, 9, -1, -1, 12, 13,
+                                                -1, -1, -1, -1, 2, 3, -1, -1, 6, 7, -1, -1, 10,
+                                                11, -1, -1, 14, 15));
+    __m128i h = _mm_or_si128(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    return _mm256_cvtph_ps(h);
+}
+
 /* Eight blocks' exact dots from four pairs: two rounds of vphaddd leave blocks 0-3 in the low
  * half and 4-7 in the high half, in order (three vphaddd against the seven of reduce8: the
  * shuffle port was the limit, 0.79-0.87 of the read rate before). */
@@ -245,7 +262,7 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
             __m256i m3 = pair_q4_0(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xq + 96, xq + 7 * 32);
             __m256i d = _mm256_hadd_epi32(_mm256_hadd_epi32(m0, m1), _mm256_hadd_epi32(m2, m3));
             d = _mm256_sub_epi32(d, _mm256_slli_epi32(ld256(x->s + b), 3));
-            __m256 sc = _mm256_mul_ps(scales8(blk, 18), _mm256_loadu_ps(x->d + b));
+            __m256 sc = _mm256_mul_ps(scales8_q4_0(blk), _mm256_loadu_ps(x->d + b));
             sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, sum);
         }
         float t = hsum_f32(sum);
@@ -264,18 +281,20 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
  * sums), lanes 2k and 2k + 1 holding sub-block k. */
 F void k_scales(const uint8_t *s, __m128i *sc8, __m256i *mn16)
 {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4);
-    memcpy(&u1, s + 4, 4);
-    memcpy(&u2, s + 8, 4);
-    uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
-    uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
-    uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
-    __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
+    /* The 6-bit fields unpacked in one vector (16 bytes read; the block goes on past the 12):
+     * [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f] | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30] per
+     * byte = [sc 0-3, sc 4-7, mn 0-3, mn 4-7]; the constants loaded, not built in the loop. */
+    static const int32_t c[4][4] = {{0, 0, 0, 4},
+                                    {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f},
+                                    {0, 0x30303030, 0, 0x30303030},
+                                    {0x09090808, 0x0b0b0a0a, 0x0d0d0c0c, 0x0f0f0e0e}};
+    __m128i u = ld128(s);
+    __m128i p = _mm_srlv_epi32(_mm_shuffle_epi32(u, 0x98), ld128(c[0]));
+    p = _mm_and_si128(p, ld128(c[1]));
+    __m128i q = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, 0x50), 2), ld128(c[2]));
+    __m128i v = _mm_or_si128(p, q);
     *sc8 = _mm_cvtepu8_epi16(v); /* the 8 scales as int16 */
-    __m128i m = _mm_shuffle_epi8(
-        v, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
-    *mn16 = _mm256_cvtepu8_epi16(m);
+    *mn16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, ld128(c[3])));
 }
 
 /* Sub-block k's int16 scale in all 16 lanes, from 8 int16 scales in both halves of s. */

@@ -17,6 +17,7 @@
 #include "cpu/kernels/qdot.h"
 
 #define F TGT static inline
+#define FA TGT static inline __attribute__((always_inline))
 /* Unrolls a loop of constant trip count (GCC keeps them at -O2: qdot_x86_256.h). */
 #define UNROLL _Pragma("GCC unroll 9")
 
@@ -33,14 +34,6 @@ F __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
     } while (0)
 
 F float hsum_f32(__m512 v) { return _mm512_reduce_add_ps(v); }
-
-F int32_t hsum256_i32(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
 
 F float f16(const uint8_t *p)
 {
@@ -81,27 +74,6 @@ F __m512i dot_u8_scaled(__m512i acc, __m512i u, __m512i x, __m512i s16)
     return _mm512_dpwssd_epi32(acc, p, s16);
 #else
     return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s16));
-#endif
-}
-
-/* 256-bit forms for single blocks at the end of a row. */
-F __m256i dot_s8_256(__m256i w, __m256i x)
-{
-#if VNNI
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(w, _mm256_set1_epi8(-128)),
-                               x);
-#else
-    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-#endif
-}
-
-F __m256i dot_u8_256(__m256i u, __m256i x)
-{
-#if VNNI
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
-#else
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
 #endif
 }
 
@@ -166,20 +138,44 @@ TGT static void QN(i8)(const uint8_t *w, size_t ldw, size_t rows, const ingot__q
 
 /* ---- Q8_0 and Q4_0 ---- */
 
-F __m256i q4_0_quants(const uint8_t *qs) /* 16 bytes of nibbles -> 32 values 0..15, in order */
+/* Up to 16 Q8_0 blocks from block b of a row (blk = its first), n of them (1..16), into sum:
+ * two blocks a register, their 16 exact dots reduced by one shuffle tree, the 16 scales by one
+ * gather. A row's last n % 16 blocks take this step, the missing blocks' scales 0 (they went
+ * one at a time with a horizontal sum each: in L2 rows of 2816, 88 blocks, 1.15x slower). */
+FA __m512 q8_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, __m512 sum,
+                    bool pf)
 {
-    __m128i v = ld128(qs);
-    __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
-    return _mm256_and_si256(b, _mm256_set1_epi8(15));
-}
-
-/* Blocks i and i + 1 of a Q4_0 row (at blk): [block i 0..31 | block i + 1 0..31] */
-F __m512i q4_0_pair(const uint8_t *blk)
-{
-    __m256i p = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(blk + 2)), ld128(blk + 20), 1);
-    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(p), _mm256_srli_epi16(p, 4), 1);
-    z = _mm512_shuffle_i64x2(z, z, 0xd8); /* quarters 0, 2, 1, 3: lo, hi of each block */
-    return _mm512_and_si512(z, _mm512_set1_epi8(15));
+    UNROLL
+    for (int i = 0; i < 9; i++) PF(blk, 64 * i);
+    __m512i v[8];
+    UNROLL
+    for (int i = 0; i < 8; i++) {
+        if ((size_t)(2 * i) >= n) {
+            v[i] = _mm512_setzero_si512();
+            continue;
+        }
+        const uint8_t *p = blk + 68 * i + 2;
+        __m256i hi = (size_t)(2 * i + 1) < n ? ld256(p + 34) : _mm256_setzero_si256();
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(p)), hi, 1);
+        v[i] = dot_s8(_mm512_setzero_si512(), wv, ld512(x->q + (b + 2 * (size_t)i) * 32));
+    }
+    __m512i d = reduce16(v);
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+#if VNNI
+    d = _mm512_sub_epi32(d, _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, x->s + b), 7));
+#endif
+    __m512 sc;
+    if (n == 16) {
+        sc = _mm512_mul_ps(scales16(blk, 34), _mm512_loadu_ps(x->d + b));
+    } else { /* missing blocks get scale 0 (VNNI leaves 128 * sum(x) of what follows there) */
+        __m512i idx = _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32(34));
+        __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk, 1);
+        sc = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(g)),
+                           _mm512_maskz_loadu_ps(m, x->d + b));
+    }
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
@@ -190,35 +186,89 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
     size_t nb = x->nb, nv = nb / 16 * 16;
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) {
-            const uint8_t *blk = w + b * 34;
-            UNROLL
-            for (int i = 0; i < 9; i++) PF(blk, 64 * i);
-            __m512i v[8];
-            UNROLL
-            for (int i = 0; i < 8; i++) {
-                const uint8_t *p = blk + 68 * i + 2;
-                __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(p)), ld256(p + 34), 1);
-                v[i] = dot_s8(_mm512_setzero_si512(), wv, ld512(x->q + (b + 2 * (size_t)i) * 32));
-            }
-            __m512i d = reduce16(v);
-#if VNNI
-            d = _mm512_sub_epi32(d, _mm512_slli_epi32(ld512(x->s + b), 7));
-#endif
-            __m512 sc = _mm512_mul_ps(scales16(blk, 34), _mm512_loadu_ps(x->d + b));
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
-        }
-        float t = hsum_f32(sum);
-        for (size_t b = nv; b < nb; b++) {
-            const uint8_t *blk = w + b * 34;
-            int32_t d = hsum256_i32(dot_s8_256(ld256(blk + 2), ld256(x->q + b * 32)));
-#if VNNI
-            d -= 128 * x->s[b];
-#endif
-            t += (float)d * (f16(blk) * x->d[b]);
-        }
-        put(y + r, acc, t);
+        for (size_t b = 0; b < nv; b += 16) sum = q8_0_step(w + b * 34, x, b, 16, sum, pf);
+        if (nv < nb) sum = q8_0_step(w + nv * 34, x, nv, nb - nv, sum, pf);
+        put(y + r, acc, hsum_f32(sum));
     }
+}
+
+/* The f16 d of n (1..16) Q4_0 blocks from blk, 0 past n: block i's d is 16-bit word 9i, so
+ * words 0-63 hold blocks 0-7 and words 72-135 blocks 8-15: four loads and two two-table word
+ * permutes (a gather of 16, or 16 scalar loads, cost a quarter of the kernel's time). Loads
+ * stop at byte 18n. */
+F __m256i q4_0_scales(const uint8_t *blk, size_t n)
+{
+    static const int16_t idx[32] = {0, 9, 18, 27, 36, 45, 54, 63, 0, 9, 18, 27, 36, 45, 54, 63};
+    __m512i za0, za1, zb0, zb1;
+    if (n == 16) {
+        za0 = ld512(blk), za1 = ld512(blk + 64), zb0 = ld512(blk + 144), zb1 = ld512(blk + 208);
+    } else {
+        size_t wn = 9 * n; /* words that lie in the n blocks */
+#define WM(w0)                                                                                     \
+    (wn <= (w0) ? 0 : wn >= (w0) + 32 ? ~(__mmask32)0 : ((__mmask32)1 << (wn - (w0))) - 1)
+        za0 = _mm512_maskz_loadu_epi16(WM(0), blk);
+        za1 = _mm512_maskz_loadu_epi16(WM(32), blk + 64);
+        zb0 = _mm512_maskz_loadu_epi16(WM(72), blk + 144);
+        zb1 = _mm512_maskz_loadu_epi16(WM(104), blk + 208);
+#undef WM
+    }
+    __m512i i = ld512(idx);
+    __m512i t = _mm512_mask_blend_epi16(0xff00, _mm512_permutex2var_epi16(za0, i, za1),
+                                        _mm512_permutex2var_epi16(zb0, i, zb1));
+    t = _mm512_maskz_mov_epi16((__mmask32)((1u << n) - 1), t);
+    return _mm512_castsi512_si256(t);
+}
+
+/* Up to 16 Q4_0 blocks from block b of a row (blk = its first), n of them (1..16): sum + each
+ * block's x->d[b] * d * (dot - 8 * sum of x) in lane b % 16. Four blocks share a register: their
+ * 16 bytes of nibbles inserted from memory (no shuffle port), the low nibbles met by elements
+ * 0-15 of the four blocks' activations and the high ones by 16-31 (two 64-byte loads of x
+ * split by one 128-bit shuffle each), both into one accumulator; four such groups reduced
+ * to the 16 block sums by six in-lane shuffles. Missing blocks (n < 16) enter as zero weights,
+ * so the x read past them (within the activation buffer: q, then d and s) adds nothing; the
+ * last step of a row takes its remaining blocks this way, where they went one at a time with a
+ * horizontal sum each (rows of 2816: 88 blocks). Was: two blocks a register unpacked by three
+ * shuffles and a 16-vector tree, the scales gathered (in L2 1.1-1.4x slower). */
+FA __m512 q4_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, __m512 sum,
+                    bool pf)
+{
+    const __m512i m4 = _mm512_set1_epi8(15);
+    UNROLL
+    for (int i = 0; i < 5; i++) PF(blk, 64 * i);
+    __m512i V[4];
+    UNROLL
+    for (int g = 0; g < 4; g++) {
+        if ((size_t)(4 * g) >= n) {
+            V[g] = _mm512_setzero_si512();
+            continue;
+        }
+        const uint8_t *p = blk + 72 * g + 2;
+        __m512i z = _mm512_castsi128_si512(ld128(p));
+        if ((size_t)(4 * g + 1) < n) z = _mm512_inserti32x4(z, ld128(p + 18), 1);
+        if ((size_t)(4 * g + 2) < n) z = _mm512_inserti32x4(z, ld128(p + 36), 2);
+        if ((size_t)(4 * g + 3) < n) z = _mm512_inserti32x4(z, ld128(p + 54), 3);
+        if ((size_t)(4 * g + 1) >= n) z = _mm512_zextsi128_si512(_mm512_castsi512_si128(z));
+        else if ((size_t)(4 * g + 2) >= n) z = _mm512_zextsi256_si512(_mm512_castsi512_si256(z));
+        else if ((size_t)(4 * g + 3) >= n) z = _mm512_maskz_mov_epi32(0x0fff, z);
+        const int8_t *xq = x->q + (b + 4 * (size_t)g) * 32;
+        __m512i x0 = ld512(xq), x1 = ld512(xq + 64); /* blocks 4g, 4g + 1 | 4g + 2, 4g + 3 */
+        __m512i lo = _mm512_and_si512(z, m4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+        V[g] = dot_u8(dot_u8(_mm512_setzero_si512(), lo, _mm512_shuffle_i64x2(x0, x1, 0x88)), hi,
+                      _mm512_shuffle_i64x2(x0, x1, 0xdd));
+    }
+    /* 128-bit lane i of V[g]: four partial sums of block 4g + i; c lane 4i + g: block 4g + i */
+    __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(V[0], V[1]),
+                                   _mm512_unpackhi_epi32(V[0], V[1]));
+    __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(V[2], V[3]),
+                                   _mm512_unpackhi_epi32(V[2], V[3]));
+    __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512i d = _mm512_sub_epi32(_mm512_permutexvar_epi32(order, c),
+                                 _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, x->s + b), 3));
+    __m512 sc =
+        _mm512_mul_ps(_mm512_cvtph_ps(q4_0_scales(blk, n)), _mm512_maskz_loadu_ps(m, x->d + b));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
@@ -229,48 +279,45 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
     size_t nb = x->nb, nv = nb / 16 * 16;
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) {
-            const uint8_t *blk = w + b * 18;
-            UNROLL
-            for (int i = 0; i < 5; i++) PF(blk, 64 * i);
-            __m512i v[8];
-            UNROLL
-            for (int i = 0; i < 8; i++)
-                v[i] = dot_u8(_mm512_setzero_si512(), q4_0_pair(blk + 36 * i),
-                              ld512(x->q + (b + 2 * (size_t)i) * 32));
-            __m512i d = _mm512_sub_epi32(reduce16(v), _mm512_slli_epi32(ld512(x->s + b), 3));
-            __m512 sc = _mm512_mul_ps(scales16(blk, 18), _mm512_loadu_ps(x->d + b));
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
-        }
-        float t = hsum_f32(sum);
-        for (size_t b = nv; b < nb; b++) {
-            const uint8_t *blk = w + b * 18;
-            int32_t d = hsum256_i32(dot_u8_256(q4_0_quants(blk + 2), ld256(x->q + b * 32)));
-            t += (float)(d - 8 * x->s[b]) * (f16(blk) * x->d[b]);
-        }
-        put(y + r, acc, t);
+        for (size_t b = 0; b < nv; b += 16) sum = q4_0_step(w + b * 18, x, b, 16, sum, pf);
+        if (nv < nb) sum = q4_0_step(w + nv * 18, x, nv, nb - nv, sum, pf);
+        put(y + r, acc, hsum_f32(sum));
     }
 }
 
 /* ---- K-quants ---- */
 
-/* Q4_K / Q5_K packed scales: the 8 scales as int16 in lanes 0-7 of *sc, and the 8 mins each
- * twice (lanes 2k, 2k + 1: sub-block k) in *mn16. */
+/* Q4_K / Q5_K packed scales (the 12 bytes at s; 16 are read, the block goes on past them): the 8
+ * scales as int16 in lanes 0-7 of *sc, and the 8 mins each twice (lanes 2k, 2k + 1: sub-block k)
+ * in *mn16. The 6-bit fields are unpacked in one vector: [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f]
+ * | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30] (per byte) = [sc 0-3, sc 4-7, mn 0-3, mn 4-7]. */
 F void k_scales(const uint8_t *s, __m512i *sc, __m256i *mn16)
 {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4);
-    memcpy(&u1, s + 4, 4);
-    memcpy(&u2, s + 8, 4);
-    uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
-    uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
-    uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
-    __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
+    /* loaded, not built: GCC otherwise rebuilds such constants with broadcasts in the loop */
+    static const int32_t c[4][4] = {{0, 0, 0, 4},
+                                    {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f},
+                                    {0, 0x30303030, 0, 0x30303030},
+                                    {0x09090808, 0x0b0b0a0a, 0x0d0d0c0c, 0x0f0f0e0e}};
+    __m128i u = ld128(s);
+    __m128i p = _mm_srlv_epi32(_mm_shuffle_epi32(u, 0x98), ld128(c[0]));
+    p = _mm_and_si128(p, ld128(c[1]));
+    __m128i q = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, 0x50), 2), ld128(c[2]));
+    __m128i v = _mm_or_si128(p, q);
     *sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(v));
-    __m128i m = _mm_shuffle_epi8(
-        v, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
-    *mn16 = _mm256_cvtepu8_epi16(m);
+    *mn16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, ld128(c[3])));
 }
+
+/* vpermw indices: int16 lanes 0-15 = lane 4h + k of the scales, lanes 16-31 = lane 4h + k + 2,
+ * for [2h + k] (the sub-blocks of qs bytes 64h.., low nibbles k = 0, high k = 1). */
+static const int16_t k_idx[4][32] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+     6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6},
+    {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+     7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}};
 
 /* int16 lanes 0-15 = lane a of s, lanes 16-31 = lane b (a vpermw index). */
 F __m512i two16(int a, int b)
@@ -279,21 +326,101 @@ F __m512i two16(int a, int b)
                               _mm256_set1_epi16((short)b), 1);
 }
 
-F __m256i fold(__m512i v)
+/* The transposed tree of gemv.c's dot16_avx512: sixteen vectors of 16 lanes to one vector of
+ * their sixteen lane sums, in order, in 30 shuffles and 15 additions (sixteen horizontal sums
+ * take 64 shuffles); lane i is added to lane i + 8, then + 4, + 2, + 1, the order of hsum_f32
+ * (_mm512_reduce_add_ps), so the float form gives each vector's hsum_f32 bits. */
+#define TREE16(T, ADD, SH4, SH, CAST_OUT, p)                                                       \
+    do {                                                                                           \
+        T q_[8], s4_[4], u_[2];                                                                    \
+        UNROLL                                                                                     \
+        for (int j = 0; j < 8; j++)                                                                \
+            q_[j] = ADD(SH4(p[2 * j], p[2 * j + 1], 0x44), SH4(p[2 * j], p[2 * j + 1], 0xEE));     \
+        UNROLL                                                                                     \
+        for (int j = 0; j < 4; j++)                                                                \
+            s4_[j] = ADD(SH4(q_[2 * j], q_[2 * j + 1], 0x88),                                   \
+                         SH4(q_[2 * j], q_[2 * j + 1], 0xDD));                                  \
+        UNROLL                                                                                     \
+        for (int j = 0; j < 2; j++)                                                                \
+            u_[j] = ADD(SH(s4_[2 * j], s4_[2 * j + 1], 0x44),                                   \
+                        SH(s4_[2 * j], s4_[2 * j + 1], 0xEE));                                  \
+        T v_ = ADD(SH(u_[0], u_[1], 0x88), SH(u_[0], u_[1], 0xDD));                                \
+        const __m512i order_ =                                                                     \
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);               \
+        CAST_OUT = _mm512_permutexvar_epi32(order_, v_);                                           \
+    } while (0)
+
+#define SHI(a, b, imm)                                                                             \
+    _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm))
+
+F __m512i sum16x16(const __m512i *p)
 {
-    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    __m512i r;
+    TREE16(__m512i, _mm512_add_epi32, _mm512_shuffle_i32x4, SHI, r, p);
+    return r;
 }
 
-F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
-             bool five)
+F __m512 sum16x16_ps(const __m512 *p)
+{
+    __m512i r;
+#define ADDF(a, b)                                                                                 \
+    _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
+    const __m512i *pi = (const __m512i *)(const void *)p;
+    TREE16(__m512i, ADDF, _mm512_shuffle_i32x4, SHI, r, pi);
+#undef ADDF
+    return _mm512_castsi512_ps(r);
+}
+
+/* The per-row sum of a row's per-super-block terms t[0..n): lane j of a 16-lane sum takes the
+ * terms j, j + 16, ... in order, then the lanes are added by hsum_f32. Every Q4_K / Q5_K row goes
+ * through this whatever rows it was computed with, so one row gives the same bits on any path.
+ * acc carries the lanes over a row computed in pieces of a multiple of 16 terms. */
+F __m512 k_lanes(__m512 acc, const float *t, size_t n)
+{
+    size_t c = 0;
+    for (; c + 16 <= n; c += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(t + c));
+    if (c < n) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps((__mmask16)((1u << (n - c)) - 1),
+                                                              t + c));
+    return acc;
+}
+
+/* Terms of super-blocks b0 .. b0 + nbs - 1 of nrows rows (w, then every ldw bytes) into
+ * t[i * nbs + j] = x->d[b] * (d * A - dmin * M) for row i, super-block b = b0 + j, where A is the
+ * exact scaled dot and M the exact minimums' dot. Sixteen super-blocks at a time, in row order
+ * and across rows when rows are short (the runtime's 1024-wide rows have 4): their integer dots
+ * summed by one transposed tree and scaled as one vector, where one super-block at a time paid
+ * its own fold, conversions and broadcasts of d and dmin, and a row its own horizontal sum
+ * (llvm-mca: 25 cycles a Q4_K super-block, the shuffle port the limit; measured in L2 now 1.2x
+ * faster on the runtime's rows, docs/PERFORMANCE.md). The scales are unpacked in vectors and
+ * the constants loaded (GCC rebuilt the vpermw indices with broadcasts in the loop). */
+FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t nbs,
+                  const ingot__qx *x, bool five, float *t)
 {
     const bool pf = ingot__cpu_prefetch();
-    size_t bb = five ? 176 : 144;
-    const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);
-    for (size_t r = 0; r < rows; r++, w += ldw) {
-        __m256 sum = _mm256_setzero_ps();
-        for (size_t b = 0; b < x->nb; b++) {
-            const uint8_t *blk = w + b * bb, *qs = blk + (five ? 48 : 16);
+    size_t bb = five ? 176 : 144, total = nrows * nbs;
+    static const uint8_t c15[64] = {15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
+    const __m512i m4 = ld512(c15), one = _mm512_set1_epi8(1);
+    __m512i Av[16], Mv[8];
+    __m256i Ms[16];
+    _Alignas(64) uint16_t dv[16], dmv[16];
+    _Alignas(64) float xd[16];
+    const uint8_t *row = w;
+    size_t j = 0; /* super-block index within the current row's range */
+    for (size_t e0 = 0; e0 < total; e0 += 16) {
+        size_t n = total - e0 < 16 ? total - e0 : 16;
+        _Pragma("GCC unroll 4")
+        for (size_t i = 0; i < 16; i++) {
+            if (i >= n) {
+                Av[i] = _mm512_setzero_si512();
+                Ms[i] = _mm256_setzero_si256();
+                dv[i] = dmv[i] = 0, xd[i] = 0.0f;
+                continue;
+            }
+            size_t b = b0 + j;
+            const uint8_t *blk = row + b * bb, *qs = blk + (five ? 48 : 16);
             const int8_t *xq = x->q + b * 256;
             PF(blk, 0);
             PF(blk, 64);
@@ -311,24 +438,70 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
                 __m512i z[2] = {_mm512_and_si512(q, m4),
                                 _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
                 UNROLL
-                for (int n = 0; n < 2; n++) {
-                    __m512i idx = two16(4 * h + n, 4 * h + n + 2);
+                for (int k = 0; k < 2; k++) {
+                    __m512i idx = ld512(k_idx[2 * h + k]);
                     if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
                         __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, idx), one);
-                        z[n] = _mm512_or_si512(z[n], _mm512_slli_epi16(hb, 4));
+                        z[k] = _mm512_or_si512(z[k], _mm512_slli_epi16(hb, 4));
                     }
-                    A = dot_u8_scaled(A, z[n], ld512(xq + 128 * h + 64 * n),
+                    A = dot_u8_scaled(A, z[k], ld512(xq + 128 * h + 64 * k),
                                       _mm512_permutexvar_epi16(idx, sc));
                 }
             }
-            __m256i M = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
-            float d = f16(blk) * x->d[b], dmin = f16(blk + 2) * x->d[b];
-            sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(A)), _mm256_set1_ps(d), sum);
-            sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_set1_ps(dmin), sum);
+            Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
+            Av[i] = A;
+            memcpy(&dv[i], blk, 2);
+            memcpy(&dmv[i], blk + 2, 2);
+            xd[i] = x->d[b];
+            if (++j == nbs) j = 0, row += ldw;
         }
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        put(y + r, acc, _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1))));
+        UNROLL
+        for (int k = 0; k < 8; k++) /* (inserts from memory take no shuffle port) */
+            Mv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(Ms[2 * k]), Ms[2 * k + 1], 1);
+        __m512 a = _mm512_cvtepi32_ps(sum16x16(Av));
+        __m512 m = _mm512_cvtepi32_ps(reduce16(Mv));
+        __m512 xv = _mm512_load_ps(xd);
+        __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dv)), xv);
+        __m512 dm = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dmv)), xv);
+        _mm512_mask_storeu_ps(t + e0, (__mmask16)((1u << n) - 1),
+                              _mm512_fmsub_ps(a, d, _mm512_mul_ps(m, dm)));
+    }
+}
+
+/* Rows in windows of at most QK_TERMS terms: a window's terms, then each row's sum. */
+#define QK_TERMS 512
+FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
+              bool five)
+{
+    _Alignas(64) float t[QK_TERMS];
+    size_t nb = x->nb;
+    if (nb > QK_TERMS) { /* long rows: one row at a time, in pieces of QK_TERMS terms */
+        for (size_t r = 0; r < rows; r++, w += ldw) {
+            __m512 lanes = _mm512_setzero_ps();
+            for (size_t b = 0; b < nb; b += QK_TERMS) {
+                size_t n = nb - b < QK_TERMS ? nb - b : QK_TERMS;
+                q45_terms(w, ldw, 1, b, n, x, five, t);
+                lanes = k_lanes(lanes, t, n);
+            }
+            put(y + r, acc, hsum_f32(lanes));
+        }
+        return;
+    }
+    size_t per = QK_TERMS / nb;
+    for (size_t r0 = 0; r0 < rows; r0 += per) {
+        size_t n = rows - r0 < per ? rows - r0 : per;
+        q45_terms(w + r0 * ldw, ldw, n, 0, nb, x, five, t);
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16) { /* sixteen rows' lanes summed by one tree */
+            __m512 l[16];
+            UNROLL
+            for (int k = 0; k < 16; k++) l[k] = k_lanes(_mm512_setzero_ps(), t + (i + k) * nb, nb);
+            _Alignas(64) float s16[16];
+            _mm512_store_ps(s16, sum16x16_ps(l));
+            for (int k = 0; k < 16; k++) put(y + r0 + i + k, acc, s16[k]);
+        }
+        for (; i < n; i++)
+            put(y + r0 + i, acc, hsum_f32(k_lanes(_mm512_setzero_ps(), t + i * nb, nb)));
     }
 }
 
@@ -401,4 +574,8 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 }
 
 #undef F
+#undef FA
 #undef UNROLL
+#undef SHI
+#undef TREE16
+#undef QK_TERMS

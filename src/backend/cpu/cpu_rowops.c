@@ -321,12 +321,13 @@ ingot_status ingot__cpu_copy(ingot_backend *b, ingot_tensor *dst, const ingot_te
 /* ---- SiLU ---- */
 
 #ifdef ROW_X86
-/* e^x on eight lanes for x in [-87.3, 88] (clamped there; NaN kept): Cephes' range reduction
- * and degree-6 polynomial, within 2 ulp of expf; 2^n built in the exponent field. */
-ROW_AVX2 static __m256 exp8(__m256 x)
+/* e^x on eight lanes: Cephes' range reduction and degree-6 polynomial, within 2 ulp of expf;
+ * 2^n built in the exponent field. x is clamped to [-87.3, 89] (NaN kept): below, e^x is under
+ * 1e-38; above 88.7 (n = 128) the exponent field makes it +inf, as expf overflows. */
+ROW_AVX2 static inline __m256 exp8(__m256 x)
 {
     x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); /* NaN in the second operand is kept */
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -343,7 +344,7 @@ ROW_AVX2 static __m256 exp8(__m256 x)
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-ROW_AVX2 static __m256 silu8(__m256 x)
+ROW_AVX2 static inline __m256 silu8(__m256 x)
 {
     __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));

@@ -236,8 +236,8 @@ static void check_beam_stop(ingot_lm *m, const stop_case *sc, bool ignore_eos, d
     ASSERT_OK(ingot_lm_beam_search(m, NULL, NULL, 0, &o, out, N, &n, &score, NULL));
     CHECK(n == (size_t)b.n && !memcmp(out, b.seq, n * 4),
           "stop %zu eos %d lp %.1f: beam found %zu tokens (%d %d %d), brute force %d (%d %d %d)",
-          sc->lens[0], !ignore_eos, lp, n, out[0], n > 1 ? out[1] : -1, n > 2 ? out[2] : -1, b.n, b.seq[0],
-          b.n > 1 ? b.seq[1] : -1, b.n > 2 ? b.seq[2] : -1);
+          sc->lens[0], !ignore_eos, lp, n, out[0], n > 1 ? out[1] : -1, n > 2 ? out[2] : -1,
+          b.n, b.seq[0], b.n > 1 ? b.seq[1] : -1, b.n > 2 ? b.seq[2] : -1);
     CHECK(fabs(score - b.score) < 1e-5, "score %.6f, brute force %.6f", score, b.score);
     /* the winner's text, cut before its stop string */
     char text[64];

@@ -126,9 +126,10 @@ static int usage_generate(void)
             "  text before it is printed, text that could still become one is held back until\n"
             "  resolved (with --beams a hypothesis whose text contains STR is finished there,\n"
             "  and the winner's text is printed up to it). --json prints one object:\n"
-            "  prompt_tokens, tokens (with the token that completed a stop string), text (with --echo, the prompt's text too; never the stop\n"
-            "  string), prefill_tokens_per_s, decode_tokens_per_s, seed, stop (length, eos,\n"
-            "  string, context).\n");
+            "  prompt_tokens, tokens (with the token that completed a stop string), text (with\n"
+            "  --echo, the prompt's text too; never the stop string), prefill_tokens_per_s,\n"
+            "  decode_tokens_per_s, seed, stop (length, eos, string, context); with --beams\n"
+            "  prompt_tokens, tokens, text, score, beams, seconds.\n");
     return 2;
 }
 

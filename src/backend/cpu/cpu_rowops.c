@@ -300,8 +300,8 @@ ingot_status ingot__cpu_copy(ingot_backend *b, ingot_tensor *dst, const ingot_te
     const uint8_t *ps = ing_ptr(src);
     uint8_t *pd = ing_ptr(dst);
     if (!ps || !pd || r < 2 || r > 4 || src->strides[r - 1] != 1 || dst->strides[r - 1] != 1 ||
-        ingot_tensor_is_contiguous(src) || ingot_tensor_is_contiguous(dst))
-        return ingot__ref_copy(b, dst, src, err); /* contiguous: one memmove there */
+        (ingot_tensor_is_contiguous(src) && ingot_tensor_is_contiguous(dst)))
+        return ingot__ref_copy(b, dst, src, err); /* both contiguous: one memmove there */
     int64_t es = (int64_t)ing_esize(src->dtype), row = src->shape[r - 1] * es;
     int64_t sh[3] = {1, 1, 1}, ss[3] = {0, 0, 0}, ds[3] = {0, 0, 0};
     for (uint32_t a = 0; a + 1 < r; a++) { /* leading axes, right-aligned into 3 */

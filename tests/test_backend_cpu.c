@@ -436,6 +436,57 @@ TEST(test_cpu_attention_matches_ref)
     attn_case(1, 4, 4, 33, 33, 32, 32, true);   /* square causal */
     attn_case(1, 2, 1, 5, 130, 12, 3, false);   /* not causal, odd widths */
     attn_case(1, 2, 1, 9, 4, 8, 8, false);      /* more queries than keys, not causal */
+    /* causal prefill blocks (AVX-512: 16 query rows x 16 keys): grouped heads, offset, tails */
+    attn_case(2, 8, 2, 40, 70, 64, 64, true);
+    attn_case(1, 2, 1, 16, 16, 48, 16, true);
+    attn_case(1, 4, 1, 17, 300, 16, 32, true);
+}
+
+/* A query row's bits do not depend on the rows it is computed with: the last 16 rows of a
+ * 40-row causal prefill over 70 keys, computed alone, are the same bits (the blocked kernel
+ * groups rows 16 at a time from the first). */
+TEST(test_cpu_attention_rows_independent)
+{
+    enum { H = 4, Hk = 2, Lq = 40, Lk = 70, D = 64 };
+    float *q = malloc(H * Lq * D * 4), *k = malloc(Hk * Lk * D * 4), *v = malloc(Hk * Lk * D * 4);
+    float *full = malloc(H * Lq * D * 4), *part = malloc(H * 16 * D * 4);
+    for (int i = 0; i < H * Lq * D; i++) q[i] = frand() * 2;
+    for (int i = 0; i < Hk * Lk * D; i++) k[i] = frand() * 2, v[i] = frand();
+    ingot_backend *b = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &b, NULL));
+    ingot_attn_params p = {0};
+    p.causal = true;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t lq = pass ? 16 : Lq, row0 = Lq - lq;
+        ingot_buffer *bq, *bk, *bv, *bd;
+        ASSERT_OK(ingot_buffer_wrap(b, q, H * Lq * D * 4, false, &bq, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, k, Hk * Lk * D * 4, false, &bk, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, v, Hk * Lk * D * 4, false, &bv, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, pass ? part : full, (size_t)(H * lq * D * 4), true, &bd,
+                                    NULL));
+        int64_t qs[4] = {1, H, lq, D}, qst[4] = {H * Lq * D, Lq * D, D, 1};
+        int64_t ks[4] = {1, Hk, Lk, D}, ds[4] = {1, H, lq, D};
+        ingot_tensor tq, tk, tv, td;
+        ASSERT_OK(ingot_tensor_init_strided(&tq, bq, (uint64_t)(row0 * D * 4), INGOT_DTYPE_F32, 4,
+                                            qs, qst, NULL));
+        ASSERT_OK(ingot_tensor_init(&tk, bk, 0, INGOT_DTYPE_F32, 4, ks, NULL));
+        ASSERT_OK(ingot_tensor_init(&tv, bv, 0, INGOT_DTYPE_F32, 4, ks, NULL));
+        ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 4, ds, NULL));
+        ASSERT_OK(ingot_op_attention(b, &td, &tq, &tk, &tv, &p, NULL));
+        ingot_buffer_free(bq);
+        ingot_buffer_free(bk);
+        ingot_buffer_free(bv);
+        ingot_buffer_free(bd);
+    }
+    for (int h = 0; h < H; h++)
+        CHECK(!memcmp(part + h * 16 * D, full + (h * Lq + Lq - 16) * D, 16 * D * 4),
+              "head %d: rows computed alone differ from the same rows in the full prefill", h);
+    ingot_backend_free(b);
+    free(q);
+    free(k);
+    free(v);
+    free(full);
+    free(part);
 }
 
 /* The per-row routes (cpu_rowops.c) give ref's values bit for bit: binary with same-shape and
@@ -688,5 +739,6 @@ TEST(test_cleanup) { cleanup(); }
 
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
           T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
+          T(test_cpu_attention_rows_independent),
           T(test_cpu_rowops_equal_ref), T(test_cpu_rms_norm_matches_ref),
           T(test_cpu_silu_accuracy), T(test_cpu_copy_views_equal_ref), T(test_cleanup))

@@ -6,12 +6,28 @@
  * length. Grouped-query heads and the bottom-right causal rule as ref defines them; a row whose
  * keys are all masked gives zeros. Other dtypes and layouts run the ref definition.
  * Determinism: every output row is computed by one task, keys in order, whatever the threads.
+ *
+ * Causal prefill at the AVX-512 levels (16 or more query rows, head sizes multiples of 16 up to
+ * 256) runs blocked, flash-style: a task takes 16 query rows of one head and walks the keys in
+ * blocks of 16, the block's keys transposed once so that the 16 x 16 scores are 16 FMAs a head
+ * element; the online softmax on 16 lanes per row, then P . V. A row's arithmetic depends only on
+ * the row (key blocks start at key 0, its scores are one FMA chain over the head), so its bits do
+ * not depend on the rows it was blocked with nor on the threads.
  */
 #include <math.h>
 #include <string.h>
 
 #include "cpu.h"
 #include "ref/ref.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ATT_X86 1
+#define ATT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#endif
+#define QB 16      /* query rows per blocked task */
+#define KB16 16    /* keys per block there */
+#define MAX_D16 256 /* head sizes of the blocked path */
 
 #define KBLOCK 64     /* keys per block of scores (on the stack) */
 #define MAX_DV 1024   /* accumulator on the stack */
@@ -123,6 +139,109 @@ static void att_rows(void *arg, int64_t begin, int64_t end)
     }
 }
 
+#ifdef ATT_X86
+/* e^x on 16 lanes for x <= 0 (clamped at -87.3): Cephes' reduction and polynomial, as
+ * exp_block; lanes of keys a row does not see are zeroed by the caller. */
+ATT_AVX512 static inline __m512 exp16(__m512 x)
+{
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(1.9875691500e-4f),
+                               _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)),
+                                  23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/* Tasks: (batch, head, block of QB query rows). */
+ATT_AVX512 static void att_blocks(void *arg, int64_t begin, int64_t end)
+{
+    const att_job *j = arg;
+    int64_t nqb = (j->Lq + QB - 1) / QB, D = j->D, Dv = j->Dv;
+    _Alignas(64) float kt[MAX_D16 * KB16]; /* the key block transposed: kt[d][key] */
+    _Alignas(64) float acc[QB * MAX_D16], pw[QB * KB16];
+    float mx[QB], sum[QB];
+    bool seen[QB]; /* the row sees keys of the current block */
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / (j->H * nqb), h = t / nqb % j->H, i0 = t % nqb * QB, hk = h / j->grp;
+        int64_t nq = j->Lq - i0 < QB ? j->Lq - i0 : QB, off = j->Lk - j->Lq;
+        const float *kb = j->k + b * j->ks[0] + hk * j->ks[1];
+        const float *vb = j->v + b * j->vs[0] + hk * j->vs[1];
+        const float *qr[QB];
+        for (int64_t r = 0; r < QB; r++) {
+            int64_t i = i0 + (r < nq ? r : nq - 1);
+            qr[r] = j->q + b * j->qs[0] + h * j->qs[1] + i * j->qs[2];
+            mx[r] = -INFINITY;
+            sum[r] = 0.0f;
+        }
+        memset(acc, 0, sizeof(float) * (size_t)(QB * Dv));
+        int64_t last_blk = i0 + nq - 1 + off; /* the block's last visible key */
+        for (int64_t j0 = 0; j0 <= last_blk; j0 += KB16) {
+            int64_t nk = j->Lk - j0 < KB16 ? j->Lk - j0 : KB16;
+            for (int64_t kk = 0; kk < KB16; kk++) {
+                const float *kr = kb + (j0 + (kk < nk ? kk : nk - 1)) * j->ks[2];
+                for (int64_t d = 0; d < D; d++) kt[d * KB16 + kk] = kr[d];
+            }
+            for (int64_t r = 0; r < nq; r++) {
+                __m512 s = _mm512_setzero_ps();
+                for (int64_t d = 0; d < D; d++)
+                    s = _mm512_fmadd_ps(_mm512_set1_ps(qr[r][d]), _mm512_load_ps(kt + d * KB16),
+                                        s);
+                s = _mm512_mul_ps(s, _mm512_set1_ps(j->scale));
+                int64_t last = i0 + r + off; /* keys j0 + kk <= last are seen */
+                int64_t nvis = last - j0 + 1 < nk ? last - j0 + 1 : nk;
+                seen[r] = nvis > 0;
+                if (!seen[r]) continue; /* nothing of this block for the row */
+                __mmask16 vis = (__mmask16)((1u << nvis) - 1u);
+                float bmx = _mm512_mask_reduce_max_ps(vis, s);
+                if (bmx > mx[r]) {
+                    float corr = mx[r] == -INFINITY ? 0.0f : expf(mx[r] - bmx);
+                    sum[r] *= corr;
+                    __m512 c = _mm512_set1_ps(corr);
+                    float *a = acc + r * Dv;
+                    for (int64_t e = 0; e < Dv; e += 16)
+                        _mm512_store_ps(a + e, _mm512_mul_ps(_mm512_load_ps(a + e), c));
+                    mx[r] = bmx;
+                }
+                __m512 p = exp16(_mm512_sub_ps(s, _mm512_set1_ps(mx[r])));
+                p = _mm512_maskz_mov_ps(vis, p);
+                _mm512_store_ps(pw + r * KB16, p);
+                float ps[KB16];
+                _mm512_storeu_ps(ps, p);
+                for (int64_t kk = 0; kk < KB16; kk++) sum[r] += ps[kk]; /* keys in order */
+            }
+            /* acc[r] += sum_k pw[r][k] V[j0 + k], k in order */
+            for (int64_t e = 0; e < Dv; e += 16) {
+                __m512 vv[KB16];
+                for (int64_t kk = 0; kk < nk; kk++)
+                    vv[kk] = _mm512_loadu_ps(vb + (j0 + kk) * j->vs[2] + e);
+                for (int64_t r = 0; r < nq; r++) {
+                    if (!seen[r]) continue; /* as if the block were not visited */
+                    float *a = acc + r * Dv + e;
+                    __m512 x = _mm512_load_ps(a);
+                    for (int64_t kk = 0; kk < nk; kk++)
+                        x = _mm512_fmadd_ps(_mm512_set1_ps(pw[r * KB16 + kk]), vv[kk], x);
+                    _mm512_store_ps(a, x);
+                }
+            }
+        }
+        for (int64_t r = 0; r < nq; r++) {
+            float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+            float *out = j->d + b * j->ds[0] + h * j->ds[1] + (i0 + r) * j->ds[2];
+            for (int64_t e = 0; e < Dv; e++) out[e * j->ds[3]] = acc[r * Dv + e] * inv;
+        }
+    }
+}
+#endif
+
 static bool f32_rows(const ingot_tensor *t)
 {
     const uint8_t *p = ing_ptr(t);
@@ -156,6 +275,14 @@ ingot_status ingot__cpu_attention(ingot_backend *b, ingot_tensor *dst, const ing
     j.grp = j.H / k->shape[1];
     j.scale = (float)p->scale;
     j.causal = p->causal;
+#ifdef ATT_X86
+    if (j.causal && j.Lq >= QB && j.Lk >= j.Lq && j.D % 16 == 0 && j.Dv % 16 == 0 &&
+        j.D <= MAX_D16 && j.Dv <= MAX_D16 && ingot__get_isa() >= INGOT__ISA_AVX512) {
+        int64_t tasks = q->shape[0] * j.H * ((j.Lq + QB - 1) / QB);
+        ingot__cpu_run(ingot_backend_ctx(b), tasks, 1, att_blocks, &j);
+        return INGOT_OK;
+    }
+#endif
     int64_t rows = q->shape[0] * j.H * j.Lq, work = (j.Lk + 1) * (j.D + j.Dv);
     /* chunks fixed by the shape alone: about 64 Ki multiply-adds each */
     int64_t chunk = work >= 65536 ? 1 : 65536 / work;

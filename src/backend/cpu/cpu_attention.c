@@ -8,11 +8,12 @@
  * Determinism: every output row is computed by one task, keys in order, whatever the threads.
  *
  * Causal prefill at the AVX-512 levels (16 or more query rows, head sizes multiples of 16 up to
- * 256) runs blocked, flash-style: a task takes 16 query rows of one head and walks the keys in
- * blocks of 16, the block's keys transposed once so that the 16 x 16 scores are 16 FMAs a head
- * element; the online softmax on 16 lanes per row, then P . V. A row's arithmetic depends only on
- * the row (key blocks start at key 0, its scores are one FMA chain over the head), so its bits do
- * not depend on the rows it was blocked with nor on the threads.
+ * 256) runs blocked, flash-style: a task takes 16 query rows of one head, transposed once, and
+ * walks the keys in blocks of 16: the 16 x 16 scores are 16 FMAs a head element (lane = query
+ * row), the online softmax runs lane-wise, then P . V. A row's arithmetic depends only on the
+ * row (key blocks start at key 0, its scores are one FMA chain over the head, keys it does not
+ * see are skipped), so its bits depend neither on the rows it was blocked with nor on the
+ * threads.
  */
 #include <math.h>
 #include <string.h>
@@ -140,8 +141,8 @@ static void att_rows(void *arg, int64_t begin, int64_t end)
 }
 
 #ifdef ATT_X86
-/* e^x on 16 lanes for x <= 0 (clamped at -87.3): Cephes' reduction and polynomial, as
- * exp_block; lanes of keys a row does not see are zeroed by the caller. */
+/* e^x on 16 lanes for x <= 0 (clamped at -87.3; e^0 is exactly 1): Cephes' reduction and
+ * polynomial, as exp_block; lanes of keys a row does not see are zeroed by the caller. */
 ATT_AVX512 static inline __m512 exp16(__m512 x)
 {
     x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
@@ -161,82 +162,137 @@ ATT_AVX512 static inline __m512 exp16(__m512 x)
     return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
-/* Tasks: (batch, head, block of QB query rows). */
+/* Tasks: (batch, head, block of QB query rows). The block's queries are transposed once (qt[d]
+ * holds element d of the 16 rows), so a key's scores for the 16 rows are one vector, lane =
+ * row: s_k = sum_d qt[d] k[d], one FMA chain per key over d, 16 keys in flight. The online
+ * softmax then runs lane-wise (each row's maximum, sum and rescaling in its own lane, keys in
+ * order), and P . V adds each row's weighted value rows in key order. */
 ATT_AVX512 static void att_blocks(void *arg, int64_t begin, int64_t end)
 {
     const att_job *j = arg;
     int64_t nqb = (j->Lq + QB - 1) / QB, D = j->D, Dv = j->Dv;
-    _Alignas(64) float kt[MAX_D16 * KB16]; /* the key block transposed: kt[d][key] */
-    _Alignas(64) float acc[QB * MAX_D16], pw[QB * KB16];
-    float mx[QB], sum[QB];
-    bool seen[QB]; /* the row sees keys of the current block */
+    _Alignas(64) float qt[MAX_D16 * QB];  /* qt[d * QB + row] */
+    _Alignas(64) float acc[QB * MAX_D16]; /* acc[row * Dv + e] */
+    _Alignas(64) float pw[KB16 * QB];     /* the block's weights, pw[key * QB + row] */
+    _Alignas(64) float cw[QB];
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
     for (int64_t t = begin; t < end; t++) {
         int64_t b = t / (j->H * nqb), h = t / nqb % j->H, i0 = t % nqb * QB, hk = h / j->grp;
         int64_t nq = j->Lq - i0 < QB ? j->Lq - i0 : QB, off = j->Lk - j->Lq;
         const float *kb = j->k + b * j->ks[0] + hk * j->ks[1];
         const float *vb = j->v + b * j->vs[0] + hk * j->vs[1];
-        const float *qr[QB];
-        for (int64_t r = 0; r < QB; r++) {
-            int64_t i = i0 + (r < nq ? r : nq - 1);
-            qr[r] = j->q + b * j->qs[0] + h * j->qs[1] + i * j->qs[2];
-            mx[r] = -INFINITY;
-            sum[r] = 0.0f;
+        for (int64_t r = 0; r < QB; r++) { /* rows past nq repeat the last one */
+            const float *q = j->q + b * j->qs[0] + h * j->qs[1] +
+                             (i0 + (r < nq ? r : nq - 1)) * j->qs[2];
+            for (int64_t d = 0; d < D; d++) qt[d * QB + r] = q[d];
         }
         memset(acc, 0, sizeof(float) * (size_t)(QB * Dv));
-        int64_t last_blk = i0 + nq - 1 + off; /* the block's last visible key */
+        __m512 mx = ninf, sum = _mm512_setzero_ps();
+        /* lane r sees keys <= i0 + r + off */
+        __m512i lastv = _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)(i0 + off)));
+        int64_t last_blk = i0 + nq - 1 + off;
         for (int64_t j0 = 0; j0 <= last_blk; j0 += KB16) {
             int64_t nk = j->Lk - j0 < KB16 ? j->Lk - j0 : KB16;
-            for (int64_t kk = 0; kk < KB16; kk++) {
-                const float *kr = kb + (j0 + (kk < nk ? kk : nk - 1)) * j->ks[2];
-                for (int64_t d = 0; d < D; d++) kt[d * KB16 + kk] = kr[d];
+            const float *kr[KB16];
+            for (int64_t kk = 0; kk < KB16; kk++)
+                kr[kk] = kb + (j0 + (kk < nk ? kk : nk - 1)) * j->ks[2];
+            __m512 s[KB16];
+            for (int64_t kk = 0; kk < KB16; kk++) s[kk] = _mm512_setzero_ps();
+            for (int64_t d = 0; d < D; d++) {
+                __m512 qv = _mm512_load_ps(qt + d * QB);
+                s[0] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[0][d]), s[0]);
+                s[1] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[1][d]), s[1]);
+                s[2] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[2][d]), s[2]);
+                s[3] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[3][d]), s[3]);
+                s[4] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[4][d]), s[4]);
+                s[5] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[5][d]), s[5]);
+                s[6] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[6][d]), s[6]);
+                s[7] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[7][d]), s[7]);
+                s[8] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[8][d]), s[8]);
+                s[9] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[9][d]), s[9]);
+                s[10] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[10][d]), s[10]);
+                s[11] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[11][d]), s[11]);
+                s[12] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[12][d]), s[12]);
+                s[13] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[13][d]), s[13]);
+                s[14] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[14][d]), s[14]);
+                s[15] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[15][d]), s[15]);
             }
-            for (int64_t r = 0; r < nq; r++) {
-                __m512 s = _mm512_setzero_ps();
-                for (int64_t d = 0; d < D; d++)
-                    s = _mm512_fmadd_ps(_mm512_set1_ps(qr[r][d]), _mm512_load_ps(kt + d * KB16),
-                                        s);
-                s = _mm512_mul_ps(s, _mm512_set1_ps(j->scale));
-                int64_t last = i0 + r + off; /* keys j0 + kk <= last are seen */
-                int64_t nvis = last - j0 + 1 < nk ? last - j0 + 1 : nk;
-                seen[r] = nvis > 0;
-                if (!seen[r]) continue; /* nothing of this block for the row */
-                __mmask16 vis = (__mmask16)((1u << nvis) - 1u);
-                float bmx = _mm512_mask_reduce_max_ps(vis, s);
-                if (bmx > mx[r]) {
-                    float corr = mx[r] == -INFINITY ? 0.0f : expf(mx[r] - bmx);
-                    sum[r] *= corr;
-                    __m512 c = _mm512_set1_ps(corr);
+            /* lane-wise: the block's maximum over the keys each row sees */
+            __mmask16 vis[KB16];
+            __m512 bmx = ninf;
+            for (int64_t kk = 0; kk < KB16; kk++) {
+                s[kk] = _mm512_mul_ps(s[kk], _mm512_set1_ps(j->scale));
+                vis[kk] = kk < nk ? _mm512_cmp_epi32_mask(_mm512_set1_epi32((int32_t)(j0 + kk)),
+                                                          lastv, _MM_CMPINT_LE)
+                                  : 0;
+                bmx = _mm512_mask_max_ps(bmx, vis[kk], bmx, s[kk]);
+            }
+            /* rows whose maximum grows: rescale (a row without a maximum yet: by 0) */
+            __mmask16 grow = _mm512_cmp_ps_mask(bmx, mx, _CMP_GT_OQ);
+            __mmask16 first = _mm512_cmp_ps_mask(mx, ninf, _CMP_EQ_OQ);
+            __m512 nmx = _mm512_mask_mov_ps(mx, grow, bmx);
+            __m512 corr = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), grow,
+                                             exp16(_mm512_sub_ps(mx, nmx)));
+            corr = _mm512_mask_mov_ps(corr, (__mmask16)(grow & first), _mm512_setzero_ps());
+            sum = _mm512_mask_mul_ps(sum, grow, sum, corr);
+            mx = nmx;
+            if (grow) {
+                _mm512_store_ps(cw, corr);
+                for (int64_t r = 0; r < nq; r++) {
+                    if (!(grow >> r & 1)) continue;
+                    __m512 c = _mm512_set1_ps(cw[r]);
                     float *a = acc + r * Dv;
                     for (int64_t e = 0; e < Dv; e += 16)
                         _mm512_store_ps(a + e, _mm512_mul_ps(_mm512_load_ps(a + e), c));
-                    mx[r] = bmx;
                 }
-                __m512 p = exp16(_mm512_sub_ps(s, _mm512_set1_ps(mx[r])));
-                p = _mm512_maskz_mov_ps(vis, p);
-                _mm512_store_ps(pw + r * KB16, p);
-                float ps[KB16];
-                _mm512_storeu_ps(ps, p);
-                for (int64_t kk = 0; kk < KB16; kk++) sum[r] += ps[kk]; /* keys in order */
             }
-            /* acc[r] += sum_k pw[r][k] V[j0 + k], k in order */
+            for (int64_t kk = 0; kk < KB16; kk++) { /* weights, summed in key order */
+                __m512 p = _mm512_maskz_mov_ps(vis[kk], exp16(_mm512_sub_ps(s[kk], mx)));
+                sum = _mm512_mask_add_ps(sum, vis[kk], sum, p);
+                _mm512_store_ps(pw + kk * QB, p);
+            }
+            /* acc[r] += sum_k pw[k][r] V[j0 + k], keys in order, four rows at a time; a key a
+             * row does not see is skipped (not added as 0) */
             for (int64_t e = 0; e < Dv; e += 16) {
                 __m512 vv[KB16];
                 for (int64_t kk = 0; kk < nk; kk++)
                     vv[kk] = _mm512_loadu_ps(vb + (j0 + kk) * j->vs[2] + e);
-                for (int64_t r = 0; r < nq; r++) {
-                    if (!seen[r]) continue; /* as if the block were not visited */
-                    float *a = acc + r * Dv + e;
-                    __m512 x = _mm512_load_ps(a);
-                    for (int64_t kk = 0; kk < nk; kk++)
-                        x = _mm512_fmadd_ps(_mm512_set1_ps(pw[r * KB16 + kk]), vv[kk], x);
-                    _mm512_store_ps(a, x);
+                for (int64_t r0 = 0; r0 < nq; r0 += 4) { /* named: kept in registers */
+                    float *a0 = acc + r0 * Dv + e, *a1 = a0 + Dv, *a2 = a1 + Dv, *a3 = a2 + Dv;
+                    __m512 x0 = _mm512_load_ps(a0), x1 = _mm512_load_ps(a1);
+                    __m512 x2 = _mm512_load_ps(a2), x3 = _mm512_load_ps(a3);
+                    for (int64_t kk = 0; kk < nk; kk++) {
+                        const float *p = pw + kk * QB + r0;
+                        unsigned m = (unsigned)(vis[kk] >> r0);
+                        x0 = _mm512_mask3_fmadd_ps(_mm512_set1_ps(p[0]), vv[kk], x0,
+                                                   (__mmask16)(m & 1 ? 0xffff : 0));
+                        x1 = _mm512_mask3_fmadd_ps(_mm512_set1_ps(p[1]), vv[kk], x1,
+                                                   (__mmask16)(m & 2 ? 0xffff : 0));
+                        x2 = _mm512_mask3_fmadd_ps(_mm512_set1_ps(p[2]), vv[kk], x2,
+                                                   (__mmask16)(m & 4 ? 0xffff : 0));
+                        x3 = _mm512_mask3_fmadd_ps(_mm512_set1_ps(p[3]), vv[kk], x3,
+                                                   (__mmask16)(m & 8 ? 0xffff : 0));
+                    }
+                    _mm512_store_ps(a0, x0);
+                    _mm512_store_ps(a1, x1);
+                    _mm512_store_ps(a2, x2);
+                    _mm512_store_ps(a3, x3);
                 }
             }
         }
+        _mm512_store_ps(cw, sum);
         for (int64_t r = 0; r < nq; r++) {
-            float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+            float inv = cw[r] > 0.0f ? 1.0f / cw[r] : 0.0f;
             float *out = j->d + b * j->ds[0] + h * j->ds[1] + (i0 + r) * j->ds[2];
-            for (int64_t e = 0; e < Dv; e++) out[e * j->ds[3]] = acc[r * Dv + e] * inv;
+            const float *a = acc + r * Dv;
+            if (j->ds[3] == 1) {
+                __m512 iv = _mm512_set1_ps(inv);
+                for (int64_t e = 0; e < Dv; e += 16)
+                    _mm512_storeu_ps(out + e, _mm512_mul_ps(_mm512_load_ps(a + e), iv));
+            } else {
+                for (int64_t e = 0; e < Dv; e++) out[e * j->ds[3]] = a[e] * inv;
+            }
         }
     }
 }

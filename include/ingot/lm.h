@@ -401,7 +401,8 @@ typedef struct ingot_lm_beam_opts {
     const size_t *stop_lens;          /**< their lengths; NULL: each is NUL-terminated */
     size_t n_stop_strings;
     /** Called once the search is over with the winner's text (cut before its stop string), in
-     *  one or more pieces; its return value is ignored. NULL: none. */
+     *  one or more pieces; returning false stops the pieces there (the search is over either
+     *  way). NULL: none. */
     ingot_lm_text_fn on_text;
     void *ctx;                        /**< passed to on_text */
 } ingot_lm_beam_opts;

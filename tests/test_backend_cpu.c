@@ -617,6 +617,57 @@ TEST(test_cpu_rms_norm_matches_ref)
     free(one);
 }
 
+/* Layer norm rows (cpu_rowops.c, GPT-2's norm) against ref: within one f32 rounding, the same
+ * bits for 1 and 3 threads, with and without a bias. */
+TEST(test_cpu_layer_norm_matches_ref)
+{
+    enum { R = 50, N = 777 };
+    float *x = malloc(R * N * 4), *w = malloc(N * 4), *bias = malloc(N * 4), *out[3];
+    for (int i = 0; i < R * N; i++) x[i] = frand() * 3 + (float)(i / N % 5);
+    for (int i = 0; i < N; i++) w[i] = frand() + 0.5f, bias[i] = frand();
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        for (int k = 0; k < 3; k++) {
+            ingot_backend *be;
+            ingot_backend_opts o = {0};
+            o.threads = k == 2 ? 3 : 1;
+            ASSERT_OK(ingot_backend_new(k ? "cpu" : "ref", &o, &be, NULL));
+            out[k] = malloc(R * N * 4);
+            ingot_buffer *bx, *bw, *bb, *bd;
+            ASSERT_OK(ingot_buffer_wrap(be, x, R * N * 4, false, &bx, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be, w, N * 4, false, &bw, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be, bias, N * 4, false, &bb, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be, out[k], R * N * 4, true, &bd, NULL));
+            int64_t sh[2] = {R, N}, ws[1] = {N};
+            ingot_tensor tx, tw, tb, td;
+            ASSERT_OK(ingot_tensor_init(&tx, bx, 0, INGOT_DTYPE_F32, 2, sh, NULL));
+            ASSERT_OK(ingot_tensor_init(&tw, bw, 0, INGOT_DTYPE_F32, 1, ws, NULL));
+            ASSERT_OK(ingot_tensor_init(&tb, bb, 0, INGOT_DTYPE_F32, 1, ws, NULL));
+            ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 2, sh, NULL));
+            ASSERT_OK(ingot_op_layer_norm(be, &td, &tx, &tw, with_bias ? &tb : NULL, 1e-5, NULL));
+            ingot_buffer_free(bx);
+            ingot_buffer_free(bw);
+            ingot_buffer_free(bb);
+            ingot_buffer_free(bd);
+            ingot_backend_free(be);
+        }
+        int bad = 0;
+        for (int i = 0; i < R * N; i++)
+            if (fabs((double)out[1][i] - out[0][i]) > 1.2e-7 * fabs((double)out[0][i]) + 1e-12)
+                bad++;
+        CHECK(bad == 0, "layer norm (bias %d): %d elements more than one rounding from ref",
+              with_bias, bad);
+        CHECK(!memcmp(out[1], out[2], R * N * 4), "layer norm: the thread count changes bits");
+        /* and ref is what the formula says: row 7's mean is about 1 + its shift, not 0 */
+        double m = 0;
+        for (int i = 0; i < N; i++) m += out[0][7 * N + i] - (with_bias ? bias[i] : 0.0f);
+        CHECK(fabs(m / N) < 0.2, "ref layer norm row 7 mean %.3g", m / N);
+        for (int k = 0; k < 3; k++) free(out[k]);
+    }
+    free(x);
+    free(w);
+    free(bias);
+}
+
 /* SiLU (the activation op, cpu.c / cpu_rowops.c) within 4 ulp of x / (1 + e^-x) computed in
  * double, over [-100, 100] plus the edges (0, -0, huge, NaN); an element's bits do not depend on
  * where it sits (tails of 1..7 elements give the same values as the full run) or on the thread
@@ -741,4 +792,5 @@ RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do
           T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
           T(test_cpu_attention_rows_independent),
           T(test_cpu_rowops_equal_ref), T(test_cpu_rms_norm_matches_ref),
+          T(test_cpu_layer_norm_matches_ref),
           T(test_cpu_silu_accuracy), T(test_cpu_copy_views_equal_ref), T(test_cleanup))

@@ -11,13 +11,13 @@
  *     quantized dot kernels (ingot__qgemm) over blocks of weight rows, each block reused for every
  *     activation row while it is in cache; F16 / BF16 weights against f32 activations
  *     (ingot__gemm_half), widened as they are read;
- *   - contiguous f32 activations and last-axis softmax, threaded; f32 RMSNorm, RoPE, binary
- *     ops, attention and row copies (cpu_rowops.c, cpu_attention.c).
+ *   - contiguous f32 activations and last-axis softmax, threaded; f32 RMSNorm, layer norm,
+ *     RoPE, binary ops, attention and row copies (cpu_rowops.c, cpu_attention.c).
  * Operands the kernels can read through their leading dimensions (row-major or transposed views
  * with unit stride on one axis) are passed as they are; any other view (negative, zero or
  * overlapping strides, non-collapsible batch axes) is packed into contiguous instance scratch
  * first, and a dst the kernels cannot write is computed in scratch and copied out. Everything
- * else (other dtypes, conv, pooling, layer norm, sort, sampling) runs the ref definition.
+ * else (other dtypes, conv, pooling, sort, sampling) runs the ref definition.
  *
  * Determinism: every chunk of work is fixed by the problem's shape alone and each output element
  * is reduced by the same kernel sequence whatever thread runs it, so results do not depend on
@@ -551,7 +551,7 @@ static const ingot_module_ops cpu_module_ops = {
     .linear = cpu_linear,
     .conv = ingot__ref_conv,
     .pool = ingot__ref_pool,
-    .layer_norm = ingot__ref_layer_norm,
+    .layer_norm = ingot__cpu_layer_norm,
     .rms_norm = ingot__cpu_rms_norm,
     .batch_norm = ingot__ref_batch_norm,
     .rope = ingot__cpu_rope,

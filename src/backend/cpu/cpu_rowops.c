@@ -7,8 +7,8 @@
  *   - RoPE on f32 [heads, seq, d] views with a contiguous last axis: ref's exact formula (double
  *     angle, cos, sin and products), each position's cos/sin computed once for all heads, the
  *     positions split over the pool;
- *   - RMSNorm on f32 rows (ref's double sum of squares and products, vectorised), rows split
- *     over the pool; copies of views with a contiguous last axis, a memmove per row;
+ *   - RMSNorm and layer norm on f32 rows (ref's double sums and products, vectorised), rows
+ *     split over the pool; copies of views with a contiguous last axis, a memmove per row;
  *   - SiLU on eight lanes with a polynomial e^x (the activation op's SILU, cpu.c).
  * Anything else runs the ref definition. Large element counts are split over the pool in chunks
  * fixed by the size alone.
@@ -191,70 +191,109 @@ ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_te
 /* ---- RMSNorm ---- */
 
 typedef struct norm_job {
-    const float *x, *w;
+    const float *x, *w, *bias; /* bias: layer norm's, or NULL */
     float *d;
     int64_t xs, ds, n;
     double eps;
+    bool layer; /* layer norm (mean subtracted) rather than RMSNorm */
     bool avx2;
 } norm_job;
 
-/* sum of x[i]^2 in double, four partial sums */
-static double sumsq(const float *x, int64_t n)
+/* sum of x[i] in double, four partial sums */
+static double sum_d(const float *x, int64_t n)
 {
     double p[4] = {0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 4 <= n; i += 4)
-        for (int u = 0; u < 4; u++) p[u] += (double)x[i + u] * (double)x[i + u];
+        for (int u = 0; u < 4; u++) p[u] += (double)x[i + u];
     double s = (p[0] + p[2]) + (p[1] + p[3]);
-    for (; i < n; i++) s += (double)x[i] * (double)x[i];
+    for (; i < n; i++) s += (double)x[i];
     return s;
+}
+
+/* sum of (x[i] - m)^2 in double, four partial sums */
+static double sumsq(const float *x, int64_t n, double m)
+{
+    double p[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int u = 0; u < 4; u++) p[u] += ((double)x[i + u] - m) * ((double)x[i + u] - m);
+    double s = (p[0] + p[2]) + (p[1] + p[3]);
+    for (; i < n; i++) s += ((double)x[i] - m) * ((double)x[i] - m);
+    return s;
+}
+
+/* ref's per-element formula: ((x - mean) inv) w (+ bias) in double, rounded once */
+static void norm_out(const norm_job *j, const float *x, float *d, int64_t i0, double m,
+                     double inv)
+{
+    for (int64_t i = i0; i < j->n; i++) {
+        double v = ((double)x[i] - m) * inv * (double)j->w[i];
+        if (j->bias) v += (double)j->bias[i];
+        d[i] = (float)v;
+    }
 }
 
 static void norm_rows_scalar(const norm_job *j, int64_t b, int64_t e)
 {
     for (int64_t r = b; r < e; r++) {
         const float *x = j->x + r * j->xs;
-        float *d = j->d + r * j->ds;
-        double inv = 1.0 / sqrt(sumsq(x, j->n) / (double)j->n + j->eps);
-        for (int64_t i = 0; i < j->n; i++) d[i] = (float)((double)x[i] * inv * (double)j->w[i]);
+        double m = j->layer ? sum_d(x, j->n) / (double)j->n : 0.0;
+        double inv = 1.0 / sqrt(sumsq(x, j->n, m) / (double)j->n + j->eps);
+        norm_out(j, x, j->d + r * j->ds, 0, m, inv);
     }
 }
 
 #ifdef ROW_X86
-/* The same values as norm_rows_scalar's formula, four doubles a lane group: sixteen partial
- * sums of squares, then d = (x inv) w in double, rounded once to f32. */
+/* sum of (x[i] - m)^2 (sq) or of x[i] (!sq) in double, sixteen partial sums */
+ROW_AVX2 static double sum_avx2(const float *x, int64_t n, double m, bool sq)
+{
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, vm = _mm256_set1_pd(m);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256d a0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), vm);
+        __m256d a1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)), vm);
+        __m256d a2 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 8)), vm);
+        __m256d a3 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 12)), vm);
+        if (sq) {
+            s0 = _mm256_fmadd_pd(a0, a0, s0);
+            s1 = _mm256_fmadd_pd(a1, a1, s1);
+            s2 = _mm256_fmadd_pd(a2, a2, s2);
+            s3 = _mm256_fmadd_pd(a3, a3, s3);
+        } else {
+            s0 = _mm256_add_pd(a0, s0);
+            s1 = _mm256_add_pd(a1, s1);
+            s2 = _mm256_add_pd(a2, s2);
+            s3 = _mm256_add_pd(a3, s3);
+        }
+    }
+    __m256d s4 = _mm256_add_pd(_mm256_add_pd(s0, s2), _mm256_add_pd(s1, s3));
+    double t[4];
+    _mm256_storeu_pd(t, s4);
+    double s = (t[0] + t[2]) + (t[1] + t[3]);
+    for (; i < n; i++) s += sq ? ((double)x[i] - m) * ((double)x[i] - m) : (double)x[i] - m;
+    return s;
+}
+
+/* norm_rows_scalar's formula with the sums sixteen doubles at a time and the output four
+ * elements a step (the same double operations per element, rounded once to f32). */
 ROW_AVX2 static void norm_rows_avx2(const norm_job *j, int64_t b, int64_t e)
 {
     int64_t n = j->n;
     for (int64_t r = b; r < e; r++) {
         const float *x = j->x + r * j->xs;
         float *d = j->d + r * j->ds;
-        __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+        double m = j->layer ? sum_avx2(x, n, 0.0, false) / (double)n : 0.0;
+        double inv = 1.0 / sqrt(sum_avx2(x, n, m, true) / (double)n + j->eps);
+        __m256d vi = _mm256_set1_pd(inv), vm = _mm256_set1_pd(m);
         int64_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-            __m256d a0 = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
-            __m256d a1 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
-            __m256d a2 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8));
-            __m256d a3 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 12));
-            s0 = _mm256_fmadd_pd(a0, a0, s0);
-            s1 = _mm256_fmadd_pd(a1, a1, s1);
-            s2 = _mm256_fmadd_pd(a2, a2, s2);
-            s3 = _mm256_fmadd_pd(a3, a3, s3);
-        }
-        __m256d s4 = _mm256_add_pd(_mm256_add_pd(s0, s2), _mm256_add_pd(s1, s3));
-        double t[4];
-        _mm256_storeu_pd(t, s4);
-        double s = (t[0] + t[2]) + (t[1] + t[3]);
-        for (; i < n; i++) s += (double)x[i] * (double)x[i];
-        double inv = 1.0 / sqrt(s / (double)n + j->eps);
-        __m256d vi = _mm256_set1_pd(inv);
-        i = 0;
         for (; i + 4 <= n; i += 4) {
-            __m256d v = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), vi);
-            v = _mm256_mul_pd(v, _mm256_cvtps_pd(_mm_loadu_ps(j->w + i)));
+            __m256d v = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), vm);
+            v = _mm256_mul_pd(_mm256_mul_pd(v, vi), _mm256_cvtps_pd(_mm_loadu_ps(j->w + i)));
+            if (j->bias) v = _mm256_add_pd(v, _mm256_cvtps_pd(_mm_loadu_ps(j->bias + i)));
             _mm_storeu_ps(d + i, _mm256_cvtpd_ps(v));
         }
-        for (; i < n; i++) d[i] = (float)((double)x[i] * inv * (double)j->w[i]);
+        norm_out(j, x, d, i, m, inv);
     }
 }
 #endif
@@ -271,24 +310,47 @@ static void norm_task(void *arg, int64_t b, int64_t e)
     norm_rows_scalar(j, b, e);
 }
 
-ingot_status ingot__cpu_rms_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
-                                 const ingot_tensor *w, double eps, ingot_error *err)
+static bool f32_vec(const ingot_tensor *t)
+{
+    return t && t->dtype == INGOT_DTYPE_F32 && ing_ptr(t) && (uintptr_t)ing_ptr(t) % 4 == 0 &&
+           (t->shape[0] <= 1 || t->strides[0] == 1);
+}
+
+/* Both norms: x rows with a contiguous last axis, f32 w (and bias) with unit stride. */
+static bool norm_run(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                     const ingot_tensor *w, const ingot_tensor *bias, double eps, bool layer)
 {
     int64_t rx, ldx, rd, ldd;
-    if (x->dtype != INGOT_DTYPE_F32 || !w || w->dtype != INGOT_DTYPE_F32 || !ing_ptr(x) ||
-        !ing_ptr(dst) || !ing_ptr(w) || (uintptr_t)ing_ptr(x) % 4 ||
-        (uintptr_t)ing_ptr(dst) % 4 || (uintptr_t)ing_ptr(w) % 4 ||
-        (x->shape[x->rank - 1] > 1 && w->strides[0] != 1) ||
-        !ingot__cpu_rows_view(x, &rx, &ldx) || !ingot__cpu_rows_view(dst, &rd, &ldd))
-        return ingot__ref_rms_norm(b, dst, x, w, eps, err);
+    if (x->dtype != INGOT_DTYPE_F32 || !f32_vec(w) || (bias && !f32_vec(bias)) ||
+        !ing_ptr(x) || !ing_ptr(dst) || (uintptr_t)ing_ptr(x) % 4 ||
+        (uintptr_t)ing_ptr(dst) % 4 || !ingot__cpu_rows_view(x, &rx, &ldx) ||
+        !ingot__cpu_rows_view(dst, &rd, &ldd))
+        return false;
     norm_job j = {(const float *)(const void *)ing_ptr(x), (const float *)(const void *)ing_ptr(w),
-                  (float *)(void *)ing_ptr(dst), ldx, ldd, x->shape[x->rank - 1], eps, false};
+                  bias ? (const float *)(const void *)ing_ptr(bias) : NULL,
+                  (float *)(void *)ing_ptr(dst), ldx, ldd, x->shape[x->rank - 1], eps, layer,
+                  false};
 #ifdef ROW_X86
     j.avx2 = ingot__get_isa() >= INGOT__ISA_AVX2;
 #endif
     if (rx * j.n < 32768) norm_task(&j, 0, rx);
     else ingot__cpu_run(ingot_backend_ctx(b), rx, (8192 + j.n - 1) / j.n, norm_task, &j);
-    return INGOT_OK;
+    return true;
+}
+
+ingot_status ingot__cpu_rms_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                 const ingot_tensor *w, double eps, ingot_error *err)
+{
+    if (norm_run(b, dst, x, w, NULL, eps, false)) return INGOT_OK;
+    return ingot__ref_rms_norm(b, dst, x, w, eps, err);
+}
+
+ingot_status ingot__cpu_layer_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                   const ingot_tensor *w, const ingot_tensor *bias, double eps,
+                                   ingot_error *err)
+{
+    if (norm_run(b, dst, x, w, bias, eps, true)) return INGOT_OK;
+    return ingot__ref_layer_norm(b, dst, x, w, bias, eps, err);
 }
 
 /* ---- copies ---- */

@@ -45,8 +45,8 @@ ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_te
 bool ingot__cpu_rows_view(const ingot_tensor *t, int64_t *rows, int64_t *ld);
 
 /* f32 RMSNorm and layer norm over the last axis (cpu_rowops.c): rows split over the pool, the
- * sums in double as ref, vectorised; other cases (w NULL included) run ref. Copy of views whose last axis is
- * contiguous: one memmove per row; other cases run ref. */
+ * sums in double as ref, vectorised; other cases (w NULL included) run ref. Copy of views whose
+ * last axis is contiguous: one memmove per row; other cases run ref. */
 ingot_status ingot__cpu_rms_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                                  const ingot_tensor *w, double eps, ingot_error *err);
 ingot_status ingot__cpu_layer_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,

@@ -286,6 +286,21 @@ TEST(beam_stop_strings)
     check_beam_case(&f, c, 3);
     static const char *const d[] = {"high.\nLily"};
     check_beam_case(&f, d, 1);
+    /* on_text returning false: no more pieces after it (the search itself is over) */
+    static run_log r;
+    memset(&r, 0, sizeof r);
+    r.refuse_after = 2;
+    ingot_lm_beam_opts o = {1, 40, 1.0, true, f.tok, 0, NULL, NULL, 0, log_text, &r};
+    int32_t out[40];
+    size_t n = 0;
+    ASSERT_OK(ingot_lm_beam_search(f.m, NULL, NULL, 0, &o, out, 40, &n, NULL, NULL));
+    ASSERT_EQ(n, 40);
+    ASSERT_EQ(r.text_calls, 2);
+    char dd[4096];
+    size_t dn = 0;
+    ASSERT_OK(ingot_tokenizer_decode(f.tok, out, n, 0, dd, sizeof dd, &dn, NULL));
+    CHECK(r.len > 0 && r.len < dn && !memcmp(r.text, dd, r.len), "text of %zu bytes of %zu",
+          r.len, dn);
     fixture_close(&f);
 }
 

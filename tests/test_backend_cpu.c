@@ -5,7 +5,7 @@
  * with contiguous, transposed, strided and flipped operands. Each result is compared with "ref"
  * (itself checked against torch by test_backend_conformance), checked bit-identical for 1, 2 and
  * 3 threads, and the f32 paths are checked to allocate nothing; the instance runs one pool. Also
- * attention (cpu_attention.c) against ref.
+ * attention (cpu_attention.c) against ref; RMSNorm, SiLU and row copies (cpu_rowops.c).
  */
 #include <dirent.h>
 #include <math.h>
@@ -436,6 +436,57 @@ TEST(test_cpu_attention_matches_ref)
     attn_case(1, 4, 4, 33, 33, 32, 32, true);   /* square causal */
     attn_case(1, 2, 1, 5, 130, 12, 3, false);   /* not causal, odd widths */
     attn_case(1, 2, 1, 9, 4, 8, 8, false);      /* more queries than keys, not causal */
+    /* causal prefill blocks (AVX-512: 16 query rows x 16 keys): grouped heads, offset, tails */
+    attn_case(2, 8, 2, 40, 70, 64, 64, true);
+    attn_case(1, 2, 1, 16, 16, 48, 16, true);
+    attn_case(1, 4, 1, 17, 300, 16, 32, true);
+}
+
+/* A query row's bits do not depend on the rows it is computed with: the last 16 rows of a
+ * 40-row causal prefill over 70 keys, computed alone, are the same bits (the blocked kernel
+ * groups rows 16 at a time from the first). */
+TEST(test_cpu_attention_rows_independent)
+{
+    enum { H = 4, Hk = 2, Lq = 40, Lk = 70, D = 64 };
+    float *q = malloc(H * Lq * D * 4), *k = malloc(Hk * Lk * D * 4), *v = malloc(Hk * Lk * D * 4);
+    float *full = malloc(H * Lq * D * 4), *part = malloc(H * 16 * D * 4);
+    for (int i = 0; i < H * Lq * D; i++) q[i] = frand() * 2;
+    for (int i = 0; i < Hk * Lk * D; i++) k[i] = frand() * 2, v[i] = frand();
+    ingot_backend *b = NULL;
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &b, NULL));
+    ingot_attn_params p = {0};
+    p.causal = true;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t lq = pass ? 16 : Lq, row0 = Lq - lq;
+        ingot_buffer *bq, *bk, *bv, *bd;
+        ASSERT_OK(ingot_buffer_wrap(b, q, H * Lq * D * 4, false, &bq, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, k, Hk * Lk * D * 4, false, &bk, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, v, Hk * Lk * D * 4, false, &bv, NULL));
+        ASSERT_OK(ingot_buffer_wrap(b, pass ? part : full, (size_t)(H * lq * D * 4), true, &bd,
+                                    NULL));
+        int64_t qs[4] = {1, H, lq, D}, qst[4] = {H * Lq * D, Lq * D, D, 1};
+        int64_t ks[4] = {1, Hk, Lk, D}, ds[4] = {1, H, lq, D};
+        ingot_tensor tq, tk, tv, td;
+        ASSERT_OK(ingot_tensor_init_strided(&tq, bq, (uint64_t)(row0 * D * 4), INGOT_DTYPE_F32, 4,
+                                            qs, qst, NULL));
+        ASSERT_OK(ingot_tensor_init(&tk, bk, 0, INGOT_DTYPE_F32, 4, ks, NULL));
+        ASSERT_OK(ingot_tensor_init(&tv, bv, 0, INGOT_DTYPE_F32, 4, ks, NULL));
+        ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 4, ds, NULL));
+        ASSERT_OK(ingot_op_attention(b, &td, &tq, &tk, &tv, &p, NULL));
+        ingot_buffer_free(bq);
+        ingot_buffer_free(bk);
+        ingot_buffer_free(bv);
+        ingot_buffer_free(bd);
+    }
+    for (int h = 0; h < H; h++)
+        CHECK(!memcmp(part + h * 16 * D, full + (h * Lq + Lq - 16) * D, 16 * D * 4),
+              "head %d: rows computed alone differ from the same rows in the full prefill", h);
+    ingot_backend_free(b);
+    free(q);
+    free(k);
+    free(v);
+    free(full);
+    free(part);
 }
 
 /* The per-row routes (cpu_rowops.c) give ref's values bit for bit: binary with same-shape and
@@ -502,6 +553,234 @@ TEST(test_cpu_rowops_equal_ref)
     free(r2);
 }
 
+/* RMSNorm rows (cpu_rowops.c) against ref's double definition: within one f32 rounding (the
+ * double sums are added in another order), bit-identical for 1, 2 and 3 threads and for any
+ * number of rows (a row's bits do not depend on the batch it came in: KV decode equals the full
+ * forward); rows of a wider array and a row length that is not a multiple of 16. */
+TEST(test_cpu_rms_norm_matches_ref)
+{
+    enum { R = 70, N = 1030, LD = 1041 };
+    float *x = malloc(R * LD * 4), *w = malloc(N * 4), *want = malloc(R * N * 4);
+    float *got[3], *one = malloc(N * 4);
+    for (int i = 0; i < R * LD; i++) x[i] = frand() * (i % 13 ? 1.0f : 40.0f);
+    for (int i = 0; i < N; i++) w[i] = frand() + 0.5f;
+    ingot_backend *be[4];
+    ASSERT_OK(ingot_backend_new("ref", NULL, &be[0], NULL));
+    for (int t = 1; t < 4; t++) {
+        ingot_backend_opts o = {0};
+        o.threads = (uint32_t)t;
+        ASSERT_OK(ingot_backend_new("cpu", &o, &be[t], NULL));
+    }
+    for (int k = 0; k < 4; k++) {
+        float *out = k ? (got[k - 1] = malloc(R * N * 4)) : want;
+        for (int rows = R; rows >= 1; rows -= R - 1) { /* all rows, then the last one alone */
+            ingot_buffer *bx, *bw, *bd;
+            ASSERT_OK(ingot_buffer_wrap(be[k], x, R * LD * 4, false, &bx, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], w, N * 4, false, &bw, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], rows == R ? out : one, R * N * 4, true, &bd, NULL));
+            int64_t sh[2] = {rows, N}, st[2] = {LD, 1}, ws[1] = {N};
+            ingot_tensor tx, tw, td;
+            ASSERT_OK(ingot_tensor_init_strided(&tx, bx, (uint64_t)(R - rows) * LD * 4,
+                                                INGOT_DTYPE_F32, 2, sh, st, NULL));
+            ASSERT_OK(ingot_tensor_init(&tw, bw, 0, INGOT_DTYPE_F32, 1, ws, NULL));
+            ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 2, sh, NULL));
+            ASSERT_OK(ingot_op_rms_norm(be[k], &td, &tx, &tw, 1e-5, NULL));
+            ingot_buffer_free(bx);
+            ingot_buffer_free(bw);
+            ingot_buffer_free(bd);
+        }
+        CHECK(!memcmp(one, out + (R - 1) * N, N * 4), "backend %d: the last row alone differs", k);
+    }
+    /* ref against the formula in long double, then cpu against ref */
+    for (int r = 0; r < R; r++) {
+        long double ss = 0;
+        for (int i = 0; i < N; i++) ss += (long double)x[r * LD + i] * x[r * LD + i];
+        long double inv = 1.0L / sqrtl(ss / N + 1e-5L);
+        for (int i = 0; i < N; i++) {
+            long double e = (long double)x[r * LD + i] * inv * w[i];
+            CHECK(fabsl(e - want[r * N + i]) <= fabsl(e) * 1.2e-7L, "ref row %d [%d]", r, i);
+        }
+    }
+    double worst = 0;
+    for (int i = 0; i < R * N; i++) {
+        double d = fabs((double)got[0][i] - want[i]) / (fabs((double)want[i]) + 1e-30);
+        worst = d > worst ? d : worst;
+    }
+    CHECK(worst <= 1.2e-7, "cpu RMSNorm %.3g from ref (more than one rounding)", worst);
+    CHECK(!memcmp(got[0], got[1], R * N * 4) && !memcmp(got[0], got[2], R * N * 4),
+          "RMSNorm: the thread count changes the bits");
+    for (int k = 0; k < 4; k++) ingot_backend_free(be[k]);
+    for (int t = 0; t < 3; t++) free(got[t]);
+    free(x);
+    free(w);
+    free(want);
+    free(one);
+}
+
+/* Layer norm rows (cpu_rowops.c, GPT-2's norm) against ref: within one f32 rounding, the same
+ * bits for 1 and 3 threads, with and without a bias. */
+TEST(test_cpu_layer_norm_matches_ref)
+{
+    enum { R = 50, N = 777 };
+    float *x = malloc(R * N * 4), *w = malloc(N * 4), *bias = malloc(N * 4), *out[3];
+    for (int i = 0; i < R * N; i++) x[i] = frand() * 3 + (float)(i / N % 5);
+    for (int i = 0; i < N; i++) w[i] = frand() + 0.5f, bias[i] = frand();
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        for (int k = 0; k < 3; k++) {
+            ingot_backend *be;
+            ingot_backend_opts o = {0};
+            o.threads = k == 2 ? 3 : 1;
+            ASSERT_OK(ingot_backend_new(k ? "cpu" : "ref", &o, &be, NULL));
+            out[k] = malloc(R * N * 4);
+            ingot_buffer *bx, *bw, *bb, *bd;
+            ASSERT_OK(ingot_buffer_wrap(be, x, R * N * 4, false, &bx, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be, w, N * 4, false, &bw, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be, bias, N * 4, false, &bb, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be, out[k], R * N * 4, true, &bd, NULL));
+            int64_t sh[2] = {R, N}, ws[1] = {N};
+            ingot_tensor tx, tw, tb, td;
+            ASSERT_OK(ingot_tensor_init(&tx, bx, 0, INGOT_DTYPE_F32, 2, sh, NULL));
+            ASSERT_OK(ingot_tensor_init(&tw, bw, 0, INGOT_DTYPE_F32, 1, ws, NULL));
+            ASSERT_OK(ingot_tensor_init(&tb, bb, 0, INGOT_DTYPE_F32, 1, ws, NULL));
+            ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 2, sh, NULL));
+            ASSERT_OK(ingot_op_layer_norm(be, &td, &tx, &tw, with_bias ? &tb : NULL, 1e-5, NULL));
+            ingot_buffer_free(bx);
+            ingot_buffer_free(bw);
+            ingot_buffer_free(bb);
+            ingot_buffer_free(bd);
+            ingot_backend_free(be);
+        }
+        int bad = 0;
+        for (int i = 0; i < R * N; i++)
+            if (fabs((double)out[1][i] - out[0][i]) > 1.2e-7 * fabs((double)out[0][i]) + 1e-12)
+                bad++;
+        CHECK(bad == 0, "layer norm (bias %d): %d elements more than one rounding from ref",
+              with_bias, bad);
+        CHECK(!memcmp(out[1], out[2], R * N * 4), "layer norm: the thread count changes bits");
+        /* and ref is what the formula says: row 7's mean is about 1 + its shift, not 0 */
+        double m = 0;
+        for (int i = 0; i < N; i++) m += out[0][7 * N + i] - (with_bias ? bias[i] : 0.0f);
+        CHECK(fabs(m / N) < 0.2, "ref layer norm row 7 mean %.3g", m / N);
+        for (int k = 0; k < 3; k++) free(out[k]);
+    }
+    free(x);
+    free(w);
+    free(bias);
+}
+
+/* SiLU (the activation op, cpu.c / cpu_rowops.c) within 4 ulp of x / (1 + e^-x) computed in
+ * double, over [-100, 100] plus the edges (0, -0, huge, NaN); an element's bits do not depend on
+ * where it sits (tails of 1..7 elements give the same values as the full run) or on the thread
+ * count. */
+TEST(test_cpu_silu_accuracy)
+{
+    enum { N = 50021 };
+    float *a = malloc(N * 4), *d[3], *tail = malloc(8 * 4);
+    for (int i = 0; i < N; i++) a[i] = frand() * (i % 3 ? 8.0f : 100.0f);
+    a[0] = 0.0f, a[1] = -0.0f, a[2] = 1e30f, a[3] = -1e30f, a[4] = NAN, a[5] = -88.5f;
+    a[6] = 88.5f, a[7] = -87.0f;
+    for (int t = 0; t < 3; t++) {
+        ingot_backend *be;
+        ingot_backend_opts o = {0};
+        o.threads = (uint32_t)t + 1;
+        ASSERT_OK(ingot_backend_new("cpu", &o, &be, NULL));
+        d[t] = malloc(N * 4);
+        ingot_buffer *ba, *bd;
+        ASSERT_OK(ingot_buffer_wrap(be, a, N * 4, false, &ba, NULL));
+        ASSERT_OK(ingot_buffer_wrap(be, d[t], N * 4, true, &bd, NULL));
+        int64_t sh[1] = {N};
+        ingot_tensor ta, td;
+        ASSERT_OK(ingot_tensor_init(&ta, ba, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+        ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+        ASSERT_OK(ingot_op_activation(be, INGOT_ACT_SILU, &td, &ta, 0.0, NULL));
+        if (t == 0)
+            for (int n = 1; n < 8; n++) { /* a[N - n ..] alone: the tail path */
+                ingot_tensor tx = ta, ty = td;
+                ingot_buffer *bt;
+                ASSERT_OK(ingot_buffer_wrap(be, tail, 8 * 4, true, &bt, NULL));
+                int64_t s1[1] = {n};
+                ASSERT_OK(ingot_tensor_init(&tx, ba, (uint64_t)(N - n) * 4, INGOT_DTYPE_F32, 1,
+                                            s1, NULL));
+                ASSERT_OK(ingot_tensor_init(&ty, bt, 0, INGOT_DTYPE_F32, 1, s1, NULL));
+                ASSERT_OK(ingot_op_activation(be, INGOT_ACT_SILU, &ty, &tx, 0.0, NULL));
+                CHECK(!memcmp(tail, d[0] + N - n, (size_t)n * 4), "SiLU tail of %d differs", n);
+                ingot_buffer_free(bt);
+            }
+        ingot_buffer_free(ba);
+        ingot_buffer_free(bd);
+        ingot_backend_free(be);
+    }
+    CHECK(d[0][0] == 0.0f && !signbit(d[0][0]), "silu(0) = %g", d[0][0]);
+    CHECK(d[0][1] == 0.0f && signbit(d[0][1]), "silu(-0) = %g", d[0][1]);
+    CHECK(d[0][2] == 1e30f, "silu(1e30) = %g", d[0][2]);
+    CHECK(d[0][3] == 0.0f && fabsf(d[0][3]) < 1e-30f, "silu(-1e30) = %g", d[0][3]);
+    CHECK(isnan(d[0][4]), "silu(NaN) = %g", d[0][4]);
+    double worst = 0;
+    for (int i = 5; i < N; i++) {
+        double x = a[i], e = x / (1.0 + exp(-x));
+        if (fabs(e) < 1e-30) {
+            CHECK(fabs(d[0][i]) < 1e-30, "silu(%g) = %g", x, d[0][i]);
+            continue;
+        }
+        double ulp = ldexp(1.0, ilogb(e) - 23), r = fabs(d[0][i] - e) / ulp;
+        worst = r > worst ? r : worst;
+    }
+    CHECK(worst <= 4.0, "SiLU %.2f ulp from the double definition", worst);
+    CHECK(!memcmp(d[0], d[1], N * 4) && !memcmp(d[0], d[2], N * 4),
+          "SiLU: the thread count changes the bits");
+    for (int t = 0; t < 3; t++) free(d[t]);
+    free(a);
+    free(tail);
+}
+
+/* Copies of views whose last axis is contiguous (the KV cache stores: [rows, heads*hd] as
+ * [heads, rows, hd] into [heads, n_ctx, hd]): the same bytes as ref, rank 2 to 4, F32 and F16. */
+TEST(test_cpu_copy_views_equal_ref)
+{
+    enum { H = 4, S = 9, D = 24, CTX = 13 };
+    uint32_t *src = malloc(H * S * D * 4), *out[2];
+    for (int i = 0; i < H * S * D; i++) src[i] = (uint32_t)i * 2654435761u;
+    ingot_backend *be[2];
+    ASSERT_OK(ingot_backend_new("ref", NULL, &be[0], NULL));
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be[1], NULL));
+    for (int dt = 0; dt < 2; dt++) {
+        ingot_dtype t = dt ? INGOT_DTYPE_F16 : INGOT_DTYPE_F32;
+        int64_t es = dt ? 2 : 4;
+        for (int k = 0; k < 2; k++) {
+            out[k] = calloc(2 * H * CTX * D, 4);
+            ingot_buffer *bs, *bd;
+            ASSERT_OK(ingot_buffer_wrap(be[k], src, H * S * D * 4, false, &bs, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], out[k], 2 * H * CTX * D * 4, true, &bd, NULL));
+            int64_t sh[3] = {H, S, D}, ss[3] = {D, H * D, 1}, ds[3] = {CTX * D, D, 1};
+            ingot_tensor ts, td;
+            ASSERT_OK(ingot_tensor_init_strided(&ts, bs, 0, t, 3, sh, ss, NULL));
+            ASSERT_OK(ingot_tensor_init_strided(&td, bd, (uint64_t)(2 * D * es), t, 3, sh, ds,
+                                                NULL));
+            ASSERT_OK(ingot_op_copy(be[k], &td, &ts, NULL));
+            /* rank 4: [2, 2, S, D] of the same rows */
+            int64_t sh4[4] = {2, 2, S, D}, ss4[4] = {2 * D, D, H * D, 1};
+            int64_t ds4[4] = {2 * CTX * D, CTX * D, D, 1};
+            ASSERT_OK(ingot_tensor_init_strided(&ts, bs, 0, t, 4, sh4, ss4, NULL));
+            ASSERT_OK(ingot_tensor_init_strided(&td, bd, (uint64_t)(H * CTX * D * es), t,
+                                                4, sh4, ds4, NULL));
+            ASSERT_OK(ingot_op_copy(be[k], &td, &ts, NULL));
+            ingot_buffer_free(bs);
+            ingot_buffer_free(bd);
+        }
+        CHECK(!memcmp(out[0], out[1], 2 * H * CTX * D * 4),
+              "copy dtype %d: cpu differs from ref", dt);
+        /* and ref put element (h, s, e) at (h, 2 + s, e) */
+        if (!dt)
+            CHECK(out[0][(1 * CTX + 2 + 3) * D + 5] == src[3 * H * D + 1 * D + 5],
+                  "ref copy misplaced an element");
+        free(out[0]);
+        free(out[1]);
+    }
+    ingot_backend_free(be[0]);
+    ingot_backend_free(be[1]);
+    free(src);
+}
+
 static void cleanup(void)
 {
     for (int i = 0; i < nowned; i++) free(owned[i]);
@@ -511,4 +790,7 @@ TEST(test_cleanup) { cleanup(); }
 
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
           T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
-          T(test_cpu_rowops_equal_ref), T(test_cleanup))
+          T(test_cpu_attention_rows_independent),
+          T(test_cpu_rowops_equal_ref), T(test_cpu_rms_norm_matches_ref),
+          T(test_cpu_layer_norm_matches_ref),
+          T(test_cpu_silu_accuracy), T(test_cpu_copy_views_equal_ref), T(test_cleanup))

@@ -233,6 +233,77 @@ TEST(stop_string_cuts_the_golden_text)
     fixture_close(&f);
 }
 
+/* Beam search of width 1 is greedy: with stop strings it ends where ingot_lm_generate ends (the
+ * reference tokens up to the one completing the earliest string), and on_text gets the golden
+ * text up to it; a wider beam's winner never holds a stop string in its text. */
+static void check_beam_case(fixture *f, const char *const *stops, size_t nstops)
+{
+    size_t at = 0, which = 0;
+    size_t k = expected_tokens(f, stops, nstops, &at, &which);
+    CHECK(k > 0, "'%s': not in the reference text", stops[0]);
+    static run_log r;
+    memset(&r, 0, sizeof r);
+    ingot_lm_beam_opts o = {1, 200, 1.0, true, f->tok, 0, stops, NULL, nstops, log_text, &r};
+    int32_t out[200];
+    size_t n = 0;
+    ASSERT_OK(ingot_lm_beam_search(f->m, NULL, NULL, 0, &o, out, 200, &n, NULL, NULL));
+    CHECK(n == k && !memcmp(out, f->ref + 1, n * sizeof *out), "'%s': %zu tokens, expected %zu",
+          stops[0], n, k);
+    CHECK(r.len == at && !memcmp(r.text, f->golden, at), "'%s': text of %zu bytes, expected %zu",
+          stops[0], r.len, at);
+    /* width 4: no stop string before the winner's last token (it would have finished there);
+     * on_text gets its tokens' text (one-shot decoder) cut before the earliest stop string */
+    memset(&r, 0, sizeof r);
+    o.width = 4;
+    ASSERT_OK(ingot_lm_beam_search(f->m, NULL, NULL, 0, &o, out, 200, &n, NULL, NULL));
+    ASSERT_TRUE(n >= 1);
+    char d[8192];
+    size_t dn = 0, cut;
+    ASSERT_OK(ingot_tokenizer_decode(f->tok, out, n - 1, 0, d, sizeof d - 1, &dn, NULL));
+    d[dn] = 0;
+    for (size_t i = 0; i < nstops; i++)
+        CHECK(!strstr(d, stops[i]), "'%s': width 4 went on past it", stops[i]);
+    ASSERT_OK(ingot_tokenizer_decode(f->tok, out, n, 0, d, sizeof d - 1, &dn, NULL));
+    d[dn] = 0;
+    cut = dn;
+    for (size_t i = 0; i < nstops; i++) {
+        const char *hit = strstr(d, stops[i]);
+        if (hit && (size_t)(hit - d) < cut) cut = (size_t)(hit - d);
+    }
+    CHECK(r.len == cut && !memcmp(r.text, d, cut), "'%s': width 4 text of %zu bytes, want %zu",
+          stops[0], r.len, cut);
+}
+
+TEST(beam_stop_strings)
+{
+    fixture f;
+    ASSERT_TRUE(fixture_open(&f));
+    static const char *const a[] = {"big, red"};
+    check_beam_case(&f, a, 1);
+    static const char *const b[] = {"ig, r"};
+    check_beam_case(&f, b, 1);
+    static const char *const c[] = {"zzz", "park", "Lily"};
+    check_beam_case(&f, c, 3);
+    static const char *const d[] = {"high.\nLily"};
+    check_beam_case(&f, d, 1);
+    /* on_text returning false: no more pieces after it (the search itself is over) */
+    static run_log r;
+    memset(&r, 0, sizeof r);
+    r.refuse_after = 2;
+    ingot_lm_beam_opts o = {1, 40, 1.0, true, f.tok, 0, NULL, NULL, 0, log_text, &r};
+    int32_t out[40];
+    size_t n = 0;
+    ASSERT_OK(ingot_lm_beam_search(f.m, NULL, NULL, 0, &o, out, 40, &n, NULL, NULL));
+    ASSERT_EQ(n, 40);
+    ASSERT_EQ(r.text_calls, 2);
+    char dd[4096];
+    size_t dn = 0;
+    ASSERT_OK(ingot_tokenizer_decode(f.tok, out, n, 0, dd, sizeof dd, &dn, NULL));
+    CHECK(r.len > 0 && r.len < dn && !memcmp(r.text, dd, r.len), "text of %zu bytes of %zu",
+          r.len, dn);
+    fixture_close(&f);
+}
+
 TEST(stop_strings_earliest_wins)
 {
     fixture f;
@@ -455,7 +526,7 @@ TEST(stop_text_utf8_split_over_tokens)
     ingot_tokenizer_close(tok);
 }
 
-RUN_TESTS(T(stop_string_cuts_the_golden_text), T(stop_strings_earliest_wins),
+RUN_TESTS(T(stop_string_cuts_the_golden_text), T(stop_strings_earliest_wins), T(beam_stop_strings),
           T(stop_string_in_the_first_token), T(stop_string_never_found),
           T(stop_on_text_false_stops), T(stop_strings_refused),
           T(stop_text_utf8_split_over_tokens))

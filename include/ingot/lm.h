@@ -379,6 +379,13 @@ INGOT_API ingot_status ingot_lm_generate(ingot_lm_session *s, ingot_sampler *sp,
  * live until `width` are live (Hugging Face's rule). After max_tokens steps the live hypotheses
  * are finished as they are. The best finished hypothesis wins (ties: the first finished).
  * width 1 without eos is greedy decoding.
+ *
+ * Stop strings (opts.stop_strings, with a tokenizer): each hypothesis decodes its own tokens
+ * through its own streaming decoder, as ingot_lm_generate does (the text starts at the first
+ * generated token). A candidate whose text then contains a stop string is treated as one ending
+ * in eos: among the first `width` ranks it is finished (its tokens include the one completing
+ * the match, and that token counts in its length), else dropped; it never takes a live slot.
+ * The winner's text, cut right before its earliest stop string, goes to on_text at the end.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct ingot_lm_beam_opts {
@@ -386,11 +393,24 @@ typedef struct ingot_lm_beam_opts {
     uint32_t max_tokens;   /**< tokens generated per hypothesis, >= 1 */
     double length_penalty; /**< exponent of the length normaliser (0: plain sums; HF uses 1) */
     bool ignore_eos;       /**< never finish at eos */
+    /* appended after the first release of this struct: text and stop strings, with the
+     * meaning and the checks (MISUSE, LIMIT) of ingot_lm_generate_opts' members of these names */
+    const ingot_tokenizer *tokenizer; /**< needed for stop_strings and on_text; NULL: none */
+    uint32_t decode_flags;            /**< flags of the streaming decoders */
+    const char *const *stop_strings;  /**< finish a hypothesis whose text contains one */
+    const size_t *stop_lens;          /**< their lengths; NULL: each is NUL-terminated */
+    size_t n_stop_strings;
+    /** Called once the search is over with the winner's text (cut before its stop string), in
+     *  one or more pieces; returning false stops the pieces there (the search is over either
+     *  way). NULL: none. */
+    ingot_lm_text_fn on_text;
+    void *ctx;                        /**< passed to on_text */
 } ingot_lm_beam_opts;
 
 /** Runs beam search after the prompt (empty: the config's bos). It creates 2 x width sessions
  *  of the model with `so` (NULL: defaults; n_ctx must hold the prompt plus max_tokens) and all
- *  its scratch up front; the search itself allocates nothing. The best hypothesis' generated
+ *  its scratch up front (with stop strings: one decoder state and held text per session); the
+ *  search itself allocates nothing. The best hypothesis' generated
  *  tokens go to out (out_cap >= max_tokens, else RANGE), their count to *n_out, its score to
  *  *score (may be NULL). */
 INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_opts *so,

@@ -3,6 +3,9 @@
  * (its KV cache) plus its summed log-probability; every step ranks all continuations, forks the
  * surviving ones into a second set of sessions (ingot_lm_session_copy) and evaluates their new
  * token. Sessions, candidate lists and hypothesis storage are allocated before the first step.
+ * With stop strings every live hypothesis also carries its streaming decoder state and the text
+ * it holds back (what could still become a stop string); a candidate is probed by pushing its
+ * token through a copy of its parent's (lm_text.c's matcher), and forks carry the result.
  */
 #include <math.h>
 #include <string.h>
@@ -30,6 +33,12 @@ typedef struct beam_state {
     size_t best_n;
     double best_score;
     bool have_best;
+    /* stop strings: the matcher, and per slot (2 W) a decoder state and held text */
+    lm_text txt;
+    bool stops;
+    ingot_tokenizer_stream *tst;
+    char *thold;        /* 2 W x txt.hold_cap, then one more for the probe */
+    size_t *tn;
 } beam_state;
 
 /* Rank order: larger sum first, then lower beam, then lower token. */
@@ -109,6 +118,38 @@ static void free_state(beam_state *b)
     if (b->lp) ingot__free(al, b->lp, V * sizeof *b->lp);
     if (b->heap) ingot__free(al, b->heap, 2 * W * sizeof *b->heap);
     if (b->best) ingot__free(al, b->best, (T + 1) * sizeof *b->best);
+    if (b->tst) ingot__free(al, b->tst, 2 * W * sizeof *b->tst);
+    if (b->tn) ingot__free(al, b->tn, 2 * W * sizeof *b->tn);
+    if (b->thold) ingot__free(al, b->thold, (2 * W + 1) * b->txt.hold_cap);
+    ingot__lm_text_free(&b->txt, al);
+}
+
+/* The text options of o as ingot_lm_generate's (lm_text.c checks and sizes them). */
+static void text_opts(const ingot_lm_beam_opts *o, ingot_lm_generate_opts *g)
+{
+    memset(g, 0, sizeof *g);
+    g->tokenizer = o->tokenizer;
+    g->decode_flags = o->decode_flags;
+    g->stop_strings = o->stop_strings;
+    g->stop_lens = o->stop_lens;
+    g->n_stop_strings = o->n_stop_strings;
+    g->on_text = o->on_text;
+    g->ctx = o->ctx;
+}
+
+/* The winner's text to on_text: its tokens through a fresh decoder, up to its stop string. */
+static void winner_text(beam_state *b, const ingot_lm_beam_opts *o)
+{
+    lm_text *t = &b->txt;
+    if (!t->tok || !o->on_text) return;
+    ingot_tokenizer_stream_init(&t->st, o->decode_flags);
+    t->nhold = 0;
+    t->matched = -1;
+    t->on_text = o->on_text;
+    t->ctx = o->ctx;
+    for (size_t i = 0; i < b->best_n; i++)
+        if (ingot__lm_text_token(t, b->best[i]) != LM_TEXT_GO_ON) return;
+    ingot__lm_text_finish(t);
 }
 
 INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_opts *so,
@@ -140,20 +181,43 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
     }
     beam_state b;
     memset(&b, 0, sizeof b);
+    b.txt.matched = -1;
+    ingot_lm_generate_opts to;
+    text_opts(opts, &to);
+    to.on_text = NULL; /* the winner's text is handed out at the end (winner_text) */
+    ingot_status st = ingot__lm_text_init(&b.txt, &to, m->al, err);
+    if (st == INGOT_OK && opts->on_text && !opts->tokenizer)
+        st = ingot__err(err, INGOT_E_MISUSE, INGOT_NO_OFFSET, "tokenizer", 9,
+                        "lm_beam_search: on_text needs a tokenizer");
+    if (st != INGOT_OK) {
+        ingot__lm_text_free(&b.txt, m->al);
+        return st;
+    }
+    if (opts->on_text && !b.txt.tok) { /* text without stop strings: the matcher, no strings */
+        to.on_text = opts->on_text;
+        st = ingot__lm_text_init(&b.txt, &to, m->al, err);
+        if (st != INGOT_OK) return st;
+    }
+    b.stops = b.txt.tok && b.txt.n;
     b.m = m;
     b.W = opts->width;
     b.V = c->vocab;
     b.T = opts->max_tokens;
     size_t W = b.W, T = b.T;
     const ingot_allocator *al = m->al;
-    ingot_status st = INGOT_OK;
     b.cur = ingot__calloc(al, 2 * W * sizeof *b.cur);
     b.sum = ingot__alloc(al, 2 * W * sizeof *b.sum);
     b.toks = ingot__alloc(al, 2 * W * T * sizeof *b.toks);
     b.lp = ingot__alloc(al, (size_t)b.V * sizeof *b.lp);
     b.heap = ingot__alloc(al, 2 * W * sizeof *b.heap);
     b.best = ingot__alloc(al, (T + 1) * sizeof *b.best);
-    if (!b.cur || !b.sum || !b.toks || !b.lp || !b.heap || !b.best)
+    if (b.stops) {
+        b.tst = ingot__alloc(al, 2 * W * sizeof *b.tst);
+        b.tn = ingot__alloc(al, 2 * W * sizeof *b.tn);
+        b.thold = ingot__alloc(al, (2 * W + 1) * b.txt.hold_cap);
+    }
+    if (!b.cur || !b.sum || !b.toks || !b.lp || !b.heap || !b.best ||
+        (b.stops && (!b.tst || !b.tn || !b.thold)))
         st = ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0, "lm: beam search state");
     for (size_t i = 0; st == INGOT_OK && i < 2 * W; i++)
         st = ingot_lm_session_new(m, so, &b.cur[i], err);
@@ -168,6 +232,16 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
     ingot_lm_session **cur = b.cur, **nxt = b.cur + W;
     double *sum = b.sum, *nsum = b.sum + W;
     int32_t *toks = b.toks, *ntoks = b.toks + W * T;
+    /* stop strings: decoder states, held texts and their lengths by slot, current and next */
+    size_t HC = b.txt.hold_cap;
+    ingot_tokenizer_stream *tst = b.tst, *ntst = b.tst ? b.tst + W : NULL, pst;
+    char *thold = b.thold, *nthold = b.thold ? b.thold + W * HC : NULL;
+    char *phold = b.thold ? b.thold + 2 * W * HC : NULL;
+    size_t *tn = b.tn, *ntn = b.tn ? b.tn + W : NULL, pn = 0;
+    if (b.stops) {
+        ingot_tokenizer_stream_init(&tst[0], opts->decode_flags);
+        tn[0] = 0;
+    }
     st = ingot_lm_eval(cur[0], prompt, n_prompt, INGOT_LM_LOGITS_LAST, cur[0]->last_logits,
                        b.V, err);
     size_t live = 1;
@@ -201,6 +275,17 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
                 if (r < W) finish(&b, pt, step, (int32_t)cd->token, cd->sum, opts->length_penalty);
                 continue;
             }
+            if (b.stops) { /* the parent's text state, plus this token */
+                pst = tst[cd->beam];
+                pn = tn[cd->beam];
+                memcpy(phold, thold + cd->beam * HC, pn);
+                if (ingot__lm_text_probe(&b.txt, &pst, phold, &pn, (int32_t)cd->token) ==
+                    LM_TEXT_STOP_STRING) {
+                    if (r < W)
+                        finish(&b, pt, step, (int32_t)cd->token, cd->sum, opts->length_penalty);
+                    continue;
+                }
+            }
             if (last_step) {
                 finish(&b, pt, step, (int32_t)cd->token, cd->sum, opts->length_penalty);
                 nlive++;
@@ -209,6 +294,11 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
             memcpy(ntoks + nlive * T, pt, step * sizeof *pt);
             ntoks[nlive * T + step] = (int32_t)cd->token;
             nsum[nlive] = cd->sum;
+            if (b.stops) {
+                ntst[nlive] = pst;
+                ntn[nlive] = pn;
+                memcpy(nthold + nlive * HC, phold, pn);
+            }
             st = ingot_lm_session_copy(nxt[nlive], cur[cd->beam], err);
             if (st != INGOT_OK) break;
             nlive++;
@@ -226,6 +316,15 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
         int32_t *tt = toks;
         toks = ntoks;
         ntoks = tt;
+        ingot_tokenizer_stream *tts = tst;
+        tst = ntst;
+        ntst = tts;
+        char *th = thold;
+        thold = nthold;
+        nthold = th;
+        size_t *ttn = tn;
+        tn = ntn;
+        ntn = ttn;
         live = nlive;
     }
     if (st == INGOT_OK && !b.have_best)
@@ -235,6 +334,7 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
         memcpy(out, b.best, b.best_n * sizeof *out);
         *n_out = b.best_n;
         if (score) *score = b.best_score;
+        winner_text(&b, opts);
     }
     free_state(&b);
     return st;

@@ -178,6 +178,7 @@ typedef struct lm_text {
     size_t piece_cap;
     char *hold;                 /* < the longest stop string, + one push + one flush */
     size_t nhold;
+    size_t hold_cap;            /* bytes of hold */
     ingot_lm_text_fn on_text;
     void *ctx;
     uint64_t bytes;             /* handed to on_text */
@@ -199,5 +200,10 @@ void ingot__lm_text_free(lm_text *t, const ingot_allocator *al);
 lm_text_verdict ingot__lm_text_token(lm_text *t, int32_t token);
 /* End of the text: the decoder's held bytes, a last match, everything left released. */
 lm_text_verdict ingot__lm_text_finish(lm_text *t);
+/* Beam search's probe: token `token` through a hypothesis' own decoder state and held text
+ * (*st, hold[0, *nhold), t->hold_cap bytes of room) against t's stop strings, both updated;
+ * on_text is not called and t's own state is left as it was. */
+lm_text_verdict ingot__lm_text_probe(lm_text *t, ingot_tokenizer_stream *st, char *hold,
+                                     size_t *nhold, int32_t token);
 
 #endif

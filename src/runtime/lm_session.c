@@ -359,7 +359,11 @@ ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingo
     memcpy(dv.strides, dst, sizeof dst);
     ingot_attn_params ap = {0};
     ap.causal = true; /* bottom-right: query i sees keys 0 .. pos + i */
-    if (ingot__attention_keys8(be, &dv, &qv, &kv, &vv, &ap)) return INGOT_OK;
+    /* prefill rows with head sizes of 16k: the op's blocked kernel at the AVX-512 levels (16
+     * query rows share each key block); else eight keys per step, else the op */
+    bool blocked = n >= 16 && hd % 16 == 0 && hd <= 256 &&
+                   ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX512;
+    if (!blocked && ingot__attention_keys8(be, &dv, &qv, &kv, &vv, &ap)) return INGOT_OK;
     return ingot_op_attention(be, &dv, &qv, &kv, &vv, &ap, err);
 }
 

@@ -2,7 +2,8 @@
  * lm_text.c - the text side of ingot_lm_generate: generated tokens decoded through the
  * tokenizer's streaming decoder, stop strings matched over that text (spanning tokens, starting
  * and ending inside one), and the text that could still become a stop string held back from
- * on_text until it is resolved. One allocation per call, made before the prompt.
+ * on_text until it is resolved. One allocation per call, made before the prompt. Beam search
+ * runs the same matcher over each hypothesis' own decoder state and held text (a probe).
  */
 #include <string.h>
 
@@ -64,6 +65,7 @@ ingot_status ingot__lm_text_init(lm_text *g, const ingot_lm_generate_opts *o,
     g->lens = g->block;
     g->piece = (char *)(g->lens + g->n);
     g->hold = g->piece + g->piece_cap;
+    g->hold_cap = hold_cap;
     for (size_t i = 0; i < g->n; i++) {
         const char *p = g->str[i];
         size_t len = 0;
@@ -138,4 +140,29 @@ lm_text_verdict ingot__lm_text_finish(lm_text *g)
     if (ingot_tokenizer_stream_flush(g->tok, &g->st, g->piece, g->piece_cap, &n) != INGOT_OK)
         n = 0;
     return text_push(g, g->piece, n, true);
+}
+
+lm_text_verdict ingot__lm_text_probe(lm_text *g, ingot_tokenizer_stream *st, char *hold,
+                                     size_t *nhold, int32_t t)
+{
+    ingot_tokenizer_stream own = g->st;
+    char *own_hold = g->hold;
+    size_t own_n = g->nhold;
+    uint64_t own_bytes = g->bytes;
+    int32_t own_matched = g->matched;
+    ingot_lm_text_fn fn = g->on_text;
+    g->st = *st;
+    g->hold = hold;
+    g->nhold = *nhold;
+    g->on_text = NULL;
+    lm_text_verdict v = ingot__lm_text_token(g, t);
+    *st = g->st;
+    *nhold = g->nhold;
+    g->st = own;
+    g->hold = own_hold;
+    g->nhold = own_n;
+    g->bytes = own_bytes;
+    g->matched = own_matched;
+    g->on_text = fn;
+    return v;
 }

@@ -121,13 +121,15 @@ static int usage_generate(void)
             "  (scores: summed log-probabilities / length^L, L = 1 by default; sampling options\n"
             "  are ignored; -n is required). -n counts generated tokens; --echo prints the\n"
             "  prompt first (as llama2.c does: its -n also counts the prompt's tokens after\n"
-            "  BOS). --stop STR (repeatable; needs a tokenizer, not with --beams) stops when the\n"
+            "  BOS). --stop STR (repeatable; needs a tokenizer) stops when the\n"
             "  generated text contains STR (bytes as given: $'\\n' in bash for a newline); the\n"
             "  text before it is printed, text that could still become one is held back until\n"
-            "  resolved. --json prints one object: prompt_tokens, tokens (with the token that\n"
-            "  completed a stop string), text (with --echo, the prompt's text too; never the stop\n"
-            "  string), prefill_tokens_per_s, decode_tokens_per_s, seed, stop (length, eos,\n"
-            "  string, context).\n");
+            "  resolved (with --beams a hypothesis whose text contains STR is finished there,\n"
+            "  and the winner's text is printed up to it). --json prints one object:\n"
+            "  prompt_tokens, tokens (with the token that completed a stop string), text (with\n"
+            "  --echo, the prompt's text too; never the stop string), prefill_tokens_per_s,\n"
+            "  decode_tokens_per_s, seed, stop (length, eos, string, context); with --beams\n"
+            "  prompt_tokens, tokens, text, score, beams, seconds.\n");
     return 2;
 }
 
@@ -484,9 +486,9 @@ int ingot_cli_generate(int argc, char **argv)
     gen_out g = {a.json, 0, NULL, {0}, NULL, NULL, 0, 0};
     uint32_t decode_flags = 0;
     int rc = open_tokenizer(&a, &tok);
-    if (!rc && a.n_stop && (a.beams > 1 || !tok)) {
-        fprintf(stderr, "ingot generate: --stop %s\n", a.beams > 1 ? "does not work with --beams"
-                : "needs a tokenizer (--tokenizer SRC): the model has none");
+    if (!rc && a.n_stop && !tok) {
+        fprintf(stderr, "ingot generate: --stop needs a tokenizer (--tokenizer SRC): the model "
+                        "has none\n");
         rc = 2;
     }
     if (!rc) rc = text_to_tokens(&a, tok, &prompt, &np);
@@ -540,7 +542,19 @@ int ingot_cli_generate(int argc, char **argv)
             rc = 2;
             goto done;
         }
-        ingot_lm_beam_opts bo = {a.beams, (uint32_t)cap, a.length_penalty, false};
+        ingot_lm_beam_opts bo = {0};
+        bo.width = a.beams;
+        bo.max_tokens = (uint32_t)cap;
+        bo.length_penalty = a.length_penalty;
+        if (tok) { /* the library decodes the winner (cut before a stop string) */
+            gen_flush(&g);
+            bo.tokenizer = tok;
+            bo.decode_flags = decode_flags;
+            bo.stop_strings = a.stop;
+            bo.n_stop_strings = a.n_stop;
+            bo.on_text = text_out;
+            bo.ctx = &g;
+        }
         ingot_lm_session_opts bso = so;
         if (!bso.n_ctx) bso.n_ctx = (uint32_t)(np + cap + 1);
         double score = 0;
@@ -555,8 +569,8 @@ int ingot_cli_generate(int argc, char **argv)
         }
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double secs = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - t0) * 1e-9;
-        for (size_t i = 0; i < nout; i++) tokens_to_text(&g, out[i]);
-        gen_flush(&g);
+        if (!tok)
+            for (size_t i = 0; i < nout; i++) tokens_to_text(&g, out[i]);
         if (a.json) {
             printf("{\"prompt_tokens\": %zu, \"tokens\": [", np ? np : 1);
             for (size_t i = 0; i < nout; i++) printf(i ? ", %d" : "%d", (int)out[i]);

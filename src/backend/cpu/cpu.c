@@ -11,12 +11,13 @@
  *     quantized dot kernels (ingot__qgemm) over blocks of weight rows, each block reused for every
  *     activation row while it is in cache; F16 / BF16 weights against f32 activations
  *     (ingot__gemm_half), widened as they are read;
- *   - contiguous f32 activations and last-axis softmax, threaded.
+ *   - contiguous f32 activations and last-axis softmax, threaded; f32 RMSNorm, layer norm,
+ *     RoPE, binary ops, attention and row copies (cpu_rowops.c, cpu_attention.c).
  * Operands the kernels can read through their leading dimensions (row-major or transposed views
  * with unit stride on one axis) are passed as they are; any other view (negative, zero or
  * overlapping strides, non-collapsible batch axes) is packed into contiguous instance scratch
  * first, and a dst the kernels cannot write is computed in scratch and copied out. Everything
- * else (other dtypes, conv, pooling, norms, attention, sort, sampling) runs the ref definition.
+ * else (other dtypes, conv, pooling, sort, sampling) runs the ref definition.
  *
  * Determinism: every chunk of work is fixed by the problem's shape alone and each output element
  * is reduced by the same kernel sequence whatever thread runs it, so results do not depend on
@@ -110,7 +111,7 @@ static bool mat_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bool 
 /* t as a row-major matrix [rows, cols] (cols = the last dimension, rows = the product of the
  * others) with row stride *ld >= cols: the last axis has unit stride and the leading axes
  * collapse into one stride. */
-static bool rows_view(const ingot_tensor *t, int64_t *rows, int64_t *ld)
+bool ingot__cpu_rows_view(const ingot_tensor *t, int64_t *rows, int64_t *ld)
 {
     int64_t cols = t->rank ? t->shape[t->rank - 1] : 1, r = 1, st = 0;
     if (t->rank && cols > 1 && t->strides[t->rank - 1] != 1) return false;
@@ -165,7 +166,8 @@ static ingot_status cpu_linear(ingot_backend *b, ingot_tensor *dst, const ingot_
     bool wt;
     size_t ldw;
     bool w_ok = mat_layout(OUT, IN, w->strides[0], w->strides[1], &wt, &ldw);
-    bool x_ok = rows_view(x, &xr, &ldx), y_ok = rows_view(dst, &yr, &ldy);
+    bool x_ok = ingot__cpu_rows_view(x, &xr, &ldx);
+    bool y_ok = ingot__cpu_rows_view(dst, &yr, &ldy);
     size_t xbytes = x_ok ? 0 : round64((size_t)(M * IN) * 4);
     size_t wbytes = w_ok ? 0 : round64((size_t)(OUT * IN) * 4);
     size_t ybytes = y_ok ? 0 : round64((size_t)(M * OUT) * 4);
@@ -304,7 +306,8 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
         return ingot__ref_qlinear(b, dst, x, w, scale, bias, err);
     cpu_ctx *c = ctx_of(b);
     int64_t M = ing_nelem(dst) / OUT, xr, ldx, yr, ldy;
-    bool x_ok = rows_view(x, &xr, &ldx), y_ok = rows_view(dst, &yr, &ldy);
+    bool x_ok = ingot__cpu_rows_view(x, &xr, &ldx);
+    bool y_ok = ingot__cpu_rows_view(dst, &yr, &ldy);
     bool s_ok = wt != INGOT_DTYPE_I8 || OUT == 1 || scale->strides[0] == 1;
     /* prefill routes that read the f32 rows (kernels.h): no quantized copy */
     bool f32_route = !half && ingot__qgemm_reads_f32(wt, (size_t)IN, (size_t)M);
@@ -385,7 +388,7 @@ static void act_task(void *arg, int64_t b, int64_t e)
         for (int64_t i = b; i < e; i++) d[i] = tanhf(a[i]);
         break;
     case INGOT_ACT_SILU:
-        for (int64_t i = b; i < e; i++) d[i] = a[i] / (1.0f + expf(-a[i]));
+        ingot__cpu_silu(a + b, d + b, e - b);
         break;
     default:
         for (int64_t i = b; i < e; i++) d[i] = (float)ingot__ref_act1(j->op, a[i], j->param);
@@ -530,7 +533,7 @@ static const ingot_tensor_ops cpu_float_ops = {
     .clamp = ingot__ref_clamp,
     .where = ingot__ref_where,
     .mask_fill = ingot__ref_mask_fill,
-    .copy = ingot__ref_copy,
+    .copy = ingot__cpu_copy,
     .cast = ingot__ref_cast,
     .fill = ingot__ref_fill,
     .arange = ingot__ref_arange,
@@ -548,8 +551,8 @@ static const ingot_module_ops cpu_module_ops = {
     .linear = cpu_linear,
     .conv = ingot__ref_conv,
     .pool = ingot__ref_pool,
-    .layer_norm = ingot__ref_layer_norm,
-    .rms_norm = ingot__ref_rms_norm,
+    .layer_norm = ingot__cpu_layer_norm,
+    .rms_norm = ingot__cpu_rms_norm,
     .batch_norm = ingot__ref_batch_norm,
     .rope = ingot__cpu_rope,
     .attention = ingot__cpu_attention,

@@ -40,4 +40,23 @@ ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_te
                              const ingot_tensor *pos, double theta, ingot_rope_mode mode,
                              ingot_error *err);
 
+/* t as a row-major matrix [rows, cols] (cols = the last dimension) with row stride *ld >= cols,
+ * when the last axis has unit stride and the leading axes collapse into one stride (cpu.c). */
+bool ingot__cpu_rows_view(const ingot_tensor *t, int64_t *rows, int64_t *ld);
+
+/* f32 RMSNorm and layer norm over the last axis (cpu_rowops.c): rows split over the pool, the
+ * sums in double as ref, vectorised; other cases (w NULL included) run ref. Copy of views whose
+ * last axis is contiguous: one memmove per row; other cases run ref. */
+ingot_status ingot__cpu_rms_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                 const ingot_tensor *w, double eps, ingot_error *err);
+ingot_status ingot__cpu_layer_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                   const ingot_tensor *w, const ingot_tensor *bias, double eps,
+                                   ingot_error *err);
+ingot_status ingot__cpu_copy(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *src,
+                             ingot_error *err);
+/* d[i] = a[i] / (1 + e^-a[i]) for i < n (d may be a): at the AVX2 level and above eight lanes
+ * a step with a polynomial e^x within 2 ulp of expf (the tail through the same lanes, so an
+ * element's value does not depend on where it sits), else expf. */
+void ingot__cpu_silu(const float *a, float *d, int64_t n);
+
 #endif

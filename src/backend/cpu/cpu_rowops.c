@@ -5,14 +5,25 @@
  *     one-element scalar), and binary_scalar on contiguous f32: the same values as ref (an f32
  *     op rounded once equals ref's double op rounded to f32);
  *   - RoPE on f32 [heads, seq, d] views with a contiguous last axis: ref's exact formula (double
- *     angle, cos, sin and products), each position's cos/sin computed once for all heads.
+ *     angle, cos, sin and products), each position's cos/sin computed once for all heads, the
+ *     positions split over the pool;
+ *   - RMSNorm and layer norm on f32 rows (ref's double sums and products, vectorised), rows
+ *     split over the pool; copies of views with a contiguous last axis, a memmove per row;
+ *   - SiLU on eight lanes with a polynomial e^x (the activation op's SILU, cpu.c).
  * Anything else runs the ref definition. Large element counts are split over the pool in chunks
  * fixed by the size alone.
  */
 #include <math.h>
+#include <string.h>
 
 #include "cpu.h"
 #include "ref/ref.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ROW_X86 1
+#define ROW_AVX2 __attribute__((target("avx2,fma")))
+#endif
 
 #define CHUNK 16384 /* elements per task */
 #define MAX_HALF 2048 /* RoPE pairs per row kept on the stack */
@@ -59,6 +70,29 @@ static void bin_task(void *arg, int64_t b, int64_t e)
     }
 }
 
+/* Same-shape f32 operands: one loop per op, which the compiler vectorises (the same roundings
+ * as bin_task: one f32 operation per element). */
+static void bin_task_vv(void *arg, int64_t b, int64_t e)
+{
+    const bin_job *j = arg;
+    const float *a = j->a, *c = j->c;
+    float *d = j->d;
+    switch (j->op) {
+    case INGOT_BINARY_ADD:
+        for (int64_t i = b; i < e; i++) d[i] = a[i] + c[i];
+        break;
+    case INGOT_BINARY_SUB:
+        for (int64_t i = b; i < e; i++) d[i] = a[i] - c[i];
+        break;
+    case INGOT_BINARY_MUL:
+        for (int64_t i = b; i < e; i++) d[i] = a[i] * c[i];
+        break;
+    default:
+        for (int64_t i = b; i < e; i++) d[i] = a[i] / c[i];
+        break;
+    }
+}
+
 static bool arith(ingot_binary_op op)
 {
     return op == INGOT_BINARY_ADD || op == INGOT_BINARY_SUB || op == INGOT_BINARY_MUL ||
@@ -67,8 +101,9 @@ static bool arith(ingot_binary_op op)
 
 static void run(ingot_backend *b, int64_t n, bin_job *j)
 {
-    if (n <= CHUNK) bin_task(j, 0, n);
-    else ingot__cpu_run(ingot_backend_ctx(b), n, CHUNK, bin_task, j);
+    cpu_range_fn fn = j->scalar || j->a1 || j->c1 ? bin_task : bin_task_vv;
+    if (n <= CHUNK) fn(j, 0, n);
+    else ingot__cpu_run(ingot_backend_ctx(b), n, CHUNK, fn, j);
 }
 
 ingot_status ingot__cpu_binary(ingot_backend *b, ingot_binary_op op, ingot_tensor *dst,
@@ -96,6 +131,41 @@ ingot_status ingot__cpu_binary_scalar(ingot_backend *b, ingot_binary_op op, ingo
     return INGOT_OK;
 }
 
+typedef struct rope_job {
+    const uint8_t *px, *pp;
+    uint8_t *pd;
+    const double *freq; /* theta^(-2i/d), i < half */
+    int64_t H, half, xs0, xs1, ds0, ds1, pstride, pes;
+    ingot_dtype pdt;
+    ingot_rope_mode mode;
+} rope_job;
+
+static void rope_task(void *arg, int64_t b, int64_t e)
+{
+    const rope_job *j = arg;
+    double cs[MAX_HALF], sn[MAX_HALF];
+    int64_t half = j->half;
+    bool il = j->mode == INGOT_ROPE_INTERLEAVED;
+    for (int64_t s = b; s < e; s++) {
+        double p = (double)ing_ldi(j->pdt, j->pp + s * j->pstride * j->pes);
+        for (int64_t i = 0; i < half; i++) {
+            double ang = p * j->freq[i]; /* ref: p * pow(theta, -2i/d), the same double */
+            cs[i] = cos(ang);
+            sn[i] = sin(ang);
+        }
+        for (int64_t h = 0; h < j->H; h++) {
+            const float *xr = (const float *)(const void *)j->px + h * j->xs0 + s * j->xs1;
+            float *dr = (float *)(void *)j->pd + h * j->ds0 + s * j->ds1;
+            for (int64_t i = 0; i < half; i++) {
+                int64_t i0 = il ? 2 * i : i, i1 = il ? 2 * i + 1 : i + half;
+                double x0 = xr[i0], x1 = xr[i1];
+                dr[i0] = (float)(x0 * cs[i] - x1 * sn[i]);
+                dr[i1] = (float)(x0 * sn[i] + x1 * cs[i]);
+            }
+        }
+    }
+}
+
 ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
                              const ingot_tensor *pos, double theta, ingot_rope_mode mode,
                              ingot_error *err)
@@ -107,27 +177,261 @@ ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_te
         !pd || (uintptr_t)px % 4 || (uintptr_t)pd % 4 || x->strides[2] != 1 ||
         dst->strides[2] != 1 || half > MAX_HALF)
         return ingot__ref_rope(b, dst, x, pos, theta, mode, err);
-    double cs[MAX_HALF], sn[MAX_HALF];
-    int64_t H = x->shape[0], S = x->shape[1], pes = (int64_t)ing_esize(pos->dtype);
-    for (int64_t s = 0; s < S; s++) {
-        double p = (double)ing_ldi(pos->dtype, pp + s * pos->strides[0] * pes);
-        for (int64_t i = 0; i < half; i++) {
-            double ang = p * pow(theta, -2.0 * (double)i / (double)d);
-            cs[i] = cos(ang);
-            sn[i] = sin(ang);
-        }
-        for (int64_t h = 0; h < H; h++) {
-            const float *xr = (const float *)(const void *)px + h * x->strides[0] +
-                              s * x->strides[1];
-            float *dr = (float *)(void *)pd + h * dst->strides[0] + s * dst->strides[1];
-            for (int64_t i = 0; i < half; i++) {
-                int64_t i0 = mode == INGOT_ROPE_INTERLEAVED ? 2 * i : i;
-                int64_t i1 = mode == INGOT_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
-                double x0 = xr[i0], x1 = xr[i1];
-                dr[i0] = (float)(x0 * cs[i] - x1 * sn[i]);
-                dr[i1] = (float)(x0 * sn[i] + x1 * cs[i]);
-            }
+    double freq[MAX_HALF];
+    for (int64_t i = 0; i < half; i++) freq[i] = pow(theta, -2.0 * (double)i / (double)d);
+    rope_job j = {px, pp, pd, freq, x->shape[0], half, x->strides[0], x->strides[1],
+                  dst->strides[0], dst->strides[1], pos->strides[0],
+                  (int64_t)ing_esize(pos->dtype), pos->dtype, mode};
+    int64_t S = x->shape[1], per = j.H * half + 1; /* pairs per position */
+    if (S < 2 || S * per < 8192) rope_task(&j, 0, S);
+    else ingot__cpu_run(ingot_backend_ctx(b), S, (4096 + per - 1) / per, rope_task, &j);
+    return INGOT_OK;
+}
+
+/* ---- RMSNorm ---- */
+
+typedef struct norm_job {
+    const float *x, *w, *bias; /* bias: layer norm's, or NULL */
+    float *d;
+    int64_t xs, ds, n;
+    double eps;
+    bool layer; /* layer norm (mean subtracted) rather than RMSNorm */
+    bool avx2;
+} norm_job;
+
+/* sum of x[i] in double, four partial sums */
+static double sum_d(const float *x, int64_t n)
+{
+    double p[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int u = 0; u < 4; u++) p[u] += (double)x[i + u];
+    double s = (p[0] + p[2]) + (p[1] + p[3]);
+    for (; i < n; i++) s += (double)x[i];
+    return s;
+}
+
+/* sum of (x[i] - m)^2 in double, four partial sums */
+static double sumsq(const float *x, int64_t n, double m)
+{
+    double p[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int u = 0; u < 4; u++) p[u] += ((double)x[i + u] - m) * ((double)x[i + u] - m);
+    double s = (p[0] + p[2]) + (p[1] + p[3]);
+    for (; i < n; i++) s += ((double)x[i] - m) * ((double)x[i] - m);
+    return s;
+}
+
+/* ref's per-element formula: ((x - mean) inv) w (+ bias) in double, rounded once */
+static void norm_out(const norm_job *j, const float *x, float *d, int64_t i0, double m,
+                     double inv)
+{
+    for (int64_t i = i0; i < j->n; i++) {
+        double v = ((double)x[i] - m) * inv * (double)j->w[i];
+        if (j->bias) v += (double)j->bias[i];
+        d[i] = (float)v;
+    }
+}
+
+static void norm_rows_scalar(const norm_job *j, int64_t b, int64_t e)
+{
+    for (int64_t r = b; r < e; r++) {
+        const float *x = j->x + r * j->xs;
+        double m = j->layer ? sum_d(x, j->n) / (double)j->n : 0.0;
+        double inv = 1.0 / sqrt(sumsq(x, j->n, m) / (double)j->n + j->eps);
+        norm_out(j, x, j->d + r * j->ds, 0, m, inv);
+    }
+}
+
+#ifdef ROW_X86
+/* sum of (x[i] - m)^2 (sq) or of x[i] (!sq) in double, sixteen partial sums */
+ROW_AVX2 static double sum_avx2(const float *x, int64_t n, double m, bool sq)
+{
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, vm = _mm256_set1_pd(m);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256d a0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), vm);
+        __m256d a1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)), vm);
+        __m256d a2 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 8)), vm);
+        __m256d a3 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 12)), vm);
+        if (sq) {
+            s0 = _mm256_fmadd_pd(a0, a0, s0);
+            s1 = _mm256_fmadd_pd(a1, a1, s1);
+            s2 = _mm256_fmadd_pd(a2, a2, s2);
+            s3 = _mm256_fmadd_pd(a3, a3, s3);
+        } else {
+            s0 = _mm256_add_pd(a0, s0);
+            s1 = _mm256_add_pd(a1, s1);
+            s2 = _mm256_add_pd(a2, s2);
+            s3 = _mm256_add_pd(a3, s3);
         }
     }
+    __m256d s4 = _mm256_add_pd(_mm256_add_pd(s0, s2), _mm256_add_pd(s1, s3));
+    double t[4];
+    _mm256_storeu_pd(t, s4);
+    double s = (t[0] + t[2]) + (t[1] + t[3]);
+    for (; i < n; i++) s += sq ? ((double)x[i] - m) * ((double)x[i] - m) : (double)x[i] - m;
+    return s;
+}
+
+/* norm_rows_scalar's formula with the sums sixteen doubles at a time and the output four
+ * elements a step (the same double operations per element, rounded once to f32). */
+ROW_AVX2 static void norm_rows_avx2(const norm_job *j, int64_t b, int64_t e)
+{
+    int64_t n = j->n;
+    for (int64_t r = b; r < e; r++) {
+        const float *x = j->x + r * j->xs;
+        float *d = j->d + r * j->ds;
+        double m = j->layer ? sum_avx2(x, n, 0.0, false) / (double)n : 0.0;
+        double inv = 1.0 / sqrt(sum_avx2(x, n, m, true) / (double)n + j->eps);
+        __m256d vi = _mm256_set1_pd(inv), vm = _mm256_set1_pd(m);
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            __m256d v = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), vm);
+            v = _mm256_mul_pd(_mm256_mul_pd(v, vi), _mm256_cvtps_pd(_mm_loadu_ps(j->w + i)));
+            if (j->bias) v = _mm256_add_pd(v, _mm256_cvtps_pd(_mm_loadu_ps(j->bias + i)));
+            _mm_storeu_ps(d + i, _mm256_cvtpd_ps(v));
+        }
+        norm_out(j, x, d, i, m, inv);
+    }
+}
+#endif
+
+static void norm_task(void *arg, int64_t b, int64_t e)
+{
+    const norm_job *j = arg;
+#ifdef ROW_X86
+    if (j->avx2) {
+        norm_rows_avx2(j, b, e);
+        return;
+    }
+#endif
+    norm_rows_scalar(j, b, e);
+}
+
+static bool f32_vec(const ingot_tensor *t)
+{
+    return t && t->dtype == INGOT_DTYPE_F32 && ing_ptr(t) && (uintptr_t)ing_ptr(t) % 4 == 0 &&
+           (t->shape[0] <= 1 || t->strides[0] == 1);
+}
+
+/* Both norms: x rows with a contiguous last axis, f32 w (and bias) with unit stride. */
+static bool norm_run(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                     const ingot_tensor *w, const ingot_tensor *bias, double eps, bool layer)
+{
+    int64_t rx, ldx, rd, ldd;
+    if (x->dtype != INGOT_DTYPE_F32 || !f32_vec(w) || (bias && !f32_vec(bias)) ||
+        !ing_ptr(x) || !ing_ptr(dst) || (uintptr_t)ing_ptr(x) % 4 ||
+        (uintptr_t)ing_ptr(dst) % 4 || !ingot__cpu_rows_view(x, &rx, &ldx) ||
+        !ingot__cpu_rows_view(dst, &rd, &ldd))
+        return false;
+    norm_job j = {(const float *)(const void *)ing_ptr(x), (const float *)(const void *)ing_ptr(w),
+                  bias ? (const float *)(const void *)ing_ptr(bias) : NULL,
+                  (float *)(void *)ing_ptr(dst), ldx, ldd, x->shape[x->rank - 1], eps, layer,
+                  false};
+#ifdef ROW_X86
+    j.avx2 = ingot__get_isa() >= INGOT__ISA_AVX2;
+#endif
+    if (rx * j.n < 32768) norm_task(&j, 0, rx);
+    else ingot__cpu_run(ingot_backend_ctx(b), rx, (8192 + j.n - 1) / j.n, norm_task, &j);
+    return true;
+}
+
+ingot_status ingot__cpu_rms_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                 const ingot_tensor *w, double eps, ingot_error *err)
+{
+    if (norm_run(b, dst, x, w, NULL, eps, false)) return INGOT_OK;
+    return ingot__ref_rms_norm(b, dst, x, w, eps, err);
+}
+
+ingot_status ingot__cpu_layer_norm(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                   const ingot_tensor *w, const ingot_tensor *bias, double eps,
+                                   ingot_error *err)
+{
+    if (norm_run(b, dst, x, w, bias, eps, true)) return INGOT_OK;
+    return ingot__ref_layer_norm(b, dst, x, w, bias, eps, err);
+}
+
+/* ---- copies ---- */
+
+ingot_status ingot__cpu_copy(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *src,
+                             ingot_error *err)
+{
+    uint32_t r = src->rank;
+    const uint8_t *ps = ing_ptr(src);
+    uint8_t *pd = ing_ptr(dst);
+    if (!ps || !pd || r < 2 || r > 4 || src->strides[r - 1] != 1 || dst->strides[r - 1] != 1 ||
+        (ingot_tensor_is_contiguous(src) && ingot_tensor_is_contiguous(dst)))
+        return ingot__ref_copy(b, dst, src, err); /* both contiguous: one memmove there */
+    int64_t es = (int64_t)ing_esize(src->dtype), row = src->shape[r - 1] * es;
+    int64_t sh[3] = {1, 1, 1}, ss[3] = {0, 0, 0}, ds[3] = {0, 0, 0};
+    for (uint32_t a = 0; a + 1 < r; a++) { /* leading axes, right-aligned into 3 */
+        uint32_t k = 3 - (r - 1) + a;
+        sh[k] = src->shape[a];
+        ss[k] = src->strides[a] * es;
+        ds[k] = dst->strides[a] * es;
+    }
+    for (int64_t i0 = 0; i0 < sh[0]; i0++)
+        for (int64_t i1 = 0; i1 < sh[1]; i1++)
+            for (int64_t i2 = 0; i2 < sh[2]; i2++)
+                memmove(pd + i0 * ds[0] + i1 * ds[1] + i2 * ds[2],
+                        ps + i0 * ss[0] + i1 * ss[1] + i2 * ss[2], (size_t)row);
     return INGOT_OK;
+}
+
+/* ---- SiLU ---- */
+
+#ifdef ROW_X86
+/* e^x on eight lanes: Cephes' range reduction and degree-6 polynomial, within 2 ulp of expf;
+ * 2^n built in the exponent field. x is clamped to [-87.3, 89] (NaN kept): below, e^x is under
+ * 1e-38; above 88.7 (n = 128) the exponent field makes it +inf, as expf overflows. */
+ROW_AVX2 static inline __m256 exp8(__m256 x)
+{
+    x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); /* NaN in the second operand is kept */
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_fmadd_ps(r, _mm256_set1_ps(1.9875691500e-4f),
+                               _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+                                  23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+ROW_AVX2 static inline __m256 silu8(__m256 x)
+{
+    __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+ROW_AVX2 static void silu_avx2(const float *a, float *d, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, silu8(_mm256_loadu_ps(a + i)));
+    if (i < n) { /* the tail through the same lanes */
+        float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        memcpy(t, a + i, (size_t)(n - i) * 4);
+        _mm256_storeu_ps(t, silu8(_mm256_loadu_ps(t)));
+        memcpy(d + i, t, (size_t)(n - i) * 4);
+    }
+}
+#endif
+
+void ingot__cpu_silu(const float *a, float *d, int64_t n)
+{
+#ifdef ROW_X86
+    if (ingot__get_isa() >= INGOT__ISA_AVX2) {
+        silu_avx2(a, d, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) d[i] = a[i] / (1.0f + expf(-a[i]));
 }

@@ -3,7 +3,8 @@
  * boundaries (the folding loop on ymm and on zmm registers, the loop that also runs four crc32
  * streams, its prefetching variant, the three-stream crc32 code with and without PCLMULQDQ), each
  * dispatch level down to the portable code, buffers that end at an unmapped page, continuation,
- * ingot_crc32c_combine and the shift, and the generated tables (scripts/gen_crc32c_tables.c re-run here). */
+ * ingot_crc32c_combine and the shift, and the generated tables (scripts/gen_crc32c_tables.c re-run
+ * here). */
 #define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -441,17 +442,18 @@ TEST(test_crc32c_levels)
     (void)top;
 }
 
-/* The zmm folding path (level 4: AVX-512F and VPCLMULQDQ) is in force wherever the CPU and the
- * OS have it, and it and the stream entry agree with the portable code at every alignment to a
- * 64-byte line and every length up to 4200 (its 512-byte threshold, the 512-byte loop, the last
- * 256-byte step, the ymm tree below it, the 16-byte and crc32 tails), from a non-zero register.
- * Where level 4 is not there, the same sweep runs over the path in force at fewer alignments. */
+/* The zmm folding path (level 4: AVX-512F and VPCLMULQDQ, Intel only) is in force wherever the
+ * CPU and the OS have it, and it and the stream entry agree with the portable code at every
+ * alignment to a 64-byte line and every length up to 4200 (its 512-byte threshold, the 512-byte
+ * loop, the last 256-byte step, the ymm tree below it, the 16-byte and crc32 tails), from a
+ * non-zero register. Where level 4 is not there, the same sweep runs over the path in force at
+ * fewer alignments. */
 TEST(test_crc32c_zmm_lengths_alignments)
 {
     __builtin_cpu_init();
-    int want = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") &&
-               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("sse4.2") &&
-               __builtin_cpu_supports("pclmul");
+    int want = __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2") &&
+               __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
     int level = ingot__crc32c_limit(INGOT__CRC32C_TOP);
 #if defined(__x86_64__) && !defined(INGOT_NO_SIMD)
     /* gcc's __builtin_cpu_supports("avx512f") also checks that the OS saves the zmm state */

@@ -844,9 +844,10 @@ __attribute__((noinline)) static bool fast_index(const ingot_native *r)
             ING_MEMCPY(&y, nm + co + j, 16);
             unsigned stop = mask16((v16u8)(x != y) | (v16u8)(x == 0));
             if (ING_LIKELY(stop)) {
-                /* x's lane is below y's: a difference in order, or x's NUL before more of y.
-                 * Equal names stop at their NULs with no lane below: a duplicate. */
-                if (!(mask16((v16u8)(x < y)) >> __builtin_ctz(stop) & 1)) return false;
+                /* The first lane that differs or holds x's NUL decides: x's byte must be below
+                 * y's there (equal names stop at their NULs, 0 against 0: a duplicate). */
+                unsigned d = (unsigned)__builtin_ctz(stop);
+                if (nm[po + j + d] >= nm[co + j + d]) return false;
                 break;
             }
         }

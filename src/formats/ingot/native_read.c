@@ -901,11 +901,11 @@ static bool refs_follow(const uint8_t *pl, const uint8_t *refs, uint64_t count, 
  * permutes split them into starts and lengths; the ends + 1, moved by one lane with the last of
  * the previous step, must equal the starts; one gather reads the dword that ends at each NUL
  * position (end, clamped to [3, final]; from reference 8 on a valid end is at least 8). On the
- * Xeon of issue 17 this takes the vocab open from 66-70 to 55-61 us (in-memory open, A/B in one
- * process); the four-reference step it replaced moved each position from a vector register to a
- * general one (p5-bound: ~7.5 cycles per four references), and a store and four reloads instead
- * were twice as slow (the 64-byte store does not forward to 8-byte loads here). */
-__attribute__((target("avx512f,avx512bw,avx512dq"))) static bool refs_follow512(const uint8_t *pl,
+ * Xeon of issue 17 the vocab open takes 0.88-0.91x the time of the four-reference step it
+ * replaced, which moved each position from a vector register to a general one (port 5: ~7.5
+ * cycles per four references); a store and four reloads instead were twice as slow (the 64-byte
+ * store does not forward to 8-byte loads there). Not measured on AMD. */
+__attribute__((target("avx512f,avx512bw"))) static bool refs_follow512(const uint8_t *pl,
                                                                        const uint8_t *refs,
                                                                        uint64_t count,
                                                                        uint64_t final)
@@ -936,7 +936,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static bool refs_follow512(
         nul = _mm256_or_si256(nul, _mm512_i64gather_epi32(at, (const void *)pl, 1));
         prev1 = e1;
     }
-    __m128i last = _mm512_extracti64x2_epi64(prev1, 3); /* the end of reference k-1, + 1 */
+    __m128i last = _mm512_extracti32x4_epi32(prev1, 3); /* the end of reference k-1, + 1 */
     uint64_t link = ing_ld64(refs + k * ING_STRREF_SIZE) ^ (uint64_t)_mm_extract_epi64(last, 1);
     if (link || _mm512_test_epi64_mask(off_run, off_run) ||
         !_mm256_testz_si256(nul, _mm256_set1_epi32((int)0xFF000000u)) ||

@@ -10,7 +10,8 @@
  *                 tiny.gguf: the 704-byte fixture gguf_align64.gguf
  *   m1000.npz     1000 F32 members written by numpy's np.savez (/usr/bin/python3)
  *   sd300.pt      300 F32 tensors written by torch.save (zip format)
- * Cases (--cases, default all): utf8, native, vocab, small, zip. Every open case times --iters
+ * Cases (--cases, default all): crc, utf8, native, vocab, small, zip. crc: ingot_crc32c at every
+ * dispatch level, in cache, 512 B to 4 MiB (GB/s). Every open case times --iters
  * calls of ingot_file_open + one tensor_find + close per rep, against the floor (open + fstat +
  * mmap + munmap + close of the same file), reps alternating which goes first; where a peer is
  * installed it runs in a child process on the same file in the same rep: numpy's
@@ -40,6 +41,7 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#include "crc32c.h"
 #include "utf8.h"
 
 #ifndef BENCH_DEFAULT_DIR
@@ -495,9 +497,61 @@ static void utf8_case(int reps)
     free(len);
 }
 
+/* ---- CRC-32C ---- */
+
+/* ingot_crc32c at every dispatch level this CPU has, in cache (the same buffer hashed over and
+ * over), against the plain scan of the same bytes; GB/s, medians of reps. */
+static void crc_case(int reps)
+{
+    static const size_t sizes[] = {512, 1024, 4096, 16384, 52224, 262144, 1u << 20, 4u << 20};
+    size_t max = 4u << 20;
+    uint8_t *b = malloc(max);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < max; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        b[i] = (uint8_t)x;
+    }
+    int levels[INGOT__CRC32C_TOP + 1], nl = 0, last = -1;
+    for (int l = 0; l <= INGOT__CRC32C_TOP; l++) {
+        int got = ingot__crc32c_limit(l);
+        if (got != last && got > 0) levels[nl++] = got;
+        last = got;
+    }
+    static const char *const names[INGOT__CRC32C_TOP + 1] = {
+        "portable", "crc32", "crc32 + PCLMULQDQ", "ymm VPCLMULQDQ + crc32", "zmm VPCLMULQDQ"};
+    printf("crc32c, GB/s in cache (medians of %d reps); levels:", reps);
+    for (int k = 0; k < nl; k++)
+        printf(" %d %s%s", levels[k], names[levels[k]], k + 1 < nl ? "," : "");
+    printf("\n  %10s %12s", "bytes", "plain scan");
+    for (int k = 0; k < nl; k++) printf(" %10s%d", "level ", levels[k]);
+    printf("\n");
+    double t0[MAX_REPS], lv[INGOT__CRC32C_TOP + 1][MAX_REPS];
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        size_t n = sizes[z];
+        int inner = (int)((16u << 20) / n);
+        for (int r = 0; r < reps; r++) {
+            double t = now_s();
+            for (int i = 0; i < inner; i++) sink += plain_scan(b, n);
+            t0[r] = (now_s() - t) / inner;
+            for (int k = 0; k < nl; k++) {
+                ingot__crc32c_limit(levels[k]);
+                t = now_s();
+                for (int i = 0; i < inner; i++) sink += ingot_crc32c((uint32_t)i, b, n);
+                lv[k][r] = (now_s() - t) / inner;
+            }
+            ingot__crc32c_limit(INGOT__CRC32C_TOP);
+        }
+        double gb = (double)n * 1e-9;
+        printf("  %10zu %12.2f", n, gb / median(t0, reps));
+        for (int k = 0; k < nl; k++) printf(" %11.2f", gb / median(lv[k], reps));
+        printf("\n");
+    }
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = BENCH_DEFAULT_DIR, *cases = "utf8,native,vocab,small,zip", *old = NULL;
+    const char *dir = BENCH_DEFAULT_DIR, *cases = "crc,utf8,native,vocab,small,zip", *old = NULL;
     int reps = 11, iters = 200;
     for (int i = 1; i < argc; i++) {
         bool more = i + 1 < argc;
@@ -530,6 +584,7 @@ int main(int argc, char **argv)
     }
     files fs;
     make_files(&fs, dir);
+    if (strstr(cases, "crc")) crc_case(reps);
     if (strstr(cases, "utf8")) utf8_case(reps);
     if (strstr(cases, "native"))
         open_case("native, 1000 tensors", fs.t1000, "blk.50.ffn_up.weight", reps, iters, NULL,

@@ -1,9 +1,10 @@
 /* test_crc32c.c - CRC-32C: published check values, every accelerated path against the portable
  * slice-by-8 code for all lengths and alignments around each path's thresholds and block
- * boundaries (the folding loop, the loop that also runs four crc32 streams, its prefetching
- * variant, the three-stream crc32 code with and without PCLMULQDQ), each dispatch level down to
- * the portable code, buffers that end at an unmapped page, continuation, ingot_crc32c_combine and
- * the shift, and the generated tables (scripts/gen_crc32c_tables.c re-run here). */
+ * boundaries (the folding loop on ymm and on zmm registers, the loop that also runs four crc32
+ * streams, its prefetching variant, the three-stream crc32 code with and without PCLMULQDQ), each
+ * dispatch level down to the portable code, buffers that end at an unmapped page, continuation,
+ * ingot_crc32c_combine and the shift, and the generated tables (scripts/gen_crc32c_tables.c re-run
+ * here). */
 #define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -425,9 +426,9 @@ TEST(test_crc32c_levels)
 {
     size_t max = 200001;
     uint8_t *b = pattern(max + 16, 10);
-    int top = ingot__crc32c_limit(3);
+    int top = ingot__crc32c_limit(INGOT__CRC32C_TOP);
     const char *err = NULL;
-    for (int level = 0; level <= 3 && !err; level++) {
+    for (int level = 0; level <= INGOT__CRC32C_TOP && !err; level++) {
         int got = ingot__crc32c_limit(level);
         if (got != (level < top ? level : top)) {
             err = "ingot__crc32c_limit returned the wrong level";
@@ -435,10 +436,45 @@ TEST(test_crc32c_levels)
         }
         err = check_level(level, b, max);
     }
-    ingot__crc32c_limit(3);
+    ingot__crc32c_limit(INGOT__CRC32C_TOP);
     free(b);
     if (err) FAIL_AT("%s", err);
     (void)top;
+}
+
+/* The zmm folding path (level 4: AVX-512F and VPCLMULQDQ, Intel only) is in force wherever the
+ * CPU and the OS have it, and it and the stream entry agree with the portable code at every
+ * alignment to a 64-byte line and every length up to 4200 (its 512-byte threshold, the 512-byte
+ * loop, the last 256-byte step, the ymm tree below it, the 16-byte and crc32 tails), from a
+ * non-zero register. Where level 4 is not there, the same sweep runs over the path in force at
+ * fewer alignments. */
+TEST(test_crc32c_zmm_lengths_alignments)
+{
+    __builtin_cpu_init();
+    int want = __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2") &&
+               __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
+    int level = ingot__crc32c_limit(INGOT__CRC32C_TOP);
+#if defined(__x86_64__) && !defined(INGOT_NO_SIMD)
+    /* gcc's __builtin_cpu_supports("avx512f") also checks that the OS saves the zmm state */
+    if (want) ASSERT_EQ(level, 4);
+    else ASSERT_TRUE(level < 4);
+#else
+    (void)want;
+#endif
+    size_t max = 4200;
+    uint8_t *b = pattern(max + 64, 11);
+    static const crc_fn fns[] = {ingot_crc32c, ingot__crc32c_stream};
+    for (size_t a = 0; a < 64; a += level == 4 ? 1 : 7)
+        for (size_t f = 0; f < 2; f++) {
+            size_t bad = sweep(fns[f], b + a, max, 0x5EED0000u + (uint32_t)a, pick_all);
+            if (bad != SIZE_MAX) {
+                free(b);
+                FAIL_AT("level %d: %s wrong at n=%zu align=%zu", level,
+                        f ? "stream" : "ingot_crc32c", bad, a);
+            }
+        }
+    free(b);
 }
 
 /* The PCLMULQDQ shift against the bit-serial one (level 1) for random registers and lengths of
@@ -460,7 +496,7 @@ TEST(test_crc32c_shift_fast)
     int bad = -1;
     for (int i = 0; i < N && bad < 0; i++)
         if (ingot__crc32c_shift(raw[i], len[i]) != fast[i]) bad = i;
-    ingot__crc32c_limit(3);
+    ingot__crc32c_limit(INGOT__CRC32C_TOP);
     if (bad >= 0)
         FAIL_AT("shift of 0x%08x over %llu bytes: default 0x%08x, bit-serial 0x%08x", raw[bad],
                 (unsigned long long)len[bad], fast[bad], ingot__crc32c_shift(raw[bad], len[bad]));
@@ -583,8 +619,9 @@ static const char *check_huge(int level)
 TEST(test_crc32c_huge_lengths)
 {
     const char *err = NULL;
-    for (int level = 0; level <= 3 && !err; level++) err = check_huge(ingot__crc32c_limit(level));
-    ingot__crc32c_limit(3);
+    for (int level = 0; level <= INGOT__CRC32C_TOP && !err; level++)
+        err = check_huge(ingot__crc32c_limit(level));
+    ingot__crc32c_limit(INGOT__CRC32C_TOP);
     if (err) FAIL_AT("%s", err);
 }
 
@@ -645,6 +682,7 @@ TEST(test_crc32c_tables_regenerate)
 RUN_TESTS(T(test_crc32c_check_values), T(test_crc32c_portable_matches_bitwise),
           T(test_crc32c_hw_all_lengths_alignments), T(test_crc32c_hw_large_sizes),
           T(test_crc32c_hw_mid_sizes), T(test_crc32c_hybrid_edges), T(test_crc32c_large_random),
-          T(test_crc32c_guard_pages), T(test_crc32c_levels), T(test_crc32c_shift_fast),
+          T(test_crc32c_guard_pages), T(test_crc32c_levels), T(test_crc32c_zmm_lengths_alignments),
+          T(test_crc32c_shift_fast),
           T(test_crc32c_continuation), T(test_crc32c_combine), T(test_crc32c_ref_self_check),
           T(test_crc32c_huge_lengths), T(test_crc32c_tables_regenerate))

@@ -11,7 +11,9 @@
 #include "native_layout.h"
 #include "utf8.h"
 
-#define N_STR 203 /* 50 full vectors of four references and a tail of three */
+/* The AVX-512 reference pass: the first eight by the portable code, 24 steps of eight, a tail of
+ * three */
+#define N_STR 203
 
 typedef struct {
     uint8_t *img;
@@ -29,7 +31,7 @@ static void make_elem(char *s, int k)
     for (int j = 0; j < k % 7; j++) strcat(s, parts[(k + j) % 5]);
 }
 
-static int build(strfile *f)
+static int build_rot(strfile *f, int rot)
 {
     ingot_writer_opts wo = {.format = "ingot"};
     ingot_writer *w;
@@ -38,7 +40,7 @@ static int build(strfile *f)
     const void *p[N_STR];
     size_t l[N_STR];
     for (int k = 0; k < N_STR; k++) {
-        make_elem(f->strs[k], k);
+        make_elem(f->strs[k], k + rot);
         p[k] = f->strs[k];
         l[k] = strlen(f->strs[k]);
     }
@@ -55,6 +57,8 @@ static int build(strfile *f)
     f->refs = f->pool + ing_ld64(m + MET_VALUE);
     return 0;
 }
+
+static int build(strfile *f) { return build_rot(f, 0); }
 
 static int levels[INGOT__UTF8_TOP + 1], n_levels;
 
@@ -248,6 +252,45 @@ TEST(test_string_array_other_layouts)
     free(f.img);
 }
 
+/* Element k moved one byte on with its end kept (start + 1, length - 1): it loses its first
+ * byte, which stays in the pool as a gap before it. Where that byte led a multi-byte character the
+ * element now starts with a continuation byte and must be refused by name, though the pool's text
+ * is unchanged and still valid as a whole; elsewhere the file is valid. Every k, so every link
+ * between references (in the first eight, across each step of the vector pass, into the tail) is
+ * the one broken somewhere. */
+TEST(test_string_array_start_moved)
+{
+    find_levels();
+    int dis = 0, refused = 0;
+    for (int rot = 0; rot < 5; rot++) { /* element k's first character: part (k + rot) % 5 */
+        strfile f;
+        ASSERT_EQ(build_rot(&f, rot), 0);
+        uint8_t *orig = malloc(f.size);
+        memcpy(orig, f.img, f.size);
+        for (int k = 1; k < N_STR; k++) {
+            uint64_t so = ref_off(&f, k), sl = ref_len(&f, k);
+            if (!sl) continue;
+            set64(&f, f.refs + 16u * k, so + 1);
+            set64(&f, f.refs + 16u * k + 8, sl - 1);
+            char msg[256], want[96];
+            ingot_status st = open_all(&f, msg, sizeof msg, &dis);
+            if (f.img[f.pool + so] >= 0x80) {
+                ASSERT_ST(st, INGOT_BAD_STRING);
+                snprintf(want, sizeof want, "element %d is not NUL-terminated UTF-8", k);
+                if (!strstr(msg, want)) FAIL_AT("start of %d moved: %s", k, msg);
+                refused++;
+            } else {
+                ASSERT_ST(st, INGOT_OK);
+            }
+            memcpy(f.img, orig, f.size);
+        }
+        free(orig);
+        free(f.img);
+    }
+    ASSERT_TRUE(refused > 500);
+    ASSERT_EQ(dis, 0);
+}
+
 static long minor_faults(void)
 {
     struct rusage ru;
@@ -407,4 +450,5 @@ TEST(test_gguf_pread_parses_once)
 
 RUN_TESTS(T(test_string_array_valid_and_contiguous), T(test_string_array_each_element),
           T(test_string_array_first_fault_wins), T(test_string_array_other_layouts),
+          T(test_string_array_start_moved),
           T(test_npz_open_reads_no_member_page), T(test_gguf_pread_parses_once))

@@ -150,7 +150,7 @@ TEST(test_many_tensors)
     size_t n = 0;
     uint8_t *buf = write_to_heap(wr, &n), *img = malloc(n);
     ASSERT_TRUE(buf != NULL && img != NULL);
-    for (int level = 3; level >= 0; level -= 3) {
+    for (int level = INGOT__CRC32C_TOP; level >= 0; level -= INGOT__CRC32C_TOP) {
         ingot__crc32c_limit(level);
         memcpy(img, buf, n);
         ingot_file *f;
@@ -189,7 +189,7 @@ TEST(test_many_tensors)
             ASSERT_ST(open_status(img, n), INGOT_BAD_LAYOUT);
         }
     }
-    ingot__crc32c_limit(3);
+    ingot__crc32c_limit(INGOT__CRC32C_TOP);
     free(img);
     free(buf);
 }

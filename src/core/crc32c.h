@@ -11,6 +11,9 @@
 #define INGOT__CRC32C_HYBRID_MIN 1280u
 #define INGOT__CRC32C_HYBRID_UNIT 512u
 #define INGOT__CRC32C_HYBRID_PREFETCH_MIN (128u * 1024u)
+/* With AVX-512F on Intel (level 4), inputs of ZFOLD_MIN bytes and more fold on eight zmm
+ * registers. */
+#define INGOT__CRC32C_ZFOLD_MIN 512u
 
 /* Portable path only (tests compare it with the accelerated one). */
 uint32_t ingot__crc32c_sw(uint32_t crc, const void *buf, size_t n);
@@ -33,11 +36,13 @@ uint32_t ingot__crc32c_fold(uint32_t crc, const void *buf, size_t n);
  * INGOT__CRC32C_HYBRID_PREFETCH_MIN take the one-stream folding path, which the hardware
  * prefetcher follows better than the joint loop's five streams. */
 uint32_t ingot__crc32c_stream(uint32_t crc, const void *buf, size_t n);
-/* Tests only, not thread-safe: restricts every entry point above and ingot_crc32c to the paths up
- * to level (0 portable, 1 SSE4.2 crc32 with bit-serial shifts, 2 and PCLMULQDQ shifts, 3 and
- * VPCLMULQDQ folding) that the CPU has; returns the level now in force (0 off x86-64). Below 3,
- * ingot__cpu_avx2 also says no, so the native reader's names scan takes its SSE2 path. A level of
- * 3 or more restores the default. */
+/* Tests only, not thread-safe: restricts every entry point above and ingot_crc32c to the paths up to
+ * level (0 portable, 1 SSE4.2 crc32 with bit-serial shifts, 2 and PCLMULQDQ shifts, 3 and
+ * VPCLMULQDQ folding on ymm, 4 and folding on zmm: AVX-512F, Intel only) that the CPU has;
+ * returns the level now in force (0 off x86-64). Below 3, ingot__cpu_avx2 also says no, so the
+ * native reader's names scan takes its SSE2 path. A level of INGOT__CRC32C_TOP or more restores
+ * the default. */
 int ingot__crc32c_limit(int level);
+#define INGOT__CRC32C_TOP 4
 
 #endif

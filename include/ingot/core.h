@@ -298,6 +298,13 @@ typedef struct ingot_file ingot_file;
 typedef enum ingot_io_mode {
     INGOT_IO_MMAP = 0,  /**< map the file read-only (default) */
     INGOT_IO_PREAD = 1, /**< read the header only; tensor data through ingot_file_tensor_read() */
+    /** Map the file copy-on-write (MAP_PRIVATE, readable and writable, no swap reserved): the
+     *  tensor memory of ingot_tensor_info.data may be written through a cast; a written page
+     *  becomes this process's private copy, the file and other handles never see it. For
+     *  frameworks without read-only tensors (torch): an in-place write into a tensor of a
+     *  read-only mapping kills the process. Otherwise as INGOT_IO_MMAP; pages not written stay
+     *  shared with the page cache. */
+    INGOT_IO_MMAP_PRIVATE = 2,
 } ingot_io_mode;
 
 typedef enum ingot_verify_mode {

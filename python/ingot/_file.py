@@ -44,7 +44,7 @@ _FLAG_NAMES = [(_F_HAS_PARAM_ID, "param_id"), (_F_BIG_ENDIAN, "big_endian"),
                (_F_UNALIGNED, "unaligned"), (_F_HAS_CHECKSUM, "checksum")]
 
 _VERIFY = {"header": 0, "none": 1, "all": 2}
-_IO = {"mmap": 0, "pread": 1}
+_IO = {"mmap": 0, "pread": 1, "private": 2}
 
 
 def dtype_names():
@@ -132,13 +132,14 @@ class File:
         if verify not in _VERIFY:
             raise UsageError("MISUSE", f"verify must be one of {sorted(_VERIFY)}, not {verify!r}")
         if io not in _IO:
-            raise UsageError("MISUSE", f"io must be 'mmap' or 'pread', not {io!r}")
+            raise UsageError("MISUSE", f"io must be 'mmap', 'pread' or 'private', not {io!r}")
         try:
             self._h = _ingot.open(path, _VERIFY[verify], _IO[io], format, int(threads))
         except NotFoundError as e:  # the file (or a shard it names) does not exist
             raise MissingFileError(code=e.code, message=e.message, tensor=e.tensor,
                                    offset=e.offset, status=e.status) from None
         self.path = path
+        self._writable = io == "private"  # copy-on-write mapping: views may be written
         (self.format, self.version, self.size, self.alignment, self._count,
          _nmeta) = self._h.format()
         self._meta = None
@@ -232,7 +233,8 @@ class File:
             itemsize = 8
         if addr == 0 or nbytes == 0 or flags & _F_NOT_MAPPED:
             return self._copy(h, raw, typestr, shape)
-        iface = {"version": 3, "data": (addr, True), "typestr": typestr, "shape": shape}
+        iface = {"version": 3, "data": (addr, not self._writable), "typestr": typestr,
+                 "shape": shape}
         if flags & _F_STRIDED:
             iface["strides"] = tuple(s * itemsize for s in strides)
         elif flags & _F_FORTRAN and len(shape) > 1:
@@ -394,6 +396,7 @@ def open(path, verify="header", *, io="mmap", format=None, threads=0):  # noqa: 
 
     verify: "header" (default: header checksums; structure is always validated), "all" (also
     every tensor checksum, padding and BOOL value before returning; `threads` share the work),
-    "none" (skip checksums). io: "mmap" (default) or "pread" (nothing mapped; every tensor is
-    then one copy). format: force an adapter by name."""
+    "none" (skip checksums). io: "mmap" (default), "pread" (nothing mapped; every tensor is
+    then one copy) or "private" (mapped copy-on-write: the views are writable, and what is
+    written stays in this process, never in the file). format: force an adapter by name."""
     return File(path, verify=verify, io=io, format=format, threads=threads)

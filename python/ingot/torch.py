@@ -1,11 +1,12 @@
 """ingot.torch: drop-ins for safetensors.torch's load_file/save_file over every format ingot
 reads and writes. Importing it imports torch; the rest of ingot never does.
 
-load_file() is zero-copy: each tensor is torch.from_numpy() over the read-only NumPy view of the
-mapping (bf16 and the float8 types re-typed with Tensor.view, no copy), and keeps the file
-mapped while it lives. torch has no read-only tensors: writing into such a tensor in place
-(t.add_(...), t[0] = 1) writes to read-only memory and kills the process with SIGSEGV. Pass
-copy=True for tensors you will modify in place (model.load_state_dict() copies anyway)."""
+load_file() is zero-copy: each tensor is torch.from_numpy() over a NumPy view of the file mapped
+copy-on-write (io="private"; bf16 and the float8 types re-typed with Tensor.view, no copy), and
+keeps the file mapped while it lives. torch has no read-only tensors, so the mapping is writable:
+an in-place write (t.add_(...), t[0] = 1) copies the pages it touches into this process, and the
+file and every other reader keep the original bytes. copy=True gives ordinary tensors up
+front."""
 
 import warnings
 
@@ -44,7 +45,7 @@ def _to_torch(arr, dtname, copy):
     if copy:
         t = torch.from_numpy(np.array(arr))
     else:
-        with warnings.catch_warnings():       # "non-writable": documented above
+        with warnings.catch_warnings():       # "non-writable": the few copies (_freeze)
             warnings.simplefilter("ignore", UserWarning)
             t = torch.from_numpy(arr)
     return t.view(tt) if t.dtype != tt else t
@@ -54,7 +55,7 @@ def load_file(filename, device="cpu", *, copy=False):
     """{name: torch.Tensor} of every tensor in filename (any format ingot reads), zero-copy on
     the CPU unless copy=True; device other than "cpu" moves them (a copy)."""
     out = {}
-    with File(filename) as f:
+    with File(filename, io="mmap" if copy else "private") as f:
         for name in f.keys():
             t = _to_torch(f[name], f.info(name).dtype, copy)
             out[name] = t if str(device) == "cpu" else t.to(device)

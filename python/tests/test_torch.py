@@ -76,6 +76,31 @@ def test_zero_copy_and_lifetime():
         t.add_(1)                                   # copies are ordinary writable tensors
 
 
+def test_in_place_writes_stay_in_the_process(tmp_path):
+    """load_file maps copy-on-write: t.add_(1) on a zero-copy tensor works (a read-only mapping
+    killed the process with SIGSEGV here), and the file and other readers keep the bytes."""
+    sd = {"w": torch.arange(4096, dtype=torch.float32), "b": torch.ones(3, dtype=torch.bfloat16)}
+    for ext in ("safetensors", "ingot", "gguf"):
+        p = str(tmp_path / f"m.{ext}")
+        it.save_file(sd, p)
+        before = open(p, "rb").read()
+        got = it.load_file(p)
+        got["w"].add_(1)
+        got["b"][0] = 5
+        assert torch.equal(got["w"], sd["w"] + 1) and got["b"][0].item() == 5.0
+        again = it.load_file(p)
+        assert torch.equal(again["w"], sd["w"]) and torch.equal(again["b"], sd["b"])
+        with ingot.open(p) as f:
+            assert np.array_equal(f["w"], sd["w"].numpy()) and not f["w"].flags.writeable
+        assert open(p, "rb").read() == before
+        with ingot.open(p, io="private") as f:
+            v = f["w"]
+            assert v.flags.writeable
+            v[0] = -1.0
+            with ingot.open(p) as g:
+                assert g["w"][0] == 0.0
+
+
 def test_strided_views_of_a_torch_checkpoint(tmp_path):
     """torch.save keeps views of one storage: ingot exposes them as strided NumPy views of the
     same mapped bytes, equal to what torch.load gives."""

@@ -269,8 +269,12 @@ ingot_status ingot__file_open_path(const ingot__format *const *formats, const ch
         goto fail;
     }
     f->size = (uint64_t)sb.st_size;
-    if (f->opts.io == INGOT_IO_MMAP && f->size > 0 && f->size <= SIZE_MAX) {
-        void *m = ingot__io->mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, f->fd, 0);
+    bool cow = f->opts.io == INGOT_IO_MMAP_PRIVATE;
+    if ((f->opts.io == INGOT_IO_MMAP || cow) && f->size > 0 && f->size <= SIZE_MAX) {
+        /* copy-on-write: writable, and MAP_NORESERVE so that a mapping larger than RAM + swap
+         * is not refused by the overcommit heuristic (only written pages take memory) */
+        void *m = ingot__io->mmap(NULL, (size_t)f->size, cow ? PROT_READ | PROT_WRITE : PROT_READ,
+                                  cow ? MAP_PRIVATE | MAP_NORESERVE : MAP_PRIVATE, f->fd, 0);
         if (m != MAP_FAILED) {
             f->map = m;
             f->map_len = (size_t)f->size;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_vexp.h"
 #include "ref/ref.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -141,25 +142,11 @@ static void att_rows(void *arg, int64_t begin, int64_t end)
 }
 
 #ifdef ATT_X86
-/* e^x on 16 lanes for x <= 0 (clamped at -87.3; e^0 is exactly 1): Cephes' reduction and
- * polynomial, as exp_block; lanes of keys a row does not see are zeroed by the caller. */
+/* e^x on 16 lanes for x <= 0 (cpu_vexp.h; clamped at -87.3, e^0 is exactly 1), as exp_block;
+ * lanes of keys a row does not see are zeroed by the caller. */
 ATT_AVX512 static inline __m512 exp16(__m512 x)
 {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(1.9875691500e-4f),
-                               _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)),
-                                  23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    return cpu_vexp16(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)));
 }
 
 /* Tasks: (batch, head, block of QB query rows). The block's queries are transposed once (qt[d]

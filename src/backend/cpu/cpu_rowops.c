@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_vexp.h"
 #include "ref/ref.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -383,27 +384,12 @@ ingot_status ingot__cpu_copy(ingot_backend *b, ingot_tensor *dst, const ingot_te
 /* ---- SiLU ---- */
 
 #ifdef ROW_X86
-/* e^x on eight lanes: Cephes' range reduction and degree-6 polynomial, within 2 ulp of expf;
- * 2^n built in the exponent field. x is clamped to [-87.3, 89] (NaN kept): below, e^x is under
+/* e^x on eight lanes (cpu_vexp.h), x clamped to [-87.3, 89] (NaN kept): below, e^x is under
  * 1e-38; above 88.7 (n = 128) the exponent field makes it +inf, as expf overflows. */
 ROW_AVX2 static inline __m256 exp8(__m256 x)
 {
     x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); /* NaN in the second operand is kept */
-    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_fmadd_ps(r, _mm256_set1_ps(1.9875691500e-4f),
-                               _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
-                                  23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return cpu_vexp8(_mm256_min_ps(_mm256_set1_ps(89.0f), x));
 }
 
 ROW_AVX2 static inline __m256 silu8(__m256 x)

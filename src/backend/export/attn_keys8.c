@@ -8,6 +8,7 @@
  * does not apply, and the caller runs the op.
  */
 #include "cpu/cpu.h"
+#include "cpu/cpu_vexp.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -28,25 +29,10 @@ typedef struct k8_job {
 } k8_job;
 
 #ifdef K8_X86
-/* e^x on eight lanes (x <= 0 here), Cephes' range reduction and degree-6 polynomial as in the
- * cpu backend's attention (within 2 ulp of expf); below -87.3 the argument is clamped. */
+/* e^x on eight lanes (x <= 0 here; cpu_vexp.h); below -87.3 the argument is clamped. */
 K8_TARGET static __m256 exp8(__m256 x)
 {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_fmadd_ps(r, _mm256_set1_ps(1.9875691500e-4f),
-                               _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
-                                  23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return cpu_vexp8(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)));
 }
 
 /* q . k for the eight keys at k0 + r ks (r < m; lanes r >= m repeat key m - 1), D a multiple

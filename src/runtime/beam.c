@@ -24,9 +24,9 @@ typedef struct cand {
 typedef struct beam_state {
     ingot_lm *m;
     uint32_t W, V, T;   /* width, vocabulary, max tokens */
-    ingot_lm_session **cur, **nxt;
-    double *sum, *nsum; /* live sums, by slot */
-    int32_t *toks, *ntoks; /* live generated tokens [W][T] */
+    ingot_lm_session **cur; /* 2 W sessions: the live generation's half and the next one's */
+    double *sum;            /* 2 W sums, by slot */
+    int32_t *toks;          /* 2 W x T generated tokens */
     double *lp;         /* one beam's log-softmax */
     cand *heap;         /* the best `keep` candidates */
     int32_t *best;      /* the best finished hypothesis */
@@ -40,6 +40,29 @@ typedef struct beam_state {
     char *thold;        /* 2 W x txt.hold_cap, then one more for the probe */
     size_t *tn;
 } beam_state;
+
+/* One generation of hypotheses: a half (W slots) of each double buffer of beam_state. */
+typedef struct beam_gen {
+    ingot_lm_session **s;
+    double *sum;
+    int32_t *toks; /* [W][T] */
+    ingot_tokenizer_stream *st; /* stop strings only: decoder states, held texts, their lengths */
+    char *hold;
+    size_t *hn;
+} beam_gen;
+
+static beam_gen gen_half(const beam_state *b, size_t half, size_t HC)
+{
+    size_t W = b->W;
+    beam_gen g = {b->cur + half * W, b->sum + half * W, b->toks + half * W * b->T, NULL, NULL,
+                  NULL};
+    if (b->stops) {
+        g.st = b->tst + half * W;
+        g.hold = b->thold + half * W * HC;
+        g.hn = b->tn + half * W;
+    }
+    return g;
+}
 
 /* Rank order: larger sum first, then lower beam, then lower token. */
 static bool better(const cand *a, const cand *b)
@@ -229,31 +252,28 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
         free_state(&b);
         return st;
     }
-    ingot_lm_session **cur = b.cur, **nxt = b.cur + W;
-    double *sum = b.sum, *nsum = b.sum + W;
-    int32_t *toks = b.toks, *ntoks = b.toks + W * T;
-    /* stop strings: decoder states, held texts and their lengths by slot, current and next */
     size_t HC = b.txt.hold_cap;
-    ingot_tokenizer_stream *tst = b.tst, *ntst = b.tst ? b.tst + W : NULL, pst;
-    char *thold = b.thold, *nthold = b.thold ? b.thold + W * HC : NULL;
+    beam_gen cur = gen_half(&b, 0, HC), nxt = gen_half(&b, 1, HC);
+    /* stop strings: the probe's decoder state and held text (the slot after the 2 W) */
+    ingot_tokenizer_stream pst;
     char *phold = b.thold ? b.thold + 2 * W * HC : NULL;
-    size_t *tn = b.tn, *ntn = b.tn ? b.tn + W : NULL, pn = 0;
+    size_t pn = 0;
     if (b.stops) {
-        ingot_tokenizer_stream_init(&tst[0], opts->decode_flags);
-        tn[0] = 0;
+        ingot_tokenizer_stream_init(&cur.st[0], opts->decode_flags);
+        cur.hn[0] = 0;
     }
-    st = ingot_lm_eval(cur[0], prompt, n_prompt, INGOT_LM_LOGITS_LAST, cur[0]->last_logits,
+    st = ingot_lm_eval(cur.s[0], prompt, n_prompt, INGOT_LM_LOGITS_LAST, cur.s[0]->last_logits,
                        b.V, err);
     size_t live = 1;
-    sum[0] = 0;
+    cur.sum[0] = 0;
     bool eos_ends = !opts->ignore_eos && c->eos >= 0;
     for (size_t step = 0; st == INGOT_OK && step < T && live; step++) {
         /* rank every continuation; keep the best 2W (W live slots + up to W finished) */
         size_t nh = 0, keep = 2 * W;
         for (size_t i = 0; i < live; i++) {
-            log_softmax(ingot_lm_session_logits(cur[i]), b.V, b.lp);
+            log_softmax(ingot_lm_session_logits(cur.s[i]), b.V, b.lp);
             for (uint32_t t = 0; t < b.V; t++) {
-                cand cd = {sum[i] + b.lp[t], (uint32_t)i, t};
+                cand cd = {cur.sum[i] + b.lp[t], (uint32_t)i, t};
                 if (cd.sum == -INFINITY) continue;
                 push(b.heap, &nh, keep, cd);
             }
@@ -270,15 +290,15 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
         bool last_step = step + 1 == T;
         for (size_t r = 0; r < n && nlive < W; r++) {
             const cand *cd = &b.heap[r];
-            const int32_t *pt = toks + cd->beam * T;
+            const int32_t *pt = cur.toks + cd->beam * T;
             if (eos_ends && (int32_t)cd->token == c->eos) {
                 if (r < W) finish(&b, pt, step, (int32_t)cd->token, cd->sum, opts->length_penalty);
                 continue;
             }
             if (b.stops) { /* the parent's text state, plus this token */
-                pst = tst[cd->beam];
-                pn = tn[cd->beam];
-                memcpy(phold, thold + cd->beam * HC, pn);
+                pst = cur.st[cd->beam];
+                pn = cur.hn[cd->beam];
+                memcpy(phold, cur.hold + cd->beam * HC, pn);
                 if (ingot__lm_text_probe(&b.txt, &pst, phold, &pn, (int32_t)cd->token) ==
                     LM_TEXT_STOP_STRING) {
                     if (r < W)
@@ -291,40 +311,25 @@ INGOT_API ingot_status ingot_lm_beam_search(ingot_lm *m, const ingot_lm_session_
                 nlive++;
                 continue;
             }
-            memcpy(ntoks + nlive * T, pt, step * sizeof *pt);
-            ntoks[nlive * T + step] = (int32_t)cd->token;
-            nsum[nlive] = cd->sum;
+            memcpy(nxt.toks + nlive * T, pt, step * sizeof *pt);
+            nxt.toks[nlive * T + step] = (int32_t)cd->token;
+            nxt.sum[nlive] = cd->sum;
             if (b.stops) {
-                ntst[nlive] = pst;
-                ntn[nlive] = pn;
-                memcpy(nthold + nlive * HC, phold, pn);
+                nxt.st[nlive] = pst;
+                nxt.hn[nlive] = pn;
+                memcpy(nxt.hold + nlive * HC, phold, pn);
             }
-            st = ingot_lm_session_copy(nxt[nlive], cur[cd->beam], err);
+            st = ingot_lm_session_copy(nxt.s[nlive], cur.s[cd->beam], err);
             if (st != INGOT_OK) break;
             nlive++;
         }
         if (last_step || st != INGOT_OK) break;
         for (size_t i = 0; st == INGOT_OK && i < nlive; i++)
-            st = ingot_lm_eval(nxt[i], &ntoks[i * T + step], 1, INGOT_LM_LOGITS_LAST,
-                               nxt[i]->last_logits, b.V, err);
-        ingot_lm_session **ts = cur;
+            st = ingot_lm_eval(nxt.s[i], &nxt.toks[i * T + step], 1, INGOT_LM_LOGITS_LAST,
+                               nxt.s[i]->last_logits, b.V, err);
+        beam_gen tg = cur;
         cur = nxt;
-        nxt = ts;
-        double *tsum = sum;
-        sum = nsum;
-        nsum = tsum;
-        int32_t *tt = toks;
-        toks = ntoks;
-        ntoks = tt;
-        ingot_tokenizer_stream *tts = tst;
-        tst = ntst;
-        ntst = tts;
-        char *th = thold;
-        thold = nthold;
-        nthold = th;
-        size_t *ttn = tn;
-        tn = ntn;
-        ntn = ttn;
+        nxt = tg;
         live = nlive;
     }
     if (st == INGOT_OK && !b.have_best)

@@ -91,33 +91,15 @@ typedef struct best {
     double score;
 } best;
 
-/* Every finished hypothesis: sequences of length N without EOS, and (unless ignore_eos) any
- * sequence ending at its first EOS. */
-static void brute(ingot_lm *m, int32_t *seq, int len, bool eos, double lp, best *b)
-{
-    if (len > 0) {
-        bool ends = eos && seq[len - 1] == EOS;
-        if (ends || len == N) {
-            double sc = seq_logprob(m, seq, len) / (lp != 0 ? pow(len, lp) : 1.0);
-            if (b->n == 0 || sc > b->score) {
-                memcpy(b->seq, seq, sizeof b->seq);
-                b->n = len;
-                b->score = sc;
-            }
-            return;
-        }
-    }
-    for (int t = 0; t < V; t++) {
-        seq[len] = t;
-        brute(m, seq, len + 1, eos, lp, b);
-    }
-}
+typedef struct stop_case stop_case;
+static void brute(ingot_lm *m, const stop_case *sc, int32_t *seq, int len, bool eos, double lp,
+                  best *b);
 
 static void check_beam(ingot_lm *m, uint32_t width, bool ignore_eos, double lp)
 {
     best b = {{0}, 0, 0};
     int32_t seq[N];
-    brute(m, seq, 0, !ignore_eos, lp, &b);
+    brute(m, NULL, seq, 0, !ignore_eos, lp, &b);
     ingot_lm_beam_opts o = {width, N, lp, ignore_eos, NULL, 0, NULL, NULL, 0, NULL, NULL};
     int32_t out[N];
     size_t n = 0;
@@ -181,15 +163,16 @@ static bool text_stops(const stop_case *sc, const int32_t *seq, int len, char *t
     return hit;
 }
 
-/* Every finished hypothesis: the first EOS, the first token whose text holds a stop string, or
- * N tokens. */
-static void brute_stop(ingot_lm *m, const stop_case *sc, int32_t *seq, int len, bool eos,
-                       double lp, best *b)
+/* Every finished hypothesis: N tokens, (unless eos is false) the first EOS, and (with sc) the
+ * first token whose text holds a stop string. */
+static void brute(ingot_lm *m, const stop_case *sc, int32_t *seq, int len, bool eos, double lp,
+                  best *b)
 {
     if (len > 0) {
         char text[64];
         size_t tl, cut;
-        bool ends = (eos && seq[len - 1] == EOS) || text_stops(sc, seq, len, text, &tl, &cut);
+        bool ends =
+            (eos && seq[len - 1] == EOS) || (sc && text_stops(sc, seq, len, text, &tl, &cut));
         if (ends || len == N) {
             double s = seq_logprob(m, seq, len) / (lp != 0 ? pow(len, lp) : 1.0);
             if (b->n == 0 || s > b->score) {
@@ -202,7 +185,7 @@ static void brute_stop(ingot_lm *m, const stop_case *sc, int32_t *seq, int len, 
     }
     for (int t = 0; t < V; t++) {
         seq[len] = t;
-        brute_stop(m, sc, seq, len + 1, eos, lp, b);
+        brute(m, sc, seq, len + 1, eos, lp, b);
     }
 }
 
@@ -225,7 +208,7 @@ static void check_beam_stop(ingot_lm *m, const stop_case *sc, bool ignore_eos, d
 {
     best b = {{0}, 0, 0};
     int32_t seq[N];
-    brute_stop(m, sc, seq, 0, !ignore_eos, lp, &b);
+    brute(m, sc, seq, 0, !ignore_eos, lp, &b);
     ingot_lm_beam_opts o = {V * V * V, N, lp, ignore_eos, sc->tok, 0, sc->stops, sc->lens,
                             sc->n, sink, NULL};
     text_sink ts = {{0}, 0, 0};

@@ -398,6 +398,29 @@ TEST(test_spm_cuts_where_no_token_joins)
     ingot_tokenizer_close(t);
 }
 
+/* Encodes 3000 texts of 1..max_parts parts drawn from `parts` with a and with b (flags 1):
+ * *differ counts the texts whose ids differ, *long_texts those of more than 8 ids. */
+static void encode_both(const ingot_tokenizer *a, const ingot_tokenizer *b,
+                        const char *const *parts, size_t n_parts, size_t max_parts,
+                        size_t *differ, size_t *long_texts)
+{
+    static int32_t ia[4096], ib[4096];
+    for (int round = 0; round < 3000; round++) {
+        char s[600];
+        size_t n = 0, parts_n = 1 + rnd((unsigned)max_parts);
+        for (size_t i = 0; i < parts_n; i++) {
+            const char *p = parts[rnd((unsigned)n_parts)];
+            memcpy(s + n, p, strlen(p));
+            n += strlen(p);
+        }
+        size_t ka = 0, kb = 0;
+        ASSERT_OK(ingot_tokenizer_encode(a, s, n, 1, ia, 4096, &ka, NULL, 0, NULL));
+        ASSERT_OK(ingot_tokenizer_encode(b, s, n, 1, ib, 4096, &kb, NULL, 0, NULL));
+        *differ += ka != kb || memcmp(ia, ib, ka * sizeof ia[0]) != 0;
+        *long_texts += ka > 8;
+    }
+}
+
 /* The same cuts on Llama 2's vocabulary against no cuts at all, over text with punctuation,
  * digits, code and other scripts. */
 TEST(test_spm_cuts_match_whole_words)
@@ -412,22 +435,8 @@ TEST(test_spm_cuts_match_whole_words)
     static const char *const parts[] = {"a", "the", "ing", ",", ".", "(", ")", "_", "->", "0",
                                         "42", "x", "\"", "'", " ", " ", "  ", "\n", "\u00e9",
                                         "\u4e2d\u6587", "{", "}", ";", "::", "Z", "#", "-", "/*"};
-    int32_t ia[4096], ib[4096];
     size_t differ = 0, long_texts = 0;
-    for (int round = 0; round < 3000; round++) {
-        char s[600];
-        size_t n = 0, parts_n = 1 + rnd(60);
-        for (size_t i = 0; i < parts_n; i++) {
-            const char *p = parts[rnd(sizeof parts / sizeof parts[0])];
-            memcpy(s + n, p, strlen(p));
-            n += strlen(p);
-        }
-        size_t ka = 0, kb = 0;
-        ASSERT_OK(ingot_tokenizer_encode(t, s, n, 1, ia, 4096, &ka, NULL, 0, NULL));
-        ASSERT_OK(ingot_tokenizer_encode(&bare, s, n, 1, ib, 4096, &kb, NULL, 0, NULL));
-        differ += ka != kb || memcmp(ia, ib, ka * sizeof ia[0]) != 0;
-        long_texts += ka > 8;
-    }
+    encode_both(t, &bare, parts, sizeof parts / sizeof parts[0], 60, &differ, &long_texts);
     CHECK(differ == 0, "%zu of 3000 texts differ with the cuts", differ);
     ASSERT_TRUE(long_texts > 1000);
     ingot_tokenizer_close(t);
@@ -476,22 +485,8 @@ static void char_table_exact(const char *path, size_t min_found)
         "\xff", "\x80", "\xef\xbf\xbf", "\xc2\x80", "\xe0\xa0\x80", "\xf4\x90\x80\x80",
         "\xe0\x83\xa9" /* \u00e9, overlong */, "\xed\x9f\xbf", "\xc1\xa9",
         ",", "1"};
-    int32_t ia[4096], ib[4096];
     size_t differ = 0, long_texts = 0;
-    for (int round = 0; round < 3000; round++) {
-        char s[600];
-        size_t n = 0, parts_n = 1 + rnd(80);
-        for (size_t i = 0; i < parts_n; i++) {
-            const char *p = parts[rnd(sizeof parts / sizeof parts[0])];
-            memcpy(s + n, p, strlen(p));
-            n += strlen(p);
-        }
-        size_t ka = 0, kb = 0;
-        ASSERT_OK(ingot_tokenizer_encode(t, s, n, 1, ia, 4096, &ka, NULL, 0, NULL));
-        ASSERT_OK(ingot_tokenizer_encode(&bare, s, n, 1, ib, 4096, &kb, NULL, 0, NULL));
-        differ += ka != kb || memcmp(ia, ib, ka * sizeof ia[0]) != 0;
-        long_texts += ka > 8;
-    }
+    encode_both(t, &bare, parts, sizeof parts / sizeof parts[0], 80, &differ, &long_texts);
     CHECK(differ == 0, "%zu of 3000 texts differ with the code point table", differ);
     ASSERT_TRUE(long_texts > 1000);
     ingot_tokenizer_close(t);

@@ -1,4 +1,4 @@
-/* order.c - shared index sorts (see order.h). */
+/* order.c - shared index sorts and the search of a sorted index (see order.h). */
 #include "order.h"
 
 #include <string.h>
@@ -98,4 +98,22 @@ bool ingot__index_sort_unique(uint32_t *v, uint32_t *tmp, size_t n, ingot__index
 sorted:
     if (src != v) memcpy(v, src, n * sizeof *v);
     return true;
+}
+
+bool ingot__index_find(const uint32_t *v, size_t n, ingot__index_key key_of, const void *ctx,
+                       const void *key, size_t len, uint32_t *entry)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2, kl;
+        const void *k = key_of(ctx, v[mid], &kl);
+        int c = ingot__bytes_cmp(k, kl, key, len);
+        if (c == 0) {
+            *entry = v[mid];
+            return true;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return false;
 }

@@ -1,6 +1,7 @@
 /*
  * order.h - the orderings format adapters share: byte-wise key comparison (the order of every
- * sorted name and key index) and stable merge sorts of uint32 indices through a comparator.
+ * sorted name and key index), stable merge sorts of uint32 indices through a comparator, and
+ * the binary search of such a sorted index.
  */
 #ifndef INGOT_ORDER_H
 #define INGOT_ORDER_H
@@ -27,6 +28,17 @@ static inline int ingot__bytes_cmp(const void *a, size_t al, const void *b, size
             return u < v ? -1 : 1;
 #else
             break;
+/* The key of entry i of the caller's table (a name, a metadata key): its bytes, and their count
+ * in *len. The bytes stay valid as long as the table does. */
+typedef const void *(*ingot__index_key)(const void *ctx, uint32_t i, size_t *len);
+
+/* Binary search of v[0..n), sorted by the ingot__bytes_cmp order of key_of's keys (as the sorts
+ * above leave an index whose comparator is that order), for the entry whose key is the n bytes
+ * at key: true and *entry set to it when one is there, false (and *entry untouched) when none
+ * is. log2(n) + 1 key comparisons at most. */
+bool ingot__index_find(const uint32_t *v, size_t n, ingot__index_key key_of, const void *ctx,
+                       const void *key, size_t len, uint32_t *entry);
+
 #endif
         }
     }
@@ -52,5 +64,16 @@ void ingot__index_sort(uint32_t *v, uint32_t *tmp, size_t n, ingot__index_cmp cm
  * pass over neighbours. tmp: n scratch entries, no allocation. */
 bool ingot__index_sort_unique(uint32_t *v, uint32_t *tmp, size_t n, ingot__index_cmp cmp,
                               const void *ctx);
+
+/* The key of entry i of the caller's table (a name, a metadata key): its bytes, and their count
+ * in *len. The bytes stay valid as long as the table does. */
+typedef const void *(*ingot__index_key)(const void *ctx, uint32_t i, size_t *len);
+
+/* Binary search of v[0..n), sorted by the ingot__bytes_cmp order of key_of's keys (as the sorts
+ * above leave an index whose comparator is that order), for the entry whose key is the n bytes
+ * at key: true and *entry set to it when one is there, false (and *entry untouched) when none
+ * is. log2(n) + 1 key comparisons at most. */
+bool ingot__index_find(const uint32_t *v, size_t n, ingot__index_key key_of, const void *ctx,
+                       const void *key, size_t len, uint32_t *entry);
 
 #endif

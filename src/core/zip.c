@@ -10,6 +10,7 @@
 #include "error.h"
 #include "file.h"
 #include "guard.h"
+#include "order.h"
 #include "utf8.h"
 
 #define SIG_LFH 0x04034b50u
@@ -1200,25 +1201,20 @@ ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err)
     return INGOT_OK;
 }
 
+static const void *entry_name(const void *ctx, uint32_t i, size_t *len)
+{
+    const ingot__zip *z = ctx;
+    *len = z->entries[i].name_len;
+    return z->entries[i].name;
+}
+
 ingot_status ingot__zip_find(const ingot__zip *z, const char *name, size_t len, uint64_t *index)
 {
-    size_t lo = 0, hi = (size_t)z->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const ingot__zip_entry *e = &z->entries[z->by_name[mid]];
-        size_t m = e->name_len < len ? e->name_len : len;
-        int c = ING_MEMCMP(e->name, name, m);
-        if (!c) c = e->name_len < len ? -1 : e->name_len > len;
-        if (c == 0) {
-            *index = z->by_name[mid];
-            return INGOT_OK;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return INGOT_NOT_FOUND;
+    uint32_t i;
+    if (!ingot__index_find(z->by_name, (size_t)z->count, entry_name, z, name, len, &i))
+        return INGOT_NOT_FOUND;
+    *index = i;
+    return INGOT_OK;
 }
 
 typedef struct {

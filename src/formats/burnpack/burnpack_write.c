@@ -123,20 +123,19 @@ static bool has_prefix(const ingot__wmeta *m, const char *p)
     return m->key_len >= n && memcmp(m->key, p, n) == 0;
 }
 
+static const void *wname_of(const void *ctx, uint32_t i, size_t *len)
+{
+    const ingot_writer *w = ctx;
+    *len = w->tensors[i].name_len;
+    return w->tensors[i].name;
+}
+
 /* Index of the tensor called name[0..n) (by_name sorted), or -1. */
 static long find_tensor(const ingot_writer *w, const uint32_t *by_name, const char *name,
                         size_t n)
 {
-    size_t lo = 0, hi = w->n_tensors;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const ingot__wtensor *t = &w->tensors[by_name[mid]];
-        int c = ingot__bytes_cmp(t->name, t->name_len, name, n);
-        if (c == 0) return (long)by_name[mid];
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return -1;
+    uint32_t i;
+    return ingot__index_find(by_name, w->n_tensors, wname_of, w, name, n, &i) ? (long)i : -1;
 }
 
 /* ---- typed metadata -> text (Burnpack's user metadata is text only) ---- */

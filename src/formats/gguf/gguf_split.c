@@ -101,16 +101,23 @@ static const ingot_file *locate(const split_state *s, uint64_t i, uint64_t *loca
     return s->sh[lo];
 }
 
-static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
+/* The name of global tensor i (the shard's tensor table holds it while the shards are open). */
+static const void *name_of(const void *ctx, uint32_t i, size_t *len)
 {
     const split_state *s = ctx;
-    ingot_tensor_info ta, tb;
-    uint64_t la, lb;
-    const ingot_file *g_la = locate(s, a, &la);
-    ingot_file_tensor_at(g_la, la, &ta);
-    const ingot_file *g_lb = locate(s, b, &lb);
-    ingot_file_tensor_at(g_lb, lb, &tb);
-    return ingot__bytes_cmp(ta.name, ta.name_len, tb.name, tb.name_len);
+    ingot_tensor_info t;
+    uint64_t l;
+    const ingot_file *g = locate(s, i, &l);
+    ingot_file_tensor_at(g, l, &t);
+    *len = t.name_len;
+    return t.name;
+}
+
+static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
+{
+    size_t la, lb;
+    const void *na = name_of(ctx, a, &la), *nb = name_of(ctx, b, &lb);
+    return ingot__bytes_cmp(na, la, nb, lb);
 }
 
 static bool is_split_key(const char *k, size_t n) { return n >= 6 && memcmp(k, "split.", 6) == 0; }
@@ -255,18 +262,9 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
                                 ingot_tensor_info *out)
 {
     const split_state *s = SP(f);
-    size_t lo = 0, hi = (size_t)s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        ingot_tensor_info t;
-        uint64_t l;
-        const ingot_file *g_l = locate(s, s->by_name[mid], &l);
-        ingot_file_tensor_at(g_l, l, &t);
-        int c = ingot__bytes_cmp(t.name, t.name_len, name, len);
-        if (c == 0) return tensor_at(f, s->by_name[mid], out);
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
+    uint32_t i;
+    if (ingot__index_find(s->by_name, (size_t)s->n, name_of, s, name, len, &i))
+        return tensor_at(f, i, out);
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;
 }

@@ -165,6 +165,20 @@ typedef struct {
     const uint8_t *p;
 } sort_ctx;
 
+static const void *name_of(const void *ctx, uint32_t i, size_t *len)
+{
+    const mstate *s = ctx;
+    *len = s->t[i].name_len;
+    return s->names + s->t[i].name;
+}
+
+static const void *key_of(const void *ctx, uint32_t i, size_t *len)
+{
+    const mstate *s = ctx;
+    *len = s->m[i].key_len;
+    return s->hdr + s->m[i].key_off;
+}
+
 static int cmp_tensor(const void *ctx, uint32_t a, uint32_t b)
 {
     const mstate *s = ((const sort_ctx *)ctx)->s;
@@ -730,15 +744,8 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
                                 ingot_tensor_info *out)
 {
     const mstate *s = S(f);
-    size_t lo = 0, hi = s->nt;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const mtensor *t = &s->t[s->t_idx[mid]];
-        int c = ingot__bytes_cmp(s->names + t->name, t->name_len, name, len);
-        if (c == 0) return tensor_at(f, s->t_idx[mid], out);
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
+    uint32_t i;
+    if (ingot__index_find(s->t_idx, s->nt, name_of, s, name, len, &i)) return tensor_at(f, i, out);
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;
 }
@@ -769,15 +776,8 @@ static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
                               ingot_meta_info *out)
 {
     const mstate *s = S(f);
-    size_t lo = 0, hi = s->nm;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const mmeta *m = &s->m[s->m_idx[mid]];
-        int c = ingot__bytes_cmp(s->hdr + m->key_off, m->key_len, key, len);
-        if (c == 0) return meta_at(f, s->m_idx[mid], out);
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
+    uint32_t i;
+    if (ingot__index_find(s->m_idx, s->nm, key_of, s, key, len, &i)) return meta_at(f, i, out);
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;
 }

@@ -18,6 +18,7 @@
 #include "file.h"
 #include "npy_format.h"
 #include "npy_header.h"
+#include "order.h"
 #include "utf8.h"
 #include "zip.h"
 
@@ -325,34 +326,33 @@ static void close_npy(ingot_file *f)
     f->state = NULL;
 }
 
-static int name_cmp(const ntensor *a, const ntensor *b)
+static const void *name_of(const void *ctx, uint32_t i, size_t *len)
 {
-    size_t m = a->name_len < b->name_len ? a->name_len : b->name_len;
-    int c = memcmp(a->name, b->name, m);
-    if (c) return c;
-    return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+    const nstate *s = ctx;
+    *len = s->t[i].name_len;
+    return s->t[i].name;
 }
 
-static const ntensor *sort_ctx;
-static int cmp_by_name(const void *pa, const void *pb)
+static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
 {
-    return name_cmp(&sort_ctx[*(const uint32_t *)pa], &sort_ctx[*(const uint32_t *)pb]);
+    const nstate *s = ctx;
+    return ingot__bytes_cmp(s->t[a].name, s->t[a].name_len, s->t[b].name, s->t[b].name_len);
 }
 
-static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void index_names(nstate *s)
+static ingot_status index_names(ingot_file *f, nstate *s, ingot_error *err)
 {
     for (size_t i = 0; i < s->n; i++) s->by_name[i] = (uint32_t)i;
-    if (s->n < 2) return;
+    if (s->n < 2) return INGOT_OK;
     size_t k = 1; /* members already in name order (np.savez of sorted keys): no sort */
-    while (k < s->n && name_cmp(&s->t[k - 1], &s->t[k]) < 0) k++;
-    if (k == s->n) return;
-    pthread_mutex_lock(&sort_mu); /* qsort has no context argument */
-    sort_ctx = s->t;
-    qsort(s->by_name, s->n, sizeof *s->by_name, cmp_by_name);
-    sort_ctx = NULL;
-    pthread_mutex_unlock(&sort_mu);
+    while (k < s->n && cmp_name(s, (uint32_t)(k - 1), (uint32_t)k) < 0) k++;
+    if (k == s->n) return INGOT_OK;
+    uint32_t *tmp = ingot__alloc(&f->alloc, s->n * sizeof *tmp);
+    if (!tmp)
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npz: sorting %zu names",
+                          s->n);
+    ingot__index_sort(s->by_name, tmp, s->n, cmp_name, s);
+    ingot__free(&f->alloc, tmp, s->n * sizeof *tmp);
+    return INGOT_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -612,7 +612,8 @@ static ingot_status open_npz(ingot_file *f, ingot_error *err)
             if (a < align) align = a;
         }
     }
-    index_names(s);
+    st = index_names(f, s, err);
+    if (st != INGOT_OK) goto fail;
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "npz: creating a mutex");
         goto fail;
@@ -664,21 +665,10 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
                                 ingot_tensor_info *out)
 {
     const nstate *s = S(f);
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const ntensor *t = &s->t[s->by_name[mid]];
-        size_t m = t->name_len < len ? t->name_len : len;
-        int c = memcmp(t->name, name, m);
-        if (!c) c = t->name_len < len ? -1 : t->name_len > len;
-        if (!c) {
-            fill(t, s->by_name[mid], out);
-            return INGOT_OK;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t i;
+    if (ingot__index_find(s->by_name, s->n, name_of, s, name, len, &i)) {
+        fill(&s->t[i], i, out);
+        return INGOT_OK;
     }
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;

@@ -385,6 +385,20 @@ static ingot_status parse_tensor(parser *p, const ingot__json_tok *key)
     return INGOT_OK;
 }
 
+static const void *name_of(const void *ctx, uint32_t i, size_t *len)
+{
+    const st_state *s = ctx;
+    *len = s->t[i].name_len;
+    return s->t[i].name;
+}
+
+static const void *key_of(const void *ctx, uint32_t i, size_t *len)
+{
+    const st_state *s = ctx;
+    *len = s->m[i].key_len;
+    return s->m[i].key;
+}
+
 static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
 {
     const st_state *s = ctx;
@@ -612,15 +626,8 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
                                 ingot_tensor_info *out)
 {
     const st_state *s = ST(f);
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const ent *e = &s->t[s->by_name[mid]];
-        int c = ingot__bytes_cmp(e->name, e->name_len, name, len);
-        if (c == 0) return tensor_at(f, s->by_name[mid], out);
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
+    uint32_t i;
+    if (ingot__index_find(s->by_name, s->n, name_of, s, name, len, &i)) return tensor_at(f, i, out);
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;
 }
@@ -646,15 +653,8 @@ static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
                               ingot_meta_info *out)
 {
     const st_state *s = ST(f);
-    size_t lo = 0, hi = s->nm;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const mentry *m = &s->m[s->by_key[mid]];
-        int c = ingot__bytes_cmp(m->key, m->key_len, key, len);
-        if (c == 0) return meta_at(f, s->by_key[mid], out);
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
+    uint32_t i;
+    if (ingot__index_find(s->by_key, s->nm, key_of, s, key, len, &i)) return meta_at(f, i, out);
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;
 }

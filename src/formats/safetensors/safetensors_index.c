@@ -142,6 +142,13 @@ static ingot_status parse_map(ingot_file *f, ix_state *s, ingot__json *j, ingot_
     }
 }
 
+static const void *name_of(const void *ctx, uint32_t i, size_t *len)
+{
+    const ix_state *s = ctx;
+    *len = s->t[i].name_len;
+    return s->t[i].name;
+}
+
 static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
 {
     const ix_state *s = ctx;
@@ -318,15 +325,8 @@ static ingot_status tensor_find(const ingot_file *f, const char *name, size_t le
                                 ingot_tensor_info *out)
 {
     const ix_state *s = IX(f);
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const ient *e = &s->t[s->by_name[mid]];
-        int c = ingot__bytes_cmp(e->name, e->name_len, name, len);
-        if (c == 0) return tensor_at(f, s->by_name[mid], out);
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
+    uint32_t i;
+    if (ingot__index_find(s->by_name, s->n, name_of, s, name, len, &i)) return tensor_at(f, i, out);
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;
 }

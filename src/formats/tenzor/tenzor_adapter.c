@@ -20,6 +20,7 @@
 #include "checked.h"
 #include "error.h"
 #include "json.h"
+#include "order.h"
 #include "tenzor_format.h"
 
 /* Metadata of a tenzor file is a small JSON object (a checkpoint's epoch and loss); the cap bounds
@@ -339,24 +340,17 @@ static ingot_status parse_meta(state *s, const uint8_t *json, size_t len, arena 
 
 /* ---- sorting (merge sort, stable, with scratch) ---- */
 
-static int key_cmp(const mentry *a, const mentry *b)
+static const void *meta_key(const void *ctx, uint32_t i, size_t *len)
 {
-    size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
-    int c = memcmp(a->key, b->key, n);
-    return c ? c : a->key_len < b->key_len ? -1 : a->key_len > b->key_len ? 1 : 0;
+    const mentry *m = ctx;
+    *len = m[i].key_len;
+    return m[i].key;
 }
 
-static void sort_meta(uint32_t *v, uint32_t *tmp, uint32_t n, const mentry *m)
+static int meta_cmp(const void *ctx, uint32_t a, uint32_t b)
 {
-    if (n < 2) return;
-    uint32_t h = n / 2;
-    sort_meta(v, tmp, h, m);
-    sort_meta(v + h, tmp, n - h, m);
-    uint32_t i = 0, k = 0, j = h;
-    while (i < h && j < n) tmp[k++] = key_cmp(&m[v[j]], &m[v[i]]) < 0 ? v[j++] : v[i++];
-    while (i < h) tmp[k++] = v[i++];
-    while (j < n) tmp[k++] = v[j++];
-    memcpy(v, tmp, (size_t)n * sizeof *v);
+    const mentry *m = ctx;
+    return ingot__bytes_cmp(m[a].key, m[a].key_len, m[b].key, m[b].key_len);
 }
 
 static void sort_hash(hidx *v, hidx *tmp, uint64_t n)
@@ -599,10 +593,11 @@ static ingot_status open_tenzor(ingot_file *f, ingot_error *err)
                                 strlen(s->names[k]), "two index entries have the same name hash");
             }
         for (uint32_t i = 0; i < s->n_meta; i++) s->meta_sorted[i] = i;
-        sort_meta(s->meta_sorted, s->meta_sorted + s->n_meta, s->n_meta, s->meta);
+        ingot__index_sort(s->meta_sorted, s->meta_sorted + s->n_meta, s->n_meta, meta_cmp,
+                          s->meta);
         for (uint32_t i = 1; i < s->n_meta && st == INGOT_OK; i++) {
             const mentry *m = &s->meta[s->meta_sorted[i]];
-            if (key_cmp(m, &s->meta[s->meta_sorted[i - 1]]) == 0)
+            if (meta_cmp(s->meta, s->meta_sorted[i], s->meta_sorted[i - 1]) == 0)
                 st = ingot__err(err, INGOT_DUPLICATE, TZ_HDR, m->key,
                                 m->key_len > 63 ? 63 : m->key_len, "metadata key appears twice");
         }
@@ -627,7 +622,8 @@ static ingot_status open_tenzor(ingot_file *f, ingot_error *err)
                                           .lens = order_lens};
             s->n_meta++;
             for (uint32_t i = 0; i < s->n_meta; i++) s->meta_sorted[i] = i;
-            sort_meta(s->meta_sorted, s->meta_sorted + s->n_meta, s->n_meta, s->meta);
+            ingot__index_sort(s->meta_sorted, s->meta_sorted + s->n_meta, s->n_meta, meta_cmp,
+                              s->meta);
         }
     }
     if (st != INGOT_OK) {
@@ -732,15 +728,9 @@ static ingot_status meta_find(const ingot_file *f, const char *key, size_t len,
                               ingot_meta_info *out)
 {
     const state *s = S(f);
-    mentry q = {.key = key, .key_len = len};
-    uint32_t lo = 0, hi = s->n_meta;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (key_cmp(&s->meta[s->meta_sorted[mid]], &q) < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < s->n_meta && key_cmp(&s->meta[s->meta_sorted[lo]], &q) == 0)
-        return meta_at(f, s->meta_sorted[lo], out);
+    uint32_t i;
+    if (ingot__index_find(s->meta_sorted, s->n_meta, meta_key, s->meta, key, len, &i))
+        return meta_at(f, i, out);
     memset(out, 0, sizeof *out);
     return INGOT_NOT_FOUND;
 }

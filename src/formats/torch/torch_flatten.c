@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "checked.h"
 #include "error.h"
+#include "order.h"
 #include "torch_pickle.h"
 
 typedef struct {
@@ -381,40 +382,31 @@ static ingot_status walk(walker *w, uint32_t node, uint32_t depth, bool unnamed)
     }
 }
 
-/* Merge sort of index arrays by name (names are the pool strings at off/len). */
+/* Index arrays by name: the names are pool strings at each item's uint64 offset and uint32
+ * length fields. */
 typedef struct {
     const char *names;
     const void *items;
     size_t stride, off_at, len_at; /* byte offsets of the uint64 off and uint32 len fields */
 } sort_ctx;
 
-static int name_cmp(const sort_ctx *c, uint32_t a, uint32_t b)
+static const void *item_key(const void *ctx, uint32_t i, size_t *len)
 {
-    const uint8_t *ia = (const uint8_t *)c->items + (size_t)a * c->stride;
-    const uint8_t *ib = (const uint8_t *)c->items + (size_t)b * c->stride;
-    uint64_t oa, ob;
-    uint32_t la, lb;
-    ING_MEMCPY(&oa, ia + c->off_at, 8);
-    ING_MEMCPY(&ob, ib + c->off_at, 8);
-    ING_MEMCPY(&la, ia + c->len_at, 4);
-    ING_MEMCPY(&lb, ib + c->len_at, 4);
-    uint32_t n = la < lb ? la : lb;
-    int r = n ? ING_MEMCMP(c->names + oa, c->names + ob, n) : 0;
-    if (r) return r;
-    return la < lb ? -1 : la > lb ? 1 : 0;
+    const sort_ctx *c = ctx;
+    const uint8_t *it = (const uint8_t *)c->items + (size_t)i * c->stride;
+    uint64_t off;
+    uint32_t l;
+    ING_MEMCPY(&off, it + c->off_at, 8);
+    ING_MEMCPY(&l, it + c->len_at, 4);
+    *len = l;
+    return c->names + off;
 }
 
-static void msort(const sort_ctx *c, uint32_t *v, uint32_t *tmp, size_t n)
+static int item_cmp(const void *ctx, uint32_t a, uint32_t b)
 {
-    if (n < 2) return;
-    size_t h = n / 2;
-    msort(c, v, tmp, h);
-    msort(c, v + h, tmp, n - h);
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = name_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
-    while (i < h) tmp[k++] = v[i++];
-    while (j < n) tmp[k++] = v[j++];
-    ING_MEMCPY(v, tmp, n * sizeof *v);
+    size_t la, lb;
+    const void *ka = item_key(ctx, a, &la), *kb = item_key(ctx, b, &lb);
+    return ingot__bytes_cmp(ka, la, kb, lb);
 }
 
 static ingot_status sort_index(walker *w, const void *items, size_t n, size_t stride,
@@ -429,7 +421,7 @@ static ingot_status sort_index(walker *w, const void *items, size_t n, size_t st
     }
     for (size_t i = 0; i < n; i++) v[i] = (uint32_t)i;
     sort_ctx c = {w->fl->names, items, stride, off_at, len_at};
-    msort(&c, v, tmp, n);
+    ingot__index_sort(v, tmp, n, item_cmp, &c);
     ingot__free(w->a, tmp, (n ? n : 1) * sizeof *tmp);
     *out = v;
     return INGOT_OK;
@@ -512,40 +504,22 @@ void ingot__tp_flat_free(tp_flat *fl, const ingot_allocator *a)
     ING_MEMSET(fl, 0, sizeof *fl);
 }
 
-static int cmp_name(const char *a, size_t al, const char *b, size_t bl)
-{
-    size_t n = al < bl ? al : bl;
-    int r = n ? ING_MEMCMP(a, b, n) : 0;
-    if (r) return r;
-    return al < bl ? -1 : al > bl ? 1 : 0;
-}
-
 int64_t ingot__tp_flat_find(const tp_flat *fl, const char *name, size_t len)
 {
     if (!fl->sorted) return -1;
-    size_t lo = 0, hi = fl->n_entries;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const tp_entry *e = &fl->entries[fl->sorted[mid]];
-        int r = cmp_name(fl->names + e->name_off, e->name_len, name, len);
-        if (r == 0) return fl->sorted[mid];
-        if (r < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return -1;
+    sort_ctx c = {fl->names, fl->entries, sizeof(tp_entry), offsetof(tp_entry, name_off),
+                  offsetof(tp_entry, name_len)};
+    uint32_t i;
+    if (!ingot__index_find(fl->sorted, fl->n_entries, item_key, &c, name, len, &i)) return -1;
+    return i;
 }
 
 int64_t ingot__tp_flat_meta_find(const tp_flat *fl, const char *key, size_t len)
 {
     if (!fl->msorted) return -1;
-    size_t lo = 0, hi = fl->n_metas;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const tp_meta *e = &fl->metas[fl->msorted[mid]];
-        int r = cmp_name(fl->names + e->key_off, e->key_len, key, len);
-        if (r == 0) return fl->msorted[mid];
-        if (r < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return -1;
+    sort_ctx c = {fl->names, fl->metas, sizeof(tp_meta), offsetof(tp_meta, key_off),
+                  offsetof(tp_meta, key_len)};
+    uint32_t i;
+    if (!ingot__index_find(fl->msorted, fl->n_metas, item_key, &c, key, len, &i)) return -1;
+    return i;
 }

@@ -1,6 +1,7 @@
 /*
- * cmd_bench.c - `ingot bench gemm [--threads N] [--json] [--quick]`: the CPU kernels at the ISA
- * level in effect (INGOT_ISA caps it) against baselines measured in the same run:
+ * cmd_bench.c - `ingot bench gemm [--threads N] [--json] [--quick] [--gemv | --sgemm]`: the CPU
+ * kernels at the ISA level in effect (INGOT_ISA caps it) against baselines measured in the same
+ * run:
  *   - f32 GEMM and GEMV against OpenBLAS (cblas_sgemm / cblas_sgemv, same thread count);
  *   - GEMV (decode) on f32, F16, BF16, int8, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K weights against the
  *     streaming read rate of the same weight buffer, rows of 8192 elements, and the quantized
@@ -342,18 +343,22 @@ int ingot_cli_bench(int argc, char **argv)
     if (argc >= 1 && !strcmp(argv[0], "generate"))
         return ingot_cli_bench_generate(argc - 1, argv + 1);
     if (argc < 1 || strcmp(argv[0], "gemm") != 0) {
-        fprintf(stderr, "usage: ingot bench gemm [--threads N] [--json] [--quick] [--gemv]\n"
+        fprintf(stderr, "usage: ingot bench gemm [--threads N] [--json] [--quick]"
+                        " [--gemv | --sgemm]\n"
                         "       ingot bench generate MODEL [--threads N] [--json]\n");
         return 2;
     }
     unsigned only = 0;
     const char *only_s = "";
-    int json = 0, quick = 0, gemv_only = 0; /* --gemv: the GEMV cases alone */
+    /* --gemv: the GEMV cases alone; --sgemm: the f32 GEMM cases alone */
+    int json = 0, quick = 0, gemv_only = 0, sgemm_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (!strcmp(argv[i], "--gemv"))
             gemv_only = 1;
+        else if (!strcmp(argv[i], "--sgemm"))
+            sgemm_only = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc && atoi(argv[i + 1]) > 0)
@@ -465,7 +470,7 @@ int ingot_cli_bench(int argc, char **argv)
         enum { REPS = 9 };
         size_t ngemv = sizeof gemv_types / sizeof gemv_types[0];
         size_t nshort = sizeof short_types / sizeof short_types[0];
-        for (size_t ci = 0; ci < ngemv + 2 * nshort; ci++) {
+        for (size_t ci = 0; ci < (sgemm_only ? 0 : ngemv + 2 * nshort); ci++) {
             /* every type on rows of K, then the quantized ones on rows of 1024 and 2816 */
             bool sh = ci >= ngemv;
             size_t gi = sh ? (ci - ngemv) % nshort : ci;
@@ -507,7 +512,7 @@ int ingot_cli_bench(int argc, char **argv)
         /* Prefill: nx activation rows against [pk, pk] weights, against the f32 GEMM on the
          * weights dequantized (x . W^T, the backend's linear). */
         size_t nxs[2] = {64, 512};
-        for (int ni = 0; ni < (gemv_only ? 0 : quick ? 1 : 2); ni++) {
+        for (int ni = 0; ni < (gemv_only || sgemm_only ? 0 : quick ? 1 : 2); ni++) {
             size_t nx = nxs[ni];
             for (size_t gi = 0; gi < sizeof gemm_types / sizeof gemm_types[0]; gi++) {
                 ingot_dtype wt = gemm_types[gi];

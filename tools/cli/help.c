@@ -142,9 +142,12 @@ static const cmd_help cmds[] = {
      "--json\tone JSON object\n",
      "Layers are the name prefixes blk.N, layers.N, h.N (model.layers.N, transformer.h.N, ...).\n"
      "The architecture and its hyperparameters come from general.architecture and {arch}.*."},
-    {"bench", "bench gemm [--threads N] [--json]\nbench generate MODEL [--threads N] [--json]",
+    {"bench",
+     "bench gemm [--threads N] [--json] [--quick] [--gemv | --sgemm]\n"
+     "bench generate MODEL [--threads N] [--json]",
      "CPU kernels against OpenBLAS; LM prefill/decode against their bounds",
-     "--threads N\tthreads\n--json\tone JSON object\n",
+     "--threads N\tthreads\n--json\tone JSON object\n--quick\tsmaller cases (2048^3, 1.25 x L3)\n"
+     "--gemv\tthe GEMV cases alone\n--sgemm\tthe f32 GEMM cases alone\n",
      "bench gemm prints each case with the ISA level used (INGOT_ISA=LEVEL caps it) beside\n"
      "OpenBLAS and the streaming read rate measured in the same run. bench generate prints\n"
      "prefill and decode tokens/s beside the compute and memory bounds of the same run."},

@@ -42,29 +42,9 @@
 #include "ingot/ingot.h"
 #include "ingot/runtime.h"
 #include "ingot/writer.h"
+#include "bench_util.h"
 
 #define N 1024
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-    double t[256];
-    memcpy(t, v, sizeof *t * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_d);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
 
 static void fill(float *p, size_t n, uint32_t seed, float scale)
 {
@@ -211,9 +191,9 @@ static void mlp_kernel(ctx *c)
 
 static double time_one(run_fn f, ctx *c)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     f(c);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static void measure(const char *name, ctx *c, run_fn be, run_fn ker, run_fn ob, double flops)
@@ -231,15 +211,15 @@ static void measure(const char *name, ctx *c, run_fn be, run_fn ker, run_fn ob, 
         }
         r[i] = tb[i] / tk[i];
     }
-    double mb = median(tb, reps), mk = median(tk, reps);
+    double mb = bench_median(tb, reps), mk = bench_median(tk, reps);
     printf("%-8s B=%-5lld T=%u  backend %9.3f ms %7.1f GFLOP/s | kernel %9.3f ms %7.1f GFLOP/s"
            " | backend/kernel time %.3f",
            name, (long long)c->batch, c->threads, mb * 1e3, flops / mb * 1e-9, mk * 1e3,
-           flops / mk * 1e-9, median(r, reps));
+           flops / mk * 1e-9, bench_median(r, reps));
     if (ob) {
         ob(c);
         for (int i = 0; i < reps; i++) to[i] = time_one(ob, c);
-        double mo = median(to, reps);
+        double mo = bench_median(to, reps);
         printf(" | openblas %7.1f GFLOP/s", flops / mo * 1e-9);
     }
     printf("\n");
@@ -274,13 +254,6 @@ static void write_mlp(const char *path, float *const *ws, float *const *bs)
 }
 
 /* ---- --kernels: the kernels alone ---- */
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) static float read512(const uint8_t *p, size_t n)
@@ -347,12 +320,12 @@ static int kernels_mode(int reps, const char *levels)
         if (!p) return 1;
         double r[9];
         for (int k = 0; k < 9; k++) {
-            double t0 = now_s();
+            double t0 = bench_now_s();
             for (int i = 0; i < 2000; i++) ingot__pool_run(p, nop_task, NULL, 64);
-            r[k] = (now_s() - t0) / 2000 * 1e6;
+            r[k] = (bench_now_s() - t0) / 2000 * 1e6;
         }
         printf("  threads %ld%s: %.2f us per job\n", t, t > nproc ? " (2 x cores)" : "",
-               median(r, 9));
+               bench_median(r, 9));
         ingot__pool_destroy(p);
     }
 
@@ -414,22 +387,22 @@ static int kernels_mode(int reps, const char *levels)
             ingot__set_isa((ingot__isa)l);
             double r[256], g[256], rr[256];
             for (int k = 0; k < reps; k++) {
-                double t0 = cpu_s();
+                double t0 = bench_thread_cpu_s();
                 read_sink = read_all(w, wb, width);
-                double t1 = cpu_s();
+                double t1 = bench_thread_cpu_s();
                 if (wt == INGOT_DTYPE_F32)
                     ingot__sgemv(NULL, false, M, K, 1.0f, (const float *)(const void *)w, K, x,
                                  0.0f, y);
                 else if (half) ingot__gemm_half(NULL, wt, M, K, w, K, 1, x, K, false, y, M);
                 else ingot__qgemm(NULL, wt, M, K, w, rb, ws, xq, NULL, 0, 1, false, y, M);
-                double t2 = cpu_s();
+                double t2 = bench_thread_cpu_s();
                 r[k] = (t1 - t0) / (t2 - t1);
                 g[k] = (double)wb / (t2 - t1) * 1e-9;
                 rr[k] = (double)wb / (t1 - t0) * 1e-9;
             }
             printf("  %-5s %-12s %4zu MiB: %6.2f GB/s, read %6.2f GB/s, ratio %.2f\n",
-                   ingot_dtype_name(wt), ingot__isa_name((ingot__isa)l), wb >> 20, median(g, reps),
-                   median(rr, reps), median(r, reps));
+                   ingot_dtype_name(wt), ingot__isa_name((ingot__isa)l), wb >> 20,
+                   bench_median(g, reps), bench_median(rr, reps), bench_median(r, reps));
         }
         ingot__set_isa(ingot__cpu_isa());
         free(w), free(xq);
@@ -451,20 +424,20 @@ static int kernels_mode(int reps, const char *levels)
             int rp = n >= 4096 ? (reps + 1) / 2 : reps;
             double ro[256], rb2[256], rat[256], fl = 2.0 * (double)n * (double)n * (double)n;
             for (int k = 0; k < rp; k++) {
-                double t0 = cpu_s();
+                double t0 = bench_thread_cpu_s();
                 ingot__sgemm(NULL, false, true, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-                double t1 = cpu_s();
+                double t1 = bench_thread_cpu_s();
                 ob_sgemm(ROW_MAJOR, NO_TRANS, TRANS, (int)n, (int)n, (int)n, 1.0f, A, (int)n, B,
                          (int)n, 0.0f, C, (int)n);
-                double t2 = cpu_s();
+                double t2 = bench_thread_cpu_s();
                 ro[k] = fl / (t1 - t0) * 1e-9, rb2[k] = fl / (t2 - t1) * 1e-9;
                 rat[k] = (t2 - t1) / (t1 - t0);
             }
-            qsort(ro, (size_t)rp, sizeof *ro, cmp_d);
-            qsort(rb2, (size_t)rp, sizeof *rb2, cmp_d);
+            qsort(ro, (size_t)rp, sizeof *ro, bench_cmp_double);
+            qsort(rb2, (size_t)rp, sizeof *rb2, bench_cmp_double);
             printf("  %zu^3: ours best %.1f GFLOP/s, OpenBLAS best %.1f: best/best %.3f, median "
                    "of ratios %.3f (%d reps)\n",
-                   n, ro[rp - 1], rb2[rp - 1], ro[rp - 1] / rb2[rp - 1], median(rat, rp), rp);
+                   n, ro[rp - 1], rb2[rp - 1], ro[rp - 1] / rb2[rp - 1], bench_median(rat, rp), rp);
             free(A), free(B), free(C);
         }
     }

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "cpu/kernels/kernels.h"
+#include "bench_util.h"
 
 #define MAX_REPS 101
 
@@ -50,25 +51,6 @@ static size_t (*g_quantize)(int, const float *, void *, int64_t, int64_t, int64_
                             const float *);
 static void (*g_cpu_init)(void);
 static void (*g_to_f16)(const float *, void *, int64_t);
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *a, const char *b)
 {
@@ -184,7 +166,7 @@ int main(int argc, char **argv)
             double ti_[MAX_REPS], tg[MAX_REPS];
             for (int r = -1; r < reps; r++) {
                 for (int s = 0; s < 2; s++) {
-                    double t0 = now_s();
+                    double t0 = bench_now_s();
                     if ((s + r) % 2 == 0) {
                         if (types[ti].dt == INGOT_DTYPE_F16)
                             ingot__gemm_half(pool, INGOT_DTYPE_F16, M, K, w, K, 1, x, K, false,
@@ -194,10 +176,10 @@ int main(int argc, char **argv)
                             ingot__qgemm(pool, types[ti].dt, M, K, w, rb, NULL, xq, x, K, 1,
                                          false, yi, M);
                         }
-                        if (r >= 0) ti_[r] = now_s() - t0;
+                        if (r >= 0) ti_[r] = bench_now_s() - t0;
                     } else {
                         if (g_compute(ctx, gf, threads) != 0) die("ggml compute", NULL);
-                        if (r >= 0) tg[r] = now_s() - t0;
+                        if (r >= 0) tg[r] = bench_now_s() - t0;
                     }
                 }
             }
@@ -206,7 +188,7 @@ int main(int argc, char **argv)
                 double d = (double)yi[m] - yg[m];
                 num += d * d, den += (double)yg[m] * yg[m];
             }
-            double bytes = (double)M * rb, a = median(ti_, reps), b = median(tg, reps);
+            double bytes = (double)M * rb, a = bench_median(ti_, reps), b = bench_median(tg, reps);
             printf("%-6s %6zu %8zu %8.0f | %10.2f %10.2f | %7.2fx | %9.2e\n", types[ti].name, K,
                    M, bytes / 1048576.0, bytes / a * 1e-9, bytes / b * 1e-9, b / a,
                    sqrt(num / (den > 0 ? den : 1)));

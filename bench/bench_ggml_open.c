@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#include "bench_util.h"
 
 #define MAX_REPS 201
 
@@ -47,27 +48,6 @@ static gguf_free_fn g_free;
 static gguf_find_fn g_find;
 static gguf_count_fn g_count;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-    double t[MAX_REPS];
-    memcpy(t, v, sizeof *v * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
-
 static void die(const char *what)
 {
     fprintf(stderr, "bench_ggml_open: %s\n", what);
@@ -76,7 +56,7 @@ static void die(const char *what)
 
 static double time_floor(const char *path, int iters)
 {
-    double t0 = now_s();
+    double t0 = bench_process_cpu_s();
     for (int i = 0; i < iters; i++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -86,13 +66,13 @@ static double time_floor(const char *path, int iters)
         munmap(p, (size_t)sb.st_size);
         close(fd);
     }
-    return (now_s() - t0) / iters;
+    return (bench_process_cpu_s() - t0) / iters;
 }
 
 static double time_ingot(const char *path, const char *name, int iters)
 {
     ingot_open_opts o = {.io = INGOT_IO_MMAP};
-    double t0 = now_s();
+    double t0 = bench_process_cpu_s();
     for (int i = 0; i < iters; i++) {
         ingot_file *f;
         ingot_error e;
@@ -101,19 +81,19 @@ static double time_ingot(const char *path, const char *name, int iters)
         if (name[0] && ingot_file_tensor_find(f, name, &ti)) die("ingot: tensor not found");
         ingot_file_close(f);
     }
-    return (now_s() - t0) / iters;
+    return (bench_process_cpu_s() - t0) / iters;
 }
 
 static double time_ggml(const char *path, const char *name, int iters)
 {
-    double t0 = now_s();
+    double t0 = bench_process_cpu_s();
     for (int i = 0; i < iters; i++) {
         void *g = g_init(path, (struct peer_gguf_params){true, NULL});
         if (!g) die("ggml: gguf_init_from_file failed");
         if (name[0] && g_find(g, name) < 0) die("ggml: tensor not found");
         g_free(g);
     }
-    return (now_s() - t0) / iters;
+    return (bench_process_cpu_s() - t0) / iters;
 }
 
 int main(int argc, char **argv)
@@ -169,8 +149,8 @@ int main(int argc, char **argv)
         }
         printf("%s (%" PRIu64 " tensors)\n  ingot %.2f us, ggml %.2f us, floor %.2f us: "
                "ggml / ingot %.2fx, ingot / floor %.2fx\n",
-               path, nt, median(ti_, reps) * 1e6, median(tg, reps) * 1e6,
-               median(tf, reps) * 1e6, median(rg, reps), median(rf, reps));
+               path, nt, bench_median(ti_, reps) * 1e6, bench_median(tg, reps) * 1e6,
+               bench_median(tf, reps) * 1e6, bench_median(rg, reps), bench_median(rf, reps));
     }
     dlclose(h);
     return 0;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#include "bench_util.h"
 
 #ifndef BENCH_DEFAULT_DIR
 #define BENCH_DEFAULT_DIR "."
@@ -46,35 +47,7 @@
 #define VOCAB_FIXTURE INGOT_SOURCE_DIR "/../shared/fixtures/gguf/ggml-vocab-llama-spm.gguf"
 #define MAX_REPS 101
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* CPU time of this process: robust against other processes on a loaded machine. */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-    double t[MAX_REPS];
-    memcpy(t, v, sizeof *v * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
-
 static void die(const char *what, const ingot_error *e)
 {
     fprintf(stderr, "bench_gguf: %s: %s\n", what, e ? e->msg : "failed");
@@ -88,8 +61,8 @@ static void report(const char *name, const char *unit, double scale, const doubl
     double r[MAX_REPS];
     for (int i = 0; i < reps; i++) r[i] = ing[i] / base[i];
     printf("  %-28s ingot %10.4f %-5s  baseline %10.4f %-5s  %s %6.3f\n", name,
-           median(ing, reps) * scale, unit, median(base, reps) * scale, unit, ratio_label,
-           median(r, reps));
+           bench_median(ing, reps) * scale, unit, bench_median(base, reps) * scale, unit,
+           ratio_label, bench_median(r, reps));
 }
 
 /* ---- building the files ---- */
@@ -177,7 +150,7 @@ static void write_model_exact(const char *path, uint64_t data_bytes, const ingot
 
 static double open_raw(const char *path, int iters, double *cpu)
 {
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = bench_now_s(), c0 = bench_process_cpu_s();
     for (int i = 0; i < iters; i++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -189,13 +162,13 @@ static double open_raw(const char *path, int iters, double *cpu)
         (void)first;
         munmap(p, (size_t)sb.st_size);
     }
-    *cpu = (cpu_s() - c0) / iters;
-    return (now_s() - t0) / iters;
+    *cpu = (bench_process_cpu_s() - c0) / iters;
+    return (bench_now_s() - t0) / iters;
 }
 
 static double open_ingot(const char *path, int iters, const char *tensor, double *cpu)
 {
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = bench_now_s(), c0 = bench_process_cpu_s();
     for (int i = 0; i < iters; i++) {
         ingot_file *f;
         ingot_error e;
@@ -206,8 +179,8 @@ static double open_ingot(const char *path, int iters, const char *tensor, double
         if (ingot_file_meta_find(f, "general.architecture", &m)) die("meta_find", NULL);
         ingot_file_close(f);
     }
-    *cpu = (cpu_s() - c0) / iters;
-    return (now_s() - t0) / iters;
+    *cpu = (bench_process_cpu_s() - c0) / iters;
+    return (bench_now_s() - t0) / iters;
 }
 
 static void bench_open(const char *label, const char *path, const char *tensor, int reps,
@@ -229,7 +202,7 @@ static void bench_open(const char *label, const char *path, const char *tensor, 
     report(name, "ms", 1e3, a, b, reps, "time ratio ingot/raw");
     report("  same, CPU time", "ms", 1e3, ac, bc, reps, "time ratio ingot/raw");
     for (int k = 0; k < 2; k++) {
-        double ms = median(k ? ac : a, reps) * 1e3;
+        double ms = bench_median(k ? ac : a, reps) * 1e3;
         const char *what = k ? "CPU" : "wall";
         if (ggml_hi_ms > ggml_lo_ms)
             printf("  %-28s ingot %s %.4f ms vs quoted ggml gguf_init_from_file %.1f-%.1f ms: "
@@ -252,18 +225,18 @@ static void bench_vocab(const char *path, int reps)
     double a[MAX_REPS];
     uint64_t total = 0;
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (uint64_t k = 0; k < m.count; k++) {
             const char *s;
             size_t l;
             ingot_file_meta_array_string(f, m.index, k, &s, &l);
             total += l + (uint8_t)s[0];
         }
-        a[r] = now_s() - t0;
+        a[r] = bench_now_s() - t0;
     }
     printf("  %-28s %" PRIu64 " strings in %.4f ms (%.1f ns each; info, checksum %" PRIu64 ")\n",
-           "vocab: every token string", m.count, median(a, reps) * 1e3,
-           median(a, reps) * 1e9 / (double)m.count, total % 1000);
+           "vocab: every token string", m.count, bench_median(a, reps) * 1e3,
+           bench_median(a, reps) * 1e9 / (double)m.count, total % 1000);
     ingot_file_close(f);
 }
 
@@ -310,18 +283,18 @@ static void bench_touch(const char *path, int reps)
     for (int r = -1; r < reps; r++) {
         for (int k = 0; k < 2; k++) {
             if ((r + k) % 2 == 0) {
-                double t = now_s();
+                double t = bench_now_s();
                 for (int ps = 0; ps < PASSES; ps++)
                     for (uint64_t i = 0; i < n; i++) {
                         ingot_tensor_info ti;
                         ingot_file_tensor_at(f, i, &ti);
                         s1 += sum_bytes(ti.data, (size_t)ti.nbytes);
                     }
-                if (r >= 0) a[r] = PASSES * (double)bytes / (now_s() - t);
+                if (r >= 0) a[r] = PASSES * (double)bytes / (bench_now_s() - t);
             } else {
-                double t = now_s();
+                double t = bench_now_s();
                 for (int ps = 0; ps < PASSES; ps++) s2 += sum_bytes(raw + data_off, (size_t)data_len);
-                if (r >= 0) b[r] = PASSES * (double)data_len / (now_s() - t);
+                if (r >= 0) b[r] = PASSES * (double)data_len / (bench_now_s() - t);
             }
         }
     }
@@ -334,7 +307,7 @@ static void bench_touch(const char *path, int reps)
 
 static double convert_ingot(const char *in, const char *out)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     ingot_file *f;
     ingot_error e;
     if (ingot_file_open(in, NULL, &f, &e)) die(in, &e);
@@ -381,12 +354,12 @@ static double convert_ingot(const char *in, const char *out)
     if (ingot_writer_save(w, out, &e)) die("save", &e);
     ingot_writer_free(w);
     ingot_file_close(f);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static double convert_raw(const char *in, const char *tmp, const char *out, uint64_t bytes)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int fd = open(in, O_RDONLY);
     struct stat sb;
     fstat(fd, &sb);
@@ -402,7 +375,7 @@ static double convert_raw(const char *in, const char *tmp, const char *out, uint
     close(o);
     rename(tmp, out);
     munmap((void *)(uintptr_t)p, (size_t)sb.st_size);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static void bench_convert(const char *in, const char *dir, int reps)

@@ -43,6 +43,7 @@
 
 #include "crc32c.h" /* ingot__crc32c_hw/_clmul/_sse42/_sw */
 #include "ingot/ingot.h"
+#include "bench_util.h"
 
 #if defined(INGOT_HAVE_XXHASH)
 #include <xxhash.h>
@@ -69,27 +70,6 @@
  * ------------------------------------------------------------------------------------------- */
 
 static FILE *out; /* human-readable report: stdout, or stderr with --json */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-
-static double median(const double *v, int n)
-{
-    double tmp[MAX_REPS];
-    memcpy(tmp, v, (size_t)n * sizeof *v);
-    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
-    return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
-}
 
 static void die(const char *what, const char *detail)
 {
@@ -194,9 +174,9 @@ static void record(const char *name, const char *unit, bool lower_better, const 
     for (int i = 0; i < pairs; i++)
         ratios[i] = sqrt((g[2 * i] / b[2 * i]) * (g[2 * i + 1] / b[2 * i + 1]));
     if (pairs == 0) ratios[pairs++] = g[0] / b[0];
-    r->base = median(b, reps);
-    r->ingot = median(g, reps);
-    r->ratio = median(ratios, pairs);
+    r->base = bench_median(b, reps);
+    r->ingot = bench_median(g, reps);
+    r->ratio = bench_median(ratios, pairs);
     r->goal = goal;
     char gs[16] = "-", res[8] = "info";
     if (goal > 0) {
@@ -356,7 +336,7 @@ static ingot_file *ingot_open_or_die(const char *path, const ingot_open_opts *o)
 
 static double time_open_raw(const char *path, int iters, bool touch_header, uint64_t header_len)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < iters; i++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -367,7 +347,7 @@ static double time_open_raw(const char *path, int iters, bool touch_header, uint
         munmap(p, (size_t)sb.st_size);
         close(fd);
     }
-    return (now_s() - t0) / iters * 1e6;
+    return (bench_now_s() - t0) / iters * 1e6;
 }
 
 /* The I/O floor of an open that reads its header region with pread, as ingot_file_open does:
@@ -378,7 +358,7 @@ static double time_open_raw_pread(const char *path, int iters, uint64_t header_l
     uint8_t *buf = malloc((size_t)header_len);
     if (!buf) die("out of memory", NULL);
     size_t probe = header_len < 512 ? (size_t)header_len : 512;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < iters; i++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -393,7 +373,7 @@ static double time_open_raw_pread(const char *path, int iters, uint64_t header_l
         munmap(p, (size_t)sb.st_size);
         close(fd);
     }
-    double t = (now_s() - t0) / iters * 1e6;
+    double t = (bench_now_s() - t0) / iters * 1e6;
     free(buf);
     return t;
 }
@@ -402,7 +382,7 @@ static double time_open_ingot(const char *path, int iters, const model *m, ingot
 {
     ingot_open_opts o = {0};
     o.verify = vm;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < iters; i++) {
         ingot_file *f;
         ingot_status st = ingot_file_open(path, &o, &f, NULL);
@@ -413,7 +393,7 @@ static double time_open_ingot(const char *path, int iters, const model *m, ingot
         sink += t.offset;
         ingot_file_close(f);
     }
-    return (now_s() - t0) / iters * 1e6;
+    return (bench_now_s() - t0) / iters * 1e6;
 }
 
 /* Parsing alone: open_buffer over a mapping that stays in place (no system calls, no faults). */
@@ -421,7 +401,7 @@ static double time_open_buffer(const rawmap *r, int iters, const model *m, ingot
 {
     ingot_open_opts o = {0};
     o.verify = vm;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < iters; i++) {
         ingot_file *f;
         ingot_status st = ingot_file_open_buffer(r->p, r->len, &o, &f, NULL);
@@ -432,7 +412,7 @@ static double time_open_buffer(const rawmap *r, int iters, const model *m, ingot
         sink += t.offset;
         ingot_file_close(f);
     }
-    return (now_s() - t0) / iters * 1e6;
+    return (bench_now_s() - t0) / iters * 1e6;
 }
 
 static void bench_open(const char *path, const model *m, int reps, int iters, uint64_t data_off)
@@ -472,24 +452,24 @@ static void bench_open(const char *path, const model *m, int reps, int iters, ui
 static double touch_ingot(const ingot_file *f, uint64_t *sum)
 {
     uint64_t n = ingot_file_tensor_count(f), s = 0;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (uint64_t i = 0; i < n; i++) {
         ingot_tensor_info t;
         if (ingot_file_tensor_at(f, i, &t) != INGOT_OK || !t.data) die("tensor_at", NULL);
         s += sum_bytes(t.data, (size_t)t.nbytes);
     }
     sink += s;
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     *sum = s;
     return dt;
 }
 
 static double touch_raw(const rawmap *r, uint64_t data_off, uint64_t *sum)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     uint64_t s = sum_bytes(r->p + data_off, r->len - (size_t)data_off);
     sink += s; /* each call's result is used: no call can be dropped as redundant */
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     *sum = s;
     return dt;
 }
@@ -542,7 +522,7 @@ static double verify_raw(const rawmap *r, uint64_t data_off, int threads)
 {
     const uint8_t *p = r->p + data_off;
     size_t n = r->len - (size_t)data_off;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (threads == 1) {
         sink += ingot_crc32c(0, p, n);
     } else {
@@ -554,15 +534,15 @@ static double verify_raw(const rawmap *r, uint64_t data_off, int threads)
         pthread_join(tid, NULL);
         sink += ingot_crc32c_combine(a.crc, c.crc, c.n);
     }
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static double verify_ingot(const ingot_file *f, int threads)
 {
     ingot_error e;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     ingot_status st = ingot_file_verify(f, (uint32_t)threads, &e);
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     if (st != INGOT_OK) die_st("ingot_file_verify", st, &e);
     return dt;
 }
@@ -630,11 +610,11 @@ static double hash_rate(hash_fn fn, const uint8_t *p, size_t n, int loops, int r
 {
     double v[MAX_REPS];
     for (int k = 0; k < reps; k++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int i = 0; i < loops; i++) sink += fn(p, n);
-        v[k] = (double)n * loops / (now_s() - t0) / GB;
+        v[k] = (double)n * loops / (bench_now_s() - t0) / GB;
     }
-    return median(v, reps);
+    return bench_median(v, reps);
 }
 
 static void bench_hash(const char *path, const model *m, uint64_t data_off)
@@ -715,7 +695,7 @@ static double write_raw(const model *m, const char *dir, const char *tmp, const 
                         uint64_t file_size)
 {
     settle(dir);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) die_errno("create raw file");
     const uint8_t *p = m->buf;
@@ -732,15 +712,15 @@ static double write_raw(const model *m, const char *dir, const char *tmp, const 
     if (close(fd) != 0) die_errno("close");
     if (rename(tmp, dst) != 0) die_errno("rename");
     fsync_dir(dir);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static double write_with_ingot(const model *m, const char *dir, const char *dst)
 {
     settle(dir);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     write_ingot(m, dst, true);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static void bench_write(const model *m, const char *dir, int reps, uint64_t file_size)
@@ -972,9 +952,9 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/bench_native.ingot", dir);
     model m;
     make_model(&m, size_mb * (uint64_t)MIB, (uint32_t)n_tensors, quantized);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     write_ingot(&m, path, true);
-    double gen_s = now_s() - t0;
+    double gen_s = bench_now_s() - t0;
 
     ingot_file *f = ingot_open_or_die(path, NULL);
     uint64_t file_size = ingot_file_size(f);

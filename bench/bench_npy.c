@@ -31,31 +31,9 @@
 
 #include "ingot/ingot.h"
 #include "zip.h"
+#include "bench_util.h"
 
 #define MIB (1024.0 * 1024.0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    double *t = malloc(sizeof *t * (size_t)n);
-    memcpy(t, v, sizeof *t * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_d);
-    double m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-    free(t);
-    return m;
-}
 
 static void die(const char *what, ingot_status st, const ingot_error *e)
 {
@@ -71,8 +49,8 @@ static void row(const char *name, const char *unit, double *base, double *ing, i
 {
     double r[64];
     for (int i = 0; i < reps; i++) r[i] = ing[i] / base[i];
-    printf("  %-34s base %10.3f  ingot %10.3f %-6s  ratio %6.3f\n", name, median(base, reps),
-           median(ing, reps), unit, median(r, reps));
+    printf("  %-34s base %10.3f  ingot %10.3f %-6s  ratio %6.3f\n", name, bench_median(base, reps),
+           bench_median(ing, reps), unit, bench_median(r, reps));
 }
 
 static uint64_t sum_bytes(const uint8_t *p, size_t n)
@@ -90,7 +68,7 @@ static uint64_t sum_bytes(const uint8_t *p, size_t n)
 
 static double raw_open(const char *path, int iters)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < iters; i++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -100,12 +78,12 @@ static double raw_open(const char *path, int iters)
         munmap(p, (size_t)sb.st_size);
         close(fd);
     }
-    return (now_s() - t0) / iters * 1e6;
+    return (bench_now_s() - t0) / iters * 1e6;
 }
 
 static double ingot_open_time(const char *path, int iters, const char *find)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < iters; i++) {
         ingot_file *f;
         ingot_error e;
@@ -116,13 +94,13 @@ static double ingot_open_time(const char *path, int iters, const char *find)
         sink += t.offset;
         ingot_file_close(f);
     }
-    return (now_s() - t0) / iters * 1e6;
+    return (bench_now_s() - t0) / iters * 1e6;
 }
 
 /* Writes every tensor of src to path in `format`, data pointers into the mapping. Seconds. */
 static double convert(const ingot_file *src, const char *format, const char *path)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     ingot_writer_opts wo = {0};
     wo.format = format;
     wo.no_fsync = true;
@@ -138,12 +116,12 @@ static double convert(const ingot_file *src, const char *format, const char *pat
     }
     if ((st = ingot_writer_save(w, path, &e))) die("save", st, &e);
     ingot_writer_free(w);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static double raw_write(const uint8_t *p, size_t n, const char *path)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -158,7 +136,7 @@ static double raw_write(const uint8_t *p, size_t n, const char *path)
     }
     close(fd);
     rename(tmp, path);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 int main(int argc, char **argv)
@@ -253,9 +231,9 @@ int main(int argc, char **argv)
         if (!t.data || t.flags) die("touch: tensor not zero-copy", INGOT_UNSUPPORTED, NULL);
     }
     for (int k = 0; k < reps; k++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         sink += sum_bytes(map, fsize);
-        double t1 = now_s();
+        double t1 = bench_now_s();
         uint64_t s = 0;
         for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) {
             ingot_tensor_info t;
@@ -263,7 +241,7 @@ int main(int argc, char **argv)
             s += sum_bytes(t.data, t.nbytes);
         }
         sink += s;
-        double t2 = now_s();
+        double t2 = bench_now_s();
         b[k] = fsize / (t1 - t0) / 1e9;
         g[k] = tbytes / (t2 - t1) / 1e9;
     }
@@ -271,21 +249,21 @@ int main(int argc, char **argv)
 
     /* verify */
     for (int k = 0; k < reps; k++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         sink += ingot__crc32(0, map, fsize);
-        double t1 = now_s();
+        double t1 = bench_now_s();
         if ((st = ingot_file_verify(f, 1, &e))) die("verify", st, &e);
-        double t2 = now_s();
+        double t2 = bench_now_s();
         b[k] = fsize / (t1 - t0) / 1e9;
         g[k] = tbytes / (t2 - t1) / 1e9;
     }
     row("verify (GB/s; zip CRC-32, info)", "GB/s", b, g, reps);
     for (int k = 0; k < reps; k++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         sink += crc32(0, map, (uInt)(fsize > UINT32_MAX ? UINT32_MAX : fsize));
-        double t1 = now_s();
+        double t1 = bench_now_s();
         sink += ingot__crc32(0, map, fsize);
-        double t2 = now_s();
+        double t2 = bench_now_s();
         b[k] = fsize / (t1 - t0) / 1e9;
         g[k] = fsize / (t2 - t1) / 1e9;
     }

@@ -43,6 +43,7 @@
 #include "ingot/ingot.h"
 #include "crc32c.h"
 #include "utf8.h"
+#include "bench_util.h"
 
 #ifndef BENCH_DEFAULT_DIR
 #define BENCH_DEFAULT_DIR "."
@@ -59,27 +60,6 @@ extern char **environ;
 /* CPU time of this process by default (user + system: the system calls count), which a machine
  * shared with other work disturbs far less than wall time; --wall for wall time. */
 static clockid_t bench_clock = CLOCK_PROCESS_CPUTIME_ID;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(bench_clock, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-    double t[MAX_REPS];
-    memcpy(t, v, sizeof *v * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
 
 static void die(const char *what, const ingot_error *e)
 {
@@ -310,7 +290,7 @@ static ingot_open_opts open_opts = {.io = INGOT_IO_MMAP};
 
 static double time_floor(const char *path, int iters)
 {
-    double t0 = now_s();
+    double t0 = bench_clock_s(bench_clock);
     for (int i = 0; i < iters; i++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -320,12 +300,12 @@ static double time_floor(const char *path, int iters)
         munmap(p, (size_t)sb.st_size);
         close(fd);
     }
-    return (now_s() - t0) / iters;
+    return (bench_clock_s(bench_clock) - t0) / iters;
 }
 
 static double time_open(const api *a, const char *path, const char *tensor, int iters)
 {
-    double t0 = now_s();
+    double t0 = bench_clock_s(bench_clock);
     for (int i = 0; i < iters; i++) {
         ingot_file *f;
         ingot_error e;
@@ -334,7 +314,7 @@ static double time_open(const api *a, const char *path, const char *tensor, int 
         if (tensor && a->find(f, tensor, &t)) die("find", NULL);
         a->close(f);
     }
-    return (now_s() - t0) / iters;
+    return (bench_clock_s(bench_clock) - t0) / iters;
 }
 
 /* numpy in a child: median microseconds per open, or -1 */
@@ -354,8 +334,8 @@ static void line(const char *label, const double *a, const double *b, int reps, 
 {
     double r[MAX_REPS];
     for (int i = 0; i < reps; i++) r[i] = a[i] / b[i];
-    printf("  %-30s %10.2f us  vs %-26s %10.2f us  ratio %7.3f\n", label, median(a, reps) * 1e6,
-           vs, median(b, reps) * 1e6, median(r, reps));
+    printf("  %-30s %10.2f us  vs %-26s %10.2f us  ratio %7.3f\n", label,
+           bench_median(a, reps) * 1e6, vs, bench_median(b, reps) * 1e6, bench_median(r, reps));
 }
 
 /* One open case: ingot against the floor, the old library and a numpy mode (NULL: none), and,
@@ -451,34 +431,35 @@ static void utf8_case(int reps)
     }
     ingot__utf8_limit(INGOT__UTF8_TOP);
     for (int r = 0; r < reps; r++) {
-        double t = now_s();
+        double t = bench_clock_s(bench_clock);
         for (int i = 0; i < inner; i++) sink += plain_scan(sec, n);
-        scan[r] = (now_s() - t) / inner;
-        t = now_s();
+        scan[r] = (bench_clock_s(bench_clock) - t) / inner;
+        t = bench_clock_s(bench_clock);
         for (int i = 0; i < inner; i++) sink += (uintptr_t)memchr(sec, 0xFF, n);
-        mc[r] = (now_s() - t) / inner;
-        t = now_s();
+        mc[r] = (bench_clock_s(bench_clock) - t) / inner;
+        t = bench_clock_s(bench_clock);
         for (int i = 0; i < inner / 4; i++) sink += byte_scan(sec, n);
-        bs[r] = (now_s() - t) / (inner / 4);
+        bs[r] = (bench_clock_s(bench_clock) - t) / (inner / 4);
         for (int k = 0; k < nl; k++) {
             ingot__utf8_limit(levels[k]);
-            t = now_s();
+            t = bench_clock_s(bench_clock);
             for (int i = 0; i < inner; i++)
                 if (!ingot__utf8_valid(sec, n, true)) die("vocab not UTF-8", NULL);
-            lv[k][r] = (now_s() - t) / inner;
+            lv[k][r] = (bench_clock_s(bench_clock) - t) / inner;
         }
         ingot__utf8_limit(INGOT__UTF8_TOP);
-        t = now_s();
+        t = bench_clock_s(bench_clock);
         for (int i = 0; i < inner / 10; i++)
             for (uint64_t k = 0; k < m.count; k++)
                 sink += ingot__utf8_valid(sec + off[k], len[k], true);
-        per[r] = (now_s() - t) / (inner / 10);
+        per[r] = (bench_clock_s(bench_clock) - t) / (inner / 10);
     }
     double gb = (double)n * 1e-9;
     printf("  %-40s %8.2f GB/s  (the baseline)\n", "plain scan (OR of every byte, by words)",
-           gb / median(scan, reps));
-    printf("  %-40s %8.2f GB/s  (info)\n", "byte loop (OR of every byte)", gb / median(bs, reps));
-    printf("  %-40s %8.2f GB/s  (info)\n", "glibc memchr", gb / median(mc, reps));
+           gb / bench_median(scan, reps));
+    printf("  %-40s %8.2f GB/s  (info)\n", "byte loop (OR of every byte)",
+           gb / bench_median(bs, reps));
+    printf("  %-40s %8.2f GB/s  (info)\n", "glibc memchr", gb / bench_median(mc, reps));
     static const char *const names[INGOT__UTF8_TOP + 1] = {"portable", "SSE4.1", "AVX2",
                                                             "AVX-512BW", "AVX-512 VBMI"};
     for (int k = 0; k < nl; k++) {
@@ -487,11 +468,11 @@ static void utf8_case(int reps)
         char lab[64];
         snprintf(lab, sizeof lab, "ingot__utf8_valid, section, %s%s", names[levels[k]],
                  k == nl - 1 ? " (default)" : "");
-        printf("  %-40s %8.2f GB/s  ratio to the scan %6.3f\n", lab, gb / median(lv[k], reps),
-               median(r, reps));
+        printf("  %-40s %8.2f GB/s  ratio to the scan %6.3f\n", lab, gb / bench_median(lv[k], reps),
+               bench_median(r, reps));
     }
     printf("  %-40s %8.2f GB/s  (info: one call per token)\n", "ingot__utf8_valid, per string",
-           gb / median(per, reps));
+           gb / bench_median(per, reps));
     free(sec);
     free(off);
     free(len);
@@ -530,20 +511,20 @@ static void crc_case(int reps)
         size_t n = sizes[z];
         int inner = (int)((16u << 20) / n);
         for (int r = 0; r < reps; r++) {
-            double t = now_s();
+            double t = bench_clock_s(bench_clock);
             for (int i = 0; i < inner; i++) sink += plain_scan(b, n);
-            t0[r] = (now_s() - t) / inner;
+            t0[r] = (bench_clock_s(bench_clock) - t) / inner;
             for (int k = 0; k < nl; k++) {
                 ingot__crc32c_limit(levels[k]);
-                t = now_s();
+                t = bench_clock_s(bench_clock);
                 for (int i = 0; i < inner; i++) sink += ingot_crc32c((uint32_t)i, b, n);
-                lv[k][r] = (now_s() - t) / inner;
+                lv[k][r] = (bench_clock_s(bench_clock) - t) / inner;
             }
             ingot__crc32c_limit(INGOT__CRC32C_TOP);
         }
         double gb = (double)n * 1e-9;
-        printf("  %10zu %12.2f", n, gb / median(t0, reps));
-        for (int k = 0; k < nl; k++) printf(" %11.2f", gb / median(lv[k], reps));
+        printf("  %10zu %12.2f", n, gb / bench_median(t0, reps));
+        for (int k = 0; k < nl; k++) printf(" %11.2f", gb / bench_median(lv[k], reps));
         printf("\n");
     }
     free(b);

@@ -15,18 +15,13 @@
 
 #include "cpu/kernels/kernels.h"
 #include "ingot/quant.h"
+#include "bench_util.h"
 
 static double cpu_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -114,8 +109,8 @@ int main(int argc, char **argv)
                 ingot__sgemm(pool, false, true, nx, M, K, 1.0f, X, K, Wf, K, 0.0f, Y, M);
                 t2[r] = cpu_now() - t0;
             }
-            qsort(t1, (size_t)reps, sizeof t1[0], cmpd);
-            qsort(t2, (size_t)reps, sizeof t2[0], cmpd);
+            qsort(t1, (size_t)reps, sizeof t1[0], bench_cmp_double);
+            qsort(t2, (size_t)reps, sizeof t2[0], bench_cmp_double);
             ours += t1[reps / 2], f32 += t2[reps / 2], flops += 2.0 * (double)(M * K * nx);
         }
         printf("{\"dtype\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"nx\": %zu, "

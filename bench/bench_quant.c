@@ -16,19 +16,7 @@
 #include <time.h>
 
 #include "ingot/ingot.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 static uint32_t rng = 0x12345678u;
 static uint8_t rnd(void)
@@ -76,11 +64,11 @@ static double median_time(int reps, void (*fn)(void *), void *ctx)
     double *t = malloc(sizeof *t * (size_t)reps);
     fn(ctx); /* warm-up: page faults, caches */
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now_s();
         fn(ctx);
-        t[r] = now() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    qsort(t, (size_t)reps, sizeof *t, bench_cmp_double);
     double m = t[reps / 2];
     free(t);
     return m;

@@ -32,38 +32,13 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#include "bench_util.h"
 
 #ifndef BENCH_DEFAULT_DIR
 #define BENCH_DEFAULT_DIR "."
 #endif
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* CPU time of this thread: on a shared, loaded machine it leaves out the time spent descheduled. */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void die(const char *what, const ingot_error *e)
 {
     fprintf(stderr, "bench_safetensors: %s: %s\n", what, e ? e->msg : "");
@@ -244,23 +219,23 @@ int main(int argc, char **argv)
     volatile uint64_t sink = 0;
     double *ca = calloc((size_t)reps, sizeof *ca), *cb2 = calloc((size_t)reps, sizeof *cb2);
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s(), u0 = cpu_s();
+        double t0 = bench_now_s(), u0 = bench_thread_cpu_s();
         for (int k = 0; k < inner; k++) {
             ingot_file *f;
             if (ingot_file_open_buffer(img, flen, NULL, &f, &e) != INGOT_OK) die("open_buffer", &e);
             sink += ingot_file_tensor_count(f);
             ingot_file_close(f);
         }
-        double t1 = now_s(), u1 = cpu_s();
+        double t1 = bench_now_s(), u1 = bench_thread_cpu_s();
         for (int k = 0; k < inner; k++) sink += jsonc_parse((const char *)img + 8, (size_t)hn);
-        double t2 = now_s(), u2 = cpu_s();
+        double t2 = bench_now_s(), u2 = bench_thread_cpu_s();
         a[r] = (t1 - t0) / inner;
         b[r] = (t2 - t1) / inner;
         ca[r] = (u1 - u0) / inner;
         cb2[r] = (u2 - u1) / inner;
     }
-    double pi = median(a, reps), pj = median(b, reps);
-    double pic = median(ca, reps), pjc = median(cb2, reps);
+    double pi = bench_median(a, reps), pj = bench_median(b, reps);
+    double pic = bench_median(ca, reps), pjc = bench_median(cb2, reps);
     printf("parse   ingot %.4f ms   json-c %.4f ms   json-c/ingot %.2fx   (wall-clock medians)\n",
            pi * 1e3, pj * 1e3, pj / pi);
     printf("parse   ingot %.4f ms   json-c %.4f ms   json-c/ingot %.2fx   (thread CPU time medians; "
@@ -272,16 +247,16 @@ int main(int argc, char **argv)
     size_t slen = 0;
     uint8_t *spaced = respace(img, flen, &slen);
     for (int r = 0; r < reps; r++) {
-        double u0 = cpu_s();
+        double u0 = bench_thread_cpu_s();
         for (int k = 0; k < inner; k++) {
             ingot_file *f;
             if (ingot_file_open_buffer(spaced, slen, NULL, &f, &e) != INGOT_OK) die("open spaced", &e);
             sink += ingot_file_tensor_count(f);
             ingot_file_close(f);
         }
-        ca[r] = (cpu_s() - u0) / inner;
+        ca[r] = (bench_thread_cpu_s() - u0) / inner;
     }
-    double psc = median(ca, reps);
+    double psc = bench_median(ca, reps);
     printf("parse   ingot general path only (header respaced, %zu bytes) %.4f ms   json-c/ingot %.2fx "
            "(thread CPU time medians)\n", slen - (flen - 8 - (size_t)hn) - 8, psc * 1e3, pjc / psc);
     free(spaced);
@@ -290,7 +265,7 @@ int main(int argc, char **argv)
 
     /* open via path vs raw mmap */
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int k = 0; k < inner; k++) {
             ingot_file *f;
             ingot_tensor_info t;
@@ -298,7 +273,7 @@ int main(int argc, char **argv)
             ingot_file_tensor_find(f, "lm_head.weight", &t);
             ingot_file_close(f);
         }
-        double t1 = now_s();
+        double t1 = bench_now_s();
         for (int k = 0; k < inner; k++) {
             int fd = open(path, O_RDONLY | O_CLOEXEC);
             struct stat sb;
@@ -308,11 +283,11 @@ int main(int argc, char **argv)
             munmap(m, (size_t)sb.st_size);
             close(fd);
         }
-        double t2 = now_s();
+        double t2 = bench_now_s();
         a[r] = (t1 - t0) / inner;
         b[r] = (t2 - t1) / inner;
     }
-    double oi = median(a, reps), ob = median(b, reps);
+    double oi = bench_median(a, reps), ob = bench_median(b, reps);
     printf("open    ingot %.4f ms   raw open+fstat+mmap+munmap+close %.4f ms   ingot/raw %.2fx\n",
            oi * 1e3, ob * 1e3, oi / ob);
 
@@ -330,16 +305,16 @@ int main(int argc, char **argv)
     }
     int treps = reps < 11 ? reps : 11;
     for (int r = 0; r < treps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         uint64_t s1 = 0;
         for (uint64_t i = 0; i < ingot_file_tensor_count(f); i++) {
             ingot_tensor_info t;
             ingot_file_tensor_at(f, i, &t);
             s1 += sum_bytes(t.data, (size_t)t.nbytes);
         }
-        double t1 = now_s();
+        double t1 = bench_now_s();
         uint64_t s2 = sum_bytes((const uint8_t *)m + 8 + hn, (size_t)(flen - 8 - hn));
-        double t2 = now_s();
+        double t2 = bench_now_s();
         lseek(fd, 0, SEEK_SET);
         size_t got = 0;
         while (got < flen) {
@@ -347,13 +322,13 @@ int main(int argc, char **argv)
             if (k <= 0) break;
             got += (size_t)k;
         }
-        double t3 = now_s();
+        double t3 = bench_now_s();
         sink += s1 + s2 + rbuf[flen - 1];
         a[r] = (double)data_bytes / (t1 - t0);
         b[r] = (double)data_bytes / (t2 - t1);
         c[r] = (double)flen / (t3 - t2);
     }
-    double ti = median(a, treps), tr = median(b, treps), tread = median(c, treps);
+    double ti = bench_median(a, treps), tr = bench_median(b, treps), tread = bench_median(c, treps);
     printf("touch   ingot %.2f GB/s   raw mmap sum %.2f GB/s (ingot/raw %.2f)   read() %.2f GB/s\n",
            ti / 1e9, tr / 1e9, ti / tr, tread / 1e9);
     munmap(m, flen);
@@ -361,7 +336,7 @@ int main(int argc, char **argv)
     /* convert to .ingot vs plain copy */
     int creps = reps < 7 ? reps : 7;
     for (int r = 0; r < creps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         ingot_writer_opts wo = {0};
         wo.no_fsync = true;
         ingot_writer *w;
@@ -381,7 +356,7 @@ int main(int argc, char **argv)
         }
         if (ingot_writer_save(w, out_path, &e) != INGOT_OK) die("convert", &e);
         ingot_writer_free(w);
-        double t1 = now_s();
+        double t1 = bench_now_s();
         char cp_path[1200];
         snprintf(cp_path, sizeof cp_path, "%s.copy", out_path);
         int ofd = open(cp_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -392,12 +367,12 @@ int main(int argc, char **argv)
             if (write(ofd, rbuf, (size_t)k) != k) die("write", NULL);
         }
         close(ofd);
-        double t2 = now_s();
+        double t2 = bench_now_s();
         unlink(cp_path);
         a[r] = (double)data_bytes / (t1 - t0);
         b[r] = (double)flen / (t2 - t1);
     }
-    double ci = median(a, creps), cb = median(b, creps);
+    double ci = bench_median(a, creps), cb = bench_median(b, creps);
     printf("convert safetensors->ingot %.2f GB/s   read+write copy %.2f GB/s   ingot/copy %.2f\n",
            ci / 1e9, cb / 1e9, ci / cb);
     unlink(out_path);

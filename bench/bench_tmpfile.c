@@ -25,29 +25,7 @@
 
 #include "afile.h"
 #include "ingot/ingot.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-    double *t = malloc(sizeof *t * (size_t)n);
-    memcpy(t, v, sizeof *t * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_d);
-    double m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-    free(t);
-    return m;
-}
+#include "bench_util.h"
 
 static void save(const char *path, const void *data, uint64_t n, bool do_fsync)
 {
@@ -81,30 +59,30 @@ static double run_case(int c, bool unnamed, const char *dir, const uint8_t *smal
     switch (c) {
     case 0:
         save(path, small, 4096, false);
-        t0 = now_s();
+        t0 = bench_now_s();
         for (int i = 0; i < small_iters; i++) save(path, small, 4096, false);
-        t = (now_s() - t0) / small_iters;
+        t = (bench_now_s() - t0) / small_iters;
         break;
     case 1:
         unlink(path);
-        t0 = now_s();
+        t0 = bench_now_s();
         for (int i = 0; i < small_iters; i++) {
             save(path, small, 4096, false);
             unlink(path);
         }
-        t = (now_s() - t0) / small_iters;
+        t = (bench_now_s() - t0) / small_iters;
         break;
     case 2:
         save(path, small, 4096, false);
-        t0 = now_s();
+        t0 = bench_now_s();
         for (int i = 0; i < fsync_iters; i++) save(path, small, 4096, true);
-        t = (now_s() - t0) / fsync_iters;
+        t = (bench_now_s() - t0) / fsync_iters;
         break;
     default:
         save(path, small, 4096, false);
-        t0 = now_s();
+        t0 = bench_now_s();
         save(path, big, big_n, true);
-        t = now_s() - t0;
+        t = bench_now_s() - t0;
         break;
     }
     unlink(path);
@@ -155,14 +133,14 @@ int main(int argc, char **argv)
                     run_case(c, unnamed, dir, small, big, small_iters, fsync_iters, big_n);
             }
         for (int r = 0; r < reps; r++) ratio[r] = rows[c].t[1][r] / rows[c].t[0][r];
-        double mn = median(rows[c].t[0], reps) * rows[c].scale;
-        double mu = median(rows[c].t[1], reps) * rows[c].scale;
+        double mn = bench_median(rows[c].t[0], reps) * rows[c].scale;
+        double mu = bench_median(rows[c].t[1], reps) * rows[c].scale;
         char label[64];
         snprintf(label, sizeof label, "%s", rows[c].name);
         if (c == 3) snprintf(label, sizeof label, "large (%llu MiB, fsync)",
                              (unsigned long long)size_mb);
         printf("  %-40s named %9.3f %s  unnamed %9.3f %s  unnamed/named %.3f\n", label, mn,
-               rows[c].unit, mu, rows[c].unit, median(ratio, reps));
+               rows[c].unit, mu, rows[c].unit, bench_median(ratio, reps));
         fflush(stdout);
     }
     return 0;

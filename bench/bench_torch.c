@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ingot/ingot.h"
+#include "bench_util.h"
 
 #ifndef BENCH_DEFAULT_DIR
 #define BENCH_DEFAULT_DIR "."
@@ -37,29 +38,10 @@
 
 extern char **environ;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Child: open + touch; prints "open_s total_s tensors checksum". */
 static int child(const char *path, bool sum_all)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     ingot_file *f;
     ingot_error e;
     if (ingot_file_open(path, NULL, &f, &e) != INGOT_OK) {
@@ -67,7 +49,7 @@ static int child(const char *path, bool sum_all)
         fprintf(stderr, "open: %s\n", ingot_error_format(&e, buf, sizeof buf));
         return 1;
     }
-    double t1 = now_s();
+    double t1 = bench_now_s();
     uint64_t n = ingot_file_tensor_count(f), acc = 0;
     for (uint64_t i = 0; i < n; i++) {
         ingot_tensor_info t;
@@ -87,7 +69,7 @@ static int child(const char *path, bool sum_all)
         acc += s;
     }
     ingot_file_close(f);
-    printf("%.6f %.6f %" PRIu64 " %" PRIu64 "\n", t1 - t0, now_s() - t0, n, acc);
+    printf("%.6f %.6f %" PRIu64 " %" PRIu64 "\n", t1 - t0, bench_now_s() - t0, n, acc);
     return 0;
 }
 
@@ -100,7 +82,7 @@ static double run_proc(char *const argv[], char *out, size_t cap)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
     posix_spawn_file_actions_addclose(&fa, fd[0]);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     pid_t pid;
     if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0) return -1;
     close(fd[1]);
@@ -111,7 +93,7 @@ static double run_proc(char *const argv[], char *out, size_t cap)
     close(fd[0]);
     int status;
     waitpid(pid, &status, 0);
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     posix_spawn_file_actions_destroy(&fa);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "command failed: %s ... (%s)\n", argv[0], out);
@@ -224,15 +206,15 @@ int main(int argc, char **argv)
     }
     printf("%d tensors, %d reps, medians (fresh process each, page cache warm):\n", nt_torch, reps);
     printf("  torch.load process            %8.3f s   (torch.load alone %.3f s)\n",
-           median(tw, reps), median(tl, reps));
-    printf("  ingot open + touch process    %8.4f s   (open alone %.5f s)\n", median(iw, reps),
-           median(io, reps));
-    printf("  ingot open + sum all bytes    %8.4f s\n", median(sw, reps));
+           bench_median(tw, reps), bench_median(tl, reps));
+    printf("  ingot open + touch process    %8.4f s   (open alone %.5f s)\n",
+           bench_median(iw, reps), bench_median(io, reps));
+    printf("  ingot open + sum all bytes    %8.4f s\n", bench_median(sw, reps));
     printf("  in-process: torch.load alone %.3f s vs ingot open + touch %.5f s: %.0f x\n",
-           median(tl, reps), median(it, reps), median(r3, reps));
+           bench_median(tl, reps), bench_median(it, reps), bench_median(r3, reps));
     printf("  ratio torch / ingot touch     %8.1f x   (median of per-rep ratios; goal >= 20)\n",
-           median(r1, reps));
-    printf("  ratio torch / ingot sum-all   %8.1f x\n", median(r2, reps));
+           bench_median(r1, reps));
+    printf("  ratio torch / ingot sum-all   %8.1f x\n", bench_median(r2, reps));
     printf("commands:\n  /usr/bin/python3 -c '<import torch; torch.load(%s); touch>'\n"
            "  %s --child %s touch|sum\n",
            path, self, path);

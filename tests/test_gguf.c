@@ -8,6 +8,7 @@
  */
 #include <json-c/json.h>
 
+#include "convert_mem.h"
 #include "harness.h"
 #include "sha256.h"
 
@@ -368,49 +369,6 @@ TEST(test_gguf_fixtures_pread)
 /* ---- writer ---- */
 
 /* Copies metadata entry m of f into w with the same type (what `ingot convert` does). */
-static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_meta_info *m)
-{
-    char key[1024];
-    snprintf(key, sizeof key, "%.*s", (int)m->key_len, m->key);
-    if (m->is_array) {
-        if (m->type == INGOT_META_STRING || m->type == INGOT_META_BYTES) {
-            const void **p = malloc((m->count + 1) * sizeof *p);
-            size_t *l = malloc((m->count + 1) * sizeof *l);
-            for (uint64_t k = 0; k < m->count; k++) {
-                const char *s;
-                ingot_file_meta_array_string(f, m->index, k, &s, &l[k]);
-                p[k] = s;
-            }
-            ingot_status st = ingot_writer_set_string_array(w, key, m->type, p, l, m->count);
-            free(p);
-            free(l);
-            return st;
-        }
-        size_t esz = ingot_meta_type_size(m->type);
-        void *buf = malloc(m->count * esz + 1);
-        ingot_file_meta_array_read(f, m->index, m->type, 0, m->count, buf);
-        ingot_status st = ingot_writer_set_array(w, key, m->type, buf, m->count);
-        free(buf);
-        return st;
-    }
-    switch (m->type) {
-    case INGOT_META_U8: return ingot_writer_set_u8(w, key, (uint8_t)m->v.u);
-    case INGOT_META_U16: return ingot_writer_set_u16(w, key, (uint16_t)m->v.u);
-    case INGOT_META_U32: return ingot_writer_set_u32(w, key, (uint32_t)m->v.u);
-    case INGOT_META_U64: return ingot_writer_set_u64(w, key, m->v.u);
-    case INGOT_META_I8: return ingot_writer_set_i8(w, key, (int8_t)m->v.i);
-    case INGOT_META_I16: return ingot_writer_set_i16(w, key, (int16_t)m->v.i);
-    case INGOT_META_I32: return ingot_writer_set_i32(w, key, (int32_t)m->v.i);
-    case INGOT_META_I64: return ingot_writer_set_i64(w, key, m->v.i);
-    case INGOT_META_F32: return ingot_writer_set_f32(w, key, (float)m->v.f);
-    case INGOT_META_F64: return ingot_writer_set_f64(w, key, m->v.f);
-    case INGOT_META_BOOL: return ingot_writer_set_bool(w, key, m->v.b);
-    case INGOT_META_STRING: return ingot_writer_set_stringn(w, key, m->data, (size_t)m->count);
-    case INGOT_META_BYTES: return ingot_writer_set_bytes(w, key, m->data, (size_t)m->count);
-    default: return INGOT_BAD_TYPE;
-    }
-}
-
 typedef struct {
     int count;
     char last[512];
@@ -427,25 +385,12 @@ static void on_notice(void *ctx, const char *msg)
 static ingot_status convert_mem(const ingot_file *f, const char *format, uint32_t align,
                                 notices *nt, uint8_t **out, size_t *n, ingot_error *e)
 {
-    ingot_writer_opts wo = {.format = format, .alignment = align, .no_fsync = true};
-    ingot_writer *w;
-    ingot_status st = ingot_writer_new(&wo, &w, e);
-    if (st) return st;
-    if (nt) ingot_writer_set_notice(w, on_notice, nt);
-    for (uint64_t i = 0; i < ingot_file_meta_count(f) && !st; i++) {
-        ingot_meta_info m;
-        ingot_file_meta_at(f, i, &m);
-        st = copy_meta(w, f, &m);
-    }
-    for (uint64_t i = 0; i < ingot_file_tensor_count(f) && !st; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
-        st = ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, NULL, t.data, e);
-    }
-    if (!st) st = ingot_writer_begin_mem(w, e);
+    test_convert_opts o = {.format = format,
+                           .alignment = align,
+                           .notice = nt ? on_notice : NULL,
+                           .notice_ctx = nt};
     void *p = NULL;
-    if (!st) st = ingot_writer_commit_mem(w, &p, n, e);
-    ingot_writer_free(w);
+    ingot_status st = test_convert_mem(f, &o, &p, n, e);
     if (st) return st;
     *out = malloc(*n ? *n : 1);
     memcpy(*out, p, *n);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "convert_mem.h"
 #include "harness.h"
 #include "ingot/ingot.h"
 #include "support/sha256.h"
@@ -72,73 +73,12 @@ static void on_notice(void *ctx, const char *msg)
     snprintf(n->all + l, sizeof n->all - l, "%s\n", msg);
 }
 
-static ingot_status copy_meta(ingot_writer *w, const ingot_file *f, const ingot_meta_info *m)
-{
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)m->key_len, m->key);
-    if (!m->is_array) {
-        switch (m->type) {
-        case INGOT_META_U8: return ingot_writer_set_u8(w, key, (uint8_t)m->v.u);
-        case INGOT_META_U16: return ingot_writer_set_u16(w, key, (uint16_t)m->v.u);
-        case INGOT_META_U32: return ingot_writer_set_u32(w, key, (uint32_t)m->v.u);
-        case INGOT_META_U64: return ingot_writer_set_u64(w, key, m->v.u);
-        case INGOT_META_I64: return ingot_writer_set_i64(w, key, m->v.i);
-        case INGOT_META_F64: return ingot_writer_set_f64(w, key, m->v.f);
-        case INGOT_META_BOOL: return ingot_writer_set_bool(w, key, m->v.b);
-        case INGOT_META_STRING: return ingot_writer_set_stringn(w, key, m->data, (size_t)m->count);
-        case INGOT_META_BYTES: return ingot_writer_set_bytes(w, key, m->data, (size_t)m->count);
-        default: return INGOT_BAD_TYPE;
-        }
-    }
-    if (m->type == INGOT_META_STRING) {
-        const void *el[64];
-        size_t lens[64];
-        if (m->count > 64) return INGOT_LIMIT;
-        for (uint64_t k = 0; k < m->count; k++) {
-            const char *s;
-            ingot_status st = ingot_file_meta_array_string(f, m->index, k, &s, &lens[k]);
-            if (st != INGOT_OK) return st;
-            el[k] = s;
-        }
-        return ingot_writer_set_string_array(w, key, m->type, el, lens, m->count);
-    }
-    uint8_t buf[1024];
-    uint32_t esz = ingot_meta_type_size(m->type);
-    if (m->count * esz > sizeof buf) return INGOT_LIMIT;
-    ingot_status st = ingot_file_meta_array_read(f, m->index, m->type, 0, m->count, buf);
-    if (st != INGOT_OK) return st;
-    return ingot_writer_set_array(w, key, m->type, buf, m->count);
-}
-
 static ingot_status convert(const ingot_file *f, const char *format, bool pushed, notices *nt,
                             void **out, size_t *n, ingot_error *e)
 {
-    ingot_writer_opts wo = {.format = format};
-    ingot_writer *w;
-    ingot_status st = ingot_writer_new(&wo, &w, e);
-    if (st != INGOT_OK) return st;
-    if (nt) ingot_writer_set_notice(w, on_notice, nt);
-    for (uint64_t i = 0; i < ingot_file_meta_count(f) && st == INGOT_OK; i++) {
-        ingot_meta_info m;
-        ingot_file_meta_at(f, i, &m);
-        st = copy_meta(w, f, &m);
-    }
-    uint64_t nt_ = ingot_file_tensor_count(f);
-    for (uint64_t i = 0; i < nt_ && st == INGOT_OK; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
-        st = ingot_writer_add_tensor(w, t.name, t.dtype, t.rank, t.shape, NULL,
-                                     pushed ? NULL : t.data, e);
-    }
-    if (st == INGOT_OK) st = ingot_writer_begin_mem(w, e);
-    for (uint64_t i = 0; pushed && i < nt_ && st == INGOT_OK; i++) {
-        ingot_tensor_info t;
-        ingot_file_tensor_at(f, i, &t);
-        st = ingot_writer_write(w, t.data, (size_t)t.nbytes, e);
-    }
-    if (st == INGOT_OK) st = ingot_writer_commit_mem(w, out, n, e);
-    ingot_writer_free(w);
-    return st;
+    test_convert_opts o = {
+        .format = format, .pushed = pushed, .notice = nt ? on_notice : NULL, .notice_ctx = nt};
+    return test_convert_mem(f, &o, out, n, e);
 }
 
 /* ---- a file builder: canonical layout around a JSON text and index entries ---- */

@@ -36,7 +36,10 @@ static void make_w(ingot_backend *be, wmat *w, ingot_dtype dt, int64_t rows, int
     float *f = malloc(n * 4);
     for (size_t i = 0; i < n; i++) f[i] = urand() * (1.0f + (float)(i % 7));
     *mem = malloc(bytes);
-    ASSERT_OK(ingot_quantize(dt, f, n, *mem, bytes, NULL));
+    if (dt == INGOT_DTYPE_F16 || dt == INGOT_DTYPE_BF16)
+        ASSERT_OK(ingot_f32_encode(dt, f, n, *mem, bytes, NULL));
+    else
+        ASSERT_OK(ingot_quantize(dt, f, n, *mem, bytes, NULL));
     free(f);
     ASSERT_OK(ingot_buffer_wrap(be, *mem, bytes, false, &w->buf, NULL));
     int64_t shape[2] = {rows, K};
@@ -76,6 +79,9 @@ static const mcase CASES[] = {
     /* Qwen2-style biases on q, k and v; a bias on one segment only */
     {3, {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q8_0}, {896, 128, 128}, {1, 1, 1}, 896},
     {2, {INGOT_DTYPE_Q6_K, INGOT_DTYPE_Q4_K}, {700, 900}, {0, 1}, 512},
+    /* F16 / BF16 (x not quantized), alone and beside block types, a bias */
+    {3, {INGOT_DTYPE_F16, INGOT_DTYPE_F16, INGOT_DTYPE_F16}, {1024, 256, 256}, {0}, 1024},
+    {3, {INGOT_DTYPE_BF16, INGOT_DTYPE_Q8_0, INGOT_DTYPE_F16}, {130, 520, 77}, {0, 1, 1}, 544},
     /* one segment: the output head's shape */
     {1, {INGOT_DTYPE_Q4_K}, {4000}, {0}, 256},
 };

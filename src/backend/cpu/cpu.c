@@ -385,21 +385,25 @@ bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[]
     size_t xbytes = 0;
     for (uint32_t i = 0; i < n; i++) {
         const ingot_tensor *wi = w[i], *bi = bias ? bias[i] : NULL;
-        if (!wi || !dst[i] || wi->rank != 2 || wi->shape[1] != IN ||
-            wi->dtype == INGOT_DTYPE_I8 || !ingot__qdot_k_ok(wi->dtype, (size_t)IN) ||
-            !ing_ptr(wi) || !one_row(dst[i], wi->shape[0]) || !dst[i]->buf->writable ||
+        if (!wi || !dst[i] || wi->rank != 2 || wi->shape[1] != IN || !ing_ptr(wi) ||
+            !one_row(dst[i], wi->shape[0]) || !dst[i]->buf->writable ||
             (bi && (!f32_host(bi) || bi->rank != 1 || bi->shape[0] != wi->shape[0])))
             return false;
         ingot_dtype wt = wi->dtype;
-        size_t ldw = (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
-        seg[i] = (ingot__qseg){wt, ing_ptr(wi), NULL, ldw, (size_t)wi->shape[0], fp(dst[i]),
-                               bi != NULL};
-        xbytes += ingot__qx_bytes(wt, (size_t)IN);
+        bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+        if (half ? wi->strides[1] != 1 || wi->strides[0] < IN || (uintptr_t)ing_ptr(wi) % 2
+                 : wt == INGOT_DTYPE_I8 || !ingot__qdot_k_ok(wt, (size_t)IN))
+            return false;
+        size_t ldw = half ? (size_t)wi->strides[0] * 2
+                          : (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
+        seg[i] = (ingot__qseg){wt, ing_ptr(wi), half ? cfp(x) : NULL, ldw, (size_t)wi->shape[0],
+                               fp(dst[i]), bi != NULL};
+        if (!half) xbytes += ingot__qx_bytes(wt, (size_t)IN);
     }
     /* x quantized once per weight dtype */
     uint8_t *xq;
     ingot_error e;
-    if (scratch(b, xbytes, "linear", (void **)&xq, &e) != INGOT_OK) return false;
+    if (scratch(b, xbytes + 64, "linear", (void **)&xq, &e) != INGOT_OK) return false;
     for (uint32_t i = 0; i < n; i++) {
         for (uint32_t k = 0; k < i && !seg[i].xq; k++)
             if (seg[k].wt == seg[i].wt) seg[i].xq = seg[k].xq;

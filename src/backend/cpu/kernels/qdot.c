@@ -451,6 +451,7 @@ ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
 
 typedef struct {
     const ingot__qseg *seg;
+    size_t K;
     ingot__qdot_fn fn[INGOT__QSEG_MAX];
     ingot__qx x[INGOT__QSEG_MAX];
     size_t rows[INGOT__QSEG_MAX];      /* rows per task of each segment */
@@ -465,6 +466,11 @@ static void qmtask(void *ctx, size_t t, unsigned worker)
     while (t >= j->first[s + 1]) s++;
     const ingot__qseg *g = &j->seg[s];
     size_t r = j->rows[s], lo = (t - j->first[s]) * r, hi = g->M - lo < r ? g->M : lo + r;
+    if (!j->fn[s]) { /* F16 / BF16 */
+        ingot__half_rows(g->wt, (const uint8_t *)g->W + lo * g->ldw, g->ldw / 2, hi - lo, j->K,
+                         g->xq, g->acc, g->Y + lo);
+        return;
+    }
     j->fn[s]((const uint8_t *)g->W + lo * g->ldw, g->ldw, hi - lo, &j->x[s], NULL, g->acc,
              g->Y + lo);
 }
@@ -479,9 +485,13 @@ void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, siz
     qmjob j;
     j.seg = seg;
     size_t bytes = 0;
+    j.K = K;
     for (size_t s = 0; s < nseg; s++) {
-        j.fn[s] = pick(ingot__get_isa(), seg[s].wt);
-        ingot__qx_view(seg[s].wt, K, seg[s].xq, &j.x[s]);
+        j.fn[s] = NULL;
+        if (seg[s].wt != INGOT_DTYPE_F16 && seg[s].wt != INGOT_DTYPE_BF16) {
+            j.fn[s] = pick(ingot__get_isa(), seg[s].wt);
+            ingot__qx_view(seg[s].wt, K, seg[s].xq, &j.x[s]);
+        }
         bytes += seg[s].M * seg[s].ldw;
     }
     /* tasks of about bytes / (threads * TASKS_PER_THREAD), at most TASK_BYTES, in multiples of

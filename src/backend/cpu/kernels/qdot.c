@@ -301,10 +301,10 @@ static ingot__qdot_fn pick(ingot__isa isa, ingot_dtype wt)
 #define SMALL_BYTES ((size_t)256 << 10)
 #define GEMM_BLOCK_BYTES ((size_t)32 << 10)
 /* Most weight bytes per task of a one-row product (decode): the pool's counter then evens out
- * the threads to within a few microseconds, whoever starts late. */
-#ifndef TASK_BYTES
-#define TASK_BYTES ((size_t)64 << 10)
-#endif
+ * the threads to within about 15 us (the 32000-row output head was 8 tasks of 2-4 MiB). Smaller
+ * tasks break the streams the prefetchers follow: 64 KiB ran Q8_0 decode 5% slower at 2
+ * threads on the Xeon, 128-512 KiB within noise of each other (docs/PERFORMANCE.md). */
+#define TASK_BYTES ((size_t)256 << 10)
 
 typedef struct {
     ingot__qdot_fn fn;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -539,6 +540,8 @@ static ingot_status open_common(ingot_backend *b, const ingot_file *f, const ing
     m->al = al;
     m->f = f;
     m->owned_file = owned;
+    const char *fuse = getenv("INGOT_LM_FUSE");
+    m->fuse_off = fuse && !strcmp(fuse, "0");
     if (o) {
         m->notice = o->notice;
         m->notice_ctx = o->notice_ctx;

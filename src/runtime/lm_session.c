@@ -318,6 +318,19 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
     return ingot_op_binary(be, INGOT_BINARY_ADD, dst, dst, &bax, err);
 }
 
+bool ingot__lm_linear_multi(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
+                            const ingot_tensor *x, const lm_w *const w[], const lm_w *const b[])
+{
+    const ingot_tensor *wt[8], *bt[8];
+    if (n > 8 || s->m->fuse_off) return false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (w[i]->lora) return false;
+        wt[i] = &w[i]->t;
+        bt[i] = b && b[i]->present ? &b[i]->t : NULL;
+    }
+    return ingot__linear_multi(s->m->be, n, dst, x, wt, bt);
+}
+
 ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingot_tensor *q,
                                  uint32_t n, ingot_error *err)
 {

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "export/backend_export.h"
 #include "ref/ref.h"
 
 static cpu_ctx *ctx_of(ingot_backend *b) { return ingot_backend_ctx(b); }
@@ -359,6 +360,62 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
     }
     if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);
     return INGOT_OK;
+}
+
+/* ---- several linears on one activation row as one job (backend_export.h) ---- */
+
+/* t holds exactly one row of n f32 elements, contiguous, on the host */
+static bool one_row(const ingot_tensor *t, int64_t n)
+{
+    int64_t rows, ld;
+    return f32_host(t) && ing_nelem(t) == n && t->rank >= 1 && t->shape[t->rank - 1] == n &&
+           ingot__cpu_rows_view(t, &rows, &ld) && rows == 1;
+}
+
+bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[],
+                         const ingot_tensor *x, const ingot_tensor *const w[],
+                         const ingot_tensor *const bias[])
+{
+    if (!b || b->ops != &ingot__backend_cpu || n < 1 || n > INGOT__QSEG_MAX || !x || !w[0] ||
+        w[0]->rank != 2)
+        return false;
+    int64_t IN = w[0]->shape[1];
+    if (IN < 1 || !one_row(x, IN)) return false;
+    ingot__qseg seg[INGOT__QSEG_MAX];
+    size_t xbytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const ingot_tensor *wi = w[i], *bi = bias ? bias[i] : NULL;
+        if (!wi || !dst[i] || wi->rank != 2 || wi->shape[1] != IN || !ing_ptr(wi) ||
+            !one_row(dst[i], wi->shape[0]) || !dst[i]->buf->writable ||
+            (bi && (!f32_host(bi) || bi->rank != 1 || bi->shape[0] != wi->shape[0])))
+            return false;
+        ingot_dtype wt = wi->dtype;
+        bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+        if (half ? wi->strides[1] != 1 || wi->strides[0] < IN || (uintptr_t)ing_ptr(wi) % 2
+                 : wt == INGOT_DTYPE_I8 || !ingot__qdot_k_ok(wt, (size_t)IN))
+            return false;
+        size_t ldw = half ? (size_t)wi->strides[0] * 2
+                          : (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
+        seg[i] = (ingot__qseg){wt, ing_ptr(wi), half ? cfp(x) : NULL, ldw, (size_t)wi->shape[0],
+                               fp(dst[i]), bi != NULL};
+        if (!half) xbytes += ingot__qx_bytes(wt, (size_t)IN);
+    }
+    /* x quantized once per weight dtype */
+    uint8_t *xq;
+    ingot_error e;
+    if (scratch(b, xbytes + 64, "linear", (void **)&xq, &e) != INGOT_OK) return false;
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < i && !seg[i].xq; k++)
+            if (seg[k].wt == seg[i].wt) seg[i].xq = seg[k].xq;
+        if (!seg[i].xq) {
+            ingot__qx_quantize(seg[i].wt, cfp(x), (size_t)IN, xq);
+            seg[i].xq = xq;
+            xq += ingot__qx_bytes(seg[i].wt, (size_t)IN);
+        }
+        if (bias && bias[i]) preload_bias(seg[i].Y, 0, 1, w[i]->shape[0], bias[i]);
+    }
+    ingot__qgemv_multi(ctx_of(b)->pool, (size_t)IN, seg, n);
+    return true;
 }
 
 /* ---- f32 activations and softmax on contiguous tensors ---- */

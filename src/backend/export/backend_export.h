@@ -24,4 +24,16 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
                             const ingot_tensor *k, const ingot_tensor *v,
                             const ingot_attn_params *p);
 
+/* ingot_op_linear(b, dst[i], x, w[i], bias[i]) for i < n (bias NULL, or bias[i] NULL: none) as
+ * one job of the cpu backend's pool, x quantized once per weight dtype: the runtime's decode
+ * path for the linears that read the same row (q, k and v; gate and up). Runs and returns true
+ * only on the cpu backend, for one f32 row x and 1 to 8 weights [out, len(x)] of the block
+ * dtypes its quantized dots take (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) or F16 / BF16 with unit column
+ * stride, mixed, one-row contiguous f32 dst and f32 biases; each dst gets the bits the op gives
+ * it. Otherwise returns false and does
+ * nothing (run the ops). dst must not overlap x or one another. */
+bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[],
+                         const ingot_tensor *x, const ingot_tensor *const w[],
+                         const ingot_tensor *const bias[]);
+
 #endif

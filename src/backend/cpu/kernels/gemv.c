@@ -492,6 +492,30 @@ typedef struct {
 
 #define HALF_BLOCK_BYTES ((size_t)32 << 10)
 
+/* out[i] = row w . X_i for i < nx <= HX, by the level's kernel */
+static void half_row(ingot__isa isa, bool bf, const uint8_t *w, size_t K, const float *X,
+                     size_t ldx, size_t nx, float *out)
+{
+#ifdef HAVE_X86
+    if (isa >= INGOT__ISA_AVX512) half_row_avx512(bf, w, K, X, ldx, nx, out);
+    else if (isa >= INGOT__ISA_AVX2) half_row_avx2(bf, w, K, X, ldx, nx, out);
+    else
+#endif
+        half_row_scalar(bf, w, K, X, ldx, nx, out);
+}
+
+void ingot__half_rows(ingot_dtype wt, const void *W, size_t ldw, size_t rows, size_t K,
+                      const float *x, bool accumulate, float *y)
+{
+    ingot__isa isa = ingot__get_isa();
+    for (size_t r = 0; r < rows; r++) {
+        float out[HX];
+        half_row(isa, wt == INGOT_DTYPE_BF16, (const uint8_t *)W + r * ldw * 2, K, x, K, 1,
+                 out);
+        y[r] = accumulate ? y[r] + out[0] : out[0];
+    }
+}
+
 static void half_task(void *ctx, size_t t, unsigned worker)
 {
     (void)worker;
@@ -507,14 +531,7 @@ static void half_task(void *ctx, size_t t, unsigned worker)
             for (size_t r = r0; r < r1; r++) {
                 const uint8_t *w = j->W + r * j->ldw * 2;
                 float out[HX];
-#ifdef HAVE_X86
-                if (j->isa >= INGOT__ISA_AVX512)
-                    half_row_avx512(j->bf, w, j->K, X, j->ldx, nx, out);
-                else if (j->isa >= INGOT__ISA_AVX2)
-                    half_row_avx2(j->bf, w, j->K, X, j->ldx, nx, out);
-                else
-#endif
-                    half_row_scalar(j->bf, w, j->K, X, j->ldx, nx, out);
+                half_row(j->isa, j->bf, w, j->K, X, j->ldx, nx, out);
                 for (size_t i = 0; i < nx; i++) {
                     float *y = j->Y + (i0 + i) * j->ldy + r;
                     *y = j->acc ? *y + out[i] : out[i];

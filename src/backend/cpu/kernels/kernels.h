@@ -135,6 +135,26 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out);
 ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                           size_t ldw, const float *wscale, const void *xq, const float *X,
                           size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy);
+/* Rows [0, rows) of a one-row F16 / BF16 product: y[r] (+)= W[r] . x[K] (rows ldw elements
+ * apart), each reduced as ingot__gemm_half reduces it for nx = 1. */
+void ingot__half_rows(ingot_dtype wt, const void *W, size_t ldw, size_t rows, size_t K,
+                      const float *x, bool accumulate, float *y);
+/* Several one-row products with the same activation row x[K] as one pool job (decode: the q, k
+ * and v projections, or gate and up): for each segment s, Y_s[m] = sum_k deq(W_s)[m, k] *
+ * deq(x)[k] (+ Y_s[m] if acc) for m < M_s, W_s of dtype wt_s (not I8) with rows ldw_s bytes
+ * apart, xq_s = x quantized for wt_s (ingot__qx_quantize; segments of one dtype may share it).
+ * F16 / BF16 segments (ldw_s in bytes) take x unquantized, as ingot__gemm_half does.
+ * Rows are split into tasks within one segment each; every row is reduced as ingot__qgemm (or
+ * ingot__gemm_half) with nx = 1 reduces it (the same bits). */
+typedef struct ingot__qseg {
+    ingot_dtype wt;
+    const void *W, *xq; /* F16 / BF16 weights: xq is the f32 row x itself */
+    size_t ldw, M;
+    float *Y;
+    bool acc;
+} ingot__qseg;
+#define INGOT__QSEG_MAX 8
+void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, size_t nseg);
 /* True when ingot__qgemm at the level in effect, given f32 activations, reads them and not
  * xq (a caller may then skip quantizing and pass xq = NULL). */
 bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx);

@@ -300,6 +300,11 @@ static ingot__qdot_fn pick(ingot__isa isa, ingot_dtype wt)
 #define TASKS_PER_THREAD 4
 #define SMALL_BYTES ((size_t)256 << 10)
 #define GEMM_BLOCK_BYTES ((size_t)32 << 10)
+/* Most weight bytes per task of a one-row product (decode): the pool's counter then evens out
+ * the threads to within about 15 us (the 32000-row output head was 8 tasks of 2-4 MiB). Smaller
+ * tasks break the streams the prefetchers follow: 64 KiB ran Q8_0 decode 5% slower at 2
+ * threads on the Xeon, 128-512 KiB within noise of each other (docs/PERFORMANCE.md). */
+#define TASK_BYTES ((size_t)256 << 10)
 
 typedef struct {
     ingot__qdot_fn fn;
@@ -434,11 +439,75 @@ ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
     if (M * ldw * nx > SMALL_BYTES) {
         size_t parts = (size_t)ingot__pool_threads(pool) * TASKS_PER_THREAD;
         size_t r = (M + parts - 1) / parts;
+        if (nx == 1 && r * ldw > TASK_BYTES) r = TASK_BYTES / ldw; /* decode: finer */
         r = (r + 7) / 8 * 8;
         j.rows = r < 16 ? 16 : r;
     }
     ingot__pool_run(pool, qtask, &j, (M + j.rows - 1) / j.rows);
     return INGOT_OK;
+}
+
+/* ---- several one-row products as one job ---- */
+
+typedef struct {
+    const ingot__qseg *seg;
+    size_t K;
+    ingot__qdot_fn fn[INGOT__QSEG_MAX];
+    ingot__qx x[INGOT__QSEG_MAX];
+    size_t rows[INGOT__QSEG_MAX];      /* rows per task of each segment */
+    size_t first[INGOT__QSEG_MAX + 1]; /* its first task */
+} qmjob;
+
+static void qmtask(void *ctx, size_t t, unsigned worker)
+{
+    (void)worker;
+    const qmjob *j = ctx;
+    size_t s = 0;
+    while (t >= j->first[s + 1]) s++;
+    const ingot__qseg *g = &j->seg[s];
+    size_t r = j->rows[s], lo = (t - j->first[s]) * r, hi = g->M - lo < r ? g->M : lo + r;
+    if (!j->fn[s]) { /* F16 / BF16 */
+        ingot__half_rows(g->wt, (const uint8_t *)g->W + lo * g->ldw, g->ldw / 2, hi - lo, j->K,
+                         g->xq, g->acc, g->Y + lo);
+        return;
+    }
+    j->fn[s]((const uint8_t *)g->W + lo * g->ldw, g->ldw, hi - lo, &j->x[s], NULL, g->acc,
+             g->Y + lo);
+}
+
+void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, size_t nseg)
+{
+    if (nseg > INGOT__QSEG_MAX) { /* in jobs of at most INGOT__QSEG_MAX */
+        ingot__qgemv_multi(pool, K, seg, INGOT__QSEG_MAX);
+        ingot__qgemv_multi(pool, K, seg + INGOT__QSEG_MAX, nseg - INGOT__QSEG_MAX);
+        return;
+    }
+    qmjob j;
+    j.seg = seg;
+    size_t bytes = 0;
+    j.K = K;
+    for (size_t s = 0; s < nseg; s++) {
+        j.fn[s] = NULL;
+        if (seg[s].wt != INGOT_DTYPE_F16 && seg[s].wt != INGOT_DTYPE_BF16) {
+            j.fn[s] = pick(ingot__get_isa(), seg[s].wt);
+            ingot__qx_view(seg[s].wt, K, seg[s].xq, &j.x[s]);
+        }
+        bytes += seg[s].M * seg[s].ldw;
+    }
+    /* tasks of about bytes / (threads * TASKS_PER_THREAD), at most TASK_BYTES, in multiples of
+     * 8 rows; one task per segment when the whole is small (waking workers costs more) */
+    size_t parts = (size_t)ingot__pool_threads(pool) * TASKS_PER_THREAD;
+    size_t tb = bytes > SMALL_BYTES ? (bytes + parts - 1) / parts : bytes;
+    if (bytes > SMALL_BYTES && tb > TASK_BYTES) tb = TASK_BYTES;
+    j.first[0] = 0;
+    for (size_t s = 0; s < nseg; s++) {
+        size_t r = seg[s].ldw ? (tb + seg[s].ldw - 1) / seg[s].ldw : seg[s].M;
+        r = (r + 7) / 8 * 8;
+        if (r < 16) r = 16;
+        j.rows[s] = r;
+        j.first[s + 1] = j.first[s] + (seg[s].M + r - 1) / r;
+    }
+    ingot__pool_run(pool, qmtask, &j, j.first[nseg]);
 }
 
 /* ---- GGML Q8_0 blocks (tests and benchmarks build weights with it) ---- */

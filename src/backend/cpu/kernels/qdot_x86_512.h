@@ -25,8 +25,12 @@ F __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
 F __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 F __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 
+/* Prefetch distance (bytes ahead along the weights). 8 KiB, as docs/BACKEND.md says: against
+ * the 16 KiB used before it, decode at 2 threads ran 1.5-4% faster (Q4_K, Q8_0; the lines
+ * arrive in time and fewer prefetches are in flight per core) and one thread within 1%; 32 and
+ * 64 KiB were 5-12% slower (Xeon, docs/PERFORMANCE.md runtime "Fifth round"). */
 #ifndef PFD
-#define PFD 16384
+#define PFD 8192
 #endif
 #define PF(p, off)                                                                                 \
     do {                                                                                           \

@@ -109,14 +109,20 @@ static ingot_status collect(void *ctx, size_t off, size_t len)
     return INGOT_OK;
 }
 
-/* GPT-2 and Llama 3 take letter runs sixteen bytes a step (SSE2) and other ASCII by tables; on
+/* GPT-2 and Llama 3 take letter runs sixteen bytes a step (SSE2) and other ASCII by tables
+ * (Llama 3 also its punctuation and whitespace runs, falling back where one meets non-ASCII); on
  * text without digits StarCoder (\p{N}, then GPT-2's general matcher) and Qwen 2 (Llama 3's
  * general matcher with single digits) split the same. Letter runs of 1 to 40 around the 16-byte
  * steps, ending in punctuation, space, non-ASCII letters or the end. */
 TEST(test_pretok_fast_paths_match_general)
 {
-    static const char *const parts[] = {"a", "Z", "q", "xyz", " ", "  ", "\n", ".", ",", "'s", "'T",
-                                        "\u00e9", "\u4e2d", "\u00a0", "!", "(", "\t", "\r\n"};
+    static const char *const parts[] = {
+        "a", "Z", "q", "xyz", " ", "  ", "\n", ".", ",", "'s", "'T", "\u00e9", "\u4e2d", "\u00a0",
+        "!", "(", "\t", "\r\n",
+        /* for Llama 3's punctuation and whitespace runs: ASCII whitespace and control characters,
+         * whitespace and punctuation beyond ASCII right after ASCII runs of them */
+        "\r", "\v", "\f", "\x01", "\x7f", ";", "  ;", "\n\n", " \n ", "\u3000", "\xc2\x85",
+        "\u2028", "\u00bf", "\u2019"};
     size_t bad = 0;
     for (int round = 0; round < 3000; round++) {
         char text[800];

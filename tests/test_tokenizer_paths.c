@@ -448,6 +448,55 @@ TEST(test_spm_cuts_match_whole_words)
     ingot_tokenizer_close(t);
 }
 
+/* A caller's allocator: every block it hands out is counted (live bytes back to 0 at close). */
+static void *count_alloc(void *ctx, size_t n, size_t align)
+{
+    (void)align;
+    *(size_t *)ctx += n;
+    return malloc(n);
+}
+static void count_free(void *ctx, void *p, size_t n)
+{
+    *(size_t *)ctx -= n;
+    free(p);
+}
+
+/* With libc's allocator the token and merge hashes of a vocabulary as large as Llama 3's (4 and 8
+ * MB) start at 2 MB boundaries inside their allocations (transparent huge pages on Linux); with a
+ * caller's allocator each table is its own allocation. Both encode alike, and every byte the
+ * caller's allocator gave is freed. */
+TEST(test_big_tables_on_huge_pages)
+{
+    const char *path = FIX "/tokenizers/llama3/tokenizer.json";
+    ingot_tokenizer *t = NULL, *u = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+#if defined(__linux__)
+    size_t mn = (size_t)(t->map_mask + 1) * sizeof *t->map;
+    size_t sn = (size_t)(t->m_mask + 1) * sizeof *t->mslot;
+    ASSERT_TRUE(!t->m8 && t->map_raw != NULL && t->mslot_raw != NULL);
+    ASSERT_EQ((uintptr_t)t->map % (2u << 20), 0);
+    ASSERT_EQ((uintptr_t)t->mslot % (2u << 20), 0);
+    ASSERT_TRUE((uint8_t *)t->map >= (uint8_t *)t->map_raw &&
+                (uint8_t *)t->map + mn <= (uint8_t *)t->map_raw + t->map_raw_n);
+    ASSERT_TRUE((uint8_t *)t->mslot >= (uint8_t *)t->mslot_raw &&
+                (uint8_t *)t->mslot + sn <= (uint8_t *)t->mslot_raw + t->mslot_raw_n);
+#endif
+    size_t live = 0;
+    ingot_allocator al = {count_alloc, count_free, &live};
+    ingot_tokenizer_opts op = {&al};
+    ASSERT_OK(ingot_tokenizer_open(path, &op, &u, NULL));
+    ASSERT_TRUE(u->map_raw == NULL && u->mslot_raw == NULL);
+    static const char *const parts[] = {"a", " the", " information", "\u4e2d\u6587", "\n", " 123",
+                                        " \u0437\u0434\u0440\u0430\u0432", "(){};", "  "};
+    size_t differ = 0, long_texts = 0;
+    encode_both(t, u, parts, sizeof parts / sizeof parts[0], 60, &differ, &long_texts);
+    CHECK(differ == 0, "%zu of 3000 texts differ", differ);
+    ASSERT_TRUE(long_texts > 1000);
+    ingot_tokenizer_close(t);
+    ingot_tokenizer_close(u);
+    ASSERT_EQ(live, 0);
+}
+
 /* SentencePiece words take the tokens of their two- and three-byte characters from a code point
  * table, and byte-level BPE pieces of one character too (the token where its bytes merge to one,
  * else the merges): every entry is what the token hash (and for byte-level BPE the whole flag)
@@ -662,6 +711,6 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
           T(test_spm_cuts_match_whole_words), T(test_char_table_matches_hash_spm),
-          T(test_char_table_matches_hash_gpt2),
+          T(test_char_table_matches_hash_gpt2), T(test_big_tables_on_huge_pages),
           T(test_spm_escape_every_space_position), T(test_spm_long_tokens_open_fast),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

@@ -231,6 +231,60 @@ static void token_filter_exact(const char *path)
     ingot_tokenizer_close(t);
 }
 
+/* The token hash compares keys in its slots' first 24 bytes (three words, the last ones filled
+ * from the key's end) and past them in the token's text: every token of more than 8 bytes is
+ * found as itself (or as a token of the same bytes); its slot's comparison takes its bytes and
+ * refuses them with one byte changed at the edges of those words or in the text past them (the
+ * hash's tag would refuse most of those first, so the comparison is asked directly). Keys are
+ * copied to blocks of their exact size, so that a read past them shows under ASan. */
+static void token_slot_keys_exact(const char *path, size_t min_long)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    const uint32_t *len = t->key_text ? t->text_len : t->dec_len;
+    size_t wrong = 0, tried = 0, long_keys = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        size_t l = len[i];
+        if (l <= 8) continue;
+        uint8_t *x = malloc(l);
+        ASSERT_TRUE(x != NULL);
+        memcpy(x, t->arena + off[i], l);
+        int32_t f = ingot__tok_find(t, x, l);
+        wrong += f < 0 || len[f] != l || memcmp(t->arena + off[f], x, l) != 0;
+        const struct tok_map_slot *sl = NULL;
+        for (uint64_t j = ingot__tok_hash(x, l) & t->map_mask; !sl && t->map[j].id != UINT32_MAX;
+             j = (j + 1) & t->map_mask)
+            if (t->map[j].id == (uint32_t)f) sl = &t->map[j];
+        ASSERT_TRUE(sl != NULL);
+        wrong += !ingot__tok_key_rest(t, sl, x, l);
+        long_keys += l > 24;
+        static const size_t at[] = {8, 9, 15, 16, 17, 23, 24, 25, 31, 32, SIZE_MAX};
+        for (size_t q = 0; q < sizeof at / sizeof at[0]; q++) {
+            size_t p = at[q] == SIZE_MAX ? l - 1 : at[q];
+            if (p >= l) continue;
+            uint8_t keep = x[p];
+            x[p] ^= (uint8_t)(1u << (i % 8));
+            wrong += ingot__tok_key_rest(t, sl, x, l);
+            int32_t g = ingot__tok_find(t, x, l);
+            wrong += g == f || (g >= 0 && (len[g] != l || memcmp(t->arena + off[g], x, l) != 0));
+            x[p] = keep;
+            tried++;
+        }
+        free(x);
+    }
+    CHECK(wrong == 0, "%zu of %zu lookups wrong", wrong, tried);
+    CHECK(long_keys >= min_long, "%zu tokens past 24 bytes", long_keys);
+    ingot_tokenizer_close(t);
+}
+
+TEST(test_token_slot_keys_exact)
+{
+    token_slot_keys_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf", 10);
+    token_slot_keys_exact(FIX "/tokenizers/llama3/tokenizer.json", 10);
+    token_slot_keys_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", 10);
+}
+
 TEST(test_token_filter_exact)
 {
     token_filter_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf");   /* decoded bytes */
@@ -708,6 +762,7 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_pretok_fast_paths_match_general),
           T(test_merge_filter_exact_gpt2), T(test_merge_filter_exact_llama3),
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
+          T(test_token_slot_keys_exact),
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
           T(test_spm_cuts_match_whole_words), T(test_char_table_matches_hash_spm),

@@ -700,8 +700,10 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
         size_t kl = by_text ? t->text_len[i] : t->dec_len[i];
         if (kl == 0) continue;
         uint64_t h = ingot__tok_hash(k, kl);
-        struct tok_map_slot slot = {ingot__tok_tail(k, kl < 8 ? kl : 8, false), i, (uint16_t)kl,
-                                    (uint16_t)(h >> 48)};
+        struct tok_map_slot slot = {
+            ingot__tok_tail(k, kl < 8 ? kl : 8, false),
+            {kl > 8 ? ingot__tok_chunk(k, kl, 8) : 0, kl > 16 ? ingot__tok_chunk(k, kl, 16) : 0},
+            i, (uint16_t)kl, (uint16_t)(h >> 48)};
         for (uint64_t j = h & t->map_mask;; j = (j + 1) & t->map_mask) {
             if (t->map[j].id == UINT32_MAX) {
                 t->map[j] = slot;

@@ -79,11 +79,13 @@ struct ingot_tokenizer {
      * (UINT64_MAX: none); the first round of every word's merges without the hash. */
     uint64_t *pair0;
 
-    /* Token bytes -> id (open addressing; id UINT32_MAX: empty). A slot holds the key's first 8
-     * bytes, its length and 16 bits of its hash, so most lookups touch one slot and nothing
-     * else. Keyed by decoded bytes (byte-level BPE) or stored text (the others). */
+    /* Token bytes -> id (open addressing; id UINT32_MAX: empty). A slot (32 bytes, two a cache
+     * line) holds the key's first 24 bytes, its length and 16 bits of its hash, so a lookup of
+     * a word of up to 24 bytes touches one slot and nothing else (the token's text only past
+     * them). Keyed by decoded bytes (byte-level BPE) or stored text (the others). */
     struct tok_map_slot {
-        uint64_t head; /* first min(len, 8) bytes, little-endian, zero-padded */
+        uint64_t head; /* bytes 0..7 of the key, little-endian, zero-padded past its end */
+        uint64_t rest[2]; /* bytes 8..15 and 16..23, the same */
         uint32_t id;
         uint16_t len;  /* key length (<= TOK_MAX_TOKEN_BYTES), TOK_SLOT_WHOLE or'ed in */
         uint16_t tag;
@@ -322,6 +324,27 @@ static inline uint64_t ingot__tok_mf_bits(uint64_t h)
 }
 #define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
 
+/* Bytes c..c+7 of s[0..n) (c >= 8, c < n) as a little-endian word, zero-padded past n: short
+ * of 8, from the key's last 8 bytes shifted down (no read outside the key). */
+static inline uint64_t ingot__tok_chunk(const uint8_t *s, size_t n, size_t c)
+{
+    if (n - c >= 8) return ing_ld64(s + c);
+    return ing_ld64(s + n - 8) >> (64 - 8 * (n - c));
+}
+
+/* Whether bytes 8.. of the key s[0..n) (n > 8, the slot's length) are the slot's: two words in
+ * the slot, the token's stored text past 24 bytes. */
+static inline bool ingot__tok_key_rest(const ingot_tokenizer *t, const struct tok_map_slot *sl,
+                                       const uint8_t *s, size_t n)
+{
+    if (sl->rest[0] != ingot__tok_chunk(s, n, 8)) return false;
+    if (n <= 16) return true;
+    if (sl->rest[1] != ingot__tok_chunk(s, n, 16)) return false;
+    if (n <= 24) return true;
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    return ingot__tok_eq(t->arena + off[sl->id] + 24, s + 24, n - 24);
+}
+
 static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t *s, size_t n,
                                          uint64_t h, uint64_t head, bool *whole)
 {
@@ -331,12 +354,11 @@ static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t
         if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
     }
     uint16_t tag = (uint16_t)(h >> 48);
-    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
         const struct tok_map_slot *sl = &t->map[i];
         if (sl->id == UINT32_MAX) return -1;
         if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
-            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            (n <= 8 || ingot__tok_key_rest(t, sl, s, n))) {
             *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
             return (int32_t)sl->id;
         }

@@ -365,8 +365,15 @@ static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t
     }
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define TOK_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define TOK_PREFETCH(p) ((void)(p))
+#endif
+
 /* Merge of (l, r): true with rank and result. Inlined even where the compiler would not (the
- * hottest lookup). */
+ * hottest lookup). The slot's line is asked for before the filter answers: most pairs a word's
+ * merges look up that pass the filter have a merge, and both loads then wait together. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((always_inline))
 #endif
@@ -376,6 +383,7 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
     if (!t->m_mask) return false;
     if (t->m8) {
         uint64_t key = (uint64_t)l << 16 | r, h = ingot__tok_pair_hash(key);
+        TOK_PREFETCH(&t->mslot8[h & t->m_mask]);
         if (t->mfilt) {
             uint64_t m = ingot__tok_mf_bits(h);
             if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;
@@ -391,6 +399,7 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
         }
     }
     uint64_t key = TOK_MKEY(l, r), h = ingot__tok_pair_hash(key);
+    TOK_PREFETCH(&t->mslot[h & t->m_mask]);
     if (t->mfilt) {
         uint64_t m = ingot__tok_mf_bits(h);
         if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;

@@ -242,6 +242,12 @@ int32_t ingot__tok_find_hw(const ingot_tokenizer *t, const uint8_t *s, size_t n,
     return ingot__tok_find_x(t, s, n, h, ingot__tok_tail(s, n < 8 ? n : 8, false), whole);
 }
 
+bool ingot__tok_key_text(const ingot_tokenizer *t, uint32_t id, const uint8_t *s, size_t n)
+{
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    return ingot__tok_eq(t->arena + off[id] + 24, s + 24, n - 24);
+}
+
 int32_t ingot__tok_find_x(const ingot_tokenizer *t, const uint8_t *s, size_t n, uint64_t h,
                           uint64_t head, bool *whole)
 {

@@ -324,6 +324,9 @@ static inline uint64_t ingot__tok_mf_bits(uint64_t h)
 }
 #define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
 
+/* tok_build.c: whether bytes 24.. of token id's key are s[24..n) (n > 24, its length). */
+bool ingot__tok_key_text(const ingot_tokenizer *t, uint32_t id, const uint8_t *s, size_t n);
+
 /* Bytes c..c+7 of s[0..n) (c >= 8, c < n) as a little-endian word, zero-padded past n: short
  * of 8, from the key's last 8 bytes shifted down (no read outside the key). */
 static inline uint64_t ingot__tok_chunk(const uint8_t *s, size_t n, size_t c)
@@ -340,11 +343,12 @@ static inline bool ingot__tok_key_rest(const ingot_tokenizer *t, const struct to
     if (sl->rest[0] != ingot__tok_chunk(s, n, 8)) return false;
     if (n <= 16) return true;
     if (sl->rest[1] != ingot__tok_chunk(s, n, 16)) return false;
-    if (n <= 24) return true;
-    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
-    return ingot__tok_eq(t->arena + off[sl->id] + 24, s + 24, n - 24);
+    return n <= 24 || ingot__tok_key_text(t, sl->id, s, n);
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
 static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t *s, size_t n,
                                          uint64_t h, uint64_t head, bool *whole)
 {

@@ -515,9 +515,9 @@ static void count_free(void *ctx, void *p, size_t n)
     free(p);
 }
 
-/* With libc's allocator the token and merge hashes of a vocabulary as large as Llama 3's (4 and 8
- * MB) start at 2 MB boundaries inside their allocations (transparent huge pages on Linux); with a
- * caller's allocator each table is its own allocation. Both encode alike, and every byte the
+/* With libc's allocator the token and merge hashes of a vocabulary as large as Llama 3's (8 MB
+ * each) start at 2 MB boundaries inside their allocations (transparent huge pages on Linux); with
+ * a caller's allocator each table is its own allocation. Both encode alike, and every byte the
  * caller's allocator gave is freed. */
 TEST(test_big_tables_on_huge_pages)
 {

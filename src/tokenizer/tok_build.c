@@ -17,12 +17,12 @@
 
 #define TOK_HUGE ((size_t)2 << 20) /* a transparent huge page */
 
-/* A table of n bytes read at random (the token and merge hashes: 4 and 8 MB for Llama 3, 2 MB for
- * GPT-2's token hash). With 4 KB pages most lookups in it would also miss the TLB, so with libc's
- * allocator (a caller's allocator keeps its own pages) and n of 2 MB or more, it is placed at a
- * 2 MB boundary inside an allocation 2 MB larger (the slack is never touched) and, on Linux,
- * advised for transparent huge pages (advice only: a kernel without them changes nothing). *raw,
- * *raw_n: what to free (raw NULL: the table itself, n bytes). */
+/* A table of n bytes read at random (the token hash: 8 MB for Llama 3, 4 MB for GPT-2, 2 MB for
+ * Llama 2; Llama 3's merge hash: 8 MB). With 4 KB pages most lookups in it would also miss the
+ * TLB, so with libc's allocator (a caller's allocator keeps its own pages) and n of 2 MB or more,
+ * it is placed at a 2 MB boundary inside an allocation 2 MB larger (the slack is never touched)
+ * and, on Linux, advised for transparent huge pages (advice only: a kernel without them changes
+ * nothing). *raw, *raw_n: what to free (raw NULL: the table itself, n bytes). */
 static void *table_alloc(const ingot_allocator *a, size_t n, void **raw, size_t *raw_n)
 {
     *raw = NULL;

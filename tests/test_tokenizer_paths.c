@@ -109,14 +109,20 @@ static ingot_status collect(void *ctx, size_t off, size_t len)
     return INGOT_OK;
 }
 
-/* GPT-2 and Llama 3 take letter runs sixteen bytes a step (SSE2) and other ASCII by tables; on
+/* GPT-2 and Llama 3 take letter runs sixteen bytes a step (SSE2) and other ASCII by tables
+ * (Llama 3 also its punctuation and whitespace runs, falling back where one meets non-ASCII); on
  * text without digits StarCoder (\p{N}, then GPT-2's general matcher) and Qwen 2 (Llama 3's
  * general matcher with single digits) split the same. Letter runs of 1 to 40 around the 16-byte
  * steps, ending in punctuation, space, non-ASCII letters or the end. */
 TEST(test_pretok_fast_paths_match_general)
 {
-    static const char *const parts[] = {"a", "Z", "q", "xyz", " ", "  ", "\n", ".", ",", "'s", "'T",
-                                        "\u00e9", "\u4e2d", "\u00a0", "!", "(", "\t", "\r\n"};
+    static const char *const parts[] = {
+        "a", "Z", "q", "xyz", " ", "  ", "\n", ".", ",", "'s", "'T", "\u00e9", "\u4e2d", "\u00a0",
+        "!", "(", "\t", "\r\n",
+        /* for Llama 3's punctuation and whitespace runs: ASCII whitespace and control characters,
+         * whitespace and punctuation beyond ASCII right after ASCII runs of them */
+        "\r", "\v", "\f", "\x01", "\x7f", ";", "  ;", "\n\n", " \n ", "\u3000", "\xc2\x85",
+        "\u2028", "\u00bf", "\u2019"};
     size_t bad = 0;
     for (int round = 0; round < 3000; round++) {
         char text[800];
@@ -223,6 +229,60 @@ static void token_filter_exact(const char *path)
     CHECK(lost == 0, "%zu lookups differ with the token filter", lost);
     CHECK(none > 10000 && passed * 10 < none, "filter passes %zu of %zu non-tokens", passed, none);
     ingot_tokenizer_close(t);
+}
+
+/* The token hash compares keys in its slots' first 24 bytes (three words, the last ones filled
+ * from the key's end) and past them in the token's text: every token of more than 8 bytes is
+ * found as itself (or as a token of the same bytes); its slot's comparison takes its bytes and
+ * refuses them with one byte changed at the edges of those words or in the text past them (the
+ * hash's tag would refuse most of those first, so the comparison is asked directly). Keys are
+ * copied to blocks of their exact size, so that a read past them shows under ASan. */
+static void token_slot_keys_exact(const char *path, size_t min_long)
+{
+    ingot_tokenizer *t = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
+    const uint32_t *len = t->key_text ? t->text_len : t->dec_len;
+    size_t wrong = 0, tried = 0, long_keys = 0;
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        size_t l = len[i];
+        if (l <= 8) continue;
+        uint8_t *x = malloc(l);
+        ASSERT_TRUE(x != NULL);
+        memcpy(x, t->arena + off[i], l);
+        int32_t f = ingot__tok_find(t, x, l);
+        wrong += f < 0 || len[f] != l || memcmp(t->arena + off[f], x, l) != 0;
+        const struct tok_map_slot *sl = NULL;
+        for (uint64_t j = ingot__tok_hash(x, l) & t->map_mask; !sl && t->map[j].id != UINT32_MAX;
+             j = (j + 1) & t->map_mask)
+            if (t->map[j].id == (uint32_t)f) sl = &t->map[j];
+        ASSERT_TRUE(sl != NULL);
+        wrong += !ingot__tok_key_rest(t, sl, x, l);
+        long_keys += l > 24;
+        static const size_t at[] = {8, 9, 15, 16, 17, 23, 24, 25, 31, 32, SIZE_MAX};
+        for (size_t q = 0; q < sizeof at / sizeof at[0]; q++) {
+            size_t p = at[q] == SIZE_MAX ? l - 1 : at[q];
+            if (p >= l) continue;
+            uint8_t keep = x[p];
+            x[p] ^= (uint8_t)(1u << (i % 8));
+            wrong += ingot__tok_key_rest(t, sl, x, l);
+            int32_t g = ingot__tok_find(t, x, l);
+            wrong += g == f || (g >= 0 && (len[g] != l || memcmp(t->arena + off[g], x, l) != 0));
+            x[p] = keep;
+            tried++;
+        }
+        free(x);
+    }
+    CHECK(wrong == 0, "%zu of %zu lookups wrong", wrong, tried);
+    CHECK(long_keys >= min_long, "%zu tokens past 24 bytes", long_keys);
+    ingot_tokenizer_close(t);
+}
+
+TEST(test_token_slot_keys_exact)
+{
+    token_slot_keys_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf", 10);
+    token_slot_keys_exact(FIX "/tokenizers/llama3/tokenizer.json", 10);
+    token_slot_keys_exact(FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf", 10);
 }
 
 TEST(test_token_filter_exact)
@@ -442,6 +502,55 @@ TEST(test_spm_cuts_match_whole_words)
     ingot_tokenizer_close(t);
 }
 
+/* A caller's allocator: every block it hands out is counted (live bytes back to 0 at close). */
+static void *count_alloc(void *ctx, size_t n, size_t align)
+{
+    (void)align;
+    *(size_t *)ctx += n;
+    return malloc(n);
+}
+static void count_free(void *ctx, void *p, size_t n)
+{
+    *(size_t *)ctx -= n;
+    free(p);
+}
+
+/* With libc's allocator the token and merge hashes of a vocabulary as large as Llama 3's (8 MB
+ * each) start at 2 MB boundaries inside their allocations (transparent huge pages on Linux); with
+ * a caller's allocator each table is its own allocation. Both encode alike, and every byte the
+ * caller's allocator gave is freed. */
+TEST(test_big_tables_on_huge_pages)
+{
+    const char *path = FIX "/tokenizers/llama3/tokenizer.json";
+    ingot_tokenizer *t = NULL, *u = NULL;
+    ASSERT_OK(ingot_tokenizer_open(path, NULL, &t, NULL));
+#if defined(__linux__)
+    size_t mn = (size_t)(t->map_mask + 1) * sizeof *t->map;
+    size_t sn = (size_t)(t->m_mask + 1) * sizeof *t->mslot;
+    ASSERT_TRUE(!t->m8 && t->map_raw != NULL && t->mslot_raw != NULL);
+    ASSERT_EQ((uintptr_t)t->map % (2u << 20), 0);
+    ASSERT_EQ((uintptr_t)t->mslot % (2u << 20), 0);
+    ASSERT_TRUE((uint8_t *)t->map >= (uint8_t *)t->map_raw &&
+                (uint8_t *)t->map + mn <= (uint8_t *)t->map_raw + t->map_raw_n);
+    ASSERT_TRUE((uint8_t *)t->mslot >= (uint8_t *)t->mslot_raw &&
+                (uint8_t *)t->mslot + sn <= (uint8_t *)t->mslot_raw + t->mslot_raw_n);
+#endif
+    size_t live = 0;
+    ingot_allocator al = {count_alloc, count_free, &live};
+    ingot_tokenizer_opts op = {&al};
+    ASSERT_OK(ingot_tokenizer_open(path, &op, &u, NULL));
+    ASSERT_TRUE(u->map_raw == NULL && u->mslot_raw == NULL);
+    static const char *const parts[] = {"a", " the", " information", "\u4e2d\u6587", "\n", " 123",
+                                        " \u0437\u0434\u0440\u0430\u0432", "(){};", "  "};
+    size_t differ = 0, long_texts = 0;
+    encode_both(t, u, parts, sizeof parts / sizeof parts[0], 60, &differ, &long_texts);
+    CHECK(differ == 0, "%zu of 3000 texts differ", differ);
+    ASSERT_TRUE(long_texts > 1000);
+    ingot_tokenizer_close(t);
+    ingot_tokenizer_close(u);
+    ASSERT_EQ(live, 0);
+}
+
 /* SentencePiece words take the tokens of their two- and three-byte characters from a code point
  * table, and byte-level BPE pieces of one character too (the token where its bytes merge to one,
  * else the merges): every entry is what the token hash (and for byte-level BPE the whole flag)
@@ -653,9 +762,10 @@ RUN_TESTS(T(test_bpe_words_match_naive_merges_gpt2), T(test_bpe_words_match_naiv
           T(test_pretok_fast_paths_match_general),
           T(test_merge_filter_exact_gpt2), T(test_merge_filter_exact_llama3),
           T(test_merge_filter_exact_spm), T(test_token_filter_exact),
+          T(test_token_slot_keys_exact),
           T(test_word_cache_many_fragments),
           T(test_word_cache_long_words), T(test_spm_cuts_where_no_token_joins),
           T(test_spm_cuts_match_whole_words), T(test_char_table_matches_hash_spm),
-          T(test_char_table_matches_hash_gpt2),
+          T(test_char_table_matches_hash_gpt2), T(test_big_tables_on_huge_pages),
           T(test_spm_escape_every_space_position), T(test_spm_long_tokens_open_fast),
           T(test_spm_pair_table_matches_text_lookups), T(test_empty_token_keeps_the_space_strip))

@@ -79,16 +79,22 @@ struct ingot_tokenizer {
      * (UINT64_MAX: none); the first round of every word's merges without the hash. */
     uint64_t *pair0;
 
-    /* Token bytes -> id (open addressing; id UINT32_MAX: empty). A slot holds the key's first 8
-     * bytes, its length and 16 bits of its hash, so most lookups touch one slot and nothing
-     * else. Keyed by decoded bytes (byte-level BPE) or stored text (the others). */
+    /* Token bytes -> id (open addressing; id UINT32_MAX: empty). A slot (32 bytes, two a cache
+     * line) holds the key's first 24 bytes, its length and 16 bits of its hash, so a lookup of
+     * a word of up to 24 bytes touches one slot and nothing else (the token's text only past
+     * them). Keyed by decoded bytes (byte-level BPE) or stored text (the others). */
     struct tok_map_slot {
-        uint64_t head; /* first min(len, 8) bytes, little-endian, zero-padded */
+        uint64_t head; /* bytes 0..7 of the key, little-endian, zero-padded past its end */
+        uint64_t rest[2]; /* bytes 8..15 and 16..23, the same */
         uint32_t id;
         uint16_t len;  /* key length (<= TOK_MAX_TOKEN_BYTES), TOK_SLOT_WHOLE or'ed in */
         uint16_t tag;
     } *map;
     uint64_t map_mask;
+    /* The allocations holding map and the merge table (mslot8 / mslot) where tok_build.c's
+     * table_alloc placed them at a huge-page boundary inside (NULL: each is its own). */
+    void *map_raw, *mslot_raw;
+    size_t map_raw_n, mslot_raw_n;
     /* The same kind of filter as mfilt (below) over the token hash's keys: a word that is no
      * token is mostly told so without probing the table. NULL: none. */
     uint64_t *tfilt;
@@ -318,6 +324,31 @@ static inline uint64_t ingot__tok_mf_bits(uint64_t h)
 }
 #define TOK_MF_WORD(h, mask) (((h) >> 44) & (mask))
 
+/* tok_build.c: whether bytes 24.. of token id's key are s[24..n) (n > 24, its length). */
+bool ingot__tok_key_text(const ingot_tokenizer *t, uint32_t id, const uint8_t *s, size_t n);
+
+/* Bytes c..c+7 of s[0..n) (c >= 8, c < n) as a little-endian word, zero-padded past n: short
+ * of 8, from the key's last 8 bytes shifted down (no read outside the key). */
+static inline uint64_t ingot__tok_chunk(const uint8_t *s, size_t n, size_t c)
+{
+    if (n - c >= 8) return ing_ld64(s + c);
+    return ing_ld64(s + n - 8) >> (64 - 8 * (n - c));
+}
+
+/* Whether bytes 8.. of the key s[0..n) (n > 8, the slot's length) are the slot's: two words in
+ * the slot, the token's stored text past 24 bytes. */
+static inline bool ingot__tok_key_rest(const ingot_tokenizer *t, const struct tok_map_slot *sl,
+                                       const uint8_t *s, size_t n)
+{
+    if (sl->rest[0] != ingot__tok_chunk(s, n, 8)) return false;
+    if (n <= 16) return true;
+    if (sl->rest[1] != ingot__tok_chunk(s, n, 16)) return false;
+    return n <= 24 || ingot__tok_key_text(t, sl->id, s, n);
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
 static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t *s, size_t n,
                                          uint64_t h, uint64_t head, bool *whole)
 {
@@ -327,20 +358,26 @@ static inline int32_t ingot__tok_find_xi(const ingot_tokenizer *t, const uint8_t
         if ((t->tfilt[TOK_MF_WORD(h, t->tf_mask)] & m) != m) return -1;
     }
     uint16_t tag = (uint16_t)(h >> 48);
-    const uint32_t *off = t->key_text ? t->text_off : t->dec_off;
     for (uint64_t i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
         const struct tok_map_slot *sl = &t->map[i];
         if (sl->id == UINT32_MAX) return -1;
         if (sl->tag == tag && (sl->len & ~TOK_SLOT_WHOLE) == n && sl->head == head &&
-            (n <= 8 || ingot__tok_eq(t->arena + off[sl->id] + 8, s + 8, n - 8))) {
+            (n <= 8 || ingot__tok_key_rest(t, sl, s, n))) {
             *whole = (sl->len & TOK_SLOT_WHOLE) != 0;
             return (int32_t)sl->id;
         }
     }
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define TOK_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define TOK_PREFETCH(p) ((void)(p))
+#endif
+
 /* Merge of (l, r): true with rank and result. Inlined even where the compiler would not (the
- * hottest lookup). */
+ * hottest lookup). The slot's line is asked for before the filter answers: most pairs a word's
+ * merges look up that pass the filter have a merge, and both loads then wait together. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((always_inline))
 #endif
@@ -350,6 +387,7 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
     if (!t->m_mask) return false;
     if (t->m8) {
         uint64_t key = (uint64_t)l << 16 | r, h = ingot__tok_pair_hash(key);
+        TOK_PREFETCH(&t->mslot8[h & t->m_mask]);
         if (t->mfilt) {
             uint64_t m = ingot__tok_mf_bits(h);
             if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;
@@ -365,6 +403,7 @@ static inline bool ingot__tok_merge(const ingot_tokenizer *t, uint32_t l, uint32
         }
     }
     uint64_t key = TOK_MKEY(l, r), h = ingot__tok_pair_hash(key);
+    TOK_PREFETCH(&t->mslot[h & t->m_mask]);
     if (t->mfilt) {
         uint64_t m = ingot__tok_mf_bits(h);
         if ((t->mfilt[TOK_MF_WORD(h, t->mf_mask)] & m) != m) return false;

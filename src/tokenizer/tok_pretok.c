@@ -197,31 +197,55 @@ static size_t m_llama3_d(const uint8_t *s, size_t i, size_t end, unsigned digits
     return ws_tail(s, i, end);
 }
 
-/* Llama 3 when the pre-token starts with ASCII: letters (after one optional character that is
- * not CR, LF, a letter or a digit) and up to three digits by table lookups; the general matcher
- * for the rest (contractions, punctuation, whitespace, non-ASCII). */
+/* Llama 3 when the pre-token starts with ASCII: by table lookups, the same matches as
+ * m_llama3_d for letters (after one optional character that is not CR, LF, a letter or a digit),
+ * up to three digits, punctuation runs (with one leading space and trailing CRs and LFs) and
+ * whitespace runs; the general matcher for contractions, non-ASCII starts, and a run of digits or
+ * whitespace that meets a non-ASCII byte (which may be a digit or a space). */
 static inline size_t m_llama3_ascii(const uint8_t *s, size_t i, size_t end)
 {
     uint8_t c = s[i];
     if (c >= 0x80 || c == '\'') return m_llama3_d(s, i, end, 3);
     uint8_t k = tok_uascii[c];
-    size_t p = i;
-    if (!(k & (TOK_U_L | TOK_U_N)) && c != '\r' && c != '\n' && i + 1 < end && s[i + 1] < 0x80 &&
-        (tok_uascii[s[i + 1]] & TOK_U_L)) {
-        p = i + 1;
-        k = TOK_U_L;
-    }
     if (k & TOK_U_L) {
-        size_t j = ascii_letters(s, p + 1, end);
+        size_t j = ascii_letters(s, i + 1, end);
         if (j < end && s[j] >= 0x80) j = run_cls(s, j, end, TOK_U_L);
         return j - i;
     }
-    if ((k & TOK_U_N) && i + 3 <= end && s[i + 1] < 0x80 && s[i + 2] < 0x80) {
-        size_t j = i + 1;
-        while (j < i + 3 && (tok_uascii[s[j]] & TOK_U_N)) j++;
+    if (k & TOK_U_N) {
+        if (i + 3 <= end && s[i + 1] < 0x80 && s[i + 2] < 0x80) {
+            size_t j = i + 1;
+            while (j < i + 3 && (tok_uascii[s[j]] & TOK_U_N)) j++;
+            return j - i;
+        }
+        return m_llama3_d(s, i, end, 3);
+    }
+    if (i + 1 == end) return 1; /* one space or punctuation character, last in the text */
+    uint8_t d = s[i + 1];
+    if (d >= 0x80) return m_llama3_d(s, i, end, 3);
+    uint8_t kd = tok_uascii[d];
+    if ((kd & TOK_U_L) && c != '\r' && c != '\n') { /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+        size_t j = ascii_letters(s, i + 2, end);
+        if (j < end && s[j] >= 0x80) j = run_cls(s, j, end, TOK_U_L);
         return j - i;
     }
-    return m_llama3_d(s, i, end, 3);
+    if (!(k & TOK_U_WS) || (c == ' ' && !(kd & (TOK_U_WS | TOK_U_N)))) {
+        /* ` ?[^\s\p{L}\p{N}]+[\r\n]*`: c is punctuation, or a space before punctuation */
+        size_t j = i + 1 + (c == ' ');
+        while (j < end && s[j] < 0x80 && !(tok_uascii[s[j]] & (TOK_U_L | TOK_U_N | TOK_U_WS))) j++;
+        if (j < end && s[j] >= 0x80) j = run_other(s, j, end);
+        while (j < end && (s[j] == '\r' || s[j] == '\n')) j++;
+        return j - i;
+    }
+    /* whitespace: \s*[\r\n]+ ends after the run's last CR or LF, else \s+(?!\S)|\s+ */
+    size_t j = i, nl = SIZE_MAX;
+    while (j < end && s[j] < 0x80 && (tok_uascii[s[j]] & TOK_U_WS)) {
+        if (s[j] == '\r' || s[j] == '\n') nl = j;
+        j++;
+    }
+    if (j < end && s[j] >= 0x80) return m_llama3_d(s, i, end, 3);
+    if (nl != SIZE_MAX) return nl + 1 - i;
+    return j == end || j == i + 1 ? j - i : j - 1 - i;
 }
 
 static size_t m_llama3(const uint8_t *s, size_t i, size_t end) { return m_llama3_d(s, i, end, 3); }

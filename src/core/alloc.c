@@ -1,8 +1,14 @@
 /* alloc.c - the allocator hook: per-object ingot_allocator or libc. No other file calls malloc. */
+#define _GNU_SOURCE /* madvise */
 #include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#define HUGE_PAGE ((size_t)2 << 20) /* a transparent huge page on x86-64 and arm64 (4 KB base) */
 
 void *ingot__alloc(const ingot_allocator *a, size_t n)
 {
@@ -48,4 +54,28 @@ char *ingot__strndup(const ingot_allocator *a, const char *s, size_t n)
     if (n) memcpy(d, s, n);
     d[n] = '\0';
     return d;
+}
+
+void *ingot__alloc_table(const ingot_allocator *a, size_t n, void **raw, size_t *raw_n)
+{
+    *raw = NULL;
+    *raw_n = 0;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if ((!a || !a->alloc) && n >= HUGE_PAGE && n <= SIZE_MAX - HUGE_PAGE) {
+        uint8_t *r = ingot__alloc(a, n + HUGE_PAGE);
+        if (!r) return NULL;
+        uint8_t *p = r + (HUGE_PAGE - (uintptr_t)r % HUGE_PAGE) % HUGE_PAGE;
+        (void)madvise(p, n, MADV_HUGEPAGE);
+        *raw = r;
+        *raw_n = n + HUGE_PAGE;
+        return p;
+    }
+#endif
+    return ingot__alloc(a, n);
+}
+
+void ingot__free_table(const ingot_allocator *a, void *p, size_t n, void *raw, size_t raw_n)
+{
+    if (raw) ingot__free(a, raw, raw_n);
+    else ingot__free(a, p, n);
 }

@@ -5,47 +5,11 @@
  * merge hash, byte tokens and the special-token list. Every inconsistency is an error naming the
  * token or merge index.
  */
-#define _GNU_SOURCE /* madvise */
 #include "alloc.h"
 #include "error.h"
 #include "tok_internal.h"
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #define NO_ID UINT32_MAX
-
-#define TOK_HUGE ((size_t)2 << 20) /* a transparent huge page */
-
-/* A table of n bytes read at random (the token hash: 8 MB for Llama 3, 4 MB for GPT-2, 2 MB for
- * Llama 2; Llama 3's merge hash: 8 MB). With 4 KB pages most lookups in it would also miss the
- * TLB, so with libc's allocator (a caller's allocator keeps its own pages) and n of 2 MB or more,
- * it is placed at a 2 MB boundary inside an allocation 2 MB larger (the slack is never touched)
- * and, on Linux, advised for transparent huge pages (advice only: a kernel without them changes
- * nothing). *raw, *raw_n: what to free (raw NULL: the table itself, n bytes). */
-static void *table_alloc(const ingot_allocator *a, size_t n, void **raw, size_t *raw_n)
-{
-    *raw = NULL;
-    *raw_n = 0;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if ((!a || !a->alloc) && n >= TOK_HUGE && n <= SIZE_MAX - TOK_HUGE) {
-        uint8_t *r = ingot__alloc(a, n + TOK_HUGE);
-        if (!r) return NULL;
-        uint8_t *p = r + (TOK_HUGE - (uintptr_t)r % TOK_HUGE) % TOK_HUGE;
-        (void)madvise(p, n, MADV_HUGEPAGE);
-        *raw = r;
-        *raw_n = n + TOK_HUGE;
-        return p;
-    }
-#endif
-    return ingot__alloc(a, n);
-}
-
-static void table_free(const ingot_allocator *a, void *p, size_t n, void *raw, size_t raw_n)
-{
-    if (raw) ingot__free(a, raw, raw_n);
-    else ingot__free(a, p, n);
-}
 
 ingot_status ingot__tok_build_init(tok_build *b, const ingot_allocator *a, uint32_t n,
                                    ingot_error *err)
@@ -307,7 +271,7 @@ static ingot_status merge_table(ingot_tokenizer *t, const ingot_allocator *a, ui
     while (cap < entries + entries / 2) cap *= 2;
     t->m8 = t->n_vocab < 0xFFFF && max_rank <= 0xFFFF;
     size_t sz = t->m8 ? 8 : sizeof *t->mslot;
-    void *p = table_alloc(a, (size_t)cap * sz, &t->mslot_raw, &t->mslot_raw_n);
+    void *p = ingot__alloc_table(a, (size_t)cap * sz, &t->mslot_raw, &t->mslot_raw_n);
     if (!p) return nomem(err, "merge table");
     ING_MEMSET(p, 0xFF, (size_t)cap * sz);
     if (t->m8) t->mslot8 = p;
@@ -535,13 +499,13 @@ void ingot_tokenizer_close(ingot_tokenizer *t)
     ingot__free(a, t->score, n * 4);
     ingot__free(a, t->type, n);
     if (t->map)
-        table_free(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map, t->map_raw,
-                   t->map_raw_n);
+        ingot__free_table(a, t->map, (size_t)(t->map_mask + 1) * sizeof *t->map, t->map_raw,
+                          t->map_raw_n);
     if (t->m_mask && t->m8)
-        table_free(a, t->mslot8, (size_t)(t->m_mask + 1) * 8, t->mslot_raw, t->mslot_raw_n);
+        ingot__free_table(a, t->mslot8, (size_t)(t->m_mask + 1) * 8, t->mslot_raw, t->mslot_raw_n);
     if (t->m_mask && !t->m8)
-        table_free(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot, t->mslot_raw,
-                   t->mslot_raw_n);
+        ingot__free_table(a, t->mslot, (size_t)(t->m_mask + 1) * sizeof *t->mslot, t->mslot_raw,
+                          t->mslot_raw_n);
     if (t->whole) ingot__free(a, t->whole, n);
     ingot__free(a, t->ent, n * sizeof *t->ent);
     ingot__free(a, t->pair0, 65536 * 8);
@@ -692,8 +656,8 @@ ingot_status ingot__tok_finish(tok_build *b, ingot_tokenizer **out, ingot_error 
     /* token hash. Key: the decoded bytes for byte-level BPE (its encoder works on raw bytes),
      * the stored text for the others (their encoders work on the escaped text). */
     t->map_mask = pow2_at_least((uint64_t)n * 2) - 1;
-    t->map = table_alloc(a, (size_t)(t->map_mask + 1) * sizeof *t->map, &t->map_raw,
-                         &t->map_raw_n);
+    t->map = ingot__alloc_table(a, (size_t)(t->map_mask + 1) * sizeof *t->map, &t->map_raw,
+                                &t->map_raw_n);
     if (!t->map) {
         st = nomem(err, "token hash");
         goto fail;

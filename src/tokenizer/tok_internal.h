@@ -92,7 +92,7 @@ struct ingot_tokenizer {
     } *map;
     uint64_t map_mask;
     /* The allocations holding map and the merge table (mslot8 / mslot) where tok_build.c's
-     * table_alloc placed them at a huge-page boundary inside (NULL: each is its own). */
+     * ingot__alloc_table placed them at a huge-page boundary inside (NULL: each is its own). */
     void *map_raw, *mslot_raw;
     size_t map_raw_n, mslot_raw_n;
     /* The same kind of filter as mfilt (below) over the token hash's keys: a word that is no

@@ -135,10 +135,7 @@ static ingot_status moe(ingot_lm_session *s, const lm_layer *ly, const ingot_ten
         for (uint32_t k = 0; k < K; k++) {
             const lm_w *ex = &ly->exp[(size_t)sel[k] * 3], *gu[2] = {&ex[0], &ex[1]};
             ingot_tensor *gud[2] = {&g, &u};
-            if (!ingot__lm_linear_multi(s, 2, gud, xn, gu, NULL)) {
-                ING_TRY(ingot__lm_linear(s, &g, xn, &ex[0], NULL, err));
-                ING_TRY(ingot__lm_linear(s, &u, xn, &ex[1], NULL, err));
-            }
+            ING_TRY(ingot__lm_linears(s, 2, gud, xn, gu, NULL, err));
             ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
             ING_TRY(ingot__lm_linear(s, &eo, &g, &ex[2], NULL, err));
@@ -220,11 +217,7 @@ ingot_status ingot__llama_forward(ingot_lm_session *s, uint32_t n, ingot_error *
         ING_TRY(ingot_op_rms_norm(be, &xn, &x, &ly->attn_norm.t, c->norm_eps, err));
         const lm_w *qkv[3] = {&ly->wq, &ly->wk, &ly->wv}, *qkvb[3] = {&ly->bq, &ly->bk, &ly->bv};
         ingot_tensor *qkvd[3] = {&q, &k, &v};
-        if (!ingot__lm_linear_multi(s, 3, qkvd, &xn, qkv, qkvb)) {
-            ING_TRY(ingot__lm_linear(s, &q, &xn, &ly->wq, &ly->bq, err));
-            ING_TRY(ingot__lm_linear(s, &k, &xn, &ly->wk, &ly->bk, err));
-            ING_TRY(ingot__lm_linear(s, &v, &xn, &ly->wv, &ly->bv, err));
-        }
+        ING_TRY(ingot__lm_linears(s, 3, qkvd, &xn, qkv, qkvb, err));
         ING_TRY(rope(s, &qrh, &qh, &pos, n, err));
         if (f32kv) { /* rotated keys straight into the cache */
             ingot__lm_kv_view(s, l, false, s->pos, n, &kc);
@@ -243,10 +236,7 @@ ingot_status ingot__llama_forward(ingot_lm_session *s, uint32_t n, ingot_error *
         } else {
             const lm_w *gu[2] = {&ly->w_gate, &ly->w_up};
             ingot_tensor *gud[2] = {&g, &u};
-            if (!ingot__lm_linear_multi(s, 2, gud, &xn, gu, NULL)) {
-                ING_TRY(ingot__lm_linear(s, &g, &xn, &ly->w_gate, NULL, err));
-                ING_TRY(ingot__lm_linear(s, &u, &xn, &ly->w_up, NULL, err));
-            }
+            ING_TRY(ingot__lm_linears(s, 2, gud, &xn, gu, NULL, err));
             ING_TRY(ingot_op_activation(be, INGOT_ACT_SILU, &g, &g, 0.0, err));
             ING_TRY(ingot_op_binary(be, INGOT_BINARY_MUL, &g, &g, &u, err));
             ING_TRY(ingot__lm_linear(s, &tmp, &g, &ly->w_down, NULL, err));

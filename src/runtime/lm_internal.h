@@ -95,7 +95,7 @@ struct ingot_lm {
      * session's cos/sin tables instead of the backend's rope op */
     bool rope_scaled;
     double rope_freq[LM_MAX_HEAD_DIM / 2];
-    /* INGOT_LM_FUSE=0 at open: one op per linear in decode (A/B of ingot__lm_linear_multi) */
+    /* INGOT_LM_FUSE=0 at open: one op per linear in decode (A/B of the fused decode linears) */
     bool fuse_off;
 };
 
@@ -165,12 +165,13 @@ ingot_status ingot__lm_kv_store(ingot_lm_session *s, uint32_t layer, bool value,
 /* y = x . w^T + b into dst (w F32 or a quantized dtype the backend runs; b may be absent). */
 ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingot_tensor *x,
                               const lm_w *w, const lm_w *b, ingot_error *err);
-/* The n linears dst[i] = x . w[i]^T + b[i] (b NULL: no biases) on one row x as one backend job
- * (backend_export.h's ingot__linear_multi: the same bits as n ingot__lm_linear calls). False
- * when it does not apply (another backend or dtype, run-time LoRA, INGOT_LM_FUSE=0): then
- * nothing was done and the caller runs ingot__lm_linear per weight. */
-bool ingot__lm_linear_multi(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
-                            const ingot_tensor *x, const lm_w *const w[], const lm_w *const b[]);
+/* The n linears dst[i] = x . w[i]^T + b[i] (b NULL: no biases) on the same input x. On one row
+ * they run as one backend job (backend_export.h's ingot__linear_multi, the same bits as n
+ * ingot__lm_linear calls); where that does not apply (several rows, another backend or dtype,
+ * run-time LoRA, INGOT_LM_FUSE=0) as one ingot__lm_linear each. */
+ingot_status ingot__lm_linears(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
+                               const ingot_tensor *x, const lm_w *const w[],
+                               const lm_w *const b[], ingot_error *err);
 
 /* The text side of a generate call (lm_text.c): the streaming decoder, the stop strings and the
  * text held back while it could still be the start of one. One allocation holds lens, piece and

@@ -318,8 +318,9 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
     return ingot_op_binary(be, INGOT_BINARY_ADD, dst, dst, &bax, err);
 }
 
-bool ingot__lm_linear_multi(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
-                            const ingot_tensor *x, const lm_w *const w[], const lm_w *const b[])
+/* The fused job of ingot__lm_linears; false when it does not apply (nothing done then). */
+static bool linears_fused(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
+                          const ingot_tensor *x, const lm_w *const w[], const lm_w *const b[])
 {
     const ingot_tensor *wt[8], *bt[8];
     if (n > 8 || s->m->fuse_off) return false;
@@ -329,6 +330,16 @@ bool ingot__lm_linear_multi(ingot_lm_session *s, uint32_t n, ingot_tensor *const
         bt[i] = b && b[i]->present ? &b[i]->t : NULL;
     }
     return ingot__linear_multi(s->m->be, n, dst, x, wt, bt);
+}
+
+ingot_status ingot__lm_linears(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
+                               const ingot_tensor *x, const lm_w *const w[],
+                               const lm_w *const b[], ingot_error *err)
+{
+    if (linears_fused(s, n, dst, x, w, b)) return INGOT_OK;
+    for (uint32_t i = 0; i < n; i++)
+        ING_TRY(ingot__lm_linear(s, dst[i], x, w[i], b ? b[i] : NULL, err));
+    return INGOT_OK;
 }
 
 ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingot_tensor *q,

@@ -322,7 +322,7 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
 static bool linears_fused(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
                           const ingot_tensor *x, const lm_w *const w[], const lm_w *const b[])
 {
-    const ingot_tensor *wt[8], *bt[8];
+    const ingot_tensor *wt[8] = {0}, *bt[8] = {0};
     if (n > 8 || s->m->fuse_off) return false;
     for (uint32_t i = 0; i < n; i++) {
         if (w[i]->lora) return false;

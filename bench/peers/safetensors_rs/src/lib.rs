@@ -24,7 +24,10 @@ pub extern "C" fn st_peer_open_find(path: *const c_char, name: *const c_char) ->
     let buf = unsafe { std::slice::from_raw_parts(m as *const u8, len) };
     let r = match safetensors::SafeTensors::deserialize(buf) {
         Ok(t) => match n.to_str().ok().map(|s| t.tensor(s)) {
-            Some(Ok(v)) if !v.data().is_empty() || true => t.len() as c_int,
+            Some(Ok(v)) => {
+                std::hint::black_box(v.data());
+                t.len() as c_int
+            }
             _ => -1,
         },
         Err(_) => -1,

@@ -974,6 +974,65 @@ TEST(test_npy_header_grammar)
     ASSERT_ST(open_img(img, n, NULL, NULL), INGOT_BAD_METADATA);
 }
 
+/* NumPy's own layout is parsed by a fast path (npy_header.c: canonical); "{ " (a space after the
+ * brace, which the grammar allows) sends the same dict through the general scanner. Every
+ * mutation of canonical dicts (each byte replaced by bytes that matter to the grammar, or
+ * deleted) must get the same verdict both ways, and the same tensor where accepted. */
+static ingot_status open_info(const uint8_t *p, size_t n, ingot_tensor_info *ti)
+{
+    ingot_file *f = NULL;
+    ingot_status st = ingot_file_open_buffer(p, n, NULL, &f, NULL);
+    memset(ti, 0, sizeof *ti);
+    if (st == INGOT_OK && ingot_file_tensor_count(f) == 1) ingot_file_tensor_at(f, 0, ti);
+    ingot_file_close(f);
+    return st;
+}
+
+TEST(test_npy_canonical_fast_path_agrees)
+{
+    static const char *const dicts[] = {
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+        "{'descr': '|b1', 'fortran_order': True, 'shape': (3, 2), }",
+        "{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }",
+        "{'descr': '<c16', 'fortran_order': False, 'shape': (), }",
+        "{'descr': '<u2', 'fortran_order': True, 'shape': (1, 1, 3), }",
+    };
+    static const size_t sizes[] = {24, 6, 24, 16, 6};
+    static const char subst[] = " '\",()0129xT}{:\\\n\x01";
+    static uint8_t a[512], b[512];
+    char m[200], m2[208];
+    size_t compared = 0, accepted = 0;
+    for (size_t d = 0; d < sizeof dicts / sizeof dicts[0]; d++) {
+        char base[200];
+        snprintf(base, sizeof base, "%s   ", dicts[d]); /* and three bytes of the padding */
+        size_t len = strlen(base);
+        for (size_t pos = 1; pos < len; pos++) {
+            for (size_t k = 0; k <= sizeof subst - 1; k++) {
+                /* k == sizeof subst - 1: the byte deleted */
+                memcpy(m, base, len + 1);
+                if (k < sizeof subst - 1) m[pos] = subst[k];
+                else memmove(m + pos, m + pos + 1, len - pos);
+                snprintf(m2, sizeof m2, "{ %s", m + 1);
+                size_t na = make_npy(a, 1, m, sizes[d], true);
+                size_t nb = make_npy(b, 1, m2, sizes[d], true);
+                ingot_tensor_info ta, tb;
+                ingot_status sa = open_info(a, na, &ta), sb = open_info(b, nb, &tb);
+                CHECK(sa == sb, "%s: fast path %s, general scanner %s", m,
+                      ingot_status_name(sa), ingot_status_name(sb));
+                if (sa == INGOT_OK && sb == INGOT_OK) {
+                    accepted++;
+                    CHECK(ta.dtype == tb.dtype && ta.rank == tb.rank && ta.nbytes == tb.nbytes &&
+                              !memcmp(ta.shape, tb.shape, sizeof ta.shape) &&
+                              ta.flags == tb.flags,
+                          "%s: the two paths give different tensors", m);
+                }
+                compared++;
+            }
+        }
+    }
+    CHECK(compared > 2000 && accepted > 50, "compared %zu, accepted %zu", compared, accepted);
+}
+
 TEST(test_npy_bad_preamble)
 {
     static uint8_t img[256];
@@ -1130,6 +1189,7 @@ RUN_TESTS(T(test_npy_fixtures_mmap), T(test_npy_fixtures_pread), T(test_npy_fixt
           T(test_npy_writer_byte_exact_vs_numpy), T(test_npy_writer_converts_layout),
           T(test_npy_roundtrip_npz_ingot_npz), T(test_npy_writer_numpy_golden),
           T(test_npy_writer_refusals_and_notices), T(test_npy_writer_to_file_and_extension),
-          T(test_npy_header_grammar), T(test_npy_bad_preamble), T(test_npy_byte_flips_never_crash),
+          T(test_npy_header_grammar), T(test_npy_canonical_fast_path_agrees),
+          T(test_npy_bad_preamble), T(test_npy_byte_flips_never_crash),
           T(test_npz_truncation_every_byte), T(test_npz_bad_members), T(test_npz_bad_deflate),
           T(test_npz_probe), T(test_npz_crc_streamed))

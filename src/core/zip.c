@@ -1149,8 +1149,13 @@ ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err)
     if (i >= z->count) return INGOT_RANGE;
     ingot__zip_entry *e = &z->entries[i];
     if (e->info & INGOT__ZIP_ENTRY_LOCATED) return INGOT_OK;
-    uint8_t h[LFH_LEN];
-    ING_TRY(lfh_read(z, i, e->lho, h, LFH_LEN, err));
+    /* From the prefetched window when there is one (no copy), else read into hb. */
+    uint8_t hb[LFH_LEN];
+    const uint8_t *h = z->pf_at ? ingot__zip_peek(z, i, e->lho, LFH_LEN) : NULL;
+    if (!h) {
+        ING_TRY(src_read(&z->src, e->lho, hb, LFH_LEN, "local header", err));
+        h = hb;
+    }
     if (ing_ld32(h) != SIG_LFH)
         return ingot__err(err, INGOT_BAD_LAYOUT, e->lho, NAME_OF(e),
                           "zip: no local header where the central directory points");
@@ -1169,8 +1174,13 @@ ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err)
         return ingot__err(err, INGOT_BAD_LAYOUT, e->lho + 26, NAME_OF(e),
                           "zip: local name length %u != central %u", (unsigned)nlen,
                           (unsigned)e->name_len);
-    /* Compare names in small chunks so pread mode needs no allocation. */
-    for (uint32_t done = 0; done < nlen;) {
+    /* The name: in the window where it is there whole, else compared in small chunks read from
+     * the source (pread mode needs no allocation). */
+    const uint8_t *wn = z->pf_at ? ingot__zip_peek(z, i, e->lho + LFH_LEN, nlen) : NULL;
+    if (wn && ING_MEMCMP(wn, e->name, nlen) != 0)
+        return ingot__err(err, INGOT_BAD_LAYOUT, e->lho + LFH_LEN, NAME_OF(e),
+                          "zip: local header name differs from the central directory name");
+    for (uint32_t done = wn ? nlen : 0; done < nlen;) {
         uint8_t buf[256];
         uint32_t k = nlen - done < sizeof buf ? nlen - done : (uint32_t)sizeof buf;
         ING_TRY(lfh_read(z, i, e->lho + LFH_LEN + done, buf, k, err));

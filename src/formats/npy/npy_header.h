@@ -36,11 +36,12 @@ typedef struct npy_header {
     bool big_endian;      /* '>' (or '=' on a big-endian host: never here) on a multi-byte type */
     bool fortran;
     uint32_t rank;
-    uint64_t shape[INGOT_MAX_RANK];
     uint64_t nelem, nbytes;
     char descr[24];       /* the descr string as written (for messages), NUL-terminated */
     bool text;            /* a string ('S', 'a') or unicode ('U') array, parsed only when the
                              caller allows it: dtype is INVALID, nbytes the stored size */
+    uint64_t shape[INGOT_MAX_RANK]; /* last: the preamble zeroes the fields above it only;
+                                       entries from rank on are unspecified */
 } npy_header;
 
 /* Checks magic and version in p[0..n) and reads HLEN. TRUNCATED if n is too short to tell,

@@ -15,24 +15,13 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "tmpdir.h"
 #include "ingot/native.h"
 
 #define GEN_BASE_ONLY
 #include "gen_bad_corpus.c"
 
 
-static char tmpdir[512];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[1024];
-    if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "%s/corrupt-XXXXXX", INGOT_BINARY_DIR);
-        if (!mkdtemp(tmpdir)) abort();
-    }
-    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-    return buf;
-}
 
 static uint64_t rd64(const uint8_t *p)
 {
@@ -148,7 +137,7 @@ TEST(test_every_truncation_point)
             truncated, unknown);
 
     /* by path: one file cut shorter and shorter */
-    const char *path = tmp_path("trunc.ingot");
+    const char *path = test_tmp_path("trunc.ingot");
     int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
     ASSERT_TRUE(fd >= 0);
     ASSERT_TRUE(write(fd, g.b, n) == (ssize_t)n);
@@ -196,7 +185,7 @@ TEST(test_every_byte_flip_detected)
     }
     ingot_file_close(f);
 
-    const char *path = tmp_path("flip.ingot");
+    const char *path = test_tmp_path("flip.ingot");
     int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
     ASSERT_TRUE(fd >= 0);
     ASSERT_TRUE(write(fd, g.b, n) == (ssize_t)n);
@@ -690,7 +679,7 @@ static int compare(const ingot_file *f, const rset *s, bool mapped, const char *
 TEST(test_random_roundtrips)
 {
     rng_state = 0x1a2b3c4d5e6f7788ull;
-    const char *path = tmp_path("rt.ingot");
+    const char *path = test_tmp_path("rt.ingot");
     static rset s;
     size_t total_bytes = 0, total_tensors = 0, total_meta = 0, dtypes_seen[512] = {0};
     unsigned ranks_seen = 0, meta_seen = 0, arrays_seen = 0, max_rank = 0;
@@ -782,7 +771,5 @@ int main(int argc, char **argv)
         T(test_every_byte_flip_detected),
         T(test_random_roundtrips),
     };
-    int rc = harness_run(cases, sizeof cases / sizeof cases[0], argc, argv);
-    if (tmpdir[0]) rmdir(tmpdir);
-    return rc;
+    return harness_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -6,19 +6,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "tmpdir.h"
 
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[512];
-    if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/ingot-test-XXXXXX");
-        if (!mkdtemp(tmpdir)) abort();
-    }
-    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-    return buf;
-}
 
 static uint8_t *slurp(const char *path, size_t *n)
 {
@@ -46,7 +35,7 @@ static void write_and_check(const char *format, const char *name)
     ASSERT_OK(ingot_writer_new(&wo, &wr, &e));
     uint64_t shape[1] = {N};
     ASSERT_OK(ingot_writer_add_tensor(wr, "w", INGOT_DTYPE_F32, 1, shape, NULL, w, &e));
-    const char *p = tmp_path(name);
+    const char *p = test_tmp_path(name);
     char path[512];
     snprintf(path, sizeof path, "%s", p);
     ASSERT_OK(ingot_writer_save(wr, path, &e));

@@ -4,20 +4,9 @@
 
 #include "crc32c.h"
 #include "harness.h"
+#include "tmpdir.h"
 #include "ingot/native.h"
 
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[512];
-    if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/ingot-test-XXXXXX");
-        if (!mkdtemp(tmpdir)) abort();
-    }
-    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-    return buf;
-}
 
 TEST(test_roundtrip_basic)
 {
@@ -43,7 +32,7 @@ TEST(test_roundtrip_basic)
     ASSERT_OK(ingot_writer_add_tensor(wr, "fc.bias", INGOT_DTYPE_I32, 1, bs, NULL, b, &e));
     ASSERT_ST(ingot_writer_add_tensor(wr, "fc.bias", INGOT_DTYPE_I32, 1, bs, NULL, b, &e),
               INGOT_DUPLICATE);
-    const char *path = tmp_path("basic.ingot");
+    const char *path = test_tmp_path("basic.ingot");
     ASSERT_OK(ingot_writer_save(wr, path, &e));
     ingot_writer_free(wr);
 
@@ -97,6 +86,7 @@ TEST(test_roundtrip_basic)
     ASSERT_MEM(s, "cde", 3);
     ASSERT_OK(ingot_file_verify(f, 2, &e));
     ingot_file_close(f);
+    ASSERT_EQ(unlink(path), 0);
 }
 
 /* Writes a described writer to memory and frees it; returns a malloc'd copy of the file (NULL on
@@ -252,7 +242,7 @@ TEST(test_writer_refuses_bad_bool)
         /* data given at add time */
         ASSERT_OK(ingot_writer_new(&o, &wr, &e));
         ASSERT_OK(ingot_writer_add_tensor(wr, "mask", INGOT_DTYPE_BOOL, 1, shape, NULL, bad, &e));
-        const char *path = tmp_path("bad_bool.out");
+        const char *path = test_tmp_path("bad_bool.out");
         ASSERT_ST(ingot_writer_save(wr, path, &e), INGOT_BAD_VALUE);
         ASSERT_STR(e.where, "mask");
         ASSERT_TRUE(strstr(e.msg, "BOOL byte 6 ") != NULL);
@@ -282,7 +272,7 @@ TEST(test_writer_refuses_bad_bool)
     }
     /* nothing named after the target is left in the directory (no temporary) */
     char cmd[400];
-    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s | grep bad_bool)\"", tmpdir);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s | grep bad_bool)\"", test_tmp_dir());
     ASSERT_EQ(system(cmd), 0);
 }
 

@@ -19,15 +19,24 @@
  * hits, merges, lookups).
  *
  *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--out corpus.txt]
- *   bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--mb N]
+ *   bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] [--mb N]
+ *   bench_tokenizer --mix [--reps N] [--mb N]
  * (--warm: how many times the first chunk is encoded for the warm figure, 1000 by default; 0
  * skips it, for instruction and cache simulations such as cachegrind's.)
  * --ab compares two builds of the library (libingot.so of each, e.g. main's and a branch's)
  * loaded into this one process: both must give the same ids on every chunk, then each round
- * encodes the corpus in blocks of 16 chunks, each block by both libraries in turn (which goes
- * first alternates), so both see the same load; printed: MB/s of each and NEW/OLD speed, over
- * all rounds and the median of the rounds' ratios. On a shared machine whose speed moves from
- * one minute to the next this is the fair comparison.
+ * encodes the corpus in blocks of --block chunks (16 by default), each block by both libraries
+ * in turn (which goes first alternates), so both see the same load; printed: MB/s of each and
+ * NEW/OLD speed, over all rounds and the median of the rounds' ratios. On a shared machine
+ * whose speed moves from one minute to the next this is the fair comparison. With short blocks
+ * the two libraries' tables share the caches (each evicts the other's between blocks), which
+ * hides part of what a smaller cache footprint gains; --block 1000 (the whole corpus, ~0.1 s a
+ * block) times each library alone, the caches warm with its own tables only.
+ * --mix (why the mixed corpus is slower than its pools): the same bytes in four orders, each
+ * timed in turn within every repetition: the corpus as it is (lines of the three pools
+ * interleaved), the pools one after another, the pools' chunks interleaved (each chunk of one
+ * pool), and the pools one after another with two instances of the tokenizer taking chunks in
+ * turn (the same code path as the second, twice the tables).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -265,16 +274,17 @@ static double ab_block(ab_lib *L, const char *text, const chunk *ch, size_t b, s
     return now() - t0;
 }
 
-static int ab_run(const char *old_so, const char *new_so, int rounds, const char *text, size_t n,
-                  const chunk *ch, size_t nch, size_t maxch, const char *const *names,
-                  const char *const *paths)
+static int ab_run(const char *old_so, const char *new_so, int rounds, size_t block,
+                  const char *text, size_t n, const chunk *ch, size_t nch, size_t maxch,
+                  const char *const *names, const char *const *paths)
 {
     ab_lib lib[2];
     if (ab_load(&lib[0], old_so) || ab_load(&lib[1], new_so)) return 1;
     size_t idcap = ingot_tokenizer_max_tokens(maxch);
     int32_t *ids[2] = {malloc(idcap * sizeof(int32_t)), malloc(idcap * sizeof(int32_t))};
     const char *only = getenv("BENCH_TOK_ONLY");
-    printf("A/B: old %s, new %s, %d rounds, blocks of 16 chunks\n", old_so, new_so, rounds);
+    printf("A/B: old %s, new %s, %d rounds, blocks of %zu chunks\n", old_so, new_so, rounds,
+           block);
     for (int k = 0; k < 3; k++) {
         if (only && atoi(only) != k) continue;
         for (int s = 0; s < 2; s++) {
@@ -301,9 +311,9 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, const char
         double tot[2] = {0, 0}, ratio[100];
         for (int r = 0; r < rounds; r++) {
             double tr[2] = {0, 0};
-            for (size_t b = 0; b < nch; b += 16) {
-                size_t e = b + 16 < nch ? b + 16 : nch;
-                int first = (int)((b / 16 + (size_t)r) & 1);
+            for (size_t b = 0; b < nch; b += block) {
+                size_t e = b + block < nch ? b + block : nch;
+                int first = (int)((b / block + (size_t)r) & 1);
                 for (int q = 0; q < 2; q++) {
                     int s = q ? !first : first;
                     double d = ab_block(&lib[s], text, ch, b, e, ids[s], idcap);
@@ -330,10 +340,95 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, const char
     return 0;
 }
 
+/* --mix: see the top of the file. text/ch/nch: the corpus; ptext/by_kind/pch/pnch: the pools. */
+static int mix_run(int reps, const char *text, size_t n, const chunk *ch, size_t nch,
+                   char *const *ptext, const size_t *by_kind, chunk *const *pch,
+                   const size_t *pnch, size_t maxch, const char *const *names,
+                   const char *const *paths)
+{
+    char *cat = malloc(n + 1); /* the pools one after another, their chunks as they were */
+    chunk *cch = malloc((pnch[0] + pnch[1] + pnch[2]) * sizeof *cch);
+    chunk *ich = malloc((pnch[0] + pnch[1] + pnch[2]) * sizeof *ich);
+    size_t o = 0, ncat = 0, base[3];
+    for (int q = 0; q < 3; q++) {
+        memcpy(cat + o, ptext[q], by_kind[q]);
+        base[q] = o;
+        for (size_t i = 0; i < pnch[q]; i++)
+            cch[ncat++] = (chunk){o + pch[q][i].off, pch[q][i].len};
+        o += by_kind[q];
+    }
+    /* the pools' chunks interleaved in proportion: next from the pool least far through */
+    size_t at[3] = {0, 0, 0}, nint = 0;
+    while (nint < ncat) {
+        int b = -1;
+        for (int q = 0; q < 3; q++)
+            if (at[q] < pnch[q] &&
+                (b < 0 || (double)at[q] / pnch[q] < (double)at[b] / pnch[b]))
+                b = q;
+        ich[nint++] = (chunk){base[b] + pch[b][at[b]].off, pch[b][at[b]].len};
+        at[b]++;
+    }
+    const char *only = getenv("BENCH_TOK_ONLY");
+    static const char *const what[4] = {"lines interleaved (the corpus)", "pools one after another",
+                                        "pool chunks interleaved",
+                                        "pools in turn, 2 instances"};
+    for (int k = 0; k < 3; k++) {
+        if (only && atoi(only) != k) continue;
+        ingot_tokenizer *t[2] = {NULL, NULL};
+        for (int s = 0; s < 2; s++)
+            if (ingot_tokenizer_open(paths[k], NULL, &t[s], NULL) != INGOT_OK) {
+                fprintf(stderr, "%s: cannot open %s\n", names[k], paths[k]);
+                return 1;
+            }
+        size_t ss = ingot_tokenizer_scratch_size(t[0], maxch), idcap = 0;
+        size_t ncnt = nch > ncat ? nch : ncat;
+        for (size_t i = 0; i < nch; i++) idcap += ingot_tokenizer_max_tokens(ch[i].len);
+        for (size_t i = 0; i < ncat; i++) idcap += ingot_tokenizer_max_tokens(cch[i].len);
+        void *scratch = malloc(ss);
+        int32_t *ids = malloc(idcap * sizeof *ids);
+        size_t *cnt = malloc(ncnt * sizeof *cnt), nids[4] = {0, 0, 0, 0};
+        double tv[4][100];
+        for (int r = 0; r < reps; r++) {
+            for (int v = 0; v < 4; v++) {
+                double t0 = now();
+                if (v == 0) nids[v] = encode_all(t[0], text, ch, nch, ids, idcap, cnt, scratch, ss);
+                else if (v == 1)
+                    nids[v] = encode_all(t[0], cat, cch, ncat, ids, idcap, cnt, scratch, ss);
+                else if (v == 2)
+                    nids[v] = encode_all(t[0], cat, ich, nint, ids, idcap, cnt, scratch, ss);
+                else
+                    for (size_t i = 0, m = nids[v] = 0; i < ncat && m != SIZE_MAX; i++) {
+                        m = encode_all(t[i & 1], cat, cch + i, 1, ids, idcap, cnt, scratch, ss);
+                        nids[v] = m == SIZE_MAX ? m : nids[v] + m;
+                    }
+                tv[v][r] = now() - t0;
+                if (nids[v] == SIZE_MAX) return 1;
+            }
+        }
+        printf("%s, mixing (median of %d):\n", names[k], reps);
+        for (int v = 0; v < 4; v++) {
+            qsort(tv[v], (size_t)reps, sizeof tv[v][0], cmp_d);
+            printf("  %-31s encode %7.1f MB/s (%zu ids)\n", what[v], n / tv[v][reps / 2] / 1e6,
+                   nids[v]);
+        }
+        free(scratch);
+        free(ids);
+        free(cnt);
+        ingot_tokenizer_close(t[0]);
+        ingot_tokenizer_close(t[1]);
+    }
+    free(cat);
+    free(cch);
+    free(ich);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     double mb = 4;
     int reps = 5, rounds = 7;
+    size_t block = 16;
+    bool mix = false;
     size_t witers = 1000;
     const char *ab_old = NULL, *ab_new = NULL;
     const char *out = BENCH_DEFAULT_DIR "/bench_tokenizer_corpus.txt";
@@ -343,17 +438,22 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--warm") && i + 1 < argc) witers = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--block") && i + 1 < argc) block = (size_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "--mix")) mix = true;
         else if (!strcmp(argv[i], "--ab") && i + 2 < argc) {
             ab_old = argv[++i];
             ab_new = argv[++i];
         } else {
             fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--out FILE]\n"
-                            "       bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--mb N]\n");
+                            "       bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] "
+                            "[--mb N]\n"
+                            "       bench_tokenizer --mix [--reps N] [--mb N]\n");
             return 2;
         }
     }
     if (reps < 1 || reps > 99) reps = 5;
     if (rounds < 1 || rounds > 99) rounds = 7;
+    if (block < 1) block = 16;
     printf("command:");
     for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
     printf("\n");
@@ -408,7 +508,10 @@ int main(int argc, char **argv)
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < pnch[k]; i++)
             if (pch[k][i].len > maxch) maxch = pch[k][i].len;
-    if (ab_old) return ab_run(ab_old, ab_new, rounds, text, n, ch, nch, maxch, names, paths);
+    if (ab_old)
+        return ab_run(ab_old, ab_new, rounds, block, text, n, ch, nch, maxch, names, paths);
+    if (mix)
+        return mix_run(reps, text, n, ch, nch, ptext, by_kind, pch, pnch, maxch, names, paths);
     const char *only = getenv("BENCH_TOK_ONLY"); /* "0", "1" or "2": one case (profiling) */
     for (int k = 0; k < 3; k++) {
         if (only && atoi(only) != k) continue;

@@ -440,6 +440,10 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     bool over = off + n + 8 <= c->n; /* 8-byte loads past the word stay in the text */
     uint64_t h = ingot__tok_hash_x(w, n, over);
     out_ids *o = c->o;
+    /* the token filter's word and the token slot asked for before the word cache is read: on a
+     * cache miss (six words in ten) their loads are under way while the miss is found out */
+    if (t->tfilt) TOK_PREFETCH(&t->tfilt[TOK_MF_WORD(h, t->tf_mask)]);
+    TOK_PREFETCH(&t->map[h & t->map_mask]);
     /* this call's earlier result for the same word (cheaper than the vocabulary's tables) */
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
     if (e && cache_get(e, c->cbase, h, w, n, 0, o)) {

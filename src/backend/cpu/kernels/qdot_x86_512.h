@@ -182,17 +182,49 @@ FA __m512 q8_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
+/* One row's dot: its 16-block steps, then the last n % 16 blocks as one more. */
+FA float q8_0_row(const uint8_t *w, const ingot__qx *x, bool pf)
+{
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    __m512 sum = _mm512_setzero_ps();
+    for (size_t b = 0; b < nv; b += 16) sum = q8_0_step(w + b * 34, x, b, 16, sum, pf);
+    if (nv < nb) sum = q8_0_step(w + nv * 34, x, nv, nb - nv, sum, pf);
+    return hsum_f32(sum);
+}
+
+/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, one 16-block step of each,
+ * every row's steps in q8_0_row's order (the same bits). */
+FA void q8_0_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
+                   bool acc, float *y, bool pf)
+{
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    __m512 sum[8];
+    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nv; b += 16)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q8_0_step(w + r[s] * ldw + b * 34, x, b, 16, sum[s], pf);
+    if (nv < nb)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q8_0_step(w + r[s] * ldw + nv * 34, x, nv, nb - nv, sum[s], pf);
+    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
+}
+
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
-    size_t nb = x->nb, nv = nb / 16 * 16;
-    for (size_t r = 0; r < rows; r++, w += ldw) {
-        __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) sum = q8_0_step(w + b * 34, x, b, 16, sum, pf);
-        if (nv < nb) sum = q8_0_step(w + nv * 34, x, nv, nb - nv, sum, pf);
-        put(y + r, acc, hsum_f32(sum));
+    size_t ns = ingot__gemv_streams(), g = rows / ns * ns, r[8];
+    /* ns streams (ingot__stream_row): groups of ns rows read in turn, then the rows left */
+    for (size_t i = 0; ns > 1 && i < g; i += ns) {
+        for (size_t s = 0; s < ns; s++) r[s] = ingot__stream_row(rows, ns, i + s);
+        if (ns == 8) q8_0_group(w, ldw, r, 8, x, acc, y, pf);
+        else if (ns == 4) q8_0_group(w, ldw, r, 4, x, acc, y, pf);
+        else q8_0_group(w, ldw, r, 2, x, acc, y, pf);
+    }
+    for (size_t i = ns > 1 ? g : 0; i < rows; i++) {
+        size_t ri = ingot__stream_row(rows, ns, i);
+        put(y + ri, acc, q8_0_row(w + ri * ldw, x, pf));
     }
 }
 

@@ -55,15 +55,16 @@ unsigned ingot__set_gemv_streams(unsigned s);
  * sub-ranges (sub-range s from row s * q + min(s, rem), q = rows / ns, rem = rows % ns, the first
  * rem one row longer), read position idx < q * ns is row idx / ns of sub-range idx % ns (groups
  * of ns rows, one per sub-range, read in turn); the rem rows left follow, one per longer
- * sub-range. ns = 1: row idx. */
+ * sub-range. ns = 1 (row idx), 2, 4 or 8. */
 static inline size_t ingot__stream_row(size_t rows, size_t ns, size_t idx)
 {
-    size_t q = rows / ns, rem = rows % ns;
-    if (idx < q * ns) {
-        size_t s = idx % ns;
-        return s * q + (s < rem ? s : rem) + idx / ns;
+    unsigned sh = ns == 8 ? 3 : ns == 4 ? 2 : ns == 2 ? 1 : 0; /* ns: 1, 2, 4 or 8 */
+    size_t q = rows >> sh, rem = rows & (ns - 1);
+    if (idx < q << sh) {
+        size_t s = idx & (ns - 1);
+        return s * q + (s < rem ? s : rem) + (idx >> sh);
     }
-    return (idx - q * ns) * (q + 1) + q;
+    return (idx - (q << sh)) * (q + 1) + q;
 }
 /* Forgets the level in effect, so that the next kernel reads INGOT_ISA again (tests). */
 void ingot__isa_reset(void);

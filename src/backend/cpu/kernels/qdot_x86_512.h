@@ -420,7 +420,7 @@ F __m512 k_lanes(__m512 acc, const float *t, size_t n)
     return acc;
 }
 
-/* Terms of super-blocks b0 .. b0 + nbs - 1 of nrows rows (w, then every ldw bytes) into
+/* Terms of super-blocks b0 .. b0 + nbs - 1 of nrows rows (rp[0..nrows), in that order) into
  * t[i * nbs + j] = x->d[b] * (d * A - dmin * M) for row i, super-block b = b0 + j, where A is the
  * exact scaled dot and M the exact minimums' dot. Sixteen super-blocks at a time, in row order
  * and across rows when rows are short (the runtime's 1024-wide rows have 4): their integer dots
@@ -429,7 +429,7 @@ F __m512 k_lanes(__m512 acc, const float *t, size_t n)
  * (llvm-mca: 25 cycles a Q4_K super-block, the shuffle port the limit; measured in L2 now 1.2x
  * faster on the runtime's rows, docs/PERFORMANCE.md). The scales are unpacked in vectors and
  * the constants loaded (GCC rebuilt the vpermw indices with broadcasts in the loop). */
-FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t nbs,
+FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
                   const ingot__qx *x, bool five, float *t)
 {
     const bool pf = ingot__cpu_prefetch();
@@ -443,8 +443,8 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
     __m256i Ms[16];
     _Alignas(64) uint16_t dv[16], dmv[16];
     _Alignas(64) float xd[16];
-    const uint8_t *row = w;
-    size_t j = 0; /* super-block index within the current row's range */
+    const uint8_t *row = rp[0];
+    size_t j = 0, ri = 0; /* super-block index within the current row's range, the row */
     for (size_t e0 = 0; e0 < total; e0 += 16) {
         size_t n = total - e0 < 16 ? total - e0 : 16;
         _Pragma("GCC unroll 4")
@@ -489,7 +489,7 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
             memcpy(&dv[i], blk, 2);
             memcpy(&dmv[i], blk + 2, 2);
             xd[i] = x->d[b];
-            if (++j == nbs) j = 0, row += ldw;
+            if (++j == nbs && ++ri < nrows) j = 0, row = rp[ri];
         }
         UNROLL
         for (int k = 0; k < 8; k++) /* (inserts from memory take no shuffle port) */
@@ -506,17 +506,19 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
 
 /* Rows in windows of at most QK_TERMS terms: a window's terms, then each row's sum. */
 #define QK_TERMS 512
+/* The rows are read in the order of ingot__stream_row (ns interleaved streams, one row of each
+ * in turn: a row's terms do not depend on its neighbours, so the bits stay those of one stream). */
 FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
               bool five)
 {
     _Alignas(64) float t[QK_TERMS];
-    size_t nb = x->nb;
+    size_t nb = x->nb, ns = ingot__gemv_streams();
     if (nb > QK_TERMS) { /* long rows: one row at a time, in pieces of QK_TERMS terms */
         for (size_t r = 0; r < rows; r++, w += ldw) {
             __m512 lanes = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b += QK_TERMS) {
                 size_t n = nb - b < QK_TERMS ? nb - b : QK_TERMS;
-                q45_terms(w, ldw, 1, b, n, x, five, t);
+                q45_terms(&w, 1, b, n, x, five, t);
                 lanes = k_lanes(lanes, t, n);
             }
             put(y + r, acc, hsum_f32(lanes));
@@ -524,9 +526,13 @@ FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, boo
         return;
     }
     size_t per = QK_TERMS / nb;
+    const uint8_t *rp[QK_TERMS];
+    size_t ri[QK_TERMS];
     for (size_t r0 = 0; r0 < rows; r0 += per) {
         size_t n = rows - r0 < per ? rows - r0 : per;
-        q45_terms(w + r0 * ldw, ldw, n, 0, nb, x, five, t);
+        for (size_t i = 0; i < n; i++)
+            ri[i] = ingot__stream_row(rows, ns, r0 + i), rp[i] = w + ri[i] * ldw;
+        q45_terms(rp, n, 0, nb, x, five, t);
         size_t i = 0;
         for (; i + 16 <= n; i += 16) { /* sixteen rows' lanes summed by one tree */
             __m512 l[16];
@@ -534,10 +540,10 @@ FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, boo
             for (int k = 0; k < 16; k++) l[k] = k_lanes(_mm512_setzero_ps(), t + (i + k) * nb, nb);
             _Alignas(64) float s16[16];
             _mm512_store_ps(s16, sum16x16_ps(l));
-            for (int k = 0; k < 16; k++) put(y + r0 + i + k, acc, s16[k]);
+            for (int k = 0; k < 16; k++) put(y + ri[i + k], acc, s16[k]);
         }
         for (; i < n; i++)
-            put(y + r0 + i, acc, hsum_f32(k_lanes(_mm512_setzero_ps(), t + i * nb, nb)));
+            put(y + ri[i], acc, hsum_f32(k_lanes(_mm512_setzero_ps(), t + i * nb, nb)));
     }
 }
 

@@ -182,6 +182,17 @@ FA __m512 q8_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
+/* The first PFD bytes of each of the ns sub-ranges but the first (ingot__stream_row), which the
+ * kernels' prefetches PFD ahead would not reach before they are read. */
+F void stream_heads(const uint8_t *w, size_t ldw, size_t rows, size_t ns, bool pf)
+{
+    if (!pf || ns < 2 || rows < 2 * ns) return;
+    for (size_t s = 1; s < ns; s++) {
+        const uint8_t *p = w + ingot__stream_row(rows, ns, s) * ldw;
+        for (size_t o = 0; o < PFD; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+    }
+}
+
 /* One row's dot: its 16-block steps, then the last n % 16 blocks as one more. */
 FA float q8_0_row(const uint8_t *w, const ingot__qx *x, bool pf)
 {
@@ -215,6 +226,7 @@ TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     size_t ns = ingot__gemv_streams(), g = rows / ns * ns, r[8];
+    stream_heads(w, ldw, rows, ns, pf);
     /* ns streams (ingot__stream_row): groups of ns rows read in turn, then the rows left */
     for (size_t i = 0; ns > 1 && i < g; i += ns) {
         for (size_t s = 0; s < ns; s++) r[s] = ingot__stream_row(rows, ns, i + s);
@@ -307,17 +319,43 @@ FA __m512 q4_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
+/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, one step of each, every
+ * row's steps in the one-row order (the same bits), as q8_0_group. */
+FA void q4_0_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
+                   bool acc, float *y, bool pf)
+{
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    __m512 sum[8];
+    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nv; b += 16)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q4_0_step(w + r[s] * ldw + b * 18, x, b, 16, sum[s], pf);
+    if (nv < nb)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q4_0_step(w + r[s] * ldw + nv * 18, x, nv, nb - nv, sum[s], pf);
+    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
+}
+
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
-    size_t nb = x->nb, nv = nb / 16 * 16;
-    for (size_t r = 0; r < rows; r++, w += ldw) {
+    size_t nb = x->nb, nv = nb / 16 * 16, ns = ingot__gemv_streams(), g = rows / ns * ns, r[8];
+    stream_heads(w, ldw, rows, ns, pf);
+    for (size_t i = 0; ns > 1 && i < g; i += ns) { /* as in QN(q8_0) */
+        for (size_t s = 0; s < ns; s++) r[s] = ingot__stream_row(rows, ns, i + s);
+        if (ns == 8) q4_0_group(w, ldw, r, 8, x, acc, y, pf);
+        else if (ns == 4) q4_0_group(w, ldw, r, 4, x, acc, y, pf);
+        else q4_0_group(w, ldw, r, 2, x, acc, y, pf);
+    }
+    for (size_t i = ns > 1 ? g : 0; i < rows; i++) {
+        size_t ri = ingot__stream_row(rows, ns, i);
+        const uint8_t *wr = w + ri * ldw;
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) sum = q4_0_step(w + b * 18, x, b, 16, sum, pf);
-        if (nv < nb) sum = q4_0_step(w + nv * 18, x, nv, nb - nv, sum, pf);
-        put(y + r, acc, hsum_f32(sum));
+        for (size_t b = 0; b < nv; b += 16) sum = q4_0_step(wr + b * 18, x, b, 16, sum, pf);
+        if (nv < nb) sum = q4_0_step(wr + nv * 18, x, nv, nb - nv, sum, pf);
+        put(y + ri, acc, hsum_f32(sum));
     }
 }
 
@@ -572,46 +610,68 @@ F __m512i four16(int g)
         1);
 }
 
+/* One Q6_K super-block b of a row (blk = its first byte) into sum. */
+FA __m512 q6_k_sb(const uint8_t *blk, const ingot__qx *x, size_t b, __m512 sum, bool pf)
+{
+    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+    const __m512i sh_a = two16(4, 2), sh_b = two16(0, 2);
+    const int8_t *xq = x->q + b * 256;
+    PF(blk, 0);
+    PF(blk, 64);
+    PF(blk, 128);
+    PF(blk, 192);
+    __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
+    __m512i scz = _mm512_castsi256_si512(sc16);
+    __m512i A = _mm512_setzero_si512();
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m512i l = ld512(blk + 64 * h); /* ql bytes of elements 128h + 0..63 */
+        __m512i qh = _mm512_broadcast_i64x4(ld256(blk + 128 + 32 * h));
+        /* [r 0..31 | r 32..63]: qh bits 0-1 | bits 2-3 as bits 4-5 */
+        __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4),
+                                     _mm512_and_si512(_mm512_sllv_epi16(qh, sh_a), m30));
+        /* [r 64..95 | r 96..127]: high nibbles, qh bits 4-5 | bits 6-7 */
+        __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                     _mm512_and_si512(_mm512_srlv_epi16(qh, sh_b), m30));
+        A = dot_u8_scaled(A, qa, ld512(xq + 128 * h),
+                          _mm512_permutexvar_epi16(four16(8 * h), scz));
+        A = dot_u8_scaled(A, qb, ld512(xq + 128 * h + 64),
+                          _mm512_permutexvar_epi16(four16(8 * h + 4), scz));
+    }
+    __m256i off = _mm256_madd_epi16(sc16, ld256(x->bs + b * 16));
+    A = _mm512_sub_epi32(A, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_set1_ps(f16(blk + 208) * x->d[b]), sum);
+}
+
+/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, a super-block of each. */
+FA void q6_k_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
+                   bool acc, float *y, bool pf)
+{
+    __m512 sum[8];
+    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
+    for (size_t b = 0; b < x->nb; b++)
+        for (size_t s = 0; s < ns; s++) sum[s] = q6_k_sb(w + r[s] * ldw + b * 210, x, b, sum[s], pf);
+    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
+}
+
 TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
-    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-    const __m512i sh_a = two16(4, 2), sh_b = two16(0, 2);
-    for (size_t r = 0; r < rows; r++, w += ldw) {
+    size_t ns = ingot__gemv_streams(), g = rows / ns * ns, r[8];
+    stream_heads(w, ldw, rows, ns, pf);
+    for (size_t i = 0; ns > 1 && i < g; i += ns) { /* as in QN(q8_0) */
+        for (size_t s = 0; s < ns; s++) r[s] = ingot__stream_row(rows, ns, i + s);
+        if (ns == 8) q6_k_group(w, ldw, r, 8, x, acc, y, pf);
+        else if (ns == 4) q6_k_group(w, ldw, r, 4, x, acc, y, pf);
+        else q6_k_group(w, ldw, r, 2, x, acc, y, pf);
+    }
+    for (size_t i = ns > 1 ? g : 0; i < rows; i++) {
+        size_t ri = ingot__stream_row(rows, ns, i);
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < x->nb; b++) {
-            const uint8_t *blk = w + b * 210;
-            const int8_t *xq = x->q + b * 256;
-            PF(blk, 0);
-            PF(blk, 64);
-            PF(blk, 128);
-            PF(blk, 192);
-            __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
-            __m512i scz = _mm512_castsi256_si512(sc16);
-            __m512i A = _mm512_setzero_si512();
-            UNROLL
-            for (int h = 0; h < 2; h++) {
-                __m512i l = ld512(blk + 64 * h); /* ql bytes of elements 128h + 0..63 */
-                __m512i qh = _mm512_broadcast_i64x4(ld256(blk + 128 + 32 * h));
-                /* [r 0..31 | r 32..63]: qh bits 0-1 | bits 2-3 as bits 4-5 */
-                __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4),
-                                             _mm512_and_si512(_mm512_sllv_epi16(qh, sh_a), m30));
-                /* [r 64..95 | r 96..127]: high nibbles, qh bits 4-5 | bits 6-7 */
-                __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                             _mm512_and_si512(_mm512_srlv_epi16(qh, sh_b), m30));
-                A = dot_u8_scaled(A, qa, ld512(xq + 128 * h),
-                                  _mm512_permutexvar_epi16(four16(8 * h), scz));
-                A = dot_u8_scaled(A, qb, ld512(xq + 128 * h + 64),
-                                  _mm512_permutexvar_epi16(four16(8 * h + 4), scz));
-            }
-            __m256i off = _mm256_madd_epi16(sc16, ld256(x->bs + b * 16));
-            A = _mm512_sub_epi32(A, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_set1_ps(f16(blk + 208) * x->d[b]),
-                                  sum);
-        }
-        put(y + r, acc, hsum_f32(sum));
+        for (size_t b = 0; b < x->nb; b++) sum = q6_k_sb(w + ri * ldw + b * 210, x, b, sum, pf);
+        put(y + ri, acc, hsum_f32(sum));
     }
 }
 

@@ -564,6 +564,7 @@ FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, boo
         return;
     }
     size_t per = QK_TERMS / nb;
+    stream_heads(w, ldw, rows, ns, ingot__cpu_prefetch());
     const uint8_t *rp[QK_TERMS];
     size_t ri[QK_TERMS];
     for (size_t r0 = 0; r0 < rows; r0 += per) {

@@ -361,28 +361,43 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 
 /* ---- K-quants ---- */
 
-/* Q4_K / Q5_K packed scales (the 12 bytes at s; 16 are read, the block goes on past them): the 8
- * scales as int16 in lanes 0-7 of *sc, and the 8 mins each twice (lanes 2k, 2k + 1: sub-block k)
- * in *mn16. The 6-bit fields are unpacked in one vector: [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f]
- * | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30] (per byte) = [sc 0-3, sc 4-7, mn 0-3, mn 4-7]. */
-F void k_scales(const uint8_t *s, __m512i *sc, __m256i *mn16)
+/* Q4_K / Q5_K packed scales (the 12 bytes at s; 16 are read, the block goes on past them): the
+ * bytes v = [sc 0-3, sc 4-7, mn 0-3, mn 4-7] in every 128-bit lane of *scb (k_sc16 makes the
+ * int16 scale vectors of the dot from it by one in-lane vpshufb each), and the 8 mins each twice
+ * (lanes 2k, 2k + 1: sub-block k) as int16 in *mn16. The 6-bit fields are unpacked in one
+ * vector: [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f] | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30]
+ * (per byte). */
+F void k_scales(const uint8_t *s, __m512i *scb, __m256i *mn16)
 {
     /* loaded, not built: GCC otherwise rebuilds such constants with broadcasts in the loop */
-    static const int32_t c[4][4] = {{0, 0, 0, 4},
+    static const int32_t c[3][4] = {{0, 0, 0, 4},
                                     {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f},
-                                    {0, 0x30303030, 0, 0x30303030},
-                                    {0x09090808, 0x0b0b0a0a, 0x0d0d0c0c, 0x0f0f0e0e}};
+                                    {0, 0x30303030, 0, 0x30303030}};
+    /* int16 lanes 2k, 2k + 1 = byte 8 + k (mn k), zero-extended (0x80: a zero byte) */
+    static const uint8_t mc[32] = {8,  128, 8,  128, 9,  128, 9,  128, 10, 128, 10,
+                                   128, 11, 128, 11, 128, 12, 128, 12, 128, 13, 128,
+                                   13, 128, 14, 128, 14, 128, 15, 128, 15, 128};
     __m128i u = ld128(s);
     __m128i p = _mm_srlv_epi32(_mm_shuffle_epi32(u, 0x98), ld128(c[0]));
     p = _mm_and_si128(p, ld128(c[1]));
     __m128i q = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, 0x50), 2), ld128(c[2]));
-    __m128i v = _mm_or_si128(p, q);
-    *sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(v));
-    *mn16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, ld128(c[3])));
+    *scb = _mm512_broadcast_i32x4(_mm_or_si128(p, q));
+    *mn16 = _mm256_shuffle_epi8(_mm512_castsi512_si256(*scb), ld256(mc));
 }
 
-/* vpermw indices: int16 lanes 0-15 = lane 4h + k of the scales, lanes 16-31 = lane 4h + k + 2,
- * for [2h + k] (the sub-blocks of qs bytes 64h.., low nibbles k = 0, high k = 1). */
+/* vpshufb controls: int16 lanes 0-15 = scale 4h + k, lanes 16-31 = scale 4h + k + 2 (bytes of
+ * v, zero-extended), for [2h + k] (the sub-blocks of qs bytes 64h.., low nibbles k = 0, high
+ * k = 1). A vpshufb is one shuffle-port uop where the vpermw it replaced was two (Ice Lake,
+ * Sapphire Rapids); the scales are the same integers, so are the dots. */
+#define KC(a) a, 128, a, 128, a, 128, a, 128, a, 128, a, 128, a, 128, a, 128
+static const uint8_t k_ctl[4][64] = {{KC(0), KC(0), KC(2), KC(2)},
+                                     {KC(1), KC(1), KC(3), KC(3)},
+                                     {KC(4), KC(4), KC(6), KC(6)},
+                                     {KC(5), KC(5), KC(7), KC(7)}};
+#undef KC
+
+/* Q5_K: the bit of qh that holds bit 4 of sub-block 4h + k's elements, int16 lanes 0-15, and of
+ * sub-block 4h + k + 2, lanes 16-31, for [2h + k] (a vpsrlw count vector). */
 static const int16_t k_idx[4][32] = {
     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
      2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
@@ -499,9 +514,9 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
-            __m512i sc;
+            __m512i scb;
             __m256i mn16;
-            k_scales(blk + 4, &sc, &mn16);
+            k_scales(blk + 4, &scb, &mn16);
             __m512i qh = five ? _mm512_broadcast_i64x4(ld256(blk + 16)) : _mm512_setzero_si512();
             __m512i A = _mm512_setzero_si512();
             UNROLL
@@ -513,13 +528,13 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
                                 _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
                 UNROLL
                 for (int k = 0; k < 2; k++) {
-                    __m512i idx = ld512(k_idx[2 * h + k]);
                     if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
+                        __m512i idx = ld512(k_idx[2 * h + k]);
                         __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, idx), one);
                         z[k] = _mm512_or_si512(z[k], _mm512_slli_epi16(hb, 4));
                     }
                     A = dot_u8_scaled(A, z[k], ld512(xq + 128 * h + 64 * k),
-                                      _mm512_permutexvar_epi16(idx, sc));
+                                      _mm512_shuffle_epi8(scb, ld512(k_ctl[2 * h + k])));
                 }
             }
             Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));

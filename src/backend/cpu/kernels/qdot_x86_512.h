@@ -491,7 +491,11 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
                                     15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
                                     15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
                                     15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
-    const __m512i m4 = ld512(c15), one = _mm512_set1_epi8(1);
+    __m512i m4 = ld512(c15);
+    const __m512i one = _mm512_set1_epi8(1);
+    /* opaque, so that GCC keeps it in a register: it rebuilt it by a mov and a vpbroadcastd
+     * (a shuffle-port uop) every super-block */
+    __asm__("" : "+v"(m4));
     __m512i Av[16], Mv[8];
     __m256i Ms[16];
     _Alignas(64) uint16_t dv[16], dmv[16];

@@ -535,8 +535,11 @@ TEST(gemv_streams_same_bits)
         static const size_t kq[] = {1024, 2816}, kh[] = {203, 1024};
         for (size_t ki = 0; ki < 2; ki++) {
             size_t K = half ? kh[ki] : kq[ki];
-            size_t ldw = half ? K * 2 : wt == INGOT_DTYPE_I8 ? K : K / be * ingot_dtype_block_bytes(wt);
-            uint8_t *w = malloc(M * ldw), *xq = aligned_alloc(64, half ? 64 : ingot__qx_bytes(wt, K));
+            size_t ldw = half                   ? K * 2
+                         : wt == INGOT_DTYPE_I8 ? K
+                                                : K / be * ingot_dtype_block_bytes(wt);
+            uint8_t *w = malloc(M * ldw);
+            uint8_t *xq = aligned_alloc(64, half ? 64 : ingot__qx_bytes(wt, K));
             float *ws = malloc(M * 4), *X = malloc(K * 4), *y1 = malloc(M * 4);
             float *yb = malloc(M * 4), *y = malloc((M + 1) * 4);
             if (half) {
@@ -571,8 +574,10 @@ TEST(gemv_streams_same_bits)
                                   "from the row alone", ingot_dtype_name(wt),
                                   ingot__isa_name((ingot__isa)isa), K, ns, c,
                                   acc ? " (accumulated)" : "", bad);
-                            CHECK(y[c] == -7.0f, "%s %s K=%zu, %u streams, %zu rows: wrote past them",
-                                  ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), K, ns, c);
+                            CHECK(y[c] == -7.0f,
+                                  "%s %s K=%zu, %u streams, %zu rows: wrote past them",
+                                  ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), K, ns,
+                                  c);
                         }
                 }
             }
@@ -939,7 +944,8 @@ TEST(pool_runs_every_task_once)
 
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset),
-          T(qdot_rows_same_bits_any_offset), T(gemv_streams_same_bits), T(qx_quantize_rounding), T(q8_0_ggml_blocks),
+          T(qdot_rows_same_bits_any_offset), T(gemv_streams_same_bits), T(qx_quantize_rounding),
+          T(q8_0_ggml_blocks),
           T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
           T(amx_tiles_against_dots),

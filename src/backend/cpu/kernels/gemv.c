@@ -586,7 +586,8 @@ static void half_rows1(ingot__isa isa, bool bf, const uint8_t *W, size_t ldw, si
         if (pf && g && rows >= 2 * ns) /* the sub-ranges' first 8 KiB, as qdot's stream_heads */
             for (size_t s = 1; s < ns; s++) {
                 const uint8_t *p = W + ingot__stream_row(rows, ns, s) * ldw * 2;
-                for (size_t o = 0; o < 8192; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+                for (size_t o = 0; o < 8192; o += 64)
+                    _mm_prefetch((const char *)p + o, _MM_HINT_T0);
             }
         for (size_t i = 0; i < g; i += ns) {
             const uint8_t *wr[4];

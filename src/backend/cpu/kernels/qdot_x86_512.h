@@ -670,7 +670,8 @@ FA void q6_k_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, con
     __m512 sum[8];
     for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
     for (size_t b = 0; b < x->nb; b++)
-        for (size_t s = 0; s < ns; s++) sum[s] = q6_k_sb(w + r[s] * ldw + b * 210, x, b, sum[s], pf);
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q6_k_sb(w + r[s] * ldw + b * 210, x, b, sum[s], pf);
     for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
 }
 

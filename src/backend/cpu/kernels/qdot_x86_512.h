@@ -563,13 +563,16 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
 
 /* Rows in windows of at most QK_TERMS terms: a window's terms, then each row's sum. */
 #define QK_TERMS 512
-/* The rows are read in the order of ingot__stream_row (ns interleaved streams, one row of each
- * in turn: a row's terms do not depend on its neighbours, so the bits stay those of one stream). */
+/* Rows of up to K_STREAM_NB super-blocks are read in the order of ingot__stream_row (ns
+ * interleaved streams, one row of each in turn: a row's terms do not depend on its neighbours,
+ * so the bits stay those of one stream). Longer rows keep one stream: with four, rows of 8192
+ * ran 0.87-0.94x, where rows of 1024 and 2816 ran 1.05-1.3x (docs/PERFORMANCE.md). */
+#define K_STREAM_NB 16
 FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
               bool five)
 {
     _Alignas(64) float t[QK_TERMS];
-    size_t nb = x->nb, ns = ingot__gemv_streams();
+    size_t nb = x->nb, ns = nb <= K_STREAM_NB ? ingot__gemv_streams() : 1;
     if (nb > QK_TERMS) { /* long rows: one row at a time, in pieces of QK_TERMS terms */
         for (size_t r = 0; r < rows; r++, w += ldw) {
             __m512 lanes = _mm512_setzero_ps();
@@ -702,3 +705,4 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 #undef SHI
 #undef TREE16
 #undef QK_TERMS
+#undef K_STREAM_NB

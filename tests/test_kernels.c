@@ -506,6 +506,88 @@ TEST(qdot_rows_same_bits_any_offset)
     }
 }
 
+/* One weight row against x through the kernels, for rows [0, c) of w: y (+)= W x. */
+static void gemv_rows(ingot_dtype wt, const uint8_t *w, size_t ldw, const float *ws, size_t c,
+                      size_t K, const float *X, const uint8_t *xq, bool acc, float *y)
+{
+    if (wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16)
+        ingot__gemm_half(NULL, wt, c, K, w, ldw / 2, 1, X, K, acc, y, c);
+    else
+        ASSERT_OK(ingot__qgemm(NULL, wt, c, K, w, ldw, ws, xq, NULL, 0, 1, acc, y, c));
+}
+
+TEST(gemv_streams_same_bits)
+{
+    /* The one-row GEMVs read a call's rows as 2, 4 or 8 interleaved streams
+     * (ingot__gemv_streams): every row must give the bits it gives alone, in its own place,
+     * for row counts under one group, not a multiple of the streams and larger, with y
+     * overwritten and accumulated, and nothing written past the last row. */
+    static const size_t counts[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10,  11, 12,
+                                    13, 15, 16, 17, 23, 31, 33, 64, 130, 257};
+    static const ingot_dtype types[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
+                                        INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K, INGOT_DTYPE_I8,
+                                        INGOT_DTYPE_F16,  INGOT_DTYPE_BF16};
+    const size_t M = 257;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        ingot_dtype wt = types[ti];
+        bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+        size_t be = half ? 1 : ingot_dtype_block_elems(wt);
+        static const size_t kq[] = {1024, 2816}, kh[] = {203, 1024};
+        for (size_t ki = 0; ki < 2; ki++) {
+            size_t K = half ? kh[ki] : kq[ki];
+            size_t ldw = half                   ? K * 2
+                         : wt == INGOT_DTYPE_I8 ? K
+                                                : K / be * ingot_dtype_block_bytes(wt);
+            uint8_t *w = malloc(M * ldw);
+            uint8_t *xq = aligned_alloc(64, half ? 64 : ingot__qx_bytes(wt, K));
+            float *ws = malloc(M * 4), *X = malloc(K * 4), *y1 = malloc(M * 4);
+            float *yb = malloc(M * 4), *y = malloc((M + 1) * 4);
+            if (half) {
+                float *wf = malloc(M * K * 4);
+                for (size_t i = 0; i < M * K; i++) wf[i] = frand();
+                ingot_f32_encode(wt, wf, M * K, w, M * K * 2, NULL);
+                free(wf);
+            } else {
+                fill_weights(wt, w, M, K, ws);
+            }
+            for (size_t i = 0; i < K; i++) X[i] = frand();
+            for (size_t i = 0; i < M; i++) yb[i] = frand();
+            for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+                if (!level_on(isa)) continue;
+                if (!half) ingot__qx_quantize(wt, X, K, xq);
+                ingot__set_gemv_streams(1);
+                for (size_t r = 0; r < M; r++) /* each row alone */
+                    gemv_rows(wt, w + r * ldw, ldw, ws + r, 1, K, X, xq, false, y1 + r);
+                for (unsigned ns = 2; ns <= 8; ns *= 2) {
+                    CHECK(ingot__set_gemv_streams(ns) == ns, "streams %u not set", ns);
+                    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+                        for (int acc = 0; acc < 2; acc++) {
+                            size_t c = counts[ci];
+                            for (size_t r = 0; r <= M; r++) y[r] = r < c && acc ? yb[r] : -7.0f;
+                            gemv_rows(wt, w, ldw, ws, c, K, X, xq, acc, y);
+                            size_t bad = c;
+                            for (size_t r = 0; r < c && bad == c; r++) {
+                                float e = acc ? yb[r] + y1[r] : y1[r];
+                                if (memcmp(&e, &y[r], 4) != 0) bad = r;
+                            }
+                            CHECK(bad == c, "%s %s K=%zu, %u streams, %zu rows%s: row %zu differs "
+                                  "from the row alone", ingot_dtype_name(wt),
+                                  ingot__isa_name((ingot__isa)isa), K, ns, c,
+                                  acc ? " (accumulated)" : "", bad);
+                            CHECK(y[c] == -7.0f,
+                                  "%s %s K=%zu, %u streams, %zu rows: wrote past them",
+                                  ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), K, ns,
+                                  c);
+                        }
+                }
+            }
+            ingot__set_isa(ingot__cpu_isa());
+            ingot__set_gemv_streams(0);
+            free(w), free(xq), free(ws), free(X), free(y1), free(yb), free(y);
+        }
+    }
+}
+
 TEST(qx_quantize_rounding)
 {
     /* Per block d = max|x| / 127 and q = round(x / d) half away from zero; the sums the dots
@@ -862,7 +944,8 @@ TEST(pool_runs_every_task_once)
 
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset),
-          T(qdot_rows_same_bits_any_offset), T(qx_quantize_rounding), T(q8_0_ggml_blocks),
+          T(qdot_rows_same_bits_any_offset), T(gemv_streams_same_bits), T(qx_quantize_rounding),
+          T(q8_0_ggml_blocks),
           T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
           T(amx_tiles_against_dots),

@@ -479,6 +479,72 @@ AVX512_TARGET static void half_row_avx512(bool bf, const uint8_t *w, size_t K, c
         out[i] = t;
     }
 }
+
+/* ns (2 or 4: a constant once inlined) weight rows wr[0..ns) against one activation row x, read
+ * in turn 64 elements of each (ns read streams: ingot__gemv_streams): every row's accumulators,
+ * steps and sums are those of half_row_avx512 with nx = 1, so each gets the same bits. */
+__attribute__((always_inline)) AVX512_TARGET static inline void
+half_group_avx512(bool bf, const uint8_t *const *wr, size_t ns, size_t K, const float *x,
+                  float *out, bool pf)
+{
+    __m512 a[4][4];
+    _Pragma("GCC unroll 4")
+    for (size_t s = 0; s < ns; s++) a[s][0] = a[s][1] = a[s][2] = a[s][3] = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+        __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+        __m512 x2 = _mm512_loadu_ps(x + k + 32), x3 = _mm512_loadu_ps(x + k + 48);
+        _Pragma("GCC unroll 4")
+        for (size_t s = 0; s < ns; s++) {
+            const uint8_t *w = wr[s];
+            if (pf) {
+                _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8192), _MM_HINT_T0);
+                _mm_prefetch((const char *)((uintptr_t)w + 2 * k + 8256), _MM_HINT_T0);
+            }
+            a[s][0] = _mm512_fmadd_ps(widen16(bf, w + 2 * k), x0, a[s][0]);
+            a[s][1] = _mm512_fmadd_ps(widen16(bf, w + 2 * k + 32), x1, a[s][1]);
+            a[s][2] = _mm512_fmadd_ps(widen16(bf, w + 2 * k + 64), x2, a[s][2]);
+            a[s][3] = _mm512_fmadd_ps(widen16(bf, w + 2 * k + 96), x3, a[s][3]);
+        }
+    }
+    for (; k + 16 <= K; k += 16) {
+        __m512 xv = _mm512_loadu_ps(x + k);
+        _Pragma("GCC unroll 4")
+        for (size_t s = 0; s < ns; s++)
+            a[s][0] = _mm512_fmadd_ps(widen16(bf, wr[s] + 2 * k), xv, a[s][0]);
+    }
+    _Pragma("GCC unroll 4")
+    for (size_t s = 0; s < ns; s++) {
+        __m512 v = _mm512_add_ps(_mm512_add_ps(a[s][0], a[s][1]), _mm512_add_ps(a[s][2], a[s][3]));
+        float t = _mm512_reduce_add_ps(v);
+        for (size_t q = k; q < K; q++) t += half_at(bf, wr[s], q) * x[q];
+        out[s] = t;
+    }
+}
+
+AVX512_TARGET static void half_group4_f16(const uint8_t *const *wr, size_t K, const float *x,
+                                          float *out, bool pf)
+{
+    half_group_avx512(false, wr, 4, K, x, out, pf);
+}
+
+AVX512_TARGET static void half_group4_bf16(const uint8_t *const *wr, size_t K, const float *x,
+                                           float *out, bool pf)
+{
+    half_group_avx512(true, wr, 4, K, x, out, pf);
+}
+
+AVX512_TARGET static void half_group2_f16(const uint8_t *const *wr, size_t K, const float *x,
+                                          float *out, bool pf)
+{
+    half_group_avx512(false, wr, 2, K, x, out, pf);
+}
+
+AVX512_TARGET static void half_group2_bf16(const uint8_t *const *wr, size_t K, const float *x,
+                                           float *out, bool pf)
+{
+    half_group_avx512(true, wr, 2, K, x, out, pf);
+}
 #endif
 
 typedef struct {
@@ -504,16 +570,50 @@ static void half_row(ingot__isa isa, bool bf, const uint8_t *w, size_t K, const 
         half_row_scalar(bf, w, K, X, ldx, nx, out);
 }
 
+/* Rows [0, rows) of W (ldw elements apart) against one activation row x: y[r] (+)= W[r] . x.
+ * At the AVX-512 levels the rows are read as up to four streams (ingot__gemv_streams, in the
+ * order of ingot__stream_row), each row still reduced as half_row reduces it alone. */
+static void half_rows1(ingot__isa isa, bool bf, const uint8_t *W, size_t ldw, size_t rows,
+                       size_t K, const float *x, bool accumulate, float *y)
+{
+    size_t ns = 1, g = 0;
+#ifdef HAVE_X86
+    if (isa >= INGOT__ISA_AVX512) {
+        ns = ingot__gemv_streams();
+        ns = ns > 4 ? 4 : ns;
+        g = ns > 1 ? rows / ns * ns : 0;
+        const bool pf = ingot__cpu_prefetch();
+        if (pf && g && rows >= 2 * ns) /* the sub-ranges' first 8 KiB, as qdot's stream_heads */
+            for (size_t s = 1; s < ns; s++) {
+                const uint8_t *p = W + ingot__stream_row(rows, ns, s) * ldw * 2;
+                for (size_t o = 0; o < 8192; o += 64)
+                    _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+            }
+        for (size_t i = 0; i < g; i += ns) {
+            const uint8_t *wr[4];
+            size_t r[4];
+            float out[4];
+            for (size_t s = 0; s < ns; s++)
+                r[s] = ingot__stream_row(rows, ns, i + s), wr[s] = W + r[s] * ldw * 2;
+            if (ns == 4) (bf ? half_group4_bf16 : half_group4_f16)(wr, K, x, out, pf);
+            else (bf ? half_group2_bf16 : half_group2_f16)(wr, K, x, out, pf);
+            for (size_t s = 0; s < ns; s++)
+                y[r[s]] = accumulate ? y[r[s]] + out[s] : out[s];
+        }
+    }
+#endif
+    for (size_t i = g; i < rows; i++) {
+        size_t r = ingot__stream_row(rows, ns, i);
+        float out[HX];
+        half_row(isa, bf, W + r * ldw * 2, K, x, K, 1, out);
+        y[r] = accumulate ? y[r] + out[0] : out[0];
+    }
+}
+
 void ingot__half_rows(ingot_dtype wt, const void *W, size_t ldw, size_t rows, size_t K,
                       const float *x, bool accumulate, float *y)
 {
-    ingot__isa isa = ingot__get_isa();
-    for (size_t r = 0; r < rows; r++) {
-        float out[HX];
-        half_row(isa, wt == INGOT_DTYPE_BF16, (const uint8_t *)W + r * ldw * 2, K, x, K, 1,
-                 out);
-        y[r] = accumulate ? y[r] + out[0] : out[0];
-    }
+    half_rows1(ingot__get_isa(), wt == INGOT_DTYPE_BF16, W, ldw, rows, K, x, accumulate, y);
 }
 
 static void half_task(void *ctx, size_t t, unsigned worker)
@@ -521,6 +621,11 @@ static void half_task(void *ctx, size_t t, unsigned worker)
     (void)worker;
     const half_job *j = ctx;
     size_t lo = t * j->rows, hi = j->M - lo < j->rows ? j->M : lo + j->rows;
+    if (j->nx == 1) { /* decode */
+        half_rows1(j->isa, j->bf, j->W + lo * j->ldw * 2, j->ldw, hi - lo, j->K, j->X, j->acc,
+                   j->Y + lo);
+        return;
+    }
     size_t rb = j->K * 2, br = HALF_BLOCK_BYTES / (rb ? rb : 1);
     if (br < 1 || j->nx <= HX) br = hi - lo; /* one pass: the rows meet every x row at once */
     for (size_t r0 = lo; r0 < hi; r0 += br) {

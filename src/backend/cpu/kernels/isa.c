@@ -96,6 +96,29 @@ bool ingot__cpu_prefetch(void)
 #endif
 }
 
+/* Read streams per one-row GEMV task (ingot__gemv_streams): 0 = not chosen yet. */
+static atomic_uint streams;
+
+unsigned ingot__gemv_streams(void)
+{
+    unsigned s = atomic_load_explicit(&streams, memory_order_relaxed);
+    if (s) return s;
+    s = ingot__cpu_prefetch() ? 4 : 1;
+    const char *env = getenv("INGOT_GEMV_STREAMS");
+    if (env && (!strcmp(env, "1") || !strcmp(env, "2") || !strcmp(env, "4") || !strcmp(env, "8")))
+        s = (unsigned)(env[0] - '0');
+    unsigned expect = 0; /* a concurrent ingot__set_gemv_streams wins */
+    atomic_compare_exchange_strong(&streams, &expect, s);
+    return atomic_load_explicit(&streams, memory_order_relaxed);
+}
+
+unsigned ingot__set_gemv_streams(unsigned s)
+{
+    s = s >= 8 ? 8 : s >= 4 ? 4 : s >= 2 ? 2 : s; /* 0: back to the default */
+    atomic_store_explicit(&streams, s, memory_order_relaxed);
+    return s ? s : ingot__gemv_streams();
+}
+
 static atomic_uint supported_mask; /* 0: not probed yet */
 static atomic_int chosen = -1;     /* the level in effect; -1: not chosen yet */
 static atomic_int env_state;       /* 0 unread, 1 unset or valid, 2 set to an unknown name */

@@ -42,6 +42,30 @@ ingot__isa ingot__set_isa(ingot__isa isa);
 ingot__isa ingot__get_isa(void);
 /* Whether the streaming kernels prefetch ahead (on Intel CPUs: see isa.c). */
 bool ingot__cpu_prefetch(void);
+/* Read streams per task of a one-row GEMV (decode): the 512-bit quantized and F16 / BF16 dots
+ * read a run of rows as this many sub-ranges in turn, one row (or step) of each, so that a core
+ * keeps as many sequential streams in flight (the hardware prefetchers follow each within a
+ * page); each row is still reduced as it is alone (the same bits). 4 on Intel (where the kernels
+ * prefetch), else 1; INGOT_GEMV_STREAMS=1, 2, 4 or 8 sets it (1: one stream, as before). */
+unsigned ingot__gemv_streams(void);
+/* Sets it (rounded down to 1, 2, 4 or 8; 0: back to the default, re-reading the environment);
+ * returns the value in effect (tests, benchmarks). */
+unsigned ingot__set_gemv_streams(unsigned s);
+/* The order in which a kernel of ns streams reads rows [0, rows): the rows split into ns
+ * sub-ranges (sub-range s from row s * q + min(s, rem), q = rows / ns, rem = rows % ns, the first
+ * rem one row longer), read position idx < q * ns is row idx / ns of sub-range idx % ns (groups
+ * of ns rows, one per sub-range, read in turn); the rem rows left follow, one per longer
+ * sub-range. ns = 1 (row idx), 2, 4 or 8. */
+static inline size_t ingot__stream_row(size_t rows, size_t ns, size_t idx)
+{
+    unsigned sh = ns == 8 ? 3 : ns == 4 ? 2 : ns == 2 ? 1 : 0; /* ns: 1, 2, 4 or 8 */
+    size_t q = rows >> sh, rem = rows & (ns - 1);
+    if (idx < q << sh) {
+        size_t s = idx & (ns - 1);
+        return s * q + (s < rem ? s : rem) + (idx >> sh);
+    }
+    return (idx - (q << sh)) * (q + 1) + q;
+}
 /* Forgets the level in effect, so that the next kernel reads INGOT_ISA again (tests). */
 void ingot__isa_reset(void);
 /* True if INGOT_ISA is set to a name that is not a level (it is then ignored). */

@@ -182,17 +182,61 @@ FA __m512 q8_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
+/* The first PFD bytes of each of the ns sub-ranges but the first (ingot__stream_row), which the
+ * kernels' prefetches PFD ahead would not reach before they are read. */
+F void stream_heads(const uint8_t *w, size_t ldw, size_t rows, size_t ns, bool pf)
+{
+    if (!pf || ns < 2 || rows < 2 * ns) return;
+    for (size_t s = 1; s < ns; s++) {
+        const uint8_t *p = w + ingot__stream_row(rows, ns, s) * ldw;
+        for (size_t o = 0; o < PFD; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+    }
+}
+
+/* One row's dot: its 16-block steps, then the last n % 16 blocks as one more. */
+FA float q8_0_row(const uint8_t *w, const ingot__qx *x, bool pf)
+{
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    __m512 sum = _mm512_setzero_ps();
+    for (size_t b = 0; b < nv; b += 16) sum = q8_0_step(w + b * 34, x, b, 16, sum, pf);
+    if (nv < nb) sum = q8_0_step(w + nv * 34, x, nv, nb - nv, sum, pf);
+    return hsum_f32(sum);
+}
+
+/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, one 16-block step of each,
+ * every row's steps in q8_0_row's order (the same bits). */
+FA void q8_0_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
+                   bool acc, float *y, bool pf)
+{
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    __m512 sum[8];
+    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nv; b += 16)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q8_0_step(w + r[s] * ldw + b * 34, x, b, 16, sum[s], pf);
+    if (nv < nb)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q8_0_step(w + r[s] * ldw + nv * 34, x, nv, nb - nv, sum[s], pf);
+    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
+}
+
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
-    size_t nb = x->nb, nv = nb / 16 * 16;
-    for (size_t r = 0; r < rows; r++, w += ldw) {
-        __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) sum = q8_0_step(w + b * 34, x, b, 16, sum, pf);
-        if (nv < nb) sum = q8_0_step(w + nv * 34, x, nv, nb - nv, sum, pf);
-        put(y + r, acc, hsum_f32(sum));
+    size_t ns = ingot__gemv_streams(), g = rows / ns * ns, r[8];
+    stream_heads(w, ldw, rows, ns, pf);
+    /* ns streams (ingot__stream_row): groups of ns rows read in turn, then the rows left */
+    for (size_t i = 0; ns > 1 && i < g; i += ns) {
+        for (size_t s = 0; s < ns; s++) r[s] = ingot__stream_row(rows, ns, i + s);
+        if (ns == 8) q8_0_group(w, ldw, r, 8, x, acc, y, pf);
+        else if (ns == 4) q8_0_group(w, ldw, r, 4, x, acc, y, pf);
+        else q8_0_group(w, ldw, r, 2, x, acc, y, pf);
+    }
+    for (size_t i = ns > 1 ? g : 0; i < rows; i++) {
+        size_t ri = ingot__stream_row(rows, ns, i);
+        put(y + ri, acc, q8_0_row(w + ri * ldw, x, pf));
     }
 }
 
@@ -275,44 +319,85 @@ FA __m512 q4_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
+/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, one step of each, every
+ * row's steps in the one-row order (the same bits), as q8_0_group. */
+FA void q4_0_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
+                   bool acc, float *y, bool pf)
+{
+    size_t nb = x->nb, nv = nb / 16 * 16;
+    __m512 sum[8];
+    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nv; b += 16)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q4_0_step(w + r[s] * ldw + b * 18, x, b, 16, sum[s], pf);
+    if (nv < nb)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q4_0_step(w + r[s] * ldw + nv * 18, x, nv, nb - nv, sum[s], pf);
+    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
+}
+
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
-    size_t nb = x->nb, nv = nb / 16 * 16;
-    for (size_t r = 0; r < rows; r++, w += ldw) {
+    size_t nb = x->nb, nv = nb / 16 * 16, ns = ingot__gemv_streams(), g = rows / ns * ns, r[8];
+    stream_heads(w, ldw, rows, ns, pf);
+    for (size_t i = 0; ns > 1 && i < g; i += ns) { /* as in QN(q8_0) */
+        for (size_t s = 0; s < ns; s++) r[s] = ingot__stream_row(rows, ns, i + s);
+        if (ns == 8) q4_0_group(w, ldw, r, 8, x, acc, y, pf);
+        else if (ns == 4) q4_0_group(w, ldw, r, 4, x, acc, y, pf);
+        else q4_0_group(w, ldw, r, 2, x, acc, y, pf);
+    }
+    for (size_t i = ns > 1 ? g : 0; i < rows; i++) {
+        size_t ri = ingot__stream_row(rows, ns, i);
+        const uint8_t *wr = w + ri * ldw;
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < nv; b += 16) sum = q4_0_step(w + b * 18, x, b, 16, sum, pf);
-        if (nv < nb) sum = q4_0_step(w + nv * 18, x, nv, nb - nv, sum, pf);
-        put(y + r, acc, hsum_f32(sum));
+        for (size_t b = 0; b < nv; b += 16) sum = q4_0_step(wr + b * 18, x, b, 16, sum, pf);
+        if (nv < nb) sum = q4_0_step(wr + nv * 18, x, nv, nb - nv, sum, pf);
+        put(y + ri, acc, hsum_f32(sum));
     }
 }
 
 /* ---- K-quants ---- */
 
-/* Q4_K / Q5_K packed scales (the 12 bytes at s; 16 are read, the block goes on past them): the 8
- * scales as int16 in lanes 0-7 of *sc, and the 8 mins each twice (lanes 2k, 2k + 1: sub-block k)
- * in *mn16. The 6-bit fields are unpacked in one vector: [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f]
- * | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30] (per byte) = [sc 0-3, sc 4-7, mn 0-3, mn 4-7]. */
-F void k_scales(const uint8_t *s, __m512i *sc, __m256i *mn16)
+/* Q4_K / Q5_K packed scales (the 12 bytes at s; 16 are read, the block goes on past them): the
+ * bytes v = [sc 0-3, sc 4-7, mn 0-3, mn 4-7] in every 128-bit lane of *scb (k_sc16 makes the
+ * int16 scale vectors of the dot from it by one in-lane vpshufb each), and the 8 mins each twice
+ * (lanes 2k, 2k + 1: sub-block k) as int16 in *mn16. The 6-bit fields are unpacked in one
+ * vector: [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f] | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30]
+ * (per byte). */
+F void k_scales(const uint8_t *s, __m512i *scb, __m256i *mn16)
 {
     /* loaded, not built: GCC otherwise rebuilds such constants with broadcasts in the loop */
-    static const int32_t c[4][4] = {{0, 0, 0, 4},
+    static const int32_t c[3][4] = {{0, 0, 0, 4},
                                     {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f},
-                                    {0, 0x30303030, 0, 0x30303030},
-                                    {0x09090808, 0x0b0b0a0a, 0x0d0d0c0c, 0x0f0f0e0e}};
+                                    {0, 0x30303030, 0, 0x30303030}};
+    /* int16 lanes 2k, 2k + 1 = byte 8 + k (mn k), zero-extended (0x80: a zero byte) */
+    static const uint8_t mc[32] = {8,  128, 8,  128, 9,  128, 9,  128, 10, 128, 10,
+                                   128, 11, 128, 11, 128, 12, 128, 12, 128, 13, 128,
+                                   13, 128, 14, 128, 14, 128, 15, 128, 15, 128};
     __m128i u = ld128(s);
     __m128i p = _mm_srlv_epi32(_mm_shuffle_epi32(u, 0x98), ld128(c[0]));
     p = _mm_and_si128(p, ld128(c[1]));
     __m128i q = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, 0x50), 2), ld128(c[2]));
-    __m128i v = _mm_or_si128(p, q);
-    *sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(v));
-    *mn16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, ld128(c[3])));
+    *scb = _mm512_broadcast_i32x4(_mm_or_si128(p, q));
+    *mn16 = _mm256_shuffle_epi8(_mm512_castsi512_si256(*scb), ld256(mc));
 }
 
-/* vpermw indices: int16 lanes 0-15 = lane 4h + k of the scales, lanes 16-31 = lane 4h + k + 2,
- * for [2h + k] (the sub-blocks of qs bytes 64h.., low nibbles k = 0, high k = 1). */
+/* vpshufb controls: int16 lanes 0-15 = scale 4h + k, lanes 16-31 = scale 4h + k + 2 (bytes of
+ * v, zero-extended), for [2h + k] (the sub-blocks of qs bytes 64h.., low nibbles k = 0, high
+ * k = 1). A vpshufb is one shuffle-port uop where the vpermw it replaced was two (Ice Lake,
+ * Sapphire Rapids); the scales are the same integers, so are the dots. */
+#define KC(a) a, 128, a, 128, a, 128, a, 128, a, 128, a, 128, a, 128, a, 128
+static const uint8_t k_ctl[4][64] = {{KC(0), KC(0), KC(2), KC(2)},
+                                     {KC(1), KC(1), KC(3), KC(3)},
+                                     {KC(4), KC(4), KC(6), KC(6)},
+                                     {KC(5), KC(5), KC(7), KC(7)}};
+#undef KC
+
+/* Q5_K: the bit of qh that holds bit 4 of sub-block 4h + k's elements, int16 lanes 0-15, and of
+ * sub-block 4h + k + 2, lanes 16-31, for [2h + k] (a vpsrlw count vector). */
 static const int16_t k_idx[4][32] = {
     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
      2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
@@ -388,7 +473,7 @@ F __m512 k_lanes(__m512 acc, const float *t, size_t n)
     return acc;
 }
 
-/* Terms of super-blocks b0 .. b0 + nbs - 1 of nrows rows (w, then every ldw bytes) into
+/* Terms of super-blocks b0 .. b0 + nbs - 1 of nrows rows (rp[0..nrows), in that order) into
  * t[i * nbs + j] = x->d[b] * (d * A - dmin * M) for row i, super-block b = b0 + j, where A is the
  * exact scaled dot and M the exact minimums' dot. Sixteen super-blocks at a time, in row order
  * and across rows when rows are short (the runtime's 1024-wide rows have 4): their integer dots
@@ -397,7 +482,7 @@ F __m512 k_lanes(__m512 acc, const float *t, size_t n)
  * (llvm-mca: 25 cycles a Q4_K super-block, the shuffle port the limit; measured in L2 now 1.2x
  * faster on the runtime's rows, docs/PERFORMANCE.md). The scales are unpacked in vectors and
  * the constants loaded (GCC rebuilt the vpermw indices with broadcasts in the loop). */
-FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t nbs,
+FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
                   const ingot__qx *x, bool five, float *t)
 {
     const bool pf = ingot__cpu_prefetch();
@@ -406,13 +491,17 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
                                     15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
                                     15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
                                     15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
-    const __m512i m4 = ld512(c15), one = _mm512_set1_epi8(1);
+    __m512i m4 = ld512(c15);
+    const __m512i one = _mm512_set1_epi8(1);
+    /* opaque, so that GCC keeps it in a register: it rebuilt it by a mov and a vpbroadcastd
+     * (a shuffle-port uop) every super-block */
+    __asm__("" : "+v"(m4));
     __m512i Av[16], Mv[8];
     __m256i Ms[16];
     _Alignas(64) uint16_t dv[16], dmv[16];
     _Alignas(64) float xd[16];
-    const uint8_t *row = w;
-    size_t j = 0; /* super-block index within the current row's range */
+    const uint8_t *row = rp[0];
+    size_t j = 0, ri = 0; /* super-block index within the current row's range, the row */
     for (size_t e0 = 0; e0 < total; e0 += 16) {
         size_t n = total - e0 < 16 ? total - e0 : 16;
         _Pragma("GCC unroll 4")
@@ -429,9 +518,9 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
-            __m512i sc;
+            __m512i scb;
             __m256i mn16;
-            k_scales(blk + 4, &sc, &mn16);
+            k_scales(blk + 4, &scb, &mn16);
             __m512i qh = five ? _mm512_broadcast_i64x4(ld256(blk + 16)) : _mm512_setzero_si512();
             __m512i A = _mm512_setzero_si512();
             UNROLL
@@ -443,13 +532,13 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
                                 _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
                 UNROLL
                 for (int k = 0; k < 2; k++) {
-                    __m512i idx = ld512(k_idx[2 * h + k]);
                     if (five) { /* bit k of qh[l] is bit 4 of sub-block k's element l */
+                        __m512i idx = ld512(k_idx[2 * h + k]);
                         __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, idx), one);
                         z[k] = _mm512_or_si512(z[k], _mm512_slli_epi16(hb, 4));
                     }
                     A = dot_u8_scaled(A, z[k], ld512(xq + 128 * h + 64 * k),
-                                      _mm512_permutexvar_epi16(idx, sc));
+                                      _mm512_shuffle_epi8(scb, ld512(k_ctl[2 * h + k])));
                 }
             }
             Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
@@ -457,7 +546,7 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
             memcpy(&dv[i], blk, 2);
             memcpy(&dmv[i], blk + 2, 2);
             xd[i] = x->d[b];
-            if (++j == nbs) j = 0, row += ldw;
+            if (++j == nbs && ++ri < nrows) j = 0, row = rp[ri];
         }
         UNROLL
         for (int k = 0; k < 8; k++) /* (inserts from memory take no shuffle port) */
@@ -474,17 +563,22 @@ FA void q45_terms(const uint8_t *w, size_t ldw, size_t nrows, size_t b0, size_t 
 
 /* Rows in windows of at most QK_TERMS terms: a window's terms, then each row's sum. */
 #define QK_TERMS 512
+/* Rows of up to K_STREAM_NB super-blocks are read in the order of ingot__stream_row (ns
+ * interleaved streams, one row of each in turn: a row's terms do not depend on its neighbours,
+ * so the bits stay those of one stream). Longer rows keep one stream: with four, rows of 8192
+ * ran 0.87-0.94x, where rows of 1024 and 2816 ran 1.05-1.3x (docs/PERFORMANCE.md). */
+#define K_STREAM_NB 16
 FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
               bool five)
 {
     _Alignas(64) float t[QK_TERMS];
-    size_t nb = x->nb;
+    size_t nb = x->nb, ns = nb <= K_STREAM_NB ? ingot__gemv_streams() : 1;
     if (nb > QK_TERMS) { /* long rows: one row at a time, in pieces of QK_TERMS terms */
         for (size_t r = 0; r < rows; r++, w += ldw) {
             __m512 lanes = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b += QK_TERMS) {
                 size_t n = nb - b < QK_TERMS ? nb - b : QK_TERMS;
-                q45_terms(w, ldw, 1, b, n, x, five, t);
+                q45_terms(&w, 1, b, n, x, five, t);
                 lanes = k_lanes(lanes, t, n);
             }
             put(y + r, acc, hsum_f32(lanes));
@@ -492,9 +586,14 @@ FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, boo
         return;
     }
     size_t per = QK_TERMS / nb;
+    stream_heads(w, ldw, rows, ns, ingot__cpu_prefetch());
+    const uint8_t *rp[QK_TERMS];
+    size_t ri[QK_TERMS];
     for (size_t r0 = 0; r0 < rows; r0 += per) {
         size_t n = rows - r0 < per ? rows - r0 : per;
-        q45_terms(w + r0 * ldw, ldw, n, 0, nb, x, five, t);
+        for (size_t i = 0; i < n; i++)
+            ri[i] = ingot__stream_row(rows, ns, r0 + i), rp[i] = w + ri[i] * ldw;
+        q45_terms(rp, n, 0, nb, x, five, t);
         size_t i = 0;
         for (; i + 16 <= n; i += 16) { /* sixteen rows' lanes summed by one tree */
             __m512 l[16];
@@ -502,10 +601,10 @@ FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, boo
             for (int k = 0; k < 16; k++) l[k] = k_lanes(_mm512_setzero_ps(), t + (i + k) * nb, nb);
             _Alignas(64) float s16[16];
             _mm512_store_ps(s16, sum16x16_ps(l));
-            for (int k = 0; k < 16; k++) put(y + r0 + i + k, acc, s16[k]);
+            for (int k = 0; k < 16; k++) put(y + ri[i + k], acc, s16[k]);
         }
         for (; i < n; i++)
-            put(y + r0 + i, acc, hsum_f32(k_lanes(_mm512_setzero_ps(), t + i * nb, nb)));
+            put(y + ri[i], acc, hsum_f32(k_lanes(_mm512_setzero_ps(), t + i * nb, nb)));
     }
 }
 
@@ -534,46 +633,69 @@ F __m512i four16(int g)
         1);
 }
 
+/* One Q6_K super-block b of a row (blk = its first byte) into sum. */
+FA __m512 q6_k_sb(const uint8_t *blk, const ingot__qx *x, size_t b, __m512 sum, bool pf)
+{
+    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+    const __m512i sh_a = two16(4, 2), sh_b = two16(0, 2);
+    const int8_t *xq = x->q + b * 256;
+    PF(blk, 0);
+    PF(blk, 64);
+    PF(blk, 128);
+    PF(blk, 192);
+    __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
+    __m512i scz = _mm512_castsi256_si512(sc16);
+    __m512i A = _mm512_setzero_si512();
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m512i l = ld512(blk + 64 * h); /* ql bytes of elements 128h + 0..63 */
+        __m512i qh = _mm512_broadcast_i64x4(ld256(blk + 128 + 32 * h));
+        /* [r 0..31 | r 32..63]: qh bits 0-1 | bits 2-3 as bits 4-5 */
+        __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4),
+                                     _mm512_and_si512(_mm512_sllv_epi16(qh, sh_a), m30));
+        /* [r 64..95 | r 96..127]: high nibbles, qh bits 4-5 | bits 6-7 */
+        __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                     _mm512_and_si512(_mm512_srlv_epi16(qh, sh_b), m30));
+        A = dot_u8_scaled(A, qa, ld512(xq + 128 * h),
+                          _mm512_permutexvar_epi16(four16(8 * h), scz));
+        A = dot_u8_scaled(A, qb, ld512(xq + 128 * h + 64),
+                          _mm512_permutexvar_epi16(four16(8 * h + 4), scz));
+    }
+    __m256i off = _mm256_madd_epi16(sc16, ld256(x->bs + b * 16));
+    A = _mm512_sub_epi32(A, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_set1_ps(f16(blk + 208) * x->d[b]), sum);
+}
+
+/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, a super-block of each. */
+FA void q6_k_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
+                   bool acc, float *y, bool pf)
+{
+    __m512 sum[8];
+    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
+    for (size_t b = 0; b < x->nb; b++)
+        for (size_t s = 0; s < ns; s++)
+            sum[s] = q6_k_sb(w + r[s] * ldw + b * 210, x, b, sum[s], pf);
+    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
+}
+
 TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
-    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-    const __m512i sh_a = two16(4, 2), sh_b = two16(0, 2);
-    for (size_t r = 0; r < rows; r++, w += ldw) {
+    size_t ns = ingot__gemv_streams(), g = rows / ns * ns, r[8];
+    stream_heads(w, ldw, rows, ns, pf);
+    for (size_t i = 0; ns > 1 && i < g; i += ns) { /* as in QN(q8_0) */
+        for (size_t s = 0; s < ns; s++) r[s] = ingot__stream_row(rows, ns, i + s);
+        if (ns == 8) q6_k_group(w, ldw, r, 8, x, acc, y, pf);
+        else if (ns == 4) q6_k_group(w, ldw, r, 4, x, acc, y, pf);
+        else q6_k_group(w, ldw, r, 2, x, acc, y, pf);
+    }
+    for (size_t i = ns > 1 ? g : 0; i < rows; i++) {
+        size_t ri = ingot__stream_row(rows, ns, i);
         __m512 sum = _mm512_setzero_ps();
-        for (size_t b = 0; b < x->nb; b++) {
-            const uint8_t *blk = w + b * 210;
-            const int8_t *xq = x->q + b * 256;
-            PF(blk, 0);
-            PF(blk, 64);
-            PF(blk, 128);
-            PF(blk, 192);
-            __m256i sc16 = _mm256_cvtepi8_epi16(ld128(blk + 192));
-            __m512i scz = _mm512_castsi256_si512(sc16);
-            __m512i A = _mm512_setzero_si512();
-            UNROLL
-            for (int h = 0; h < 2; h++) {
-                __m512i l = ld512(blk + 64 * h); /* ql bytes of elements 128h + 0..63 */
-                __m512i qh = _mm512_broadcast_i64x4(ld256(blk + 128 + 32 * h));
-                /* [r 0..31 | r 32..63]: qh bits 0-1 | bits 2-3 as bits 4-5 */
-                __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4),
-                                             _mm512_and_si512(_mm512_sllv_epi16(qh, sh_a), m30));
-                /* [r 64..95 | r 96..127]: high nibbles, qh bits 4-5 | bits 6-7 */
-                __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                             _mm512_and_si512(_mm512_srlv_epi16(qh, sh_b), m30));
-                A = dot_u8_scaled(A, qa, ld512(xq + 128 * h),
-                                  _mm512_permutexvar_epi16(four16(8 * h), scz));
-                A = dot_u8_scaled(A, qb, ld512(xq + 128 * h + 64),
-                                  _mm512_permutexvar_epi16(four16(8 * h + 4), scz));
-            }
-            __m256i off = _mm256_madd_epi16(sc16, ld256(x->bs + b * 16));
-            A = _mm512_sub_epi32(A, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_set1_ps(f16(blk + 208) * x->d[b]),
-                                  sum);
-        }
-        put(y + r, acc, hsum_f32(sum));
+        for (size_t b = 0; b < x->nb; b++) sum = q6_k_sb(w + ri * ldw + b * 210, x, b, sum, pf);
+        put(y + ri, acc, hsum_f32(sum));
     }
 }
 
@@ -583,3 +705,4 @@ TGT static void QN(q6_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
 #undef SHI
 #undef TREE16
 #undef QK_TERMS
+#undef K_STREAM_NB

@@ -199,15 +199,16 @@ static void stats_reset(void) {}
 
 /* Encodes every chunk (ids one after another, counts in cnt): the ids in all, SIZE_MAX on
  * failure. */
-static size_t encode_all(const ingot_tokenizer *t, const char *text, const chunk *ch, size_t nch,
-                         int32_t *ids, size_t idcap, size_t *cnt, void *scratch, size_t ss)
+static size_t encode_allc(const ingot_tokenizer *t, ingot_tokenizer_cache *wc, const char *text,
+                          const chunk *ch, size_t nch, int32_t *ids, size_t idcap, size_t *cnt,
+                          void *scratch, size_t ss)
 {
     size_t o = 0;
     for (size_t i = 0; i < nch; i++) {
         size_t m = 0;
         ingot_error e;
-        if (ingot_tokenizer_encode(t, text + ch[i].off, ch[i].len, 0, ids + o, idcap - o, &m,
-                                   scratch, ss, &e) != INGOT_OK) {
+        if (ingot_tokenizer_encode_cached(t, wc, text + ch[i].off, ch[i].len, 0, ids + o,
+                                          idcap - o, &m, scratch, ss, &e) != INGOT_OK) {
             char b[300];
             fprintf(stderr, "encode failed: %s\n", ingot_error_format(&e, b, sizeof b));
             return SIZE_MAX;
@@ -216,6 +217,41 @@ static size_t encode_all(const ingot_tokenizer *t, const char *text, const chunk
         o += m;
     }
     return o;
+}
+
+static size_t encode_all(const ingot_tokenizer *t, const char *text, const chunk *ch, size_t nch,
+                         int32_t *ids, size_t idcap, size_t *cnt, void *scratch, size_t ss)
+{
+    return encode_allc(t, NULL, text, ch, nch, ids, idcap, cnt, scratch, ss);
+}
+
+/* The cached figure: the chunks in order through one word cache, cleared first (one pass over
+ * the text, as a dataset job runs it), timed in the same repetition as the plain encode; the ids
+ * must be the plain ones (pids[0..np)). Returns the seconds, or -1 (ids differ, or failure). */
+static double cached_pass(const ingot_tokenizer *t, ingot_tokenizer_cache *wc, const char *text,
+                          const chunk *ch, size_t nch, int32_t *ids, size_t idcap, size_t *cnt,
+                          void *scratch, size_t ss, const int32_t *pids, size_t np)
+{
+    double t0 = now();
+    ingot_tokenizer_cache_clear(wc);
+    size_t o = encode_allc(t, wc, text, ch, nch, ids, idcap, cnt, scratch, ss);
+    double dt = now() - t0;
+    if (o != np || memcmp(ids, pids, np * sizeof *ids) != 0) {
+        fprintf(stderr, "bench_tokenizer: cached ids differ from plain ones\n");
+        return -1;
+    }
+    return dt;
+}
+
+static void cached_print(const char *what, const ingot_tokenizer_cache *wc, size_t bytes,
+                         double plain_s, double cached_s)
+{
+    uint64_t words, wbytes, hits, hbytes;
+    ingot_tokenizer_cache_stats(wc, &words, &wbytes, &hits, &hbytes);
+    printf("  %-29s cached %7.1f MB/s vs plain %7.1f MB/s (x%.2f)  hits %.1f%% of words looked "
+           "up, %.1f%% of bytes\n",
+           what, bytes / cached_s / 1e6, bytes / plain_s / 1e6, plain_s / cached_s,
+           words ? 100.0 * hits / words : 0.0, 100.0 * hbytes / bytes);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -430,6 +466,7 @@ int main(int argc, char **argv)
     size_t block = 16;
     bool mix = false;
     size_t witers = 1000;
+    size_t cache_kb = 2048; /* the word cache's budget (KB) for the cached figures */
     const char *ab_old = NULL, *ab_new = NULL;
     const char *out = BENCH_DEFAULT_DIR "/bench_tokenizer_corpus.txt";
     for (int i = 1; i < argc; i++) {
@@ -440,11 +477,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--block") && i + 1 < argc) block = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--mix")) mix = true;
+        else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache_kb = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--ab") && i + 2 < argc) {
             ab_old = argv[++i];
             ab_new = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--out FILE]\n"
+            fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--cache KB] "
+                            "[--out FILE]\n"
                             "       bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] "
                             "[--mb N]\n"
                             "       bench_tokenizer --mix [--reps N] [--mb N]\n");
@@ -533,11 +572,17 @@ int main(int argc, char **argv)
             if (c > idcap) idcap = c;
             if (pnch[q] > ncnt) ncnt = pnch[q];
         }
-        int32_t *ids = malloc(idcap * sizeof *ids);
+        int32_t *ids = malloc(idcap * sizeof *ids), *cids = malloc(idcap * sizeof *ids);
         size_t *cnt = malloc(ncnt * sizeof *cnt);
         char *back = malloc(n + 16);
-        double te[100], td[100];
+        double te[100], td[100], tc[100];
         size_t total_ids = 0, dec_bytes = 0;
+        ingot_tokenizer_cache *wc = NULL;
+        if (ingot_tokenizer_cache_new(t, cache_kb * 1024, &wc, &e) != INGOT_OK) {
+            char b[300];
+            fprintf(stderr, "cache: %s\n", ingot_error_format(&e, b, sizeof b));
+            return 1;
+        }
         for (int r = 0; r < reps; r++) {
             double t0 = now();
             if (r == 0) stats_reset();
@@ -546,6 +591,8 @@ int main(int argc, char **argv)
             te[r] = now() - t0;
             if (r == 0) stats_print("all", n);
             total_ids = o;
+            tc[r] = cached_pass(t, wc, text, ch, nch, cids, idcap, cnt, scratch, ss, ids, o);
+            if (tc[r] < 0) return 1;
             t0 = now();
             size_t bo = 0, p = 0;
             for (size_t i = 0; i < nch; i++) {
@@ -570,17 +617,21 @@ int main(int argc, char **argv)
         qsort(tw, (size_t)reps, sizeof tw[0], cmp_d);
         qsort(te, (size_t)reps, sizeof te[0], cmp_d);
         qsort(td, (size_t)reps, sizeof td[0], cmp_d);
+        qsort(tc, (size_t)reps, sizeof tc[0], cmp_d);
         bool same = dec_bytes == n && memcmp(back, text, n) == 0;
         printf("%-31s encode %7.1f MB/s (%zu ids, %.2f bytes/id)  decode %7.1f MB/s  "
                "round trip %s  warm chunk %.1f MB/s\n",
                names[k], n / te[reps / 2] / 1e6, total_ids, (double)n / total_ids,
                dec_bytes / td[reps / 2] / 1e6, same ? "exact" : "DIFFERS",
                witers ? (double)ch[0].len * witers / tw[reps / 2] / 1e6 : 0.0);
+        char what[64];
+        snprintf(what, sizeof what, "all, word cache of %zu KB", cache_kb);
+        cached_print(what, wc, n, te[reps / 2], tc[reps / 2]);
         /* each pool on its own (its lines in the order drawn, the same chunking): which text
          * is slow */
         static const char *const pool_names[3] = {"prose", "code", "multilingual"};
         for (int q = 0; q < 3; q++) {
-            double tp[100];
+            double tp[100], tpc[100];
             size_t pids = 0;
             for (int r = 0; r < reps; r++) {
                 if (r == 0) stats_reset();
@@ -589,14 +640,21 @@ int main(int argc, char **argv)
                 if (pids == SIZE_MAX) return 1;
                 tp[r] = now() - t0;
                 if (r == 0) stats_print(pool_names[q], by_kind[q]);
+                tpc[r] = cached_pass(t, wc, ptext[q], pch[q], pnch[q], cids, idcap, cnt, scratch,
+                                     ss, ids, pids);
+                if (tpc[r] < 0) return 1;
             }
             qsort(tp, (size_t)reps, sizeof tp[0], cmp_d);
+            qsort(tpc, (size_t)reps, sizeof tpc[0], cmp_d);
             printf("  %-29s encode %7.1f MB/s (%zu ids, %.2f bytes/id, %zu bytes)\n",
                    pool_names[q], by_kind[q] / tp[reps / 2] / 1e6, pids,
                    (double)by_kind[q] / pids, by_kind[q]);
+            cached_print(pool_names[q], wc, by_kind[q], tp[reps / 2], tpc[reps / 2]);
         }
+        ingot_tokenizer_cache_free(wc);
         free(scratch);
         free(ids);
+        free(cids);
         free(cnt);
         free(back);
         ingot_tokenizer_close(t);

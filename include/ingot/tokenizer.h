@@ -154,7 +154,9 @@ INGOT_API void ingot_tokenizer_cache_free(ingot_tokenizer_cache *c);
 INGOT_API void ingot_tokenizer_cache_clear(ingot_tokenizer_cache *c);
 
 /** What the cache saw since creation or the last clear: words looked up in it and the bytes
- *  they span, and those of them found (hits). Any pointer may be NULL. */
+ *  they span, and those of them found (hits). Bytes are the text's for "bpe" (one-byte words are
+ *  not looked up), the escaped text's for "spm" (a space is the 3 bytes of U+2581). Any pointer
+ *  may be NULL; c NULL gives zeros. */
 INGOT_API void ingot_tokenizer_cache_stats(const ingot_tokenizer_cache *c, uint64_t *words,
                                            uint64_t *bytes, uint64_t *hits, uint64_t *hit_bytes);
 

@@ -16,10 +16,14 @@
  * MB/s of text (input bytes for encode, output bytes for decode); under each case, each pool
  * encoded on its own (its lines in the order drawn, chunked the same way), and with a library
  * built with -DINGOT_TOK_STATS the encoder's counters per byte (words, cache and whole-token
- * hits, merges, lookups).
+ * hits, merges, lookups). Under each line also the "cached" figure: the same chunks in order
+ * through one ingot_tokenizer_cache of --cache KB (2048 by default), cleared at the start of
+ * every repetition (one pass over the text, as a dataset job runs it; the clear is timed), timed
+ * in the same repetition as the plain encode, its ids checked against the plain ones; with the
+ * cache's hits per word looked up and per byte.
  *
- *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--out corpus.txt]
- *   bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] [--mb N]
+ *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--cache KB] [--out corpus.txt]
+ *   bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] [--mb N] [--ab-cache]
  *   bench_tokenizer --mix [--reps N] [--mb N]
  * (--warm: how many times the first chunk is encoded for the warm figure, 1000 by default; 0
  * skips it, for instruction and cache simulations such as cachegrind's.)
@@ -31,7 +35,8 @@
  * whose speed moves from one minute to the next this is the fair comparison. With short blocks
  * the two libraries' tables share the caches (each evicts the other's between blocks), which
  * hides part of what a smaller cache footprint gains; --block 1000 (the whole corpus, ~0.1 s a
- * block) times each library alone, the caches warm with its own tables only.
+ * block) times each library alone, the caches warm with its own tables only. --ab-cache: each
+ * library encodes through its own word cache of --cache KB, cleared at the start of every round.
  * --mix (why the mixed corpus is slower than its pools): the same bytes in four orders, each
  * timed in turn within every repetition: the corpus as it is (lines of the three pools
  * interleaved), the pools one after another, the pools' chunks interleaved (each chunk of one
@@ -269,12 +274,21 @@ typedef struct ab_lib {
                            size_t, size_t *, void *, size_t, ingot_error *);
     size_t (*scratch_size)(const ingot_tokenizer *, size_t);
     void (*close)(ingot_tokenizer *);
+    /* --ab-cache: the word cache calls (NULL without it) */
+    ingot_status (*cache_new)(const ingot_tokenizer *, size_t, ingot_tokenizer_cache **,
+                              ingot_error *);
+    void (*cache_clear)(ingot_tokenizer_cache *);
+    void (*cache_free)(ingot_tokenizer_cache *);
+    ingot_status (*encode_cached)(const ingot_tokenizer *, ingot_tokenizer_cache *, const char *,
+                                  size_t, uint32_t, int32_t *, size_t, size_t *, void *, size_t,
+                                  ingot_error *);
     ingot_tokenizer *t;
+    ingot_tokenizer_cache *wc;
     void *scratch;
     size_t ss;
 } ab_lib;
 
-static int ab_load(ab_lib *L, const char *path)
+static int ab_load(ab_lib *L, const char *path, bool cached)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -293,6 +307,20 @@ static int ab_load(ab_lib *L, const char *path)
     memcpy(&L->encode, &p[1], sizeof p[1]);
     memcpy(&L->scratch_size, &p[2], sizeof p[2]);
     memcpy(&L->close, &p[3], sizeof p[3]);
+    L->wc = NULL;
+    L->encode_cached = NULL;
+    if (!cached) return 0;
+    void *q[4] = {dlsym(h, "ingot_tokenizer_cache_new"), dlsym(h, "ingot_tokenizer_cache_clear"),
+                  dlsym(h, "ingot_tokenizer_cache_free"),
+                  dlsym(h, "ingot_tokenizer_encode_cached")};
+    if (!q[0] || !q[1] || !q[2] || !q[3]) {
+        fprintf(stderr, "bench_tokenizer: %s lacks the word cache API\n", path);
+        return -1;
+    }
+    memcpy(&L->cache_new, &q[0], sizeof q[0]);
+    memcpy(&L->cache_clear, &q[1], sizeof q[1]);
+    memcpy(&L->cache_free, &q[2], sizeof q[2]);
+    memcpy(&L->encode_cached, &q[3], sizeof q[3]);
     return 0;
 }
 
@@ -303,24 +331,28 @@ static double ab_block(ab_lib *L, const char *text, const chunk *ch, size_t b, s
     double t0 = now();
     for (size_t i = b; i < e; i++) {
         size_t m = 0;
-        if (L->encode(L->t, text + ch[i].off, ch[i].len, 0, ids, idcap, &m, L->scratch, L->ss,
-                      NULL) != INGOT_OK)
-            return -1;
+        ingot_status st = L->wc ? L->encode_cached(L->t, L->wc, text + ch[i].off, ch[i].len, 0,
+                                                   ids, idcap, &m, L->scratch, L->ss, NULL)
+                                : L->encode(L->t, text + ch[i].off, ch[i].len, 0, ids, idcap, &m,
+                                            L->scratch, L->ss, NULL);
+        if (st != INGOT_OK) return -1;
     }
     return now() - t0;
 }
 
 static int ab_run(const char *old_so, const char *new_so, int rounds, size_t block,
-                  const char *text, size_t n, const chunk *ch, size_t nch, size_t maxch,
-                  const char *const *names, const char *const *paths)
+                  size_t cache_kb, const char *text, size_t n, const chunk *ch, size_t nch,
+                  size_t maxch, const char *const *names, const char *const *paths)
 {
     ab_lib lib[2];
-    if (ab_load(&lib[0], old_so) || ab_load(&lib[1], new_so)) return 1;
+    if (ab_load(&lib[0], old_so, cache_kb) || ab_load(&lib[1], new_so, cache_kb)) return 1;
     size_t idcap = ingot_tokenizer_max_tokens(maxch);
     int32_t *ids[2] = {malloc(idcap * sizeof(int32_t)), malloc(idcap * sizeof(int32_t))};
     const char *only = getenv("BENCH_TOK_ONLY");
-    printf("A/B: old %s, new %s, %d rounds, blocks of %zu chunks\n", old_so, new_so, rounds,
+    printf("A/B: old %s, new %s, %d rounds, blocks of %zu chunks", old_so, new_so, rounds,
            block);
+    if (cache_kb) printf(", each through its word cache of %zu KB, cleared every round", cache_kb);
+    printf("\n");
     for (int k = 0; k < 3; k++) {
         if (only && atoi(only) != k) continue;
         for (int s = 0; s < 2; s++) {
@@ -331,13 +363,21 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, size_t blo
             }
             lib[s].ss = lib[s].scratch_size(lib[s].t, maxch);
             lib[s].scratch = malloc(lib[s].ss);
+            if (cache_kb && lib[s].cache_new(lib[s].t, cache_kb * 1024, &lib[s].wc, &e)) {
+                fprintf(stderr, "%s: %s: no word cache\n", names[k], lib[s].path);
+                return 1;
+            }
         }
         size_t differ = 0;
         for (size_t i = 0; i < nch; i++) { /* the same ids first, or the timing means nothing */
             size_t m[2] = {0, 0};
             for (int s = 0; s < 2; s++)
-                lib[s].encode(lib[s].t, text + ch[i].off, ch[i].len, 0, ids[s], idcap, &m[s],
-                              lib[s].scratch, lib[s].ss, NULL);
+                if (lib[s].wc)
+                    lib[s].encode_cached(lib[s].t, lib[s].wc, text + ch[i].off, ch[i].len, 0,
+                                         ids[s], idcap, &m[s], lib[s].scratch, lib[s].ss, NULL);
+                else
+                    lib[s].encode(lib[s].t, text + ch[i].off, ch[i].len, 0, ids[s], idcap, &m[s],
+                                  lib[s].scratch, lib[s].ss, NULL);
             differ += m[0] != m[1] || memcmp(ids[0], ids[1], m[0] * sizeof(int32_t)) != 0;
         }
         if (differ) {
@@ -347,6 +387,11 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, size_t blo
         double tot[2] = {0, 0}, ratio[100];
         for (int r = 0; r < rounds; r++) {
             double tr[2] = {0, 0};
+            for (int s = 0; s < 2 && cache_kb; s++) { /* one pass over the text, as a job */
+                double t0 = now();
+                lib[s].cache_clear(lib[s].wc);
+                tr[s] += now() - t0;
+            }
             for (size_t b = 0; b < nch; b += block) {
                 size_t e = b + block < nch ? b + block : nch;
                 int first = (int)((b / block + (size_t)r) & 1);
@@ -367,6 +412,7 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, size_t blo
                names[k], n * (double)rounds / tot[0] / 1e6, n * (double)rounds / tot[1] / 1e6,
                tot[0] / tot[1], ratio[rounds / 2], ratio[0], ratio[rounds - 1], nch);
         for (int s = 0; s < 2; s++) {
+            if (lib[s].wc) lib[s].cache_free(lib[s].wc);
             lib[s].close(lib[s].t);
             free(lib[s].scratch);
         }
@@ -464,7 +510,7 @@ int main(int argc, char **argv)
     double mb = 4;
     int reps = 5, rounds = 7;
     size_t block = 16;
-    bool mix = false;
+    bool mix = false, ab_cache = false;
     size_t witers = 1000;
     size_t cache_kb = 2048; /* the word cache's budget (KB) for the cached figures */
     const char *ab_old = NULL, *ab_new = NULL;
@@ -477,6 +523,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--block") && i + 1 < argc) block = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--mix")) mix = true;
+        else if (!strcmp(argv[i], "--ab-cache")) ab_cache = true;
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache_kb = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--ab") && i + 2 < argc) {
             ab_old = argv[++i];
@@ -485,7 +532,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--cache KB] "
                             "[--out FILE]\n"
                             "       bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] "
-                            "[--mb N]\n"
+                            "[--mb N] [--ab-cache [--cache KB]]\n"
                             "       bench_tokenizer --mix [--reps N] [--mb N]\n");
             return 2;
         }
@@ -548,7 +595,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < pnch[k]; i++)
             if (pch[k][i].len > maxch) maxch = pch[k][i].len;
     if (ab_old)
-        return ab_run(ab_old, ab_new, rounds, block, text, n, ch, nch, maxch, names, paths);
+        return ab_run(ab_old, ab_new, rounds, block, ab_cache ? cache_kb : 0, text, n, ch, nch,
+                      maxch, names, paths);
     if (mix)
         return mix_run(reps, text, n, ch, nch, ptext, by_kind, pch, pnch, maxch, names, paths);
     const char *only = getenv("BENCH_TOK_ONLY"); /* "0", "1" or "2": one case (profiling) */

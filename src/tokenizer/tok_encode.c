@@ -967,7 +967,9 @@ static ingot_status encode(const ingot_tokenizer *t, ingot_tokenizer_cache *pc,
     w.cmask = 0;
     w.gen = 0;
     w.pc = pc;
-    if (t->kind != TOK_BPE_FALLBACK) { /* the word cache first, then the merge state */
+    /* the per-call word cache first, then the merge state; byte-level BPE with the caller's
+     * cache does without it (that one holds nearly every word it would) */
+    if (t->kind != TOK_BPE_FALLBACK && !(pc && t->kind == TOK_BPE)) {
         size_t ce = cache_entries(len);
         w.cache = (wcache *)(void *)w.base;
         w.cmask = ce - 1;

@@ -248,15 +248,21 @@ static double cached_pass(const ingot_tokenizer *t, ingot_tokenizer_cache *wc, c
     return dt;
 }
 
-static void cached_print(const char *what, const ingot_tokenizer_cache *wc, size_t bytes,
-                         double plain_s, double cached_s)
+/* Hits: of the words looked up (byte-level BPE: every pre-token of 2 bytes or more;
+ * SentencePiece: every word of the escaped text but lone ASCII characters), and of the bytes:
+ * the text's for byte-level BPE, the looked-up words' for SentencePiece (escaped: a space is
+ * the 3 bytes of U+2581). */
+static void cached_print(const char *what, const ingot_tokenizer_cache *wc, bool bpe,
+                         size_t bytes, double plain_s, double cached_s)
 {
     uint64_t words, wbytes, hits, hbytes;
     ingot_tokenizer_cache_stats(wc, &words, &wbytes, &hits, &hbytes);
     printf("  %-29s cached %7.1f MB/s vs plain %7.1f MB/s (x%.2f)  hits %.1f%% of words looked "
-           "up, %.1f%% of bytes\n",
+           "up, %.1f%% of %s\n",
            what, bytes / cached_s / 1e6, bytes / plain_s / 1e6, plain_s / cached_s,
-           words ? 100.0 * hits / words : 0.0, 100.0 * hbytes / bytes);
+           words ? 100.0 * hits / words : 0.0,
+           bpe ? 100.0 * hbytes / bytes : wbytes ? 100.0 * hbytes / wbytes : 0.0,
+           bpe ? "the text's bytes" : "their escaped bytes");
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -674,7 +680,8 @@ int main(int argc, char **argv)
                witers ? (double)ch[0].len * witers / tw[reps / 2] / 1e6 : 0.0);
         char what[64];
         snprintf(what, sizeof what, "all, word cache of %zu KB", cache_kb);
-        cached_print(what, wc, n, te[reps / 2], tc[reps / 2]);
+        bool bpe = !strcmp(ingot_tokenizer_kind(t), "bpe");
+        cached_print(what, wc, bpe, n, te[reps / 2], tc[reps / 2]);
         /* each pool on its own (its lines in the order drawn, the same chunking): which text
          * is slow */
         static const char *const pool_names[3] = {"prose", "code", "multilingual"};
@@ -697,7 +704,7 @@ int main(int argc, char **argv)
             printf("  %-29s encode %7.1f MB/s (%zu ids, %.2f bytes/id, %zu bytes)\n",
                    pool_names[q], by_kind[q] / tp[reps / 2] / 1e6, pids,
                    (double)by_kind[q] / pids, by_kind[q]);
-            cached_print(pool_names[q], wc, by_kind[q], tp[reps / 2], tpc[reps / 2]);
+            cached_print(pool_names[q], wc, bpe, by_kind[q], tp[reps / 2], tpc[reps / 2]);
         }
         ingot_tokenizer_cache_free(wc);
         free(scratch);

@@ -4,7 +4,8 @@
  * (U+2581 escaping, bigram merges by score, byte fallback) or BPE with byte fallback (the same
  * escaping, merges by rank over characters). Work memory comes from the caller's scratch; the
  * merge state is a symbol list and a binary heap as in llama.cpp's llama-vocab.cpp. Decoding and
- * the streaming decoder write into caller buffers only.
+ * the streaming decoder write into caller buffers only. The caller's word cache
+ * (ingot_tokenizer_cache, kept across calls) is looked up before a word's lookups and merges.
  */
 #include "alloc.h"
 #include "error.h"

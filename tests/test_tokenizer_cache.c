@@ -1,8 +1,9 @@
 /*
  * test_tokenizer_cache.c - the caller's word cache (ingot_tokenizer_cache): encoding through it
  * gives exactly the ids of ingot_tokenizer_encode (counts, statuses, partial writes) on every
- * shared vector, on seeded random and adversarial texts, with every flag, budgets from one entry
- * to megabytes, after clear; a cache is refused by another tokenizer; it allocates through the
+ * shared vector file (llama.cpp's, TestPlans.txt, the stories260K golden story), on seeded
+ * random and adversarial texts, with every flag, budgets from one entry to megabytes, after
+ * clear; a cache is refused by another tokenizer; it allocates through the
  * tokenizer's allocator at creation only.
  */
 #include "harness.h"
@@ -157,6 +158,45 @@ TEST(test_cache_vectors_llama3)
 TEST(test_cache_vectors_spm)
 {
     vectors_twice(tok_paths[2], "ggml-vocab-llama-spm.gguf", 1 << 20);
+}
+
+TEST(test_cache_vectors_gpt2_encoder_json)
+{
+    vectors_twice(FIX "/tokenizers/gpt2", "ggml-vocab-gpt-2.gguf", 1 << 20);
+}
+
+/* The stories260K vocabulary (its GGUF and llama2.c's tok512.bin): llama.cpp's SentencePiece
+ * inputs and llama2.c's golden story, twice through one cache, with every flag. */
+TEST(test_cache_stories260k)
+{
+    static const char *const srcs[2] = {FIX "/models/stories260K/stories260K.gguf",
+                                        FIX "/models/stories260K/tok512.bin"};
+    size_t ni, gl;
+    char *in = slurp(LCPP "ggml-vocab-llama-spm.gguf.inp", &ni);
+    char *golden = slurp(FIX "/models/stories260K/golden/llama2c_run_t0.0_n200.txt", &gl);
+    ASSERT_TRUE(in && golden);
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    for (int k = 0; k < 2; k++) {
+        ingot_tokenizer *t = open_tok(srcs[k], NULL);
+        ASSERT_TRUE(t);
+        ingot_tokenizer_cache *c = NULL;
+        ASSERT_OK(ingot_tokenizer_cache_new(t, 1 << 16, &c, NULL));
+        size_t cases = 0, bad = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (char *s = in, *e; (e = strstr(s, sep)) != NULL; s = e + sizeof sep - 1) {
+                cases++;
+                for (uint32_t fl = 0; fl < 4; fl++) bad += !agree(t, c, s, (size_t)(e - s), fl);
+            }
+            for (uint32_t fl = 0; fl < 4; fl++) bad += !agree(t, c, golden, gl, fl);
+        }
+        CHECK(bad == 0, "%s: %zu differ", srcs[k], bad);
+        ASSERT_EQ(cases, 2 * 46);
+        ASSERT_TRUE(hits_of(c) > 100);
+        ingot_tokenizer_cache_free(c);
+        ingot_tokenizer_close(t);
+    }
+    free(in);
+    free(golden);
 }
 
 /* GPT-2's r50k_base samples of TestPlans.txt (each line a text), twice through a tiny cache. */
@@ -419,5 +459,6 @@ TEST(test_cache_memory)
 }
 
 RUN_TESTS(T(test_cache_vectors_gpt2), T(test_cache_vectors_llama3), T(test_cache_vectors_spm),
+          T(test_cache_vectors_gpt2_encoder_json), T(test_cache_stories260k),
           T(test_cache_testplans), T(test_cache_random_texts), T(test_cache_collisions),
           T(test_cache_clear), T(test_cache_misuse), T(test_cache_memory))

@@ -16,11 +16,16 @@
  * MB/s of text (input bytes for encode, output bytes for decode); under each case, each pool
  * encoded on its own (its lines in the order drawn, chunked the same way), and with a library
  * built with -DINGOT_TOK_STATS the encoder's counters per byte (words, cache and whole-token
- * hits, merges, lookups).
+ * hits, merges, lookups). Under each line also the "cached" figure: the same chunks in order
+ * through one ingot_tokenizer_cache of --cache KB (2048 by default), cleared at the start of
+ * every repetition (one pass over the text, as a dataset job runs it; the clear is timed), timed
+ * in the same repetition as the plain encode, its ids checked against the plain ones; with the
+ * cache's hits per word looked up and per byte.
  *
- *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--out corpus.txt]
- *   bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] [--mb N]
+ *   bench_tokenizer [--mb N] [--reps N] [--warm N] [--cache KB] [--out corpus.txt]
+ *   bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] [--mb N] [--ab-cache]
  *   bench_tokenizer --mix [--reps N] [--mb N]
+ *   bench_tokenizer --text FILE [--reps N] [--cache KB]
  * (--warm: how many times the first chunk is encoded for the warm figure, 1000 by default; 0
  * skips it, for instruction and cache simulations such as cachegrind's.)
  * --ab compares two builds of the library (libingot.so of each, e.g. main's and a branch's)
@@ -31,7 +36,12 @@
  * whose speed moves from one minute to the next this is the fair comparison. With short blocks
  * the two libraries' tables share the caches (each evicts the other's between blocks), which
  * hides part of what a smaller cache footprint gains; --block 1000 (the whole corpus, ~0.1 s a
- * block) times each library alone, the caches warm with its own tables only.
+ * block) times each library alone, the caches warm with its own tables only. --ab-cache: each
+ * library encodes through its own word cache of --cache KB, cleared at the start of every round.
+ * --text: FILE's chunks (the same chunking) plain and through the word cache, each repetition
+ * both in turn: the corpus draws its lines again and again from small pools (12 % of its bytes
+ * are lines seen for the first time), which flatters a cache; a file that does not repeat
+ * itself shows what a cache finds in fresh text.
  * --mix (why the mixed corpus is slower than its pools): the same bytes in four orders, each
  * timed in turn within every repetition: the corpus as it is (lines of the three pools
  * interleaved), the pools one after another, the pools' chunks interleaved (each chunk of one
@@ -199,15 +209,16 @@ static void stats_reset(void) {}
 
 /* Encodes every chunk (ids one after another, counts in cnt): the ids in all, SIZE_MAX on
  * failure. */
-static size_t encode_all(const ingot_tokenizer *t, const char *text, const chunk *ch, size_t nch,
-                         int32_t *ids, size_t idcap, size_t *cnt, void *scratch, size_t ss)
+static size_t encode_allc(const ingot_tokenizer *t, ingot_tokenizer_cache *wc, const char *text,
+                          const chunk *ch, size_t nch, int32_t *ids, size_t idcap, size_t *cnt,
+                          void *scratch, size_t ss)
 {
     size_t o = 0;
     for (size_t i = 0; i < nch; i++) {
         size_t m = 0;
         ingot_error e;
-        if (ingot_tokenizer_encode(t, text + ch[i].off, ch[i].len, 0, ids + o, idcap - o, &m,
-                                   scratch, ss, &e) != INGOT_OK) {
+        if (ingot_tokenizer_encode_cached(t, wc, text + ch[i].off, ch[i].len, 0, ids + o,
+                                          idcap - o, &m, scratch, ss, &e) != INGOT_OK) {
             char b[300];
             fprintf(stderr, "encode failed: %s\n", ingot_error_format(&e, b, sizeof b));
             return SIZE_MAX;
@@ -216,6 +227,47 @@ static size_t encode_all(const ingot_tokenizer *t, const char *text, const chunk
         o += m;
     }
     return o;
+}
+
+static size_t encode_all(const ingot_tokenizer *t, const char *text, const chunk *ch, size_t nch,
+                         int32_t *ids, size_t idcap, size_t *cnt, void *scratch, size_t ss)
+{
+    return encode_allc(t, NULL, text, ch, nch, ids, idcap, cnt, scratch, ss);
+}
+
+/* The cached figure: the chunks in order through one word cache, cleared first (one pass over
+ * the text, as a dataset job runs it), timed in the same repetition as the plain encode; the ids
+ * must be the plain ones (pids[0..np)). Returns the seconds, or -1 (ids differ, or failure). */
+static double cached_pass(const ingot_tokenizer *t, ingot_tokenizer_cache *wc, const char *text,
+                          const chunk *ch, size_t nch, int32_t *ids, size_t idcap, size_t *cnt,
+                          void *scratch, size_t ss, const int32_t *pids, size_t np)
+{
+    double t0 = now();
+    ingot_tokenizer_cache_clear(wc);
+    size_t o = encode_allc(t, wc, text, ch, nch, ids, idcap, cnt, scratch, ss);
+    double dt = now() - t0;
+    if (o != np || memcmp(ids, pids, np * sizeof *ids) != 0) {
+        fprintf(stderr, "bench_tokenizer: cached ids differ from plain ones\n");
+        return -1;
+    }
+    return dt;
+}
+
+/* Hits: of the words looked up (byte-level BPE: every pre-token of 2 bytes or more;
+ * SentencePiece: every word of the escaped text but lone ASCII characters), and of the bytes:
+ * the text's for byte-level BPE, the looked-up words' for SentencePiece (escaped: a space is
+ * the 3 bytes of U+2581). */
+static void cached_print(const char *what, const ingot_tokenizer_cache *wc, bool bpe,
+                         size_t bytes, double plain_s, double cached_s)
+{
+    uint64_t words, wbytes, hits, hbytes;
+    ingot_tokenizer_cache_stats(wc, &words, &wbytes, &hits, &hbytes);
+    printf("  %-29s cached %7.1f MB/s vs plain %7.1f MB/s (x%.2f)  hits %.1f%% of words looked "
+           "up, %.1f%% of %s\n",
+           what, bytes / cached_s / 1e6, bytes / plain_s / 1e6, plain_s / cached_s,
+           words ? 100.0 * hits / words : 0.0,
+           bpe ? 100.0 * hbytes / bytes : wbytes ? 100.0 * hbytes / wbytes : 0.0,
+           bpe ? "the text's bytes" : "their escaped bytes");
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -233,12 +285,21 @@ typedef struct ab_lib {
                            size_t, size_t *, void *, size_t, ingot_error *);
     size_t (*scratch_size)(const ingot_tokenizer *, size_t);
     void (*close)(ingot_tokenizer *);
+    /* --ab-cache: the word cache calls (NULL without it) */
+    ingot_status (*cache_new)(const ingot_tokenizer *, size_t, ingot_tokenizer_cache **,
+                              ingot_error *);
+    void (*cache_clear)(ingot_tokenizer_cache *);
+    void (*cache_free)(ingot_tokenizer_cache *);
+    ingot_status (*encode_cached)(const ingot_tokenizer *, ingot_tokenizer_cache *, const char *,
+                                  size_t, uint32_t, int32_t *, size_t, size_t *, void *, size_t,
+                                  ingot_error *);
     ingot_tokenizer *t;
+    ingot_tokenizer_cache *wc;
     void *scratch;
     size_t ss;
 } ab_lib;
 
-static int ab_load(ab_lib *L, const char *path)
+static int ab_load(ab_lib *L, const char *path, bool cached)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -257,6 +318,20 @@ static int ab_load(ab_lib *L, const char *path)
     memcpy(&L->encode, &p[1], sizeof p[1]);
     memcpy(&L->scratch_size, &p[2], sizeof p[2]);
     memcpy(&L->close, &p[3], sizeof p[3]);
+    L->wc = NULL;
+    L->encode_cached = NULL;
+    if (!cached) return 0;
+    void *q[4] = {dlsym(h, "ingot_tokenizer_cache_new"), dlsym(h, "ingot_tokenizer_cache_clear"),
+                  dlsym(h, "ingot_tokenizer_cache_free"),
+                  dlsym(h, "ingot_tokenizer_encode_cached")};
+    if (!q[0] || !q[1] || !q[2] || !q[3]) {
+        fprintf(stderr, "bench_tokenizer: %s lacks the word cache API\n", path);
+        return -1;
+    }
+    memcpy(&L->cache_new, &q[0], sizeof q[0]);
+    memcpy(&L->cache_clear, &q[1], sizeof q[1]);
+    memcpy(&L->cache_free, &q[2], sizeof q[2]);
+    memcpy(&L->encode_cached, &q[3], sizeof q[3]);
     return 0;
 }
 
@@ -267,24 +342,28 @@ static double ab_block(ab_lib *L, const char *text, const chunk *ch, size_t b, s
     double t0 = now();
     for (size_t i = b; i < e; i++) {
         size_t m = 0;
-        if (L->encode(L->t, text + ch[i].off, ch[i].len, 0, ids, idcap, &m, L->scratch, L->ss,
-                      NULL) != INGOT_OK)
-            return -1;
+        ingot_status st = L->wc ? L->encode_cached(L->t, L->wc, text + ch[i].off, ch[i].len, 0,
+                                                   ids, idcap, &m, L->scratch, L->ss, NULL)
+                                : L->encode(L->t, text + ch[i].off, ch[i].len, 0, ids, idcap, &m,
+                                            L->scratch, L->ss, NULL);
+        if (st != INGOT_OK) return -1;
     }
     return now() - t0;
 }
 
 static int ab_run(const char *old_so, const char *new_so, int rounds, size_t block,
-                  const char *text, size_t n, const chunk *ch, size_t nch, size_t maxch,
-                  const char *const *names, const char *const *paths)
+                  size_t cache_kb, const char *text, size_t n, const chunk *ch, size_t nch,
+                  size_t maxch, const char *const *names, const char *const *paths)
 {
     ab_lib lib[2];
-    if (ab_load(&lib[0], old_so) || ab_load(&lib[1], new_so)) return 1;
+    if (ab_load(&lib[0], old_so, cache_kb) || ab_load(&lib[1], new_so, cache_kb)) return 1;
     size_t idcap = ingot_tokenizer_max_tokens(maxch);
     int32_t *ids[2] = {malloc(idcap * sizeof(int32_t)), malloc(idcap * sizeof(int32_t))};
     const char *only = getenv("BENCH_TOK_ONLY");
-    printf("A/B: old %s, new %s, %d rounds, blocks of %zu chunks\n", old_so, new_so, rounds,
+    printf("A/B: old %s, new %s, %d rounds, blocks of %zu chunks", old_so, new_so, rounds,
            block);
+    if (cache_kb) printf(", each through its word cache of %zu KB, cleared every round", cache_kb);
+    printf("\n");
     for (int k = 0; k < 3; k++) {
         if (only && atoi(only) != k) continue;
         for (int s = 0; s < 2; s++) {
@@ -295,13 +374,21 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, size_t blo
             }
             lib[s].ss = lib[s].scratch_size(lib[s].t, maxch);
             lib[s].scratch = malloc(lib[s].ss);
+            if (cache_kb && lib[s].cache_new(lib[s].t, cache_kb * 1024, &lib[s].wc, &e)) {
+                fprintf(stderr, "%s: %s: no word cache\n", names[k], lib[s].path);
+                return 1;
+            }
         }
         size_t differ = 0;
         for (size_t i = 0; i < nch; i++) { /* the same ids first, or the timing means nothing */
             size_t m[2] = {0, 0};
             for (int s = 0; s < 2; s++)
-                lib[s].encode(lib[s].t, text + ch[i].off, ch[i].len, 0, ids[s], idcap, &m[s],
-                              lib[s].scratch, lib[s].ss, NULL);
+                if (lib[s].wc)
+                    lib[s].encode_cached(lib[s].t, lib[s].wc, text + ch[i].off, ch[i].len, 0,
+                                         ids[s], idcap, &m[s], lib[s].scratch, lib[s].ss, NULL);
+                else
+                    lib[s].encode(lib[s].t, text + ch[i].off, ch[i].len, 0, ids[s], idcap, &m[s],
+                                  lib[s].scratch, lib[s].ss, NULL);
             differ += m[0] != m[1] || memcmp(ids[0], ids[1], m[0] * sizeof(int32_t)) != 0;
         }
         if (differ) {
@@ -311,6 +398,11 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, size_t blo
         double tot[2] = {0, 0}, ratio[100];
         for (int r = 0; r < rounds; r++) {
             double tr[2] = {0, 0};
+            for (int s = 0; s < 2 && cache_kb; s++) { /* one pass over the text, as a job */
+                double t0 = now();
+                lib[s].cache_clear(lib[s].wc);
+                tr[s] += now() - t0;
+            }
             for (size_t b = 0; b < nch; b += block) {
                 size_t e = b + block < nch ? b + block : nch;
                 int first = (int)((b / block + (size_t)r) & 1);
@@ -331,12 +423,74 @@ static int ab_run(const char *old_so, const char *new_so, int rounds, size_t blo
                names[k], n * (double)rounds / tot[0] / 1e6, n * (double)rounds / tot[1] / 1e6,
                tot[0] / tot[1], ratio[rounds / 2], ratio[0], ratio[rounds - 1], nch);
         for (int s = 0; s < 2; s++) {
+            if (lib[s].wc) lib[s].cache_free(lib[s].wc);
             lib[s].close(lib[s].t);
             free(lib[s].scratch);
         }
     }
     free(ids[0]);
     free(ids[1]);
+    return 0;
+}
+
+/* --text FILE: the file's chunks through each tokenizer, plain and cached in turn every
+ * repetition (medians), with the cache's hits: text that does not repeat itself as the corpus
+ * does (its lines are drawn again and again from small pools). */
+static int text_run(int reps, const char *path, size_t cache_kb, const char *const *names,
+                    const char *const *paths)
+{
+    size_t n = 0;
+    char *text = slurp(path, &n);
+    if (!text || !n) {
+        fprintf(stderr, "bench_tokenizer: cannot read %s\n", path);
+        return 1;
+    }
+    size_t nch, maxch = 0, idcap = 0;
+    chunk *ch = make_chunks(text, n, &nch);
+    for (size_t i = 0; i < nch; i++) {
+        if (ch[i].len > maxch) maxch = ch[i].len;
+        idcap += ingot_tokenizer_max_tokens(ch[i].len);
+    }
+    printf("text: %s, %zu bytes, %zu chunks, word cache of %zu KB\n", path, n, nch, cache_kb);
+    const char *only = getenv("BENCH_TOK_ONLY");
+    for (int k = 0; k < 3; k++) {
+        if (only && atoi(only) != k) continue;
+        ingot_tokenizer *t = NULL;
+        ingot_tokenizer_cache *wc = NULL;
+        ingot_error e;
+        if (ingot_tokenizer_open(paths[k], NULL, &t, &e) != INGOT_OK ||
+            ingot_tokenizer_cache_new(t, cache_kb * 1024, &wc, &e) != INGOT_OK) {
+            char b[300];
+            fprintf(stderr, "%s: %s\n", paths[k], ingot_error_format(&e, b, sizeof b));
+            return 1;
+        }
+        size_t ss = ingot_tokenizer_scratch_size(t, maxch), np = 0;
+        void *scratch = malloc(ss);
+        int32_t *ids = malloc(idcap * sizeof *ids), *cids = malloc(idcap * sizeof *ids);
+        size_t *cnt = malloc(nch * sizeof *cnt);
+        double tp[100], tc[100];
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            np = encode_all(t, text, ch, nch, ids, idcap, cnt, scratch, ss);
+            if (np == SIZE_MAX) return 1;
+            tp[r] = now() - t0;
+            tc[r] = cached_pass(t, wc, text, ch, nch, cids, idcap, cnt, scratch, ss, ids, np);
+            if (tc[r] < 0) return 1;
+        }
+        qsort(tp, (size_t)reps, sizeof tp[0], cmp_d);
+        qsort(tc, (size_t)reps, sizeof tc[0], cmp_d);
+        printf("%-31s encode %7.1f MB/s (%zu ids)\n", names[k], n / tp[reps / 2] / 1e6, np);
+        cached_print("same ids, through the cache", wc, !strcmp(ingot_tokenizer_kind(t), "bpe"),
+                     n, tp[reps / 2], tc[reps / 2]);
+        ingot_tokenizer_cache_free(wc);
+        ingot_tokenizer_close(t);
+        free(scratch);
+        free(ids);
+        free(cids);
+        free(cnt);
+    }
+    free(ch);
+    free(text);
     return 0;
 }
 
@@ -428,8 +582,10 @@ int main(int argc, char **argv)
     double mb = 4;
     int reps = 5, rounds = 7;
     size_t block = 16;
-    bool mix = false;
+    bool mix = false, ab_cache = false;
+    const char *text_path = NULL;
     size_t witers = 1000;
+    size_t cache_kb = 2048; /* the word cache's budget (KB) for the cached figures */
     const char *ab_old = NULL, *ab_new = NULL;
     const char *out = BENCH_DEFAULT_DIR "/bench_tokenizer_corpus.txt";
     for (int i = 1; i < argc; i++) {
@@ -440,14 +596,19 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--block") && i + 1 < argc) block = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--mix")) mix = true;
+        else if (!strcmp(argv[i], "--ab-cache")) ab_cache = true;
+        else if (!strcmp(argv[i], "--text") && i + 1 < argc) text_path = argv[++i];
+        else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache_kb = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--ab") && i + 2 < argc) {
             ab_old = argv[++i];
             ab_new = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--out FILE]\n"
+            fprintf(stderr, "usage: bench_tokenizer [--mb N] [--reps N] [--warm N] [--cache KB] "
+                            "[--out FILE]\n"
                             "       bench_tokenizer --ab OLD.so NEW.so [--rounds N] [--block N] "
-                            "[--mb N]\n"
-                            "       bench_tokenizer --mix [--reps N] [--mb N]\n");
+                            "[--mb N] [--ab-cache [--cache KB]]\n"
+                            "       bench_tokenizer --mix [--reps N] [--mb N]\n"
+                            "       bench_tokenizer --text FILE [--reps N] [--cache KB]\n");
             return 2;
         }
     }
@@ -457,6 +618,13 @@ int main(int argc, char **argv)
     printf("command:");
     for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
     printf("\n");
+    static const char *const names[3] = {"gpt-2 (byte-level BPE, GGUF)",
+                                         "llama-3 (BPE, tokenizer.json)",
+                                         "llama-2 (SentencePiece, GGUF)"};
+    static const char *const paths[3] = {FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf",
+                                         FIX "/tokenizers/llama3/tokenizer.json",
+                                         FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf"};
+    if (text_path) return text_run(reps, text_path, cache_kb, names, paths);
     pool prose = {0}, code = {0}, multi = {0};
     add_dir(&prose, INGOT_SOURCE_DIR "/../shared", ".md"); /* read-only: the corpus stays put */
     add_dir(&prose, INGOT_SOURCE_DIR "/../shared/formats", ".md");
@@ -496,12 +664,6 @@ int main(int argc, char **argv)
     chunk *ch = make_chunks(text, n, &nch);
     chunk *pch[3];
     for (int k = 0; k < 3; k++) pch[k] = make_chunks(ptext[k], by_kind[k], &pnch[k]);
-    static const char *const names[3] = {"gpt-2 (byte-level BPE, GGUF)",
-                                         "llama-3 (BPE, tokenizer.json)",
-                                         "llama-2 (SentencePiece, GGUF)"};
-    static const char *const paths[3] = {FIX "/tokenizers/llama.cpp/ggml-vocab-gpt-2.gguf",
-                                         FIX "/tokenizers/llama3/tokenizer.json",
-                                         FIX "/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf"};
     size_t maxch = 0;
     for (size_t i = 0; i < nch; i++)
         if (ch[i].len > maxch) maxch = ch[i].len;
@@ -509,7 +671,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < pnch[k]; i++)
             if (pch[k][i].len > maxch) maxch = pch[k][i].len;
     if (ab_old)
-        return ab_run(ab_old, ab_new, rounds, block, text, n, ch, nch, maxch, names, paths);
+        return ab_run(ab_old, ab_new, rounds, block, ab_cache ? cache_kb : 0, text, n, ch, nch,
+                      maxch, names, paths);
     if (mix)
         return mix_run(reps, text, n, ch, nch, ptext, by_kind, pch, pnch, maxch, names, paths);
     const char *only = getenv("BENCH_TOK_ONLY"); /* "0", "1" or "2": one case (profiling) */
@@ -533,11 +696,17 @@ int main(int argc, char **argv)
             if (c > idcap) idcap = c;
             if (pnch[q] > ncnt) ncnt = pnch[q];
         }
-        int32_t *ids = malloc(idcap * sizeof *ids);
+        int32_t *ids = malloc(idcap * sizeof *ids), *cids = malloc(idcap * sizeof *ids);
         size_t *cnt = malloc(ncnt * sizeof *cnt);
         char *back = malloc(n + 16);
-        double te[100], td[100];
+        double te[100], td[100], tc[100];
         size_t total_ids = 0, dec_bytes = 0;
+        ingot_tokenizer_cache *wc = NULL;
+        if (ingot_tokenizer_cache_new(t, cache_kb * 1024, &wc, &e) != INGOT_OK) {
+            char b[300];
+            fprintf(stderr, "cache: %s\n", ingot_error_format(&e, b, sizeof b));
+            return 1;
+        }
         for (int r = 0; r < reps; r++) {
             double t0 = now();
             if (r == 0) stats_reset();
@@ -546,6 +715,8 @@ int main(int argc, char **argv)
             te[r] = now() - t0;
             if (r == 0) stats_print("all", n);
             total_ids = o;
+            tc[r] = cached_pass(t, wc, text, ch, nch, cids, idcap, cnt, scratch, ss, ids, o);
+            if (tc[r] < 0) return 1;
             t0 = now();
             size_t bo = 0, p = 0;
             for (size_t i = 0; i < nch; i++) {
@@ -570,17 +741,22 @@ int main(int argc, char **argv)
         qsort(tw, (size_t)reps, sizeof tw[0], cmp_d);
         qsort(te, (size_t)reps, sizeof te[0], cmp_d);
         qsort(td, (size_t)reps, sizeof td[0], cmp_d);
+        qsort(tc, (size_t)reps, sizeof tc[0], cmp_d);
         bool same = dec_bytes == n && memcmp(back, text, n) == 0;
         printf("%-31s encode %7.1f MB/s (%zu ids, %.2f bytes/id)  decode %7.1f MB/s  "
                "round trip %s  warm chunk %.1f MB/s\n",
                names[k], n / te[reps / 2] / 1e6, total_ids, (double)n / total_ids,
                dec_bytes / td[reps / 2] / 1e6, same ? "exact" : "DIFFERS",
                witers ? (double)ch[0].len * witers / tw[reps / 2] / 1e6 : 0.0);
+        char what[64];
+        snprintf(what, sizeof what, "all, word cache of %zu KB", cache_kb);
+        bool bpe = !strcmp(ingot_tokenizer_kind(t), "bpe");
+        cached_print(what, wc, bpe, n, te[reps / 2], tc[reps / 2]);
         /* each pool on its own (its lines in the order drawn, the same chunking): which text
          * is slow */
         static const char *const pool_names[3] = {"prose", "code", "multilingual"};
         for (int q = 0; q < 3; q++) {
-            double tp[100];
+            double tp[100], tpc[100];
             size_t pids = 0;
             for (int r = 0; r < reps; r++) {
                 if (r == 0) stats_reset();
@@ -589,14 +765,21 @@ int main(int argc, char **argv)
                 if (pids == SIZE_MAX) return 1;
                 tp[r] = now() - t0;
                 if (r == 0) stats_print(pool_names[q], by_kind[q]);
+                tpc[r] = cached_pass(t, wc, ptext[q], pch[q], pnch[q], cids, idcap, cnt, scratch,
+                                     ss, ids, pids);
+                if (tpc[r] < 0) return 1;
             }
             qsort(tp, (size_t)reps, sizeof tp[0], cmp_d);
+            qsort(tpc, (size_t)reps, sizeof tpc[0], cmp_d);
             printf("  %-29s encode %7.1f MB/s (%zu ids, %.2f bytes/id, %zu bytes)\n",
                    pool_names[q], by_kind[q] / tp[reps / 2] / 1e6, pids,
                    (double)by_kind[q] / pids, by_kind[q]);
+            cached_print(pool_names[q], wc, bpe, by_kind[q], tp[reps / 2], tpc[reps / 2]);
         }
+        ingot_tokenizer_cache_free(wc);
         free(scratch);
         free(ids);
+        free(cids);
         free(cnt);
         free(back);
         ingot_tokenizer_close(t);

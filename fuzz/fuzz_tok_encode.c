@@ -4,6 +4,9 @@
  * stories260K tok512.bin), opened once: the first input byte picks the vocabulary and the flags,
  * the rest is the text. Ids stay in the vocabulary, size queries agree, the streaming decoder
  * emits valid UTF-8 only, and byte-level BPE gives decode(encode(s)) == s for every input.
+ * Each input is also encoded twice through a small word cache per vocabulary (kept across
+ * inputs, so it holds earlier inputs' words and collides often): the ids, count and status must
+ * be the plain encode's.
  */
 #include "tok_exercise.h"
 
@@ -12,6 +15,7 @@
 #endif
 
 static ingot_tokenizer *toks[4];
+static ingot_tokenizer_cache *caches[4];
 
 static void open_all(void)
 {
@@ -28,7 +32,27 @@ static void open_all(void)
                     ingot_error_format(&e, b, sizeof b));
             abort();
         }
+        FZ_ST(ingot_tokenizer_cache_new(toks[i], 4096, &caches[i], NULL), INGOT_OK);
     }
+}
+
+/* The plain encode and two cached ones of s agree (status, count, ids). */
+static void cached_check(int k, const uint8_t *s, size_t n, uint32_t fl)
+{
+    const ingot_tokenizer *t = toks[k];
+    size_t cap = ingot_tokenizer_max_tokens(n), na = 0, nb = 0;
+    int32_t *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+    FZ_CHECK(a && b);
+    ingot_status sa = ingot_tokenizer_encode(t, (const char *)s, n, fl, a, cap, &na, NULL, 0, NULL);
+    for (int twice = 0; twice < 2; twice++) {
+        ingot_status sb = ingot_tokenizer_encode_cached(t, caches[k], (const char *)s, n, fl, b,
+                                                        cap, &nb, NULL, 0, NULL);
+        FZ_ST(sb, sa);
+        FZ_CHECK(nb == na);
+        FZ_CHECK(sa != INGOT_OK || memcmp(a, b, na * sizeof *a) == 0);
+    }
+    free(a);
+    free(b);
 }
 
 /* libFuzzer calls this once before the first input: the vocabularies (seconds under ASan on a
@@ -49,5 +73,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     if (n < 1) return 0;
     const ingot_tokenizer *t = toks[d[0] & 3];
     tok_encode_check(t, d + 1, n - 1, (d[0] >> 2) & 3);
+    cached_check(d[0] & 3, d + 1, n - 1, (d[0] >> 2) & 3);
     return 0;
 }

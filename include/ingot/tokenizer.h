@@ -129,6 +129,50 @@ INGOT_API ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const ch
                                               size_t cap, size_t *n_out, void *scratch,
                                               size_t scratch_size, ingot_error *err);
 
+/* ---------------------------------------------------------------------------------------------
+ * Word cache, for encoding much text with one tokenizer (dataset jobs): a caller-owned table of
+ * pre-tokens already encoded and their ids, kept across calls, so that a word seen before is
+ * found in a small table instead of the vocabulary's hash tables and merges.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct ingot_tokenizer_cache ingot_tokenizer_cache;
+
+/** Creates an empty word cache for tokenizer t, taking about `bytes` (the table is the largest
+ *  power of two of 64-byte entries that fits, at least one, plus a small header; 1-4 MB suit
+ *  most jobs: docs/TOKENIZERS.md). All of it is allocated here, through t's allocator; encoding
+ *  with it allocates nothing more. t must outlive the cache. MISUSE for NULL t or out; LIMIT
+ *  for bytes over 1 GiB; NOMEM. A failed call leaves *out NULL.
+ *  Which words it holds: byte-level BPE ("bpe") pre-tokens and SentencePiece ("spm") words of up
+ *  to 32 bytes encoding to at most 6 ids; "bpe-fallback" merges a whole fragment at once and
+ *  encodes as without a cache.
+ *  Threads: a cache is used by one thread at a time (encode writes it); give each thread its own.
+ *  The tokenizer itself stays immutable and shared. */
+INGOT_API ingot_status ingot_tokenizer_cache_new(const ingot_tokenizer *t, size_t bytes,
+                                                 ingot_tokenizer_cache **out, ingot_error *err);
+/** Releases the cache (NULL is a no-op); before its tokenizer is closed. */
+INGOT_API void ingot_tokenizer_cache_free(ingot_tokenizer_cache *c);
+/** Empties the cache (the memory stays). NULL is a no-op. */
+INGOT_API void ingot_tokenizer_cache_clear(ingot_tokenizer_cache *c);
+
+/** What the cache saw since creation or the last clear: words looked up in it and the bytes
+ *  they span, and those of them found (hits). Bytes are the text's for "bpe" (one-byte words are
+ *  not looked up), the escaped text's for "spm" (a space is the 3 bytes of U+2581). Any pointer
+ *  may be NULL; c NULL gives zeros. */
+INGOT_API void ingot_tokenizer_cache_stats(const ingot_tokenizer_cache *c, uint64_t *words,
+                                           uint64_t *bytes, uint64_t *hits, uint64_t *hit_bytes);
+
+/** ingot_tokenizer_encode() through a word cache: the same parameters, errors and results.
+ *  Guarantee: the ids (and *n_out and the status) are exactly those of ingot_tokenizer_encode for
+ *  every input, flags and cache state: the cache only memoizes the pure function from a word's
+ *  bytes to its ids; it holds nothing of the flags, special tokens or the text around a word.
+ *  cache NULL: plain encode. MISUSE when the cache was made for another tokenizer. Allocates
+ *  nothing the plain call would not (scratch as there). */
+INGOT_API ingot_status ingot_tokenizer_encode_cached(const ingot_tokenizer *t,
+                                                     ingot_tokenizer_cache *cache,
+                                                     const char *text, size_t len, uint32_t flags,
+                                                     int32_t *ids, size_t cap, size_t *n_out,
+                                                     void *scratch, size_t scratch_size,
+                                                     ingot_error *err);
+
 /** Decode flags. */
 enum {
     /** Control tokens decode to their text instead of nothing. */

@@ -4,7 +4,8 @@
  * (U+2581 escaping, bigram merges by score, byte fallback) or BPE with byte fallback (the same
  * escaping, merges by rank over characters). Work memory comes from the caller's scratch; the
  * merge state is a symbol list and a binary heap as in llama.cpp's llama-vocab.cpp. Decoding and
- * the streaming decoder write into caller buffers only.
+ * the streaming decoder write into caller buffers only. The caller's word cache
+ * (ingot_tokenizer_cache, kept across calls) is looked up before a word's lookups and merges.
  */
 #include "alloc.h"
 #include "error.h"
@@ -57,7 +58,62 @@ typedef struct work {
     size_t cmask;
     uint32_t gen;  /* SentencePiece: fragment number (the escaped text is rewritten each time) */
     const uint8_t *cbase; /* words are cached as offsets from here (the text, or the scratch) */
+    ingot_tokenizer_cache *pc; /* NULL, or the caller's word cache */
 } work;
+
+/* ---- the caller's word cache (ingot_tokenizer_cache) -------------------------------------
+ * Direct-mapped, one 64-byte entry a slot: the word's whole bytes (up to WC_KEY) and its ids
+ * (up to WC_IDS), compared in full on a hit; a new word replaces the slot's. It memoizes the
+ * pure function word bytes -> ids, filled only from results the encoder computed. */
+#define WC_KEY 32
+#define WC_IDS 6
+typedef struct wc_entry {
+    uint32_t tag; /* bits 32..63 of the word's hash */
+    uint8_t n, on; /* key bytes (0: empty), ids */
+    uint16_t pad;
+    uint8_t key[WC_KEY];
+    int32_t ids[WC_IDS];
+} wc_entry;
+_Static_assert(sizeof(wc_entry) == 64, "one cache line an entry");
+
+struct ingot_tokenizer_cache {
+    const ingot_tokenizer *t;
+    wc_entry *e; /* mask + 1 entries, aligned to 64 */
+    size_t mask;
+    size_t alloc_n; /* bytes of this allocation (the struct, then the table) */
+    uint64_t words, bytes, hits, hit_bytes;
+};
+
+/* The cached ids of word w[0..n) (hash h) put to o: true on a hit. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
+static inline bool wc_get(ingot_tokenizer_cache *c, uint64_t h, const uint8_t *w, size_t n,
+                          out_ids *o)
+{
+    const wc_entry *e = &c->e[h & c->mask];
+    c->words++;
+    c->bytes += n;
+    if (e->tag != (uint32_t)(h >> 32) || e->n != n || !ingot__tok_eq(e->key, w, n)) return false;
+    c->hits++;
+    c->hit_bytes += n;
+    for (uint32_t k = 0; k < e->on; k++) put(o, e->ids[k]);
+    return true;
+}
+
+/* Records word w[0..n) -> the ids o holds from start on, when they were all written and fit. */
+static inline void wc_put(ingot_tokenizer_cache *c, uint64_t h, const uint8_t *w, size_t n,
+                          const out_ids *o, size_t start)
+{
+    size_t on = o->n - start;
+    if (n > WC_KEY || on > WC_IDS || !o->ids || o->n > o->cap) return;
+    wc_entry *e = &c->e[h & c->mask];
+    e->tag = (uint32_t)(h >> 32);
+    e->n = (uint8_t)n;
+    e->on = (uint8_t)on;
+    ING_MEMCPY(e->key, w, n);
+    ING_MEMCPY(e->ids, o->ids + start, on * sizeof(int32_t));
+}
 
 /* The cached result of word w[0..n) with hash h, copied to o: true on a hit. */
 static bool cache_get(const wcache *e, const uint8_t *cbase, uint64_t h, const uint8_t *w,
@@ -298,7 +354,7 @@ bool ingot__tok_bpe_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
                           void *mem)
 {
     bpe_state b;
-    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0, NULL};
+    work w = {mem, n * BPE_PER_SYM, NULL, 0, 0, NULL, NULL};
     bpe_carve(&b, &w, n);
     for (size_t i = 0; i < n; i++) b.id[i] = (uint32_t)t->byte_tok[s[i]];
     int32_t got = -1;
@@ -365,6 +421,7 @@ typedef struct bpe_word_ctx {
     wcache *cache;
     size_t cmask;
     const uint8_t *cbase;
+    ingot_tokenizer_cache *pc;
 } bpe_word_ctx;
 
 /* BPE of the bytes s[off..off+n): by the byte tokens' merges. */
@@ -440,6 +497,8 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     bool over = off + n + 8 <= c->n; /* 8-byte loads past the word stay in the text */
     uint64_t h = ingot__tok_hash_x(w, n, over);
     out_ids *o = c->o;
+    if (c->pc && wc_get(c->pc, h, w, n, o)) return INGOT_OK; /* the caller's cache first */
+    size_t start = o->n;
     /* the token filter's word and the token slot asked for before the word cache is read: on a
      * cache miss (six words in ten) their loads are under way while the miss is found out */
     if (t->tfilt) TOK_PREFETCH(&t->tfilt[TOK_MF_WORD(h, t->tf_mask)]);
@@ -448,9 +507,9 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
     wcache *e = c->cache ? &c->cache[h & c->cmask] : NULL;
     if (e && cache_get(e, c->cbase, h, w, n, 0, o)) {
         STAT(ST_CACHE, 1);
+        if (c->pc) wc_put(c->pc, h, w, n, o, start);
         return INGOT_OK;
     }
-    size_t start = o->n;
     bool whole = false;
     int32_t id = -1;
     if (t->ignore_merges || t->whole) {
@@ -464,6 +523,7 @@ static ingot_status bpe_word(void *ctx, size_t off, size_t n)
         bpe_pieces(c, off, n, o);
     }
     if (e) cache_put(e, c->cbase, h, w, n, 0, start, o->n);
+    if (c->pc) wc_put(c->pc, h, w, n, o, start);
     return INGOT_OK;
 }
 
@@ -472,7 +532,7 @@ static ingot_status enc_bpe(const ingot_tokenizer *t, const uint8_t *s, size_t n
 {
     bpe_state b;
     bpe_carve(&b, w, n);
-    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask, w->cbase};
+    bpe_word_ctx c = {t, s, n, &b, o, w->cache, w->cmask, w->cbase, w->pc};
     return ingot__tok_pretokenize(t->pre, s, n, bpe_word, &c);
 }
 
@@ -739,7 +799,7 @@ static ingot_status enc_spm_word(const ingot_tokenizer *t, const uint8_t *e, siz
 bool ingot__tok_spm_gives(const ingot_tokenizer *t, const uint8_t *s, size_t n, int32_t id,
                           void *mem)
 {
-    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0, NULL};
+    work w = {mem, (n + 1) * SPM_PER_SYM, NULL, 0, 0, NULL, NULL};
     int32_t got[2] = {-1, -1};
     out_ids o = {got, 2, 0};
     return enc_spm_word(t, s, n, &w, &o, NULL) == INGOT_OK && o.n == 1 && got[0] == id;
@@ -779,8 +839,12 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         uint64_t h = ingot__tok_hash_x(e + ws, n, true); /* e has 8 bytes of room (enc_fragment) */
         wcache *c = &w->cache[h & w->cmask];
         STAT(ST_WORDS, 1);
+        if (w->pc && wc_get(w->pc, h, e + ws, n, o)) { /* the caller's cache first */
+            ws = k;
+            continue;
+        }
+        size_t start = o->n;
         if (!cache_get(c, w->cbase, h, e + ws, n, w->gen, o)) {
-            size_t start = o->n;
             bool whole = false;
             int32_t id = -1;
             if (t->whole) {
@@ -797,6 +861,7 @@ static ingot_status enc_spm(const ingot_tokenizer *t, const uint8_t *e, size_t m
         } else {
             STAT(ST_CACHE, 1);
         }
+        if (w->pc) wc_put(w->pc, h, e + ws, n, o, start);
         ws = k;
     }
     return INGOT_OK;
@@ -846,7 +911,7 @@ static ingot_status enc_fragment(const ingot_tokenizer *t, const uint8_t *s, siz
     uint8_t *e = w->base + w->size - m_max;
     size_t m = escape(s, n, prefix, e);
     ING_MEMSET(e + m, 0, 8);
-    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen, w->cbase};
+    work inner = {w->base, w->size - m_max, w->cache, w->cmask, w->gen, w->cbase, w->pc};
     if (t->kind == TOK_SPM) {
         ingot_status st = enc_spm(t, e, m, &inner, o, err);
         w->gen = inner.gen;
@@ -868,9 +933,10 @@ static int32_t special_at(const ingot_tokenizer *t, const uint8_t *s, size_t n, 
     return -1;
 }
 
-ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, size_t len,
-                                    uint32_t flags, int32_t *ids, size_t cap, size_t *n_out,
-                                    void *scratch, size_t scratch_size, ingot_error *err)
+static ingot_status encode(const ingot_tokenizer *t, ingot_tokenizer_cache *pc,
+                           const char *text, size_t len, uint32_t flags, int32_t *ids,
+                           size_t cap, size_t *n_out, void *scratch, size_t scratch_size,
+                           ingot_error *err)
 {
     if (n_out) *n_out = 0;
     if (!t || !n_out || (!text && len) || (!ids && cap) || (flags & ~3u))
@@ -901,7 +967,10 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
     w.cache = NULL;
     w.cmask = 0;
     w.gen = 0;
-    if (t->kind != TOK_BPE_FALLBACK) { /* the word cache first, then the merge state */
+    w.pc = pc;
+    /* the per-call word cache first, then the merge state; byte-level BPE with the caller's
+     * cache does without it (that one holds nearly every word it would) */
+    if (t->kind != TOK_BPE_FALLBACK && !(pc && t->kind == TOK_BPE)) {
         size_t ce = cache_entries(len);
         w.cache = (wcache *)(void *)w.base;
         w.cmask = ce - 1;
@@ -951,6 +1020,77 @@ ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, 
 done:
     if (owned) ingot__free(&t->alloc, scratch_mem, need);
     return st;
+}
+
+ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, size_t len,
+                                    uint32_t flags, int32_t *ids, size_t cap, size_t *n_out,
+                                    void *scratch, size_t scratch_size, ingot_error *err)
+{
+    return encode(t, NULL, text, len, flags, ids, cap, n_out, scratch, scratch_size, err);
+}
+
+ingot_status ingot_tokenizer_encode_cached(const ingot_tokenizer *t, ingot_tokenizer_cache *cache,
+                                           const char *text, size_t len, uint32_t flags,
+                                           int32_t *ids, size_t cap, size_t *n_out,
+                                           void *scratch, size_t scratch_size, ingot_error *err)
+{
+    if (cache && cache->t != t) {
+        if (n_out) *n_out = 0;
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                          "encode: the word cache was made for another tokenizer");
+    }
+    return encode(t, cache, text, len, flags, ids, cap, n_out, scratch, scratch_size, err);
+}
+
+#define WC_MAX_BYTES ((size_t)1 << 30)
+
+ingot_status ingot_tokenizer_cache_new(const ingot_tokenizer *t, size_t bytes,
+                                       ingot_tokenizer_cache **out, ingot_error *err)
+{
+    if (out) *out = NULL;
+    if (!t || !out)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0,
+                          "cache_new: NULL tokenizer or out");
+    if (bytes > WC_MAX_BYTES)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, NULL, 0,
+                          "cache_new: %zu bytes, at most %zu", bytes, WC_MAX_BYTES);
+    size_t ne = 1;
+    while (ne * 2 * sizeof(wc_entry) <= bytes) ne *= 2;
+    size_t head = (sizeof(ingot_tokenizer_cache) + 63) & ~(size_t)63;
+    size_t n = head + 64 + ne * sizeof(wc_entry); /* 64: room to align the table */
+    uint8_t *p = ingot__calloc(&t->alloc, n);
+    if (!p)
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0,
+                          "cache_new: %zu bytes", n);
+    ingot_tokenizer_cache *c = (ingot_tokenizer_cache *)(void *)p;
+    uintptr_t tab = ((uintptr_t)(p + head) + 63) & ~(uintptr_t)63;
+    c->t = t;
+    c->e = (wc_entry *)(void *)tab;
+    c->mask = ne - 1;
+    c->alloc_n = n;
+    *out = c;
+    return INGOT_OK;
+}
+
+void ingot_tokenizer_cache_free(ingot_tokenizer_cache *c)
+{
+    if (c) ingot__free(&c->t->alloc, c, c->alloc_n);
+}
+
+void ingot_tokenizer_cache_clear(ingot_tokenizer_cache *c)
+{
+    if (!c) return;
+    ING_MEMSET(c->e, 0, (c->mask + 1) * sizeof(wc_entry));
+    c->words = c->bytes = c->hits = c->hit_bytes = 0;
+}
+
+void ingot_tokenizer_cache_stats(const ingot_tokenizer_cache *c, uint64_t *words, uint64_t *bytes,
+                                 uint64_t *hits, uint64_t *hit_bytes)
+{
+    if (words) *words = c ? c->words : 0;
+    if (bytes) *bytes = c ? c->bytes : 0;
+    if (hits) *hits = c ? c->hits : 0;
+    if (hit_bytes) *hit_bytes = c ? c->hit_bytes : 0;
 }
 
 /* ---- decoding ---------------------------------------------------------------------------- */

@@ -10,6 +10,7 @@
 
 #include "backend_internal.h"
 #include "harness.h"
+#include "files.h"
 #include "ingot/backend.h"
 
 #define GOLDEN INGOT_SOURCE_DIR "/tests/golden/backend/cases.bin"
@@ -94,23 +95,6 @@ static bool rd_case(reader *r, gcase *c)
     for (uint32_t i = 0; i < c->nout; i++) rd_tensor(r, &c->out[i]);
     rd(r, &c->limit, 8);
     return !r->bad;
-}
-
-static uint8_t *load_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)sz);
-    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *n = (size_t)sz;
-    return buf;
 }
 
 static size_t esz(uint32_t dt)
@@ -380,7 +364,7 @@ static void run_backend(const char *bname, const uint8_t *file, size_t size)
 TEST(test_conformance_all_backends)
 {
     size_t size = 0;
-    uint8_t *file = load_file(GOLDEN, &size);
+    uint8_t *file = test_read_file(GOLDEN, &size);
     ASSERT_TRUE(file != NULL);
     ASSERT_TRUE(size > 12 && memcmp(file, "IGBK0001", 8) == 0);
     for (uint32_t i = 0; i < ingot_backend_count(); i++) {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "files.h"
 #include "support/sha256.h"
 
 #define FIX INGOT_FIXTURES "/burnpack"
@@ -41,23 +42,6 @@ static const void *find_bytes(const void *hay, size_t n, const void *needle, siz
     for (size_t i = 0; k <= n && i <= n - k; i++)
         if (memcmp((const uint8_t *)hay + i, needle, k) == 0) return (const uint8_t *)hay + i;
     return NULL;
-}
-
-static uint8_t *read_all(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
-    if (p && len > 0 && fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *n = len > 0 ? (size_t)len : 0;
-    return p;
 }
 
 /* a counting allocator: nothing may stay allocated after close or a failed open */
@@ -404,7 +388,7 @@ TEST(test_burnpack_fixtures_mmap)
         char path[512], hex[65];
         size_t n;
         snprintf(path, sizeof path, FIX "/%s", fixtures[k].file);
-        uint8_t *b = read_all(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         ASSERT_TRUE(b != NULL);
         test_sha256_hex(b, n, hex);
         CHECK(strcmp(hex, fixtures[k].sha) == 0, "fixture %s changed", fixtures[k].file);
@@ -463,7 +447,7 @@ TEST(test_burnpack_rewrite_byte_exact)
         char path[512];
         size_t n, m = 0;
         snprintf(path, sizeof path, FIX "/%s", fixtures[k].file);
-        uint8_t *orig = read_all(path, &n), *out = NULL;
+        uint8_t *orig = test_read_file(path, &n), *out = NULL;
         ingot_file *f;
         ingot_error e;
         ASSERT_OK(ingot_file_open(path, NULL, &f, &e));
@@ -486,7 +470,7 @@ TEST(test_burnpack_roundtrip_through_ingot)
         char path[512];
         size_t n, m = 0, nn = 0;
         snprintf(path, sizeof path, FIX "/%s", fixtures[k].file);
-        uint8_t *orig = read_all(path, &n), *out = NULL;
+        uint8_t *orig = test_read_file(path, &n), *out = NULL;
         ingot_file *f, *g;
         ingot_error e;
         ASSERT_OK(ingot_file_open(path, NULL, &f, &e));
@@ -663,7 +647,7 @@ TEST(test_burnpack_layout_option)
     /* and back to 0.21 by option: the original bytes */
     ASSERT_OK(rewrite(g, "0.21", &back, &m, NULL, &e));
     size_t on;
-    uint8_t *orig = read_all(FIX "/synthetic/b_multi_dtype_v021.bpk", &on);
+    uint8_t *orig = test_read_file(FIX "/synthetic/b_multi_dtype_v021.bpk", &on);
     CHECK(m == on && memcmp(back, orig, on) == 0, "0.21 -> 0.20 -> 0.21 differs");
     ingot_file_close(g);
     free(out);
@@ -966,7 +950,7 @@ TEST(test_burnpack_version_discrimination)
 TEST(test_burnpack_truncated_at_legacy_length)
 {
     size_t n;
-    uint8_t *b = read_all(FIX "/synthetic/a_single_f32.bpk", &n);
+    uint8_t *b = test_read_file(FIX "/synthetic/a_single_f32.bpk", &n);
     char ver[16];
     ingot_error e;
     ASSERT_OK(open_version(b, 10 + 98 + 16, ver, &e));
@@ -986,7 +970,7 @@ TEST(test_burnpack_truncation_every_byte)
         char path[512];
         size_t n;
         snprintf(path, sizeof path, FIX "/%s", files[k]);
-        uint8_t *b = read_all(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         uint32_t msz = b[6] | b[7] << 8 | b[8] << 16 | (uint32_t)b[9] << 24;
         for (size_t cut = 0; cut < n; cut++) {
             ingot_error e;
@@ -1009,7 +993,7 @@ TEST(test_burnpack_truncation_every_byte)
 TEST(test_burnpack_byte_flips)
 {
     size_t n;
-    uint8_t *b = read_all(FIX "/synthetic/b_multi_dtype_v021.bpk", &n);
+    uint8_t *b = test_read_file(FIX "/synthetic/b_multi_dtype_v021.bpk", &n);
     int ok = 0, bad = 0;
     for (size_t i = 0; i < 10 + 418; i++)
         for (int v = 0; v < 3; v++) {
@@ -1174,7 +1158,7 @@ TEST(test_burnpack_malformed_catalogue)
 TEST(test_burnpack_header_rules)
 {
     size_t n;
-    uint8_t *b = read_all(FIX "/synthetic/a_single_f32.bpk", &n);
+    uint8_t *b = test_read_file(FIX "/synthetic/a_single_f32.bpk", &n);
     ingot_error e;
     b[0] = 'M';
     ASSERT_ST(try_open(b, n, &e), INGOT_BAD_MAGIC);
@@ -1204,7 +1188,7 @@ TEST(test_burnpack_header_rules)
     ingot_file_close(f);
     /* non-zero padding between tensors: open is fine, verify names the tensor */
     size_t bn;
-    uint8_t *bb = read_all(FIX "/synthetic/b_multi_dtype_v021.bpk", &bn);
+    uint8_t *bb = test_read_file(FIX "/synthetic/b_multi_dtype_v021.bpk", &bn);
     bb[512 + 30] = 7;
     ASSERT_OK(open_buf(bb, bn, &f, &e));
     ASSERT_ST(ingot_file_verify(f, 1, &e), INGOT_BAD_LAYOUT);
@@ -1299,7 +1283,7 @@ TEST(test_burnpack_cli)
     uint8_t *back;
     size_t n, on;
     ASSERT_OK(rewrite(f, NULL, &back, &n, NULL, &e));
-    uint8_t *orig = read_all(FIX "/synthetic/d_bool_v020.bpk", &on);
+    uint8_t *orig = test_read_file(FIX "/synthetic/d_bool_v020.bpk", &on);
     CHECK(n == on && memcmp(back, orig, n) == 0, "CLI .ingot -> bpk differs");
     ingot_file_close(f);
     free(back);
@@ -1307,7 +1291,7 @@ TEST(test_burnpack_cli)
     const char *bpk = INGOT_BINARY_DIR "/test_burnpack_cli.bpk";
     snprintf(cmd, sizeof cmd, "%s convert %s %s 2>&1", INGOT_CLI, ing, bpk);
     ASSERT_EQ(run(cmd, out, sizeof out), 0);
-    back = read_all(bpk, &n);
+    back = test_read_file(bpk, &n);
     CHECK(back && n == on && memcmp(back, orig, n) == 0, "CLI .ingot -> .bpk differs");
     free(back);
     /* the layout option from the command line */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "files.h"
 #include "sha256.h"
 
 typedef struct {
@@ -84,21 +85,6 @@ static int run_argv_out(const char *outpath, const char *errpath, const char *co
 static int run_argv(const char *errpath, const char *const *args)
 {
     return run_argv_out(NULL, errpath, args);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *p = malloc(n > 0 ? (size_t)n + 1 : 1);
-    size_t got = p && n > 0 ? fread(p, 1, (size_t)n, fp) : 0;
-    if (p) p[got] = 0;
-    fclose(fp);
-    if (len) *len = got;
-    return p;
 }
 
 static int count_lines_with(const char *text, const char *a, const char *b)
@@ -266,13 +252,13 @@ static void check_dequantized(const char *fixture, const char *ext, const char *
     snprintf(err, sizeof err, "%s/dq.err", dir);
     const char *args[] = {"convert", in, out, "--dequantize", dt, NULL};
     int rc = run_argv(err, args);
-    char *msg = slurp(err, NULL);
+    char *msg = test_read_file(err, NULL);
     CHECK(rc == 0, "%s -> %s --dequantize %s: exit %d: %s", fixture, ext, dt, rc, msg ? msg : "");
     int lossy = count_lines_with(msg, "lossy: ", "dequantized to ");
     CHECK(lossy == want_lossy, "%s -> %s: %d dequantize lines, want %d:\n%s", fixture, ext, lossy,
           want_lossy, msg ? msg : "");
     free(msg);
-    char *golden = slurp(INGOT_SOURCE_DIR "/tests/golden/quant/golden.txt", NULL);
+    char *golden = test_read_file(INGOT_SOURCE_DIR "/tests/golden/quant/golden.txt", NULL);
     json_object *root = json_object_from_file(side);
     ingot_file *f = NULL;
     ingot_error e;
@@ -338,7 +324,7 @@ TEST(dequantize_refusals)
     /* without the flag: refused, and the message says how to get it */
     const char *a1[] = {"convert", in, out, NULL};
     CHECK(run_argv(err, a1) == 1, "Q4_K -> safetensors without --dequantize");
-    char *msg = slurp(err, NULL);
+    char *msg = test_read_file(err, NULL);
     CHECK(msg && strstr(msg, "UNSUPPORTED") && strstr(msg, "--dequantize F32|F16|BF16"),
           "message: %s", msg ? msg : "");
     free(msg);
@@ -348,7 +334,7 @@ TEST(dequantize_refusals)
     snprintf(out, sizeof out, "%s/refused_dq.mag", dir);
     const char *a2[] = {"convert", in, out, NULL};
     CHECK(run_argv(err, a2) == 1, "Q4_K -> mag without --dequantize");
-    msg = slurp(err, NULL);
+    msg = test_read_file(err, NULL);
     CHECK(msg && strstr(msg, "--dequantize F32|F16 stores") && !strstr(msg, "BF16"),
           "mag message: %s", msg ? msg : "");
     free(msg);
@@ -357,7 +343,7 @@ TEST(dequantize_refusals)
     snprintf(out, sizeof out, "%s/refused_dq.npz", dir);
     const char *a3[] = {"convert", in, out, "--dequantize", "BF16", NULL};
     CHECK(run_argv(err, a3) == 1, "Q4_K -> npz as BF16");
-    msg = slurp(err, NULL);
+    msg = test_read_file(err, NULL);
     CHECK(msg && strstr(msg, "try --dequantize F32"), "npz message: %s", msg ? msg : "");
     free(msg);
     CHECK(stat(out, &sb) != 0, "refused convert left %s", out);
@@ -381,7 +367,7 @@ TEST(dequantize_refusals)
     snprintf(out, sizeof out, "%s/refused_iq2.safetensors", dir);
     const char *a6[] = {"convert", src, out, "--dequantize", "F32", NULL};
     CHECK(run_argv(err, a6) == 1, "IQ2_XXS -> safetensors");
-    msg = slurp(err, NULL);
+    msg = test_read_file(err, NULL);
     CHECK(msg && strstr(msg, "grid.weight") && strstr(msg, "IQ2_XXS"), "iq2 message: %s",
           msg ? msg : "");
     free(msg);
@@ -400,7 +386,7 @@ TEST(dequantize_f8_to_npz)
     snprintf(err, sizeof err, "%s/dq.err", dir);
     const char *args[] = {"convert", in, out, "--dequantize", "F32", NULL};
     int rc = run_argv(err, args);
-    char *msg = slurp(err, NULL);
+    char *msg = test_read_file(err, NULL);
     CHECK(rc == 0, "exit %d: %s", rc, msg ? msg : "");
     CHECK(count_lines_with(msg, "lossy: ", "dequantized to F32") == 3, "lines:\n%s", msg ? msg : "");
     free(msg);
@@ -498,7 +484,7 @@ TEST(dump_dequantize)
     snprintf(out, sizeof out, "%s/dump.out", dir);
     const char *args[] = {"dump", in, "q6_k.3x256", "--dequantize", "--limit", "4", NULL};
     CHECK(run_argv_out(out, NULL, args) == 0, "dump --dequantize");
-    char *text = slurp(out, NULL);
+    char *text = test_read_file(out, NULL);
     char side[640];
     snprintf(side, sizeof side, "%s.expected.json", in);
     json_object *root = json_object_from_file(side);

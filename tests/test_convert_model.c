@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "files.h"
 #include "ingot/convert.h"
 #include "ingot/lm.h"
 #include "ingot/tokenizer.h"
@@ -606,24 +607,6 @@ TEST(errors_name_the_key_or_tensor)
 
 #define VOCABS INGOT_FIXTURES "/tokenizers/"
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[sz] = 0;
-    *n = (size_t)sz;
-    return b;
-}
-
 static void write_file(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -639,7 +622,7 @@ static int vector_mismatches(const ingot_tokenizer *t, const char *inp, const ch
                              int *cases)
 {
     size_t ni, no;
-    char *in = slurp(inp, &ni), *out = slurp(outp, &no);
+    char *in = test_read_file(inp, &ni), *out = test_read_file(outp, &no);
     int bad = 0;
     *cases = 0;
     if (!in || !out) {
@@ -708,11 +691,11 @@ TEST(gpt2_vocabulary_as_llama_cpp_writes_it)
     ASSERT_OK(ingot_writer_save(w, p, NULL));
     ingot_writer_free(w);
     size_t n;
-    char *b = slurp(VOCABS "gpt2/encoder.json", &n);
+    char *b = test_read_file(VOCABS "gpt2/encoder.json", &n);
     snprintf(p, sizeof p, "%s/encoder.json", d);
     write_file(p, b, n);
     free(b);
-    b = slurp(VOCABS "gpt2/vocab.bpe", &n);
+    b = test_read_file(VOCABS "gpt2/vocab.bpe", &n);
     snprintf(p, sizeof p, "%s/vocab.bpe", d);
     write_file(p, b, n);
     free(b);

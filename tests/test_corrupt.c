@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "tmpdir.h"
+#include "files.h"
 #include "ingot/native.h"
 
 #define GEN_BASE_ONLY

@@ -10,6 +10,7 @@
 
 #include "convert_mem.h"
 #include "harness.h"
+#include "files.h"
 #include "sha256.h"
 
 #define FIX INGOT_FIXTURES "/gguf/"
@@ -20,23 +21,6 @@ static const char *const fixtures[] = {
     "gguf_nested_arrays.gguf",  "gguf_zero_outer_dim.gguf",
 };
 #define N_FIX (sizeof fixtures / sizeof fixtures[0])
-
-static uint8_t *read_all(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
-    if (p && len > 0 && fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *n = len > 0 ? (size_t)len : 0;
-    return p;
-}
 
 static uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -325,7 +309,7 @@ static void check_fixture(const char *fx, int mode)
         return;
     }
     size_t n = 0;
-    uint8_t *img = read_all(path, &n);
+    uint8_t *img = test_read_file(path, &n);
     ingot_file *f = NULL;
     ingot_error e;
     ingot_open_opts o = {.io = mode == 2 ? INGOT_IO_PREAD : INGOT_IO_MMAP};
@@ -404,7 +388,7 @@ TEST(test_gguf_rewrite_is_byte_exact)
         char path[512];
         snprintf(path, sizeof path, FIX "%s", fixtures[i]);
         size_t n = 0, m = 0;
-        uint8_t *img = read_all(path, &n), *out = NULL;
+        uint8_t *img = test_read_file(path, &n), *out = NULL;
         ingot_file *f;
         ingot_error e;
         ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &f, &e));
@@ -479,7 +463,7 @@ TEST(test_gguf_roundtrip_via_ingot)
         char path[512];
         snprintf(path, sizeof path, FIX "%s", fixtures[i]);
         size_t n = 0, n1 = 0, n2 = 0;
-        uint8_t *img = read_all(path, &n), *ing = NULL, *back = NULL;
+        uint8_t *img = test_read_file(path, &n), *ing = NULL, *back = NULL;
         ingot_file *f, *fi = NULL, *fb = NULL;
         ingot_error e;
         ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &f, &e));
@@ -785,7 +769,7 @@ TEST(test_gguf_meta_api)
     char path[512];
     snprintf(path, sizeof path, FIX "ggml-vocab-llama-spm.gguf");
     size_t n = 0;
-    uint8_t *img = read_all(path, &n);
+    uint8_t *img = test_read_file(path, &n);
     ingot_file *f;
     ingot_error e;
     ASSERT_OK(ingot_file_open_buffer(img, n, NULL, &f, &e));
@@ -875,7 +859,7 @@ TEST(test_gguf_cli)
 TEST(test_gguf_unaligned_buffer)
 {
     size_t n = 0;
-    uint8_t *img = read_all(FIX "gguf_all_types.gguf", &n);
+    uint8_t *img = test_read_file(FIX "gguf_all_types.gguf", &n);
     uint8_t *odd = malloc(n + 1);
     memcpy(odd + 1, img, n);
     ingot_file *f;

@@ -6,21 +6,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "tmpdir.h"
+#include "files.h"
 
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    *n = (size_t)ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(*n ? *n : 1);
-    if (b && fread(b, 1, *n, fp) != *n) free(b), b = NULL;
-    fclose(fp);
-    return b;
-}
 
 enum { N = 4096 };
 
@@ -41,7 +28,7 @@ static void write_and_check(const char *format, const char *name)
     ASSERT_OK(ingot_writer_save(wr, path, &e));
     ingot_writer_free(wr);
     size_t n0 = 0;
-    uint8_t *before = slurp(path, &n0);
+    uint8_t *before = test_read_file(path, &n0);
     ASSERT_TRUE(before != NULL);
 
     ingot_open_opts o = {0};
@@ -65,7 +52,7 @@ static void write_and_check(const char *format, const char *name)
     ingot_file_close(f);
     ingot_file_close(g);
     size_t n1 = 0;
-    uint8_t *after = slurp(path, &n1);
+    uint8_t *after = test_read_file(path, &n1);
     ASSERT_TRUE(after != NULL && n1 == n0 && memcmp(before, after, n0) == 0);
     /* and a fresh handle in the new mode sees the file, not the old private pages */
     ASSERT_OK(ingot_file_open(path, &o, &f, &e));

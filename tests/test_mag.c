@@ -11,28 +11,12 @@
 #include <sys/wait.h>
 
 #include "harness.h"
+#include "files.h"
 #include "ingot/ingot.h"
 #include "mag_internal.h"
 #include "sha256.h"
 
 #define FIX INGOT_FIXTURES "/mag/"
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    if (b && fread(b, 1, (size_t)len, fp) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return b;
-}
 
 static size_t unhex(const char *hex, uint8_t *out)
 {
@@ -221,7 +205,7 @@ TEST(test_mag_fixtures_exact)
         char path[512];
         snprintf(path, sizeof path, FIX "%s", x->file);
         size_t n;
-        uint8_t *b = slurp(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         ASSERT_TRUE(b);
         char hex[65];
         test_sha256_hex(b, n, hex);
@@ -422,7 +406,7 @@ static uint8_t *write_mem(ingot_writer *w, size_t *n, ingot_error *e)
 static bool same_as(const uint8_t *b, size_t n, const char *fixture)
 {
     size_t m;
-    uint8_t *want = slurp(fixture, &m);
+    uint8_t *want = test_read_file(fixture, &m);
     bool ok = want && b && m == n && memcmp(want, b, n) == 0;
     if (!ok && want && b)
         for (size_t i = 0; i < n && i < m; i++)
@@ -860,7 +844,7 @@ TEST(test_mag_cli)
              FIX "storage/storage_v100_mixed.mag", bin);
     ASSERT_EQ(sh(cmd), 0);
     size_t n;
-    char *js = (char *)slurp(INGOT_BINARY_DIR "/mag_info.json", &n);
+    char *js = (char *)test_read_file(INGOT_BINARY_DIR "/mag_info.json", &n);
     ASSERT_TRUE(js);
     js = realloc(js, n + 1);
     js[n] = 0;
@@ -875,7 +859,7 @@ TEST(test_mag_cli)
              "%s/mag_cli.mag --opt version=1 > /dev/null",
              INGOT_CLI, FIX "storage/storage_v1_mixed.mag", bin, INGOT_CLI, bin, bin);
     ASSERT_EQ(sh(cmd), 0);
-    uint8_t *back = slurp(INGOT_BINARY_DIR "/mag_cli.mag", &n);
+    uint8_t *back = test_read_file(INGOT_BINARY_DIR "/mag_cli.mag", &n);
     ASSERT_TRUE(back && same_as(back, n, FIX "storage/storage_v1_mixed.mag"));
     free(back);
     /* to the snapshot by name; a bad option is rejected */
@@ -888,7 +872,7 @@ TEST(test_mag_cli)
              INGOT_CLI, FIX "storage/storage_v100_mixed.mag", bin);
     ASSERT_TRUE(sh(cmd) != 0);
     /* a corrupt file is rejected with the region named */
-    uint8_t *b = slurp(FIX "storage/storage_v100_one_f32.mag", &n);
+    uint8_t *b = test_read_file(FIX "storage/storage_v100_one_f32.mag", &n);
     ASSERT_TRUE(b);
     b[0x49] = 'x'; /* the key "w" -> "x": structure intact, checksum wrong */
     snprintf(cmd, sizeof cmd, "%s/mag_cli_corrupt.mag", bin);
@@ -900,7 +884,7 @@ TEST(test_mag_cli)
     snprintf(cmd, sizeof cmd, "%s info %s/mag_cli_corrupt.mag 2> %s/mag_cli_err.txt > /dev/null",
              INGOT_CLI, bin, bin);
     ASSERT_TRUE(sh(cmd) != 0);
-    char *msg = (char *)slurp(INGOT_BINARY_DIR "/mag_cli_err.txt", &n);
+    char *msg = (char *)test_read_file(INGOT_BINARY_DIR "/mag_cli_err.txt", &n);
     ASSERT_TRUE(msg);
     msg = realloc(msg, n + 1);
     msg[n] = 0;

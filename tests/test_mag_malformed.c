@@ -11,28 +11,12 @@
 #include <string.h>
 
 #include "harness.h"
+#include "files.h"
 #include "ingot/ingot.h"
 
 #define FIX INGOT_FIXTURES "/mag/"
 #define MIXED FIX "storage/storage_v100_mixed.mag"
 #define SNAP FIX "snapshot/snapshot_mixed.mag"
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 64);
-    if (b && fread(b, 1, (size_t)len, fp) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return b;
-}
 
 static void st32(uint8_t *p, uint32_t v)
 {
@@ -125,7 +109,7 @@ TEST(test_mag_truncation_every_byte)
         char path[512];
         snprintf(path, sizeof path, FIX "%s", storage[k].file);
         size_t n;
-        uint8_t *b = slurp(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         ASSERT_TRUE(b);
         for (size_t cut = 0; cut < n; cut++) {
             ingot_status want = storage_cut(&storage[k], cut);
@@ -155,7 +139,7 @@ TEST(test_mag_truncation_every_byte)
         char path[512];
         snprintf(path, sizeof path, FIX "%s", snaps[k].file);
         size_t n;
-        uint8_t *b = slurp(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         ASSERT_TRUE(b);
         for (size_t cut = 0; cut < n; cut++) {
             ingot_status want = cut < 32                                ? INGOT_TRUNCATED
@@ -199,7 +183,7 @@ static void flips(const char *path, const range *data, size_t nd, uint64_t skip_
                   uint64_t skip_hi, bool has_padding)
 {
     size_t n;
-    uint8_t *b = slurp(path, &n);
+    uint8_t *b = test_read_file(path, &n);
     if (!b) {
         CHECK(0, "load %s", path);
         return;
@@ -255,7 +239,7 @@ TEST(test_mag_byte_flips)
 
 /* ---- the storage archive, rule by rule ---- */
 
-static uint8_t *mixed(size_t *n) { return slurp(MIXED, n); }
+static uint8_t *mixed(size_t *n) { return test_read_file(MIXED, n); }
 
 /* mixed: metadata pi@24 lr@42 neg@60 epoch@79; tensors bias@100 (rank 3) mask@163 (rank 4)
  * big.i64@223 ids.i32@262 weight@301 (rank 2); records end 354, data from 384, content 704. */
@@ -470,7 +454,7 @@ TEST(test_mag_storage_tensor_rules)
 TEST(test_mag_storage_v1_rules)
 {
     size_t n;
-    uint8_t *b = slurp(FIX "storage/storage_v1_mixed.mag", &n);
+    uint8_t *b = test_read_file(FIX "storage/storage_v1_mixed.mag", &n);
     ASSERT_TRUE(b);
     uint8_t c[1024];
     /* v1 tensors: bias@100 (rank 3) */
@@ -535,7 +519,7 @@ TEST(test_mag_crc_regions)
     free(b);
 
     /* snapshot: window [20, 378) */
-    b = slurp(SNAP, &n);
+    b = test_read_file(SNAP, &n);
     ASSERT_TRUE(b);
     static const uint64_t snap_hits[] = {16, 69, 100};
     for (size_t i = 0; i < 3; i++) {
@@ -565,7 +549,7 @@ TEST(test_mag_crc_regions)
 TEST(test_mag_snapshot_rules)
 {
     size_t n;
-    uint8_t *b = slurp(SNAP, &n);
+    uint8_t *b = test_read_file(SNAP, &n);
     ASSERT_TRUE(b);
     uint8_t c[1024];
     const char *S = "mag-snapshot";

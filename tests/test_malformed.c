@@ -13,29 +13,13 @@
 #include <time.h>
 
 #include "harness.h"
+#include "files.h"
 #include "ingot/native.h"
 
 #include "gen_bad_corpus.c"
 
 #define CORPUS INGOT_SOURCE_DIR "/tests/corpus"
 
-
-static uint8_t *read_all(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
-    if (p && len > 0 && fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *n = len > 0 ? (size_t)len : 0;
-    return p;
-}
 
 static double now_s(void)
 {
@@ -264,7 +248,7 @@ TEST(test_corpus_is_generated)
     for (size_t i = 0; i < GEN_N_CASES; i++) {
         ASSERT_TRUE(gen_case(&gen_cases[i], &g, &x));
         snprintf(path, sizeof path, CORPUS "/bad/%s", gen_cases[i].file);
-        uint8_t *disk = read_all(path, &n);
+        uint8_t *disk = test_read_file(path, &n);
         CHECK(disk != NULL, "%s missing (run test_malformed --regen)", path);
         if (!disk) continue;
         CHECK(n == g.n && memcmp(disk, g.b, n) == 0, "%s differs from the generator", path);
@@ -276,14 +260,14 @@ TEST(test_corpus_is_generated)
     }
     static char manifest[32768];
     size_t mn = gen_manifest(manifest, sizeof manifest);
-    uint8_t *disk = read_all(CORPUS "/bad/MANIFEST", &n);
+    uint8_t *disk = test_read_file(CORPUS "/bad/MANIFEST", &n);
     ASSERT_TRUE(disk != NULL);
     CHECK(n == mn && memcmp(disk, manifest, n) == 0, "MANIFEST differs from the generator");
     free(disk);
     for (size_t i = 0; i < GEN_N_GOODS; i++) {
         ASSERT_TRUE(gen_goods[i].make(&g));
         snprintf(path, sizeof path, CORPUS "/good/%s", gen_goods[i].file);
-        disk = read_all(path, &n);
+        disk = test_read_file(path, &n);
         CHECK(disk && n == g.n && memcmp(disk, g.b, n) == 0, "%s differs from the generator",
               path);
         free(disk);
@@ -307,7 +291,7 @@ TEST(test_corpus_is_generated)
 TEST(test_manifest_rows)
 {
     size_t n;
-    uint8_t *text = read_all(CORPUS "/bad/MANIFEST", &n);
+    uint8_t *text = test_read_file(CORPUS "/bad/MANIFEST", &n);
     ASSERT_TRUE(text != NULL);
     char *save = NULL, *line;
     size_t rows = 0, offsets_checked = 0, verify_rows = 0;
@@ -331,7 +315,7 @@ TEST(test_manifest_rows)
         char path[1024];
         snprintf(path, sizeof path, CORPUS "/bad/%s", file);
         size_t len;
-        uint8_t *disk = read_all(path, &len);
+        uint8_t *disk = test_read_file(path, &len);
         CHECK(disk != NULL, "cannot read %s", path);
         if (!disk) continue;
         /* an exactly sized heap copy, so ASan sees any read past the end */
@@ -423,7 +407,7 @@ TEST(test_accept_good_corpus)
         char path[1024];
         snprintf(path, sizeof path, CORPUS "/good/%s", gen_goods[i].file);
         size_t n;
-        uint8_t *img = read_all(path, &n);
+        uint8_t *img = test_read_file(path, &n);
         ASSERT_TRUE(img != NULL);
         ingot_file *f = accept_all(gen_goods[i].file, img, n);
         ASSERT_TRUE(f != NULL);

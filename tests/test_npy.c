@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "files.h"
 #include "io.h"
 #include "sha256.h"
 #include "writer_impl.h" /* ingot__write_chunk */
@@ -23,23 +24,6 @@
 #define ONES64 ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8
 
 #define FIX INGOT_FIXTURES "/npy/"
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)len + 1);
-    if (p && fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return p;
-}
 
 static int spill(const char *path, const void *p, size_t n)
 {
@@ -191,7 +175,7 @@ static void check_fixture(const char *file, ingot_io_mode io, bool buffer)
     uint8_t *img = NULL;
     ingot_status st;
     if (buffer) {
-        img = slurp(path, &n);
+        img = test_read_file(path, &n);
         st = ingot_file_open_buffer(img, n, &o, &f, &err);
     } else {
         st = ingot_file_open(path, &o, &f, &err);
@@ -382,7 +366,7 @@ TEST(test_npy_writer_byte_exact_vs_numpy)
         char path[512];
         snprintf(path, sizeof path, FIX "%s", files[i]);
         size_t n;
-        uint8_t *want = slurp(path, &n);
+        uint8_t *want = test_read_file(path, &n);
         ingot_file *f;
         ASSERT_OK(ingot_file_open(path, NULL, &f, NULL));
         void *out = NULL;
@@ -725,7 +709,7 @@ static void write_streamed(uint8_t **data, unsigned by_ptr, size_t chunk, const 
         ingot__io_set(NULL);
         ASSERT_OK(st);
         CHECK(g_reads == 0, "the npz writer read %d times (its output or anything else)", g_reads);
-        *out = slurp(path, out_n);
+        *out = test_read_file(path, out_n);
         ASSERT_TRUE(*out != NULL);
     } else {
         ASSERT_OK(ingot_writer_begin_mem(w, &e));
@@ -1098,7 +1082,7 @@ static size_t find_sig(const uint8_t *p, size_t n, uint32_t sig, size_t from)
 TEST(test_npz_truncation_every_byte)
 {
     size_t n;
-    uint8_t *p = slurp(FIX "arrays_stored.npz", &n);
+    uint8_t *p = test_read_file(FIX "arrays_stored.npz", &n);
     ASSERT_TRUE(p != NULL);
     for (size_t k = 0; k < n; k++) {
         ingot_status st = open_img(p, k, "npz", NULL);
@@ -1111,7 +1095,7 @@ TEST(test_npz_truncation_every_byte)
 TEST(test_npz_bad_members)
 {
     size_t n;
-    uint8_t *p = slurp(FIX "arrays_stored.npz", &n);
+    uint8_t *p = test_read_file(FIX "arrays_stored.npz", &n);
     ASSERT_TRUE(p != NULL);
     ingot_error err;
     /* CRC mismatch: one data byte of weight (data at 60 + 128) */
@@ -1144,7 +1128,7 @@ TEST(test_npz_bad_members)
 TEST(test_npz_bad_deflate)
 {
     size_t n;
-    uint8_t *p = slurp(FIX "arrays_compressed.npz", &n);
+    uint8_t *p = test_read_file(FIX "arrays_compressed.npz", &n);
     ASSERT_TRUE(p != NULL);
     ingot_error err;
     /* corrupt the middle of x's deflate stream (data 55 .. 55+15805) */
@@ -1173,7 +1157,7 @@ TEST(test_npz_bad_deflate)
 TEST(test_npz_probe)
 {
     size_t n;
-    uint8_t *p = slurp(FIX "arrays_stored.npz", &n);
+    uint8_t *p = test_read_file(FIX "arrays_stored.npz", &n);
     ingot_file *f;
     ASSERT_OK(ingot_file_open_buffer(p, n, NULL, &f, NULL));
     ASSERT_STR(ingot_file_format(f), "npz");

@@ -14,27 +14,10 @@
 #include <math.h>
 
 #include "harness.h"
+#include "files.h"
 #include "sha256.h"
 
 #define GOLD INGOT_SOURCE_DIR "/tests/golden/quant/"
-
-static uint8_t *read_all(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc(len > 0 ? (size_t)len + 1 : 1);
-    if (p && len > 0 && fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    if (p) p[len > 0 ? len : 0] = 0;
-    *n = len > 0 ? (size_t)len : 0;
-    return p;
-}
 
 static json_object *jget(json_object *o, const char *k)
 {
@@ -197,8 +180,8 @@ static void store_le(uint8_t *p, uint64_t v, unsigned size)
 TEST(golden)
 {
     size_t nblob, ntxt;
-    uint8_t *blob = read_all(GOLD "blocks.bin", &nblob);
-    char *txt = (char *)read_all(GOLD "golden.txt", &ntxt);
+    uint8_t *blob = test_read_file(GOLD "blocks.bin", &nblob);
+    char *txt = (char *)test_read_file(GOLD "golden.txt", &ntxt);
     ASSERT_TRUE(blob && txt);
     int n_block = 0, n_table = 0, n_sample = 0, n_encode = 0;
     for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {

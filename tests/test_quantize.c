@@ -11,28 +11,11 @@
 #include <string.h>
 
 #include "harness.h"
+#include "files.h"
 #include "ingot/ingot.h"
 #include "sha256.h"
 
 #define GOLD INGOT_SOURCE_DIR "/tests/golden/quantize/"
-
-static void *read_all(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)len + 1);
-    if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    if (p) p[len] = '\0';
-    fclose(f);
-    *n = (size_t)len;
-    return p;
-}
 
 static double nmse(const float *x, const float *y, size_t n)
 {
@@ -48,8 +31,8 @@ static double nmse(const float *x, const float *y, size_t n)
 TEST(matches_reference_blocks_and_error)
 {
     size_t nin, ntxt;
-    float *x = read_all(GOLD "input.bin", &nin);
-    char *txt = read_all(GOLD "golden.txt", &ntxt);
+    float *x = test_read_file(GOLD "input.bin", &nin);
+    char *txt = test_read_file(GOLD "golden.txt", &ntxt);
     ASSERT_TRUE(x && txt);
     int lines = 0;
     for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "files.h"
 #include "sha256.h"
 
 #define DATA INGOT_SOURCE_DIR "/tests/data/rank/"
@@ -40,19 +41,6 @@ static const char *jstr(json_object *o, const char *k)
     return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
 }
 
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    *n = fread(b, 1, (size_t)len, fp);
-    fclose(fp);
-    return b;
-}
-
 /* Opens path in mode 0 (mmap), 1 (pread) or 2 (a buffer, returned in *buf). */
 static ingot_status open_mode(const char *path, int mode, ingot_file **f, ingot_error *e,
                               uint8_t **buf)
@@ -63,7 +51,7 @@ static ingot_status open_mode(const char *path, int mode, ingot_file **f, ingot_
         return ingot_file_open(path, &o, f, e);
     }
     size_t n = 0;
-    *buf = slurp(path, &n);
+    *buf = test_read_file(path, &n);
     if (!*buf) return INGOT_NOT_FOUND;
     return ingot_file_open_buffer(*buf, n, NULL, f, e);
 }

@@ -14,27 +14,11 @@
 
 #include "convert_mem.h"
 #include "harness.h"
+#include "files.h"
 #include "ingot/ingot.h"
 #include "support/sha256.h"
 
 #define FIX INGOT_FIXTURES "/rmd1/handmade/"
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(len ? (size_t)len : 1);
-    if (b && fread(b, 1, (size_t)len, fp) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return b;
-}
 
 static const ingot_open_opts force = {.format = "rmd1"};
 
@@ -145,7 +129,7 @@ TEST(fixture_bytes_are_the_documented_ones)
         char path[512], hex[65];
         size_t n;
         snprintf(path, sizeof path, FIX "%s", fixtures[i]);
-        uint8_t *b = slurp(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         ASSERT_TRUE(b);
         test_sha256_hex(b, n, hex);
         CHECK(strcmp(hex, fixture_sha[i]) == 0, "%s sha256 %s", fixtures[i], hex);
@@ -282,7 +266,7 @@ TEST(mlp_2_3_1_metadata_and_values)
 TEST(f64_fixture_alignment_and_modes)
 {
     size_t n;
-    uint8_t *img = slurp(FIX "sample_2x1_identity_f64.rmd1", &n);
+    uint8_t *img = test_read_file(FIX "sample_2x1_identity_f64.rmd1", &n);
     ASSERT_TRUE(img && n == 64);
     ingot_file *f;
     /* L = 1: the weights start at byte 40, a multiple of 8 */
@@ -341,7 +325,7 @@ TEST(rewrite_is_byte_exact_for_every_fixture)
         char path[512];
         size_t n;
         snprintf(path, sizeof path, FIX "%s", fixtures[i]);
-        uint8_t *orig = slurp(path, &n);
+        uint8_t *orig = test_read_file(path, &n);
         ingot_file *f, *g;
         ASSERT_OK(ingot_file_open(path, NULL, &f, NULL));
         for (int pushed = 0; pushed < 2; pushed++) {
@@ -490,7 +474,7 @@ TEST(writer_from_topology_keys)
     ASSERT_TRUE(strstr(nt.last, "general.name") != NULL);
     ASSERT_U64(n, 112);
     size_t fn;
-    uint8_t *fx = slurp(FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1", &fn);
+    uint8_t *fx = test_read_file(FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1", &fn);
     ASSERT_MEM(out, fx, 60); /* header and layer table equal the fixture's */
     free(fx);
     ingot_writer_free_mem(NULL, out, n);
@@ -513,7 +497,7 @@ TEST(writer_reads_keys_from_json_text)
     void *out;
     size_t n, fn;
     ASSERT_OK(save(w, &out, &n, &e));
-    uint8_t *fx = slurp(FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1", &fn);
+    uint8_t *fx = test_read_file(FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1", &fn);
     ASSERT_TRUE(n == fn);
     ASSERT_MEM(out, fx, 60);
     free(fx);
@@ -719,7 +703,7 @@ TEST(malformed_catalogue)
     ASSERT_U64(n, 112);
     /* the builder agrees with the fixture byte for byte */
     size_t fn;
-    uint8_t *fx = slurp(FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1", &fn);
+    uint8_t *fx = test_read_file(FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1", &fn);
     ASSERT_U64(fn, n);
     ASSERT_MEM(b + 20, fx + 20, 40);
     free(fx);
@@ -847,7 +831,7 @@ TEST(cli_info_verify_convert)
     ASSERT_EQ(sh("mkdir -p " OUTD), 0);
     ASSERT_EQ(sh(INGOT_CLI " info --json " FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1 > " OUTD "/info.json"), 0);
     size_t n;
-    char *js = (char *)slurp(OUTD "/info.json", &n);
+    char *js = (char *)test_read_file(OUTD "/info.json", &n);
     ASSERT_TRUE(js);
     js = realloc(js, n + 1);
     js[n] = 0;
@@ -858,7 +842,7 @@ TEST(cli_info_verify_convert)
     ASSERT_EQ(sh(INGOT_CLI " convert " FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1 " OUTD "/m.ingot > /dev/null"), 0);
     ASSERT_EQ(sh(INGOT_CLI " convert " OUTD "/m.ingot " OUTD "/m.rmd1 > /dev/null"), 0);
     size_t a, c;
-    uint8_t *orig = slurp(fx, &a), *back = slurp(OUTD "/m.rmd1", &c);
+    uint8_t *orig = test_read_file(fx, &a), *back = test_read_file(OUTD "/m.rmd1", &c);
     ASSERT_TRUE(orig && back && a == c && memcmp(orig, back, a) == 0);
     free(orig);
     free(back);
@@ -866,8 +850,8 @@ TEST(cli_info_verify_convert)
     /* through safetensors (string metadata) and back: still byte-exact */
     ASSERT_EQ(sh(INGOT_CLI " convert " FIX "mlp_2_3_1_relu_sigmoid_f32.rmd1 " OUTD "/m.safetensors > /dev/null 2>&1"), 0);
     ASSERT_EQ(sh(INGOT_CLI " convert " OUTD "/m.safetensors " OUTD "/m2.rmd1 > /dev/null"), 0);
-    orig = slurp(fx, &a);
-    back = slurp(OUTD "/m2.rmd1", &c);
+    orig = test_read_file(fx, &a);
+    back = test_read_file(OUTD "/m2.rmd1", &c);
     ASSERT_TRUE(orig && back && a == c && memcmp(orig, back, a) == 0);
     free(orig);
     free(back);

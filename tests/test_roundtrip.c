@@ -4,7 +4,7 @@
 
 #include "crc32c.h"
 #include "harness.h"
-#include "tmpdir.h"
+#include "files.h"
 #include "ingot/native.h"
 
 

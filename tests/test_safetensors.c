@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "files.h"
 #include "sha256.h"
 
 #define FIX INGOT_FIXTURES "/safetensors"
@@ -15,23 +16,6 @@
 /* 64 dimensions of 1 (INGOT_MAX_RANK), for rank limit rows */
 #define ONES8 "1,1,1,1,1,1,1,1"
 #define ONES64 ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8 "," ONES8
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(len ? (size_t)len : 1);
-    if (b && fread(b, 1, (size_t)len, fp) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return b;
-}
 
 /* Names of the fixture files (sorted), NULL-terminated; free with free_list. */
 static char **list_fixtures(size_t *count)
@@ -172,7 +156,7 @@ TEST(fixtures_match_sidecars)
             size_t blen = 0;
             uint8_t *buf = NULL;
             if (mode == 2) {
-                buf = slurp(path, &blen);
+                buf = test_read_file(path, &blen);
                 st = ingot_file_open_buffer(buf, blen, NULL, &f, &e);
             } else {
                 o.io = mode == 0 ? INGOT_IO_MMAP : INGOT_IO_PREAD;
@@ -228,7 +212,7 @@ TEST(rewrite_is_byte_exact)
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", FIX, names[i]);
         size_t blen;
-        uint8_t *orig = slurp(path, &blen);
+        uint8_t *orig = test_read_file(path, &blen);
         ingot_file *f;
         ingot_error e;
         ASSERT_OK(ingot_file_open_buffer(orig, blen, NULL, &f, &e));
@@ -266,7 +250,7 @@ TEST(round_trip_through_ingot)
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", FIX, names[i]);
         size_t blen;
-        uint8_t *orig = slurp(path, &blen);
+        uint8_t *orig = test_read_file(path, &blen);
         ingot_file *f, *g, *h;
         ingot_error e;
         ASSERT_OK(ingot_file_open_buffer(orig, blen, NULL, &f, &e));
@@ -647,7 +631,7 @@ TEST(fast_and_general_paths_agree)
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", FIX, fx[i]);
         size_t n;
-        uint8_t *b = slurp(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         ASSERT_TRUE(b != NULL);
         open_both_paths(b, n, fx[i]);
         free(b);
@@ -824,7 +808,7 @@ TEST(many_tiny_tensors_limit_time)
 TEST(every_truncation_and_byte_flips)
 {
     size_t n;
-    uint8_t *orig = slurp(FIX "/st_scalars_and_empty.safetensors", &n);
+    uint8_t *orig = test_read_file(FIX "/st_scalars_and_empty.safetensors", &n);
     ASSERT_TRUE(orig != NULL);
     ingot_open_opts o = {0};
     o.format = "safetensors";
@@ -1050,7 +1034,7 @@ TEST(cli_smoke)
     snprintf(cmd, sizeof cmd, "'%s' info --json '%s/hfsamples_f_f32.safetensors' > '%s'", INGOT_CLI, FIX, a);
     ASSERT_EQ(system(cmd), 0);
     size_t n;
-    char *txt = (char *)slurp(a, &n);
+    char *txt = (char *)test_read_file(a, &n);
     ASSERT_TRUE(txt != NULL);
     txt = realloc(txt, n + 1);
     txt[n] = 0;

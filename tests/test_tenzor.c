@@ -15,27 +15,11 @@
 
 #include "convert_mem.h"
 #include "harness.h"
+#include "files.h"
 #include "ingot/ingot.h"
 #include "support/sha256.h"
 
 #define FIX INGOT_FIXTURES "/tenzor/handmade/"
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(len ? (size_t)len : 1);
-    if (b && fread(b, 1, (size_t)len, fp) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return b;
-}
 
 static const ingot_open_opts force = {.format = "tenzor"};
 
@@ -147,7 +131,7 @@ TEST(fnv1a_vectors)
         char path[512], hex[65];
         size_t n;
         snprintf(path, sizeof path, FIX "%s", fixtures[i]);
-        uint8_t *b = slurp(path, &n);
+        uint8_t *b = test_read_file(path, &n);
         ASSERT_TRUE(b);
         test_sha256_hex(b, n, hex);
         CHECK(strcmp(hex, fixture_sha[i]) == 0, "%s sha256 %s", fixtures[i], hex);
@@ -281,7 +265,7 @@ TEST(rewrites_are_byte_exact)
         char path[512];
         size_t n;
         snprintf(path, sizeof path, FIX "%s", fixtures[i]);
-        uint8_t *orig = slurp(path, &n);
+        uint8_t *orig = test_read_file(path, &n);
         ingot_file *f, *g;
         ingot_error e;
         ASSERT_OK(ingot_file_open(path, NULL, &f, &e));
@@ -334,7 +318,7 @@ TEST(upstream_unit_test_written_from_names)
     uint64_t s1[2] = {2, 3}, s2[1] = {3};
     void *out;
     size_t n, fn;
-    uint8_t *fx = slurp(FIX "two_f32_like_upstream_test.tenzor", &fn);
+    uint8_t *fx = test_read_file(FIX "two_f32_like_upstream_test.tenzor", &fn);
     notices nt = {0};
     ingot_writer *w = new_tz(&nt);
     ASSERT_OK(ingot_writer_set_option(w, "names", "false", &e));
@@ -590,7 +574,7 @@ TEST(writer_refusals)
 TEST(rmd1_through_tenzor_is_byte_exact)
 {
     size_t n;
-    uint8_t *orig = slurp(INGOT_FIXTURES "/rmd1/handmade/mlp_2_3_1_relu_sigmoid_f32.rmd1", &n);
+    uint8_t *orig = test_read_file(INGOT_FIXTURES "/rmd1/handmade/mlp_2_3_1_relu_sigmoid_f32.rmd1", &n);
     ASSERT_TRUE(orig);
     ingot_file *f, *g;
     ingot_error e;
@@ -632,7 +616,7 @@ static size_t base_n;
 
 TEST(malformed_catalogue)
 {
-    uint8_t *fx = slurp(FIX "two_f32_like_upstream_test.tenzor", &base_n);
+    uint8_t *fx = test_read_file(FIX "two_f32_like_upstream_test.tenzor", &base_n);
     ASSERT_TRUE(fx && base_n == 4132);
     memcpy(base, fx, base_n);
     free(fx);
@@ -749,7 +733,7 @@ TEST(cli_info_verify_convert)
     ASSERT_EQ(sh("mkdir -p " OUTD), 0);
     ASSERT_EQ(sh(INGOT_CLI " info --json " FIX "mixed_dtypes.tenzor > " OUTD "/info.json"), 0);
     size_t n;
-    char *js = (char *)slurp(OUTD "/info.json", &n);
+    char *js = (char *)test_read_file(OUTD "/info.json", &n);
     ASSERT_TRUE(js);
     js = realloc(js, n + 1);
     js[n] = 0;
@@ -759,7 +743,7 @@ TEST(cli_info_verify_convert)
     ASSERT_EQ(sh(INGOT_CLI " convert " FIX "mixed_dtypes.tenzor " OUTD "/m.ingot > /dev/null"), 0);
     ASSERT_EQ(sh(INGOT_CLI " convert " OUTD "/m.ingot " OUTD "/m.tenzor > /dev/null"), 0);
     size_t a, c;
-    uint8_t *orig = slurp(FIX "mixed_dtypes.tenzor", &a), *back = slurp(OUTD "/m.tenzor", &c);
+    uint8_t *orig = test_read_file(FIX "mixed_dtypes.tenzor", &a), *back = test_read_file(OUTD "/m.tenzor", &c);
     ASSERT_TRUE(orig && back && a == c && memcmp(orig, back, a) == 0);
     free(orig);
     free(back);

@@ -7,27 +7,10 @@
  * tokenizer's allocator at creation only.
  */
 #include "harness.h"
+#include "files.h"
 
 #define FIX INGOT_FIXTURES
 #define LCPP FIX "/tokenizers/llama.cpp/"
-
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)sz + 1);
-    if (p && fread(p, 1, (size_t)sz, f) != (size_t)sz) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    if (p) p[sz] = 0;
-    *n = (size_t)sz;
-    return p;
-}
 
 static ingot_tokenizer *open_tok(const char *path, const ingot_tokenizer_opts *o)
 {
@@ -102,9 +85,9 @@ static void vectors_twice(const char *tok, const char *stem, size_t budget)
     char p[512];
     size_t ni, no;
     snprintf(p, sizeof p, LCPP "%s.inp", stem);
-    char *in = slurp(p, &ni);
+    char *in = test_read_file(p, &ni);
     snprintf(p, sizeof p, LCPP "%s.out", stem);
-    char *out = slurp(p, &no);
+    char *out = test_read_file(p, &no);
     ASSERT_TRUE(in && out);
     static const char sep[] = "\n__ggml_vocab_test__\n";
     size_t cases = 0, exact = 0;
@@ -172,8 +155,8 @@ TEST(test_cache_stories260k)
     static const char *const srcs[2] = {FIX "/models/stories260K/stories260K.gguf",
                                         FIX "/models/stories260K/tok512.bin"};
     size_t ni, gl;
-    char *in = slurp(LCPP "ggml-vocab-llama-spm.gguf.inp", &ni);
-    char *golden = slurp(FIX "/models/stories260K/golden/llama2c_run_t0.0_n200.txt", &gl);
+    char *in = test_read_file(LCPP "ggml-vocab-llama-spm.gguf.inp", &ni);
+    char *golden = test_read_file(FIX "/models/stories260K/golden/llama2c_run_t0.0_n200.txt", &gl);
     ASSERT_TRUE(in && golden);
     static const char sep[] = "\n__ggml_vocab_test__\n";
     for (int k = 0; k < 2; k++) {
@@ -207,7 +190,7 @@ TEST(test_cache_testplans)
     ingot_tokenizer_cache *c = NULL;
     ASSERT_OK(ingot_tokenizer_cache_new(t, 256, &c, NULL));
     size_t n;
-    char *tp = slurp(FIX "/tokenizers/gpt2/TestPlans.txt", &n);
+    char *tp = test_read_file(FIX "/tokenizers/gpt2/TestPlans.txt", &n);
     ASSERT_TRUE(tp);
     size_t lines = 0, bad = 0;
     for (int pass = 0; pass < 2; pass++)

@@ -7,27 +7,10 @@
  * from this code.
  */
 #include "harness.h"
+#include "files.h"
 
 #define FIX INGOT_FIXTURES
 #define LCPP FIX "/tokenizers/llama.cpp/"
-
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)sz + 1);
-    if (p && fread(p, 1, (size_t)sz, f) != (size_t)sz) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    if (p) p[sz] = 0;
-    *n = (size_t)sz;
-    return p;
-}
 
 typedef struct vcase {
     const char *text;
@@ -42,7 +25,7 @@ static size_t load_llamacpp(const char *inp, const char *outp, vcase *cases, siz
                             char **inp_buf)
 {
     size_t n_in, n_out;
-    char *in = slurp(inp, &n_in), *out = slurp(outp, &n_out);
+    char *in = test_read_file(inp, &n_in), *out = test_read_file(outp, &n_out);
     if (!in || !out) {
         free(in);
         free(out);
@@ -209,7 +192,7 @@ TEST(test_gpt2_encoder_json_r50k_testplans)
     ingot_tokenizer *t = open_tok(FIX "/tokenizers/gpt2/encoder.json");
     ASSERT_TRUE(t);
     size_t n;
-    char *buf = slurp(FIX "/tokenizers/gpt2/TestPlans.txt", &n);
+    char *buf = test_read_file(FIX "/tokenizers/gpt2/TestPlans.txt", &n);
     ASSERT_TRUE(buf);
     size_t total = 0, pass = 0;
     static int32_t want[4096];
@@ -305,7 +288,7 @@ TEST(test_stories260k_decode_llama2c_golden)
     memcpy(ids, ti.data, sizeof ids);
     ingot_file_close(f);
     size_t gl;
-    char *golden = slurp(FIX "/models/stories260K/golden/llama2c_run_t0.0_n200.txt", &gl);
+    char *golden = test_read_file(FIX "/models/stories260K/golden/llama2c_run_t0.0_n200.txt", &gl);
     ASSERT_TRUE(golden);
     while (gl && golden[gl - 1] == '\n') gl--;
     const char *srcs[2] = {FIX "/models/stories260K/tok512.bin",

@@ -12,29 +12,13 @@
 
 #include "file.h"
 #include "harness.h"
+#include "files.h"
 #include "sha256.h"
 #include "torch_pickle.h"
 #include "zip.h"
 
 #define DATA INGOT_SOURCE_DIR "/tests/data/torch/"
 #define FIX INGOT_FIXTURES "/torch/"
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && fread(b, 1, (size_t)n, fp) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *len = (size_t)n;
-    return b;
-}
 
 static ingot_status open_buf(const void *b, size_t n, ingot_file **f, ingot_error *e)
 {
@@ -276,7 +260,7 @@ static void check_all_modes(const char *path, json_object *tensors, json_object 
                             json_object *places, bool shared, const char *refuse)
 {
     size_t len;
-    uint8_t *buf = slurp(path, &len);
+    uint8_t *buf = test_read_file(path, &len);
     CHECK(buf != NULL, "cannot read %s", path);
     if (!buf) return;
     for (int mode = 0; mode < 3; mode++) {
@@ -359,7 +343,7 @@ TEST(vectors_match_sidecars)
 TEST(spec_hex_example)
 {
     size_t len;
-    uint8_t *b = slurp(DATA "tiny_spec.pt", &len);
+    uint8_t *b = test_read_file(DATA "tiny_spec.pt", &len);
     ASSERT_TRUE(b);
     char hex[65];
     test_sha256_hex(b, len, hex);
@@ -532,7 +516,7 @@ static uint8_t tiny_pkl[314], tiny_w[24], tiny_b[8];
 static bool load_tiny(void)
 {
     size_t len;
-    uint8_t *b = slurp(DATA "tiny_spec.pt", &len);
+    uint8_t *b = test_read_file(DATA "tiny_spec.pt", &len);
     if (!b || len != 1051) return false;
     memcpy(tiny_pkl, b + 64, 314);
     memcpy(tiny_w, b + 448, 24);
@@ -563,7 +547,7 @@ TEST(zip_builder_round_trip)
     uint8_t img[8192];
     size_t len = zbuild(r, 4, img);
     size_t ref_len;
-    uint8_t *ref = slurp(DATA "tiny_spec.pt", &ref_len);
+    uint8_t *ref = test_read_file(DATA "tiny_spec.pt", &ref_len);
     ASSERT_U64(len, ref_len); /* the builder writes what torch writes */
     ASSERT_MEM(img, ref, len);
     free(ref);
@@ -710,7 +694,7 @@ TEST(zip_refused_containers)
     ASSERT_U64(e.offset, 148);
     /* A zip prefixed by junk is not a torch file (torch decides by the first four bytes). */
     size_t len;
-    uint8_t *b = slurp(DATA "tiny_spec.pt", &len);
+    uint8_t *b = test_read_file(DATA "tiny_spec.pt", &len);
     uint8_t *p = malloc(len + 4);
     memcpy(p, "JUNK", 4);
     memcpy(p + 4, b, len);
@@ -728,7 +712,7 @@ TEST(zip_refused_containers)
 TEST(zip_truncation_every_byte)
 {
     size_t len;
-    uint8_t *b = slurp(DATA "tiny_spec.pt", &len);
+    uint8_t *b = test_read_file(DATA "tiny_spec.pt", &len);
     ASSERT_TRUE(b);
     for (size_t n = 0; n < len; n++) {
         uint8_t *c = malloc(n ? n : 1);
@@ -752,7 +736,7 @@ TEST(zip_truncation_every_byte)
 static void flip_all(const char *path, bool zip)
 {
     size_t len;
-    uint8_t *b = slurp(path, &len);
+    uint8_t *b = test_read_file(path, &len);
     if (!b) {
         CHECK(0, "cannot read %s", path);
         return;
@@ -882,7 +866,7 @@ static size_t pickle_len(const uint8_t *d, size_t n)
 TEST(tar_members_and_layout)
 {
     size_t len;
-    uint8_t *b = slurp(TAR, &len);
+    uint8_t *b = test_read_file(TAR, &len);
     ASSERT_TRUE(b);
     tmem m[8], w[8];
     size_t k = tar_split(b, len, m);
@@ -1015,7 +999,7 @@ TEST(tar_members_and_layout)
 TEST(tar_truncation_and_flips)
 {
     size_t len;
-    uint8_t *b = slurp(TAR, &len);
+    uint8_t *b = test_read_file(TAR, &len);
     ASSERT_TRUE(b);
     tmem m[8];
     size_t k = tar_split(b, len, m);
@@ -1050,7 +1034,7 @@ TEST(tar_truncation_and_flips)
 TEST(legacy_truncation_every_byte)
 {
     size_t len;
-    uint8_t *b = slurp(FIX "torch_tinynet_legacy.pt", &len);
+    uint8_t *b = test_read_file(FIX "torch_tinynet_legacy.pt", &len);
     ASSERT_TRUE(b);
     for (size_t n = 0; n < len; n++) {
         ingot_file *f = NULL;
@@ -1080,7 +1064,7 @@ TEST(legacy_truncation_every_byte)
 TEST(legacy_rules)
 {
     size_t len;
-    uint8_t *b = slurp(FIX "torch_tinynet_legacy.pt", &len);
+    uint8_t *b = test_read_file(FIX "torch_tinynet_legacy.pt", &len);
     ASSERT_TRUE(b);
     uint8_t *c = malloc(len + 16);
     ingot_file *f;
@@ -1161,7 +1145,7 @@ TEST(oom_loop)
                                         DATA "../torch_legacy/tar_legacy.pt"};
     for (size_t k = 0; k < 5; k++) {
         size_t len;
-        uint8_t *b = slurp(files[k], &len);
+        uint8_t *b = test_read_file(files[k], &len);
         ASSERT_TRUE(b);
         for (long n = 0;; n++) {
             oom_ctx c = {n, 0};

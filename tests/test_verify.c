@@ -8,28 +8,12 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "files.h"
 #include "file.h" /* ingot__verify_chunk: small chunks give many progress calls */
 #include "zip.h" /* ingot__crc32 for hand-built zip archives */
 
 #define FIX INGOT_FIXTURES "/"
 #define TDATA INGOT_SOURCE_DIR "/tests/data/"
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    if (b && fread(b, 1, (size_t)len, fp) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    if (b) *n = (size_t)len;
-    return b;
-}
 
 static const char *scratch(const char *name)
 {
@@ -204,7 +188,7 @@ TEST(test_no_checksum_formats_accept_overwritten_data)
                                         FIX "gguf/gguf_align64.gguf", FIX "npy/f4_2x3.npy"};
     for (size_t i = 0; i < 3; i++) {
         size_t n;
-        uint8_t *b = slurp(paths[i], &n);
+        uint8_t *b = test_read_file(paths[i], &n);
         ASSERT_TRUE(b);
         ingot_file *f;
         ASSERT_OK(ingot_file_open_buffer(b, n, NULL, &f, NULL));
@@ -644,7 +628,7 @@ TEST(test_verify_progress)
     /* Nonzero padding between two GGUF tensors: the progress path must find it too (the CLI's
      * progress bar once verified tensor by tensor and skipped the file-level checks). */
     size_t n;
-    uint8_t *img = slurp(FIX "gguf/gguf_align64.gguf", &n);
+    uint8_t *img = test_read_file(FIX "gguf/gguf_align64.gguf", &n);
     ASSERT_TRUE(img != NULL);
     ingot_file *f;
     ingot_error e;

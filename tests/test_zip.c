@@ -9,6 +9,7 @@
 #include "alloc.h"
 #include "file.h"
 #include "harness.h"
+#include "files.h"
 #include "zip.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -335,23 +336,6 @@ TEST(test_zip_allocation_failure_loop)
 }
 
 /* The real numpy archives against their sidecars' zip facts. */
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)len + 1);
-    if (p && fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return p;
-}
-
 typedef struct {
     const char *name;
     uint16_t method;
@@ -364,7 +348,7 @@ static void check_npz(const char *file, const npz_fact *facts, size_t nf)
     char path[1024];
     snprintf(path, sizeof path, "%s/npy/%s", INGOT_FIXTURES, file);
     size_t n;
-    uint8_t *p = slurp(path, &n);
+    uint8_t *p = test_read_file(path, &n);
     ASSERT_TRUE(p != NULL);
     ingot__zip z;
     ingot__zip_source src = {p, n, NULL, NULL, 0};

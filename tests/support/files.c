@@ -1,5 +1,6 @@
-/* tmpdir.c - the per-process scratch folder of tests that write real files (tmpdir.h). */
-#include "tmpdir.h"
+/* files.c - the per-process scratch folder of tests that write real files, and whole-file reads
+ * (files.h). */
+#include "files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,4 +27,23 @@ const char *test_tmp_path(const char *name)
     int n = snprintf(buf, sizeof buf, "%s/%s", test_tmp_dir(), name);
     if (n < 0 || (size_t)n >= sizeof buf) abort();
     return buf;
+}
+
+void *test_read_file(const char *path, size_t *n)
+{
+    if (n) *n = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    long len = -1;
+    if (fseek(fp, 0, SEEK_END) == 0) len = ftell(fp);
+    char *p = len >= 0 && fseek(fp, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
+    if (p && fread(p, 1, (size_t)len, fp) != (size_t)len) {
+        free(p);
+        p = NULL;
+    }
+    fclose(fp);
+    if (!p) return NULL;
+    p[len] = 0;
+    if (n) *n = (size_t)len;
+    return p;
 }

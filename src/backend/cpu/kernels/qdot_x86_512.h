@@ -203,22 +203,25 @@ FA float q8_0_row(const uint8_t *w, const ingot__qx *x, bool pf)
     return hsum_f32(sum);
 }
 
-/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, one 16-block step of each,
- * every row's steps in q8_0_row's order (the same bits). */
-FA void q8_0_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
-                   bool acc, float *y, bool pf)
-{
-    size_t nb = x->nb, nv = nb / 16 * 16;
-    __m512 sum[8];
-    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
-    for (size_t b = 0; b < nv; b += 16)
-        for (size_t s = 0; s < ns; s++)
-            sum[s] = q8_0_step(w + r[s] * ldw + b * 34, x, b, 16, sum[s], pf);
-    if (nv < nb)
-        for (size_t s = 0; s < ns; s++)
-            sum[s] = q8_0_step(w + r[s] * ldw + nv * 34, x, nv, nb - nv, sum[s], pf);
-    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
-}
+/* NAME(w, ldw, r, ns, x, acc, y, pf): ns (2, 4 or 8: a constant once inlined) rows r[0..ns) of
+ * a 32-element block type read in turn, one STEP of 16 blocks (BYTES each) of each row, every
+ * row's steps in its one-row kernel's order (the same bits). */
+#define BLOCK_GROUP(NAME, STEP, BYTES)                                                            \
+    FA void NAME(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,    \
+                 bool acc, float *y, bool pf)                                                     \
+    {                                                                                             \
+        size_t nb = x->nb, nv = nb / 16 * 16;                                                     \
+        __m512 sum[8];                                                                            \
+        for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();                             \
+        for (size_t b = 0; b < nv; b += 16)                                                       \
+            for (size_t s = 0; s < ns; s++)                                                       \
+                sum[s] = STEP(w + r[s] * ldw + b * (BYTES), x, b, 16, sum[s], pf);                \
+        if (nv < nb)                                                                              \
+            for (size_t s = 0; s < ns; s++)                                                       \
+                sum[s] = STEP(w + r[s] * ldw + nv * (BYTES), x, nv, nb - nv, sum[s], pf);         \
+        for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));                     \
+    }
+BLOCK_GROUP(q8_0_group, q8_0_step, 34)
 
 TGT static void QN(q8_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
@@ -319,22 +322,7 @@ FA __m512 q4_0_step(const uint8_t *blk, const ingot__qx *x, size_t b, size_t n, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, sum);
 }
 
-/* ns (2, 4 or 8: a constant once inlined) rows r[0..ns) read in turn, one step of each, every
- * row's steps in the one-row order (the same bits), as q8_0_group. */
-FA void q4_0_group(const uint8_t *w, size_t ldw, const size_t *r, size_t ns, const ingot__qx *x,
-                   bool acc, float *y, bool pf)
-{
-    size_t nb = x->nb, nv = nb / 16 * 16;
-    __m512 sum[8];
-    for (size_t s = 0; s < ns; s++) sum[s] = _mm512_setzero_ps();
-    for (size_t b = 0; b < nv; b += 16)
-        for (size_t s = 0; s < ns; s++)
-            sum[s] = q4_0_step(w + r[s] * ldw + b * 18, x, b, 16, sum[s], pf);
-    if (nv < nb)
-        for (size_t s = 0; s < ns; s++)
-            sum[s] = q4_0_step(w + r[s] * ldw + nv * 18, x, nv, nb - nv, sum[s], pf);
-    for (size_t s = 0; s < ns; s++) put(y + r[s], acc, hsum_f32(sum[s]));
-}
+BLOCK_GROUP(q4_0_group, q4_0_step, 18)
 
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)

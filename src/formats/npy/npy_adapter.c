@@ -516,11 +516,16 @@ static ingot_status member_header(ingot_file *f, const ingot__zip *z, uint32_t m
             st = ingot__err(err, INGOT_NOMEM, e->data_offset, nm, nl, "npz: header buffer");
             goto done;
         }
-        memcpy(buf, pre, first);
-        if (deflated)
-            st = inf_read(f, e, x, buf + first, buf_len - first, NULL, err);
-        else
-            st = ingot__file_read(f, e->data_offset + first, buf + first, buf_len - first, err);
+        /* the preamble's bytes already read; a v1 header of length 0 ends before them (the
+         * parser refuses it, but the copy must not run past the buffer) */
+        size_t have = first < buf_len ? first : buf_len;
+        memcpy(buf, pre, have);
+        if (buf_len > have) {
+            if (deflated)
+                st = inf_read(f, e, x, buf + have, buf_len - have, NULL, err);
+            else
+                st = ingot__file_read(f, e->data_offset + have, buf + have, buf_len - have, err);
+        }
         if (st != INGOT_OK) goto done;
         st = ingot__npy_parse(buf, h, true, base, nm, nl, err);
     }

@@ -1,5 +1,5 @@
 # Type stubs of the ingot package (the public API; private modules are not stubbed).
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 import os
 
 import numpy as np
@@ -106,6 +106,8 @@ class Tokenizer:
     def __init__(self, source: Union[_Path, File]) -> None: ...
     def encode(self, text: Union[str, bytes], add_special: bool = ...,
                parse_special: bool = ...) -> List[int]: ...
+    def encode_batch(self, texts: Iterable[Union[str, bytes]], add_special: bool = ...,
+                     parse_special: bool = ..., cache_bytes: int = ...) -> List[List[int]]: ...
     def decode(self, ids: Sequence[int], special: bool = ..., errors: str = ...) -> str: ...
 
 class MLP:

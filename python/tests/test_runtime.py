@@ -225,3 +225,76 @@ def test_lora_adapter_equals_torch_merged(src):
     assert err <= 1e-4, err
     base = ingot.LM(os.path.join(LMDIR, src)).eval(toks, all=True)
     assert np.max(np.abs(base - want)) > 1e-3      # the adapter changed something
+
+
+# ---- Tokenizer.encode_batch --------------------------------------------------------------------
+TOK = [("tokenizers", "llama3", "tokenizer.json"),
+       ("tokenizers", "llama.cpp", "ggml-vocab-gpt-2.gguf"),
+       ("tokenizers", "llama.cpp", "ggml-vocab-llama-spm.gguf")]
+
+
+def vector_texts():
+    """llama.cpp's tokenizer test inputs (every script, whitespace runs, special-token text),
+    with some prose repeated so that a word cache has hits."""
+    raw = open(fixture("tokenizers", "llama.cpp", "ggml-vocab-gpt-2.gguf.inp"),
+               encoding="utf-8").read()
+    texts = [t[1:] if t.startswith("\n") else t for t in raw.split("\n__ggml_vocab_test__\n")]
+    prose = "Once upon a time, there was a little girl named Lily. She loved to play outside."
+    return texts + [prose] * 3 + ["<s> and </s> and <|endoftext|>", "", "\u4e2d\u6587 " * 40]
+
+
+@pytest.mark.parametrize("path", TOK, ids=lambda p: p[-1])
+def test_encode_batch_equals_encode(path):
+    t = ingot.Tokenizer(fixture(*path))
+    texts = vector_texts()
+    for add, parse in [(True, False), (False, True), (False, False)]:
+        want = [t.encode(x, add_special=add, parse_special=parse) for x in texts]
+        assert sum(map(len, want)) > len(texts)
+        for cache in (0, 64, 2 << 20):          # none, one entry (constant eviction), default
+            got = t.encode_batch(texts, add_special=add, parse_special=parse, cache_bytes=cache)
+            assert got == want, (add, parse, cache)
+        # the same texts twice in one batch: the second pass finds its words in the cache
+        assert t.encode_batch(texts * 2, add_special=add, parse_special=parse) == want * 2
+
+
+def test_encode_batch_inputs():
+    t = ingot.Tokenizer(fixture(*TOK[0]))
+    assert t.encode_batch([]) == []
+    assert t.encode_batch(["", b""], add_special=False) == [[], []]
+    mixed = ["caf\u00e9", "caf\u00e9".encode(), bytearray(b"caf\xc3\xa9"),
+             memoryview(b"caf\xc3\xa9")]
+    got = t.encode_batch(mixed)
+    assert got == [t.encode("caf\u00e9")] * 4
+    assert t.encode_batch(iter(["a b", "c"])) == [t.encode("a b"), t.encode("c")]
+    with pytest.raises(TypeError):
+        t.encode_batch([12])                   # not twelve zero bytes
+    with pytest.raises(TypeError):
+        t.encode(12)
+    with pytest.raises(ValueError):
+        t.encode_batch(["a"], cache_bytes=-1)
+    with pytest.raises(ingot.LimitError):          # the library's bound on a cache: 1 GiB
+        t.encode_batch(["a"], cache_bytes=(1 << 30) + 1)
+
+
+def test_encode_batch_from_threads_at_once():
+    """Each call has its own cache and scratch: calls on one tokenizer from several threads
+    (the GIL released in each) give every thread encode's ids."""
+    t = ingot.Tokenizer(fixture(*TOK[0]))
+    texts = vector_texts() * 4
+    want = [t.encode(x) for x in texts]
+    out, errors = {}, []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                out[k] = t.encode_batch(texts, cache_bytes=(k + 1) * 4096)
+                assert out[k] == want
+        except Exception as e:                     # reported below, in the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors and all(out[k] == want for k in range(4))

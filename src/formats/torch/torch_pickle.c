@@ -292,6 +292,8 @@ void ingot__tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *
     m->buf_len = buf_len;
     m->base_off = base_off;
     m->pid_len = pid_len;
+    ING_MEMSET(m->int_cache, 0xFF, sizeof m->int_cache);
+    m->none_node = m->bool_node[0] = m->bool_node[1] = m->empty_tuple = TP_NONE_IDX;
 }
 
 void ingot__tp_free(tp_machine *m)
@@ -407,12 +409,24 @@ static ingot_status top(tp_machine *m, uint32_t *out, uint64_t at, uint8_t op, i
     return INGOT_OK;
 }
 
+/* Pushes the shared node in *slot, making it first (kind, value a) when there is none yet. */
+static ingot_status push_shared(tp_machine *m, uint32_t *slot, uint8_t kind, uint64_t a,
+                                uint64_t at, ingot_error *err)
+{
+    if (*slot == TP_NONE_IDX || m->nodes[*slot].kind != kind || m->nodes[*slot].a != a) {
+        uint32_t n = 0;
+        ING_TRY(new_node(m, kind, at, &n, err));
+        m->nodes[n].a = a;
+        *slot = n;
+    }
+    return push(m, *slot, at, err);
+}
+
 static ingot_status new_int(tp_machine *m, int64_t v, uint64_t at, ingot_error *err)
 {
-    uint32_t n = 0;
-    ING_TRY(new_node(m, TPV_INT, at, &n, err));
-    m->nodes[n].a = (uint64_t)v;
-    return push(m, n, at, err);
+    /* torch.save repeats a few ints (offsets 0, strides 1, the same shapes) thousands of times */
+    uint64_t u = (uint64_t)v;
+    return push_shared(m, &m->int_cache[(u * 0x9E3779B97F4A7C15ull) >> 58], TPV_INT, u, at, err);
 }
 
 static const char *kind_name(uint8_t k)
@@ -1446,6 +1460,17 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
     m->memo_count = 0;
     for (size_t i = 0; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
     uint64_t memo_limit = (end - start) / 2;
+    /* Room for the values and items of a torch.save pickle (about one node per 10 bytes and one
+     * cell per 6 in state dicts) sized once from its length, so that they are not grown and
+     * copied a doubling at a time: each copy touches fresh heap pages, which cost a page fault
+     * each when libc returned them between opens. Only the pages used are touched; past the
+     * guess (or past 1 << 20 entries) the arrays grow by doubling as before. */
+    uint64_t guess = (end - start) / 8 > (1u << 20) ? (1u << 20) : (end - start) / 8;
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes,
+                           m->n_nodes + (size_t)guess, sizeof(tp_node)) ||
+        !ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells,
+                           m->n_cells + (size_t)guess * 3 / 2, sizeof(tp_cell)))
+        return nomem(m, err, start);
     uint64_t p = start;
     for (;;) {
         uint64_t at = p;
@@ -1563,8 +1588,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
             ING_TRY(push(m, node, at, err));
             break;
         case OP_EMPTY_TUPLE:
-            ING_TRY(new_node(m, TPV_TUPLE, at, &node, err));
-            ING_TRY(push(m, node, at, err));
+            ING_TRY(push_shared(m, &m->empty_tuple, TPV_TUPLE, 0, at, err));
             break;
         case OP_TUPLE1:
         case OP_TUPLE2:
@@ -1636,14 +1660,12 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
             break;
         }
         case OP_NONE:
-            ING_TRY(new_node(m, TPV_NONE, at, &node, err));
-            ING_TRY(push(m, node, at, err));
+            ING_TRY(push_shared(m, &m->none_node, TPV_NONE, 0, at, err));
             break;
         case OP_NEWTRUE:
         case OP_NEWFALSE:
-            ING_TRY(new_node(m, TPV_BOOL, at, &node, err));
-            m->nodes[node].a = op == OP_NEWTRUE;
-            ING_TRY(push(m, node, at, err));
+            ING_TRY(push_shared(m, &m->bool_node[op == OP_NEWTRUE], TPV_BOOL, op == OP_NEWTRUE,
+                                at, err));
             break;
         case OP_BININT1:
             NEED(1);

@@ -343,13 +343,22 @@ const uint8_t *ingot__tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len
     return (n->flags & TPN_POOL) ? m->pool + n->a : m->buf + n->a;
 }
 
-static ingot_status new_node(tp_machine *m, uint8_t kind, uint64_t at, uint32_t *out,
-                             ingot_error *err)
+/* The three makers below run once or twice per opcode: their common case (room left) is inline,
+ * growing is not. */
+static ingot_status grow_nodes(tp_machine *m, uint64_t at, ingot_error *err)
 {
     if (m->n_nodes >= UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many values");
     if (!ingot__tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes, m->n_nodes + 1,
                            sizeof(tp_node)))
         return nomem(m, err, at);
+    return INGOT_OK;
+}
+
+static inline ingot_status new_node(tp_machine *m, uint8_t kind, uint64_t at, uint32_t *out,
+                                    ingot_error *err)
+{
+    if (m->n_nodes >= m->cap_nodes || m->n_nodes >= UINT32_MAX - 1)
+        ING_TRY(grow_nodes(m, at, err));
     tp_node *n = &m->nodes[m->n_nodes];
     ING_MEMSET(n, 0, sizeof *n);
     n->kind = kind;
@@ -358,13 +367,20 @@ static ingot_status new_node(tp_machine *m, uint8_t kind, uint64_t at, uint32_t 
     return INGOT_OK;
 }
 
-static ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_t val, uint64_t at,
-                             ingot_error *err)
+static ingot_status grow_cells(tp_machine *m, uint64_t at, ingot_error *err)
 {
     if (m->n_cells >= UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many items");
     if (!ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells, m->n_cells + 1,
                            sizeof(tp_cell)))
         return nomem(m, err, at);
+    return INGOT_OK;
+}
+
+static inline ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_t val,
+                                    uint64_t at, ingot_error *err)
+{
+    if (m->n_cells >= m->cap_cells || m->n_cells >= UINT32_MAX - 1)
+        ING_TRY(grow_cells(m, at, err));
     uint32_t c = (uint32_t)m->n_cells++;
     m->cells[c] = (tp_cell){key, val, TP_NONE_IDX};
     tp_node *n = &m->nodes[node];
@@ -375,11 +391,17 @@ static ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_
     return INGOT_OK;
 }
 
-static ingot_status push(tp_machine *m, uint32_t v, uint64_t at, ingot_error *err)
+static ingot_status grow_stack(tp_machine *m, uint64_t at, ingot_error *err)
 {
     if (!ingot__tp_reserve(m->alloc, (void **)&m->stack, &m->cap_stack, m->n_stack + 1,
                            sizeof(uint32_t)))
         return nomem(m, err, at);
+    return INGOT_OK;
+}
+
+static inline ingot_status push(tp_machine *m, uint32_t v, uint64_t at, ingot_error *err)
+{
+    if (m->n_stack >= m->cap_stack) ING_TRY(grow_stack(m, at, err));
     m->stack[m->n_stack++] = v;
     return INGOT_OK;
 }

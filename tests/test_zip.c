@@ -755,7 +755,7 @@ TEST(test_zip_prefetch_reads)
 typedef struct {
     uint32_t dl; /* data bytes: (index * 31 + k) & 0xff */
     uint16_t lx; /* local extra filler bytes (after the zip64 extra when z64) */
-    bool z64;    /* local sizes 0xFFFFFFFF + zip64 extra; central sizes and offset in a zip64 extra */
+    bool z64;    /* local sizes 0xFFFFFFFF + zip64 extra; central sizes, offset in zip64 extra */
 } bmem;
 
 #define BMAX 160

@@ -152,8 +152,9 @@ ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err);
  * member's extent) in one pass ordered by offset, with one read per run of windows that lie at
  * most 4 KiB apart (at most 64 KiB per read; zip.c says why 4 KiB). ingot__zip_locate and
  * ingot__zip_peek then take the bytes from there: no page fault per member on a fresh mapping,
- * no read per header in pread mode. A no-op when the source is a byte image without copy_max. One allocation of at most the
- * archive's size (the windows are disjoint) plus a 64 KiB transient buffer. IO errors only. */
+ * no read per header in pread mode. A no-op when the source is a byte image without copy_max.
+ * One allocation of at most the archive's size (the windows are disjoint) plus a 64 KiB
+ * transient buffer. IO errors only. */
 ingot_status ingot__zip_prefetch(ingot__zip *z, uint32_t data_prefix, ingot_error *err);
 
 /* Bytes [off, off+n) of the archive from entry i's prefetched window, or from the image when the

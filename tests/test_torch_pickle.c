@@ -1265,6 +1265,75 @@ TEST(immutable_values_shared)
     done(&r);
 }
 
+/* SETITEMS / APPENDS / ADDITEMS batches add to what a container already holds, in order; an
+ * empty batch adds nothing; a bad key anywhere in a batch refuses it. */
+TEST(segments_append_in_order)
+{
+    pk p;
+    start(&p);
+    by(&p, '('); /* a tuple (d, l, s) */
+    by(&p, '}');
+    by(&p, '('), str(&p, "a"), int1(&p, 1), str(&p, "b"), int1(&p, 2), by(&p, 'u');
+    by(&p, '('), by(&p, 'u');
+    by(&p, '('), str(&p, "c"), int1(&p, 3), str(&p, "d"), int1(&p, 4), str(&p, "e"), int1(&p, 5);
+    by(&p, 'u');
+    by(&p, ']');
+    by(&p, '('), int1(&p, 10), int1(&p, 11), by(&p, 'e');
+    int1(&p, 12), by(&p, 'a');
+    by(&p, '('), int1(&p, 13), by(&p, 'e');
+    by(&p, 0x8f); /* EMPTY_SET */
+    by(&p, '('), int1(&p, 20), by(&p, 0x90), by(&p, '('), int1(&p, 21), int1(&p, 22), by(&p, 0x90);
+    by(&p, 't');
+    stop(&p);
+    p.b[1] = 4; /* EMPTY_SET and ADDITEMS are protocol 4 */
+    res r;
+    run_pk(&p, &r, false);
+    ASSERT_OK(r.st);
+    const tp_node *tu = &r.m.nodes[r.root];
+    ASSERT_EQ(tu->count, 3);
+    uint32_t parts[3], c = tu->head;
+    for (int i = 0; i < 3; i++, c = r.m.cells[c].next) parts[i] = r.m.cells[c].val;
+    const tp_node *d = &r.m.nodes[parts[0]], *l = &r.m.nodes[parts[1]], *st = &r.m.nodes[parts[2]];
+    ASSERT_EQ(d->kind, TPV_DICT);
+    ASSERT_EQ(d->count, 5);
+    const char *keys = "abcde";
+    int k = 0;
+    for (c = d->head; c != TP_NONE_IDX; c = r.m.cells[c].next, k++) {
+        uint64_t len;
+        const uint8_t *kb = ingot__tp_bytes(&r.m, r.m.cells[c].key, &len);
+        ASSERT_U64(len, 1);
+        ASSERT_EQ(kb[0], keys[k]);
+        ASSERT_U64(r.m.nodes[r.m.cells[c].val].a, (uint64_t)k + 1);
+        if (k == 4) ASSERT_EQ(c, d->tail);
+    }
+    ASSERT_EQ(k, 5);
+    ASSERT_EQ(l->kind, TPV_LIST);
+    ASSERT_EQ(l->count, 4);
+    k = 0;
+    for (c = l->head; c != TP_NONE_IDX; c = r.m.cells[c].next, k++) {
+        ASSERT_TRUE(r.m.cells[c].key == TP_NONE_IDX);
+        ASSERT_U64(r.m.nodes[r.m.cells[c].val].a, (uint64_t)k + 10);
+    }
+    ASSERT_EQ(k, 4);
+    ASSERT_EQ(st->kind, TPV_SET);
+    ASSERT_EQ(st->count, 3);
+    k = 0;
+    for (c = st->head; c != TP_NONE_IDX; c = r.m.cells[c].next, k++)
+        ASSERT_U64(r.m.nodes[r.m.cells[c].val].a, (uint64_t)k + 20);
+    done(&r);
+
+    /* a list as the key of the third pair: refused, nothing about the order of the checks */
+    start(&p);
+    by(&p, '}'), by(&p, '(');
+    str(&p, "a"), int1(&p, 1), str(&p, "b"), int1(&p, 2), by(&p, ']'), int1(&p, 3);
+    by(&p, 'u'), stop(&p);
+    run_pk(&p, &r, false);
+    ASSERT_ST(r.st, INGOT_BAD_LAYOUT);
+    ASSERT_TRUE(strstr(r.e.msg, "SETITEMS: a list used as a dict key") != NULL);
+    ASSERT_U64(r.e.offset, p.n - 2);
+    done(&r);
+}
+
 typedef struct {
     int allocs;
 } alloc_count;
@@ -1336,4 +1405,5 @@ RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(pr
           T(refuses_build_on_anything_but_ordereddict), T(refuses_protocols_0_and_1),
           T(refuses_bad_persistent_ids), T(refuses_bad_tensors), T(refuses_structural_errors),
           T(limits), T(flatten_limits), T(flatten_duplicates_and_unnamed), T(scan_end_finds_stops),
-          T(immutable_values_shared), T(values_sized_from_the_pickle_length))
+          T(immutable_values_shared), T(values_sized_from_the_pickle_length),
+          T(segments_append_in_order))

@@ -424,7 +424,8 @@ static ingot_status pop_n(tp_machine *m, uint32_t *out, size_t k, uint64_t at, u
     return INGOT_OK;
 }
 
-static ingot_status top(tp_machine *m, uint32_t *out, uint64_t at, uint8_t op, ingot_error *err)
+static inline ingot_status top(tp_machine *m, uint32_t *out, uint64_t at, uint8_t op,
+                                ingot_error *err)
 {
     if (m->n_stack <= seg_base(m)) return underflow(m, err, at, op);
     *out = m->stack[m->n_stack - 1];
@@ -1419,19 +1420,25 @@ static ingot_status push_str(tp_machine *m, uint8_t kind, uint64_t off, uint64_t
     return push(m, n, at, err);
 }
 
-static ingot_status memo_put(tp_machine *m, uint64_t idx, uint64_t at, uint8_t op,
-                             uint64_t limit, ingot_error *err)
+static ingot_status grow_memo(tp_machine *m, uint64_t idx, uint64_t at, ingot_error *err)
+{
+    size_t old = m->cap_memo;
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->memo, &m->cap_memo, (size_t)idx + 1,
+                           sizeof(uint32_t)))
+        return nomem(m, err, at);
+    for (size_t i = old; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
+    return INGOT_OK;
+}
+
+static inline ingot_status memo_put(tp_machine *m, uint64_t idx, uint64_t at, uint8_t op,
+                                    uint64_t limit, ingot_error *err)
 {
     uint32_t v = 0;
     ING_TRY(top(m, &v, at, op, err));
     if (idx > limit)
         return perr(m, err, INGOT_LIMIT, at, "%s: memo index %llu beyond the cap (%llu)",
                     ingot__tp_opcode_name(op), (unsigned long long)idx, (unsigned long long)limit);
-    size_t old = m->cap_memo;
-    if (!ingot__tp_reserve(m->alloc, (void **)&m->memo, &m->cap_memo, (size_t)idx + 1,
-                           sizeof(uint32_t)))
-        return nomem(m, err, at);
-    for (size_t i = old; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
+    if (idx >= m->cap_memo) ING_TRY(grow_memo(m, idx, at, err));
     if (m->memo[idx] == TP_NONE_IDX) m->memo_count++;
     m->memo[idx] = v;
     return INGOT_OK;
@@ -1450,24 +1457,35 @@ static ingot_status memo_get(tp_machine *m, uint64_t idx, uint64_t at, uint8_t o
 static ingot_status segment_into(tp_machine *m, uint32_t node, bool pairs, uint64_t at, uint8_t op,
                                  ingot_error *err)
 {
-    size_t base = seg_base(m), k = m->n_stack - base;
-    tp_node *t = &m->nodes[node];
+    size_t base = seg_base(m), k = m->n_stack - base, step = pairs ? 2 : 1;
     if (pairs && (k & 1))
         return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: odd number of items (%zu)",
                     ingot__tp_opcode_name(op), k);
-    for (size_t i = base; i < m->n_stack; i += pairs ? 2 : 1) {
-        if (pairs) {
+    if (pairs)
+        for (size_t i = base; i < m->n_stack; i += 2) {
             uint8_t kk = m->nodes[m->stack[i]].kind;
             if (kk == TPV_LIST || kk == TPV_DICT || kk == TPV_SET || kk == TPV_TENSOR ||
                 kk == TPV_STORAGE)
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: a %s used as a dict key",
                             ingot__tp_opcode_name(op), kind_name(kk));
         }
-        ING_TRY(add_cell(m, node, pairs ? m->stack[i] : TP_NONE_IDX, m->stack[i + (pairs ? 1 : 0)],
-                         at, err));
-        t = &m->nodes[node];
-    }
-    (void)t;
+    size_t items = k / step;
+    if (items == 0) return INGOT_OK;
+    /* the items' cells in one block, linked in order (add_cell's checks, once) */
+    if (m->n_cells + items > UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many items");
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells, m->n_cells + items,
+                           sizeof(tp_cell)))
+        return nomem(m, err, at);
+    uint32_t first = (uint32_t)m->n_cells, c = first;
+    for (size_t i = base; i < m->n_stack; i += step, c++)
+        m->cells[c] = (tp_cell){pairs ? m->stack[i] : TP_NONE_IDX, m->stack[i + step - 1], c + 1};
+    m->cells[c - 1].next = TP_NONE_IDX;
+    tp_node *t = &m->nodes[node];
+    if (t->tail == TP_NONE_IDX) t->head = first;
+    else m->cells[t->tail].next = first;
+    t->tail = c - 1;
+    t->count += (uint32_t)items;
+    m->n_cells = c;
     m->n_stack = base;
     return INGOT_OK;
 }

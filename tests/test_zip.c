@@ -775,7 +775,7 @@ static void bbuild(bimg *z, const bmem *m, size_t n, bool end64)
 #define B64(v) (ing_st64(z->buf + z->len, (uint64_t)(v)), z->len += 8)
     uint32_t crc[BMAX];
     for (size_t i = 0; i < n; i++) {
-        char nm[8];
+        char nm[24];
         snprintf(nm, sizeof nm, "m%03zu", i);
         uint8_t *d = malloc(m[i].dl + 1);
         for (size_t k = 0; k < m[i].dl; k++) d[k] = bbyte(i, k);
@@ -793,7 +793,7 @@ static void bbuild(bimg *z, const bmem *m, size_t n, bool end64)
     }
     z->cd_off = z->len;
     for (size_t i = 0; i < n; i++) {
-        char nm[8];
+        char nm[24];
         snprintf(nm, sizeof nm, "m%03zu", i);
         bool x = m[i].z64;
         B32(0x02014b50), B16(45), B16(45), B16(0), B16(0), B32(0), B32(crc[i]);

@@ -546,6 +546,21 @@ TEST(test_zip_bad_central_entries)
     static const zmem dup[] = {{"x", "1", 0, 0}, {"y", "2", 0, 0}, {"x", "3", 0, 0}};
     zbuild(&im, dup, 3, Z_PLAIN);
     EXPECT_OPEN(&im, im.len, INGOT_DUPLICATE);
+    /* duplicates in a directory otherwise in name order (first, middle, last pair): the later
+     * entry is named, at its central header */
+    static const zmem dups[3][4] = {
+        {{"a", "1", 0, 0}, {"a", "2", 0, 0}, {"b", "3", 0, 0}, {"c", "4", 0, 0}},
+        {{"a", "1", 0, 0}, {"b", "2", 0, 0}, {"b", "3", 0, 0}, {"c", "4", 0, 0}},
+        {{"a", "1", 0, 0}, {"b", "2", 0, 0}, {"cc", "3", 0, 0}, {"cc", "4", 0, 0}},
+    };
+    for (int k = 0; k < 3; k++) {
+        zbuild(&im, dups[k], 4, Z_PLAIN);
+        ingot__zip z;
+        ingot_error e;
+        ASSERT_ST(zopen(&z, &im, im.len, &e), INGOT_DUPLICATE);
+        ASSERT_U64(e.offset, im.cdh[k + 1]);
+        ASSERT_STR(e.where, dups[k][k + 1].name);
+    }
     static const zmem empty_name[] = {{"", "1", 0, 0}};
     zbuild(&im, empty_name, 1, Z_PLAIN);
     EXPECT_OPEN(&im, im.len, INGOT_BAD_NAME);

@@ -1500,8 +1500,8 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
     m->memo_count = 0;
     for (size_t i = 0; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
     uint64_t memo_limit = (end - start) / 2;
-    /* Room for the values and items of a torch.save pickle (about one node per 10 bytes and one
-     * cell per 6 in state dicts) sized once from its length, so that they are not grown and
+    /* Room for the values and items of a torch.save pickle (a state dict needs about one node per
+     * 11 bytes and one cell per 6) sized once from its length, so that they are not grown and
      * copied a doubling at a time: each copy touches fresh heap pages, which cost a page fault
      * each when libc returned them between opens. Only the pages used are touched; past the
      * guess (or past 1 << 20 entries) the arrays grow by doubling as before. */

@@ -8,8 +8,10 @@
  *                 token types) + 20 scalar KVs; vocab.gguf: the same model as GGUF
  *   small.gguf    12 tensors, 200 KB; small.safetensors and small.npy (one 200 KB array) beside it;
  *                 tiny.gguf: the 704-byte fixture gguf_align64.gguf
- *   m1000.npz     1000 F32 members written by numpy's np.savez (/usr/bin/python3)
- *   sd300.pt      300 F32 tensors written by torch.save (zip format)
+ *   m1000.npz     1000 F32 members written by numpy's np.savez (/usr/bin/python3), 16 KiB each
+ *   sd300.pt      300 F32 tensors written by torch.save (zip format), 64 KiB each
+ *   m1000s.npz, sd300s.pt  the same with small members (3 KiB, 1 KiB): local headers close
+ *                 enough to share reads (zip.c, PF_GAP)
  * Cases (--cases, default all): crc, utf8, native, vocab, small, zip. crc: ingot_crc32c at every
  * dispatch level, in cache, 512 B to 4 MiB (GB/s). Every open case times --iters
  * calls of ingot_file_open + one tensor_find + close per rep, against the floor (open + fstat +
@@ -195,15 +197,15 @@ static bool py(const char *script, const char *a1, const char *a2, const char *a
 
 static const char *py_gen_npz =
     "import sys, numpy as np\n"
-    "n = int(sys.argv[2])\n"
-    "a = {('layer%04d' % i): np.full((16, 256), i, dtype=np.float32) for i in range(n)}\n"
+    "n, rows = int(sys.argv[2]), int(sys.argv[3] or 16)\n"
+    "a = {('layer%04d' % i): np.full((rows, 256), i, dtype=np.float32) for i in range(n)}\n"
     "np.savez(sys.argv[1], **a)\n";
 
 static const char *py_gen_pt =
     "import sys, collections, torch\n"
-    "n = int(sys.argv[2])\n"
+    "n, rows = int(sys.argv[2]), int(sys.argv[3] or 64)\n"
     "sd = collections.OrderedDict()\n"
-    "for i in range(n): sd['layers.%d.weight' % i] = torch.full((64, 256), float(i))\n"
+    "for i in range(n): sd['layers.%d.weight' % i] = torch.full((rows, 256), float(i))\n"
     "torch.save(sd, sys.argv[1])\n";
 
 /* Times `iters` opens of path by numpy in one child (reps rounds); prints "median_us". */
@@ -223,7 +225,7 @@ static const char *py_time =
 
 typedef struct {
     char dir[512], t1000[600], vocab_ingot[600], vocab_gguf[600], small_gguf[600], tiny_gguf[600],
-        small_st[600], small_npy[600], npz[600], pt[600];
+        small_st[600], small_npy[600], npz[600], pt[600], npz_s[600], pt_s[600];
 } files;
 
 static void make_files(files *fs, const char *dir)
@@ -239,6 +241,8 @@ static void make_files(files *fs, const char *dir)
     F(small_npy, "small.npy");
     F(npz, "m1000.npz");
     F(pt, "sd300.pt");
+    F(npz_s, "m1000s.npz");
+    F(pt_s, "sd300s.pt");
 #undef F
     snprintf(fs->tiny_gguf, sizeof fs->tiny_gguf, "%s/gguf/gguf_align64.gguf", FIXTURES);
     if (!exists(fs->t1000)) write_model(fs->t1000, "ingot", 1000, 16u << 20, NULL);
@@ -270,6 +274,10 @@ static void make_files(files *fs, const char *dir)
     if (!exists(fs->npz) && !py(py_gen_npz, fs->npz, "1000", "", out, sizeof out))
         fs->npz[0] = 0;
     if (!exists(fs->pt) && !py(py_gen_pt, fs->pt, "300", "", out, sizeof out)) fs->pt[0] = 0;
+    if (!exists(fs->npz_s) && !py(py_gen_npz, fs->npz_s, "1000", "3", out, sizeof out))
+        fs->npz_s[0] = 0;
+    if (!exists(fs->pt_s) && !py(py_gen_pt, fs->pt_s, "300", "1", out, sizeof out))
+        fs->pt_s[0] = 0;
 }
 
 /* ---- open timing ---- */
@@ -595,6 +603,12 @@ int main(int argc, char **argv)
                       iters / 10 + 1, NULL, NULL, NULL);
         else
             printf("PyTorch: not generated (needs %s with torch)\n", PYTHON);
+        if (fs.npz_s[0])
+            open_case("npz, 1000 members of 3 KiB", fs.npz_s, "layer0500", reps, iters / 10 + 1,
+                      "npz", NULL, NULL);
+        if (fs.pt_s[0])
+            open_case("PyTorch zip, 300 tensors of 1 KiB", fs.pt_s, "layers.150.weight", reps,
+                      iters / 10 + 1, NULL, NULL, NULL);
     }
     return 0;
 }

@@ -553,6 +553,47 @@ TEST(zip_builder_round_trip)
     free(ref);
 }
 
+/* Storage records are matched to the pickle's storage keys by exact name, in any member order:
+ * names that only look like data/<key> do not stand for it, unreferenced records are ignored,
+ * and the first storage without a record is the one named in the error. */
+TEST(zip_storage_records_by_key)
+{
+    ASSERT_TRUE(load_tiny());
+    ingot_error e;
+    ingot_file *f;
+    { /* records listed out of key order, with look-alike and unreferenced members around them */
+        zrec r[] = {{"tiny/data.pkl", tiny_pkl, 314, 0}, {"tiny/data/00", "xxxx", 4, 0},
+                    {"tiny/data/1", tiny_b, 8, 0},       {"tiny/data/", "", 0, 0},
+                    {"tiny/data/0", tiny_w, 24, 0},      {"tiny/data/9", "yy", 2, 0},
+                    {"tiny/datax0", "zz", 2, 0},         {"tiny/version", "3\n", 2, 0}};
+        ASSERT_OK(open_zip(r, 8, &e, &f));
+        ASSERT_U64(ingot_file_tensor_count(f), 2);
+        for (uint64_t i = 0; i < 2; i++) {
+            ingot_tensor_info t;
+            ASSERT_OK(ingot_file_tensor_at(f, i, &t));
+            const uint8_t *want = t.nbytes == 24 ? tiny_w : tiny_b;
+            ASSERT_TRUE(t.nbytes == 24 || t.nbytes == 8);
+            ASSERT_MEM(t.data, want, t.nbytes);
+        }
+        ingot_file_close(f);
+        /* the key "0" has only look-alikes left: missing, named at its BINPERSID */
+        r[4].name = "tiny/data/0/";
+        r[4].len = 0;
+        ASSERT_ST(open_zip(r, 8, &e, NULL), INGOT_BAD_LAYOUT);
+        ASSERT_TRUE(strstr(e.msg, "missing storage record data/0") != NULL);
+        ASSERT_STR(e.where, "0");
+        /* both missing: the first storage of the pickle ("0") is reported */
+        r[2].name = "tiny/data/1x";
+        ASSERT_ST(open_zip(r, 8, &e, NULL), INGOT_BAD_LAYOUT);
+        ASSERT_STR(e.where, "0");
+        /* only "1" missing */
+        r[4].name = "tiny/data/0", r[4].len = 24;
+        ASSERT_ST(open_zip(r, 8, &e, NULL), INGOT_BAD_LAYOUT);
+        ASSERT_TRUE(strstr(e.msg, "missing storage record data/1") != NULL);
+        ASSERT_STR(e.where, "1");
+    }
+}
+
 TEST(zip_rules)
 {
     ASSERT_TRUE(load_tiny());
@@ -1231,6 +1272,7 @@ TEST(cli_smoke)
 
 RUN_TESTS(T(fixtures_match_sidecars), T(vectors_match_sidecars), T(spec_hex_example),
           T(views_and_tied_weights), T(zip_builder_round_trip), T(zip_rules),
+          T(zip_storage_records_by_key),
           T(zip_refused_containers), T(zip_truncation_every_byte), T(zip_byte_flips),
           T(legacy_byte_flips), T(tar_members_and_layout), T(tar_truncation_and_flips),
           T(legacy_truncation_every_byte), T(legacy_rules),

@@ -1207,6 +1207,193 @@ TEST(scan_end_finds_stops)
     ASSERT_ST(ingot__tp_scan_end(q.b, q.n - 1, one, 0, &end, NULL, &e), INGOT_TRUNCATED);
 }
 
+/* Ints, None, the bools and () are immutable: the machine makes one node per value and shares it
+ * (a direct-mapped cache for ints). Every value must still read back as written, also when many
+ * distinct ints evict each other from the cache. */
+TEST(immutable_values_shared)
+{
+    static const int32_t reps[] = {0, 1, 64, 256, 16384, -5};
+    pk p;
+    start(&p);
+    by(&p, ']'), by(&p, '(');
+    for (int k = 0; k < 300; k++)
+        for (size_t j = 0; j < sizeof reps / sizeof reps[0]; j++) bint(&p, reps[j]);
+    by(&p, 'N'), by(&p, 0x89), by(&p, 0x88), by(&p, ')'), by(&p, 'N'), by(&p, 0x89), by(&p, ')');
+    by(&p, 'e');
+    stop(&p);
+    res r;
+    run_pk(&p, &r, false);
+    ASSERT_OK(r.st);
+    const tp_node *l = &r.m.nodes[r.root];
+    ASSERT_EQ(l->count, 300 * 6 + 7);
+    uint32_t c = l->head;
+    for (int k = 0; k < 300; k++)
+        for (size_t j = 0; j < sizeof reps / sizeof reps[0]; j++, c = r.m.cells[c].next) {
+            const tp_node *v = &r.m.nodes[r.m.cells[c].val];
+            ASSERT_EQ(v->kind, TPV_INT);
+            ASSERT_U64(v->a, (uint64_t)(int64_t)reps[j]);
+        }
+    static const uint8_t kinds[] = {TPV_NONE, TPV_BOOL, TPV_BOOL, TPV_TUPLE,
+                                    TPV_NONE, TPV_BOOL, TPV_TUPLE};
+    static const uint64_t vals[] = {0, 0, 1, 0, 0, 0, 0};
+    for (int j = 0; j < 7; j++, c = r.m.cells[c].next) {
+        const tp_node *v = &r.m.nodes[r.m.cells[c].val];
+        ASSERT_EQ(v->kind, kinds[j]);
+        ASSERT_U64(v->a, vals[j]);
+        if (v->kind == TPV_TUPLE) ASSERT_EQ(v->count, 0);
+    }
+    /* the list, six ints, None, False, True, (): 1,807 nodes when each opcode made its own */
+    ASSERT_TRUE(r.m.n_nodes <= 11);
+    done(&r);
+
+    /* 512 distinct ints, twice over, through a 64-slot cache: each reads back as written */
+    start(&p);
+    by(&p, ']'), by(&p, '(');
+    for (int k = 0; k < 2; k++)
+        for (int32_t v = 0; v < 512; v++) bint(&p, v * 7919 - 100000);
+    by(&p, 'e');
+    stop(&p);
+    run_pk(&p, &r, false);
+    ASSERT_OK(r.st);
+    c = r.m.nodes[r.root].head;
+    for (int k = 0; k < 2; k++)
+        for (int32_t v = 0; v < 512; v++, c = r.m.cells[c].next) {
+            const tp_node *n = &r.m.nodes[r.m.cells[c].val];
+            ASSERT_EQ(n->kind, TPV_INT);
+            ASSERT_U64(n->a, (uint64_t)(int64_t)(v * 7919 - 100000));
+        }
+    done(&r);
+}
+
+/* SETITEMS / APPENDS / ADDITEMS batches add to what a container already holds, in order; an
+ * empty batch adds nothing; a bad key anywhere in a batch refuses it. */
+TEST(segments_append_in_order)
+{
+    pk p;
+    start(&p);
+    by(&p, '('); /* a tuple (d, l, s) */
+    by(&p, '}');
+    by(&p, '('), str(&p, "a"), int1(&p, 1), str(&p, "b"), int1(&p, 2), by(&p, 'u');
+    by(&p, '('), by(&p, 'u');
+    by(&p, '('), str(&p, "c"), int1(&p, 3), str(&p, "d"), int1(&p, 4), str(&p, "e"), int1(&p, 5);
+    by(&p, 'u');
+    by(&p, ']');
+    by(&p, '('), int1(&p, 10), int1(&p, 11), by(&p, 'e');
+    int1(&p, 12), by(&p, 'a');
+    by(&p, '('), int1(&p, 13), by(&p, 'e');
+    by(&p, 0x8f); /* EMPTY_SET */
+    by(&p, '('), int1(&p, 20), by(&p, 0x90), by(&p, '('), int1(&p, 21), int1(&p, 22), by(&p, 0x90);
+    by(&p, 't');
+    stop(&p);
+    p.b[1] = 4; /* EMPTY_SET and ADDITEMS are protocol 4 */
+    res r;
+    run_pk(&p, &r, false);
+    ASSERT_OK(r.st);
+    const tp_node *tu = &r.m.nodes[r.root];
+    ASSERT_EQ(tu->count, 3);
+    uint32_t parts[3], c = tu->head;
+    for (int i = 0; i < 3; i++, c = r.m.cells[c].next) parts[i] = r.m.cells[c].val;
+    const tp_node *d = &r.m.nodes[parts[0]], *l = &r.m.nodes[parts[1]], *st = &r.m.nodes[parts[2]];
+    ASSERT_EQ(d->kind, TPV_DICT);
+    ASSERT_EQ(d->count, 5);
+    const char *keys = "abcde";
+    int k = 0;
+    for (c = d->head; c != TP_NONE_IDX; c = r.m.cells[c].next, k++) {
+        uint64_t len;
+        const uint8_t *kb = ingot__tp_bytes(&r.m, r.m.cells[c].key, &len);
+        ASSERT_U64(len, 1);
+        ASSERT_EQ(kb[0], keys[k]);
+        ASSERT_U64(r.m.nodes[r.m.cells[c].val].a, (uint64_t)k + 1);
+        if (k == 4) ASSERT_EQ(c, d->tail);
+    }
+    ASSERT_EQ(k, 5);
+    ASSERT_EQ(l->kind, TPV_LIST);
+    ASSERT_EQ(l->count, 4);
+    k = 0;
+    for (c = l->head; c != TP_NONE_IDX; c = r.m.cells[c].next, k++) {
+        ASSERT_TRUE(r.m.cells[c].key == TP_NONE_IDX);
+        ASSERT_U64(r.m.nodes[r.m.cells[c].val].a, (uint64_t)k + 10);
+    }
+    ASSERT_EQ(k, 4);
+    ASSERT_EQ(st->kind, TPV_SET);
+    ASSERT_EQ(st->count, 3);
+    k = 0;
+    for (c = st->head; c != TP_NONE_IDX; c = r.m.cells[c].next, k++)
+        ASSERT_U64(r.m.nodes[r.m.cells[c].val].a, (uint64_t)k + 20);
+    done(&r);
+
+    /* a list as the key of the third pair: refused, nothing about the order of the checks */
+    start(&p);
+    by(&p, '}'), by(&p, '(');
+    str(&p, "a"), int1(&p, 1), str(&p, "b"), int1(&p, 2), by(&p, ']'), int1(&p, 3);
+    by(&p, 'u'), stop(&p);
+    run_pk(&p, &r, false);
+    ASSERT_ST(r.st, INGOT_BAD_LAYOUT);
+    ASSERT_TRUE(strstr(r.e.msg, "SETITEMS: a list used as a dict key") != NULL);
+    ASSERT_U64(r.e.offset, p.n - 2);
+    done(&r);
+}
+
+typedef struct {
+    int allocs;
+} alloc_count;
+
+static void *counted_alloc(void *ctx, size_t size, size_t align)
+{
+    (void)align;
+    ((alloc_count *)ctx)->allocs++;
+    return malloc(size);
+}
+
+static void counted_free(void *ctx, void *q, size_t size)
+{
+    (void)ctx, (void)size;
+    free(q);
+}
+
+/* The node and cell arrays are sized once from the pickle's length (a state-dict-like pickle of
+ * 500 entries: 1,500 nodes and 1,500 cells), not grown a doubling at a time (16 allocations). */
+TEST(values_sized_from_the_pickle_length)
+{
+    pk p;
+    start(&p);
+    by(&p, '}');
+    for (int i = 0; i < 500; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%03d", i);
+        str(&p, key);
+        bint(&p, i), bint(&p, i + 1), by(&p, 0x86);
+        by(&p, 's');
+    }
+    stop(&p);
+    alloc_count cnt = {0};
+    ingot_allocator a = {counted_alloc, counted_free, &cnt};
+    tp_machine m;
+    ingot__tp_init(&m, &a, p.b, p.n, 0, 5);
+    uint32_t root;
+    uint64_t end;
+    ingot_error e;
+    ASSERT_OK(ingot__tp_run(&m, 0, p.n, &root, &end, &e));
+    ASSERT_U64(end, p.n);
+    ASSERT_EQ(m.nodes[root].count, 500);
+    /* nodes, cells, the stack */
+    ASSERT_TRUE(cnt.allocs <= 3);
+    uint32_t c = m.nodes[root].head;
+    for (int i = 0; i < 500; i++, c = m.cells[c].next) {
+        uint64_t len;
+        const uint8_t *k = ingot__tp_bytes(&m, m.cells[c].key, &len);
+        char key[16];
+        snprintf(key, sizeof key, "k%03d", i);
+        ASSERT_U64(len, strlen(key));
+        ASSERT_MEM(k, key, len);
+        const tp_node *t = &m.nodes[m.cells[c].val];
+        ASSERT_EQ(t->count, 2);
+        ASSERT_U64(m.nodes[m.cells[t->head].val].a, (uint64_t)i);
+        ASSERT_U64(m.nodes[m.cells[t->tail].val].a, (uint64_t)i + 1);
+    }
+    ingot__tp_free(&m);
+}
+
 RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(protocol4_opcodes),
           T(state_dict_with_views_and_tied_names), T(root_tensor_and_placeholders),
           T(allowed_reduces), T(rebuild_v3_and_from_type),
@@ -1217,4 +1404,6 @@ RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(pr
           T(refuses_arbitrary_globals), T(refuses_bad_reduce),
           T(refuses_build_on_anything_but_ordereddict), T(refuses_protocols_0_and_1),
           T(refuses_bad_persistent_ids), T(refuses_bad_tensors), T(refuses_structural_errors),
-          T(limits), T(flatten_limits), T(flatten_duplicates_and_unnamed), T(scan_end_finds_stops))
+          T(limits), T(flatten_limits), T(flatten_duplicates_and_unnamed), T(scan_end_finds_stops),
+          T(immutable_values_shared), T(values_sized_from_the_pickle_length),
+          T(segments_append_in_order))

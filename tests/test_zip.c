@@ -546,6 +546,21 @@ TEST(test_zip_bad_central_entries)
     static const zmem dup[] = {{"x", "1", 0, 0}, {"y", "2", 0, 0}, {"x", "3", 0, 0}};
     zbuild(&im, dup, 3, Z_PLAIN);
     EXPECT_OPEN(&im, im.len, INGOT_DUPLICATE);
+    /* duplicates in a directory otherwise in name order (first, middle, last pair): the later
+     * entry is named, at its central header */
+    static const zmem dups[3][4] = {
+        {{"a", "1", 0, 0}, {"a", "2", 0, 0}, {"b", "3", 0, 0}, {"c", "4", 0, 0}},
+        {{"a", "1", 0, 0}, {"b", "2", 0, 0}, {"b", "3", 0, 0}, {"c", "4", 0, 0}},
+        {{"a", "1", 0, 0}, {"b", "2", 0, 0}, {"cc", "3", 0, 0}, {"cc", "4", 0, 0}},
+    };
+    for (int k = 0; k < 3; k++) {
+        zbuild(&im, dups[k], 4, Z_PLAIN);
+        ingot__zip z;
+        ingot_error e;
+        ASSERT_ST(zopen(&z, &im, im.len, &e), INGOT_DUPLICATE);
+        ASSERT_U64(e.offset, im.cdh[k + 1]);
+        ASSERT_STR(e.where, dups[k][k + 1].name);
+    }
     static const zmem empty_name[] = {{"", "1", 0, 0}};
     zbuild(&im, empty_name, 1, Z_PLAIN);
     EXPECT_OPEN(&im, im.len, INGOT_BAD_NAME);
@@ -702,19 +717,19 @@ TEST(test_zip_byte_flips_never_crash)
     ASSERT_EQ(bad, 0);
 }
 
-/* Members' local headers come in one read per run of headers at most 2 KiB apart, in offset
+/* Members' local headers come in one read per run of headers at most 4 KiB apart, in offset
  * order, and the located entries are those of the image. */
 TEST(test_zip_prefetch_reads)
 {
     static zimg im;
-    static char big[3][3000];
+    static char big[3][5000];
     for (int k = 0; k < 3; k++) memset(big[k], 'a' + k, sizeof big[k] - 1);
     const zmem m[6] = {{"a", "x", 0, 0},       {"b", "yy", 0, 0},     {"c", big[0], 0, 0},
                        {"d", big[1], 0, 0},    {"e", big[2], 0, 0},   {"f", "z", 0, 0}};
     zbuild(&im, m, 6, Z_PLAIN);
     unsigned calls = 0;
     ASSERT_OK(zopen_pf(im.buf, im.len, 1, NULL, &calls));
-    /* a, b, c close together (one read); d and e each 3 KB after the previous header; f 3 KB
+    /* a, b, c close together (one read); d and e each 5 KB after the previous header; f 5 KB
      * after e's: four reads in all */
     ASSERT_EQ(calls, 4);
     ASSERT_OK(zopen_pf(im.buf, im.len, 2, NULL, &calls));
@@ -746,6 +761,264 @@ TEST(test_zip_prefetch_reads)
     ingot__zip_close(&z0);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Prefetch batches (issue 17, fifth round): archives of many members with any data size, local
+ * extra fields of any length (odd ones too) and local zip64 extras, read through a callback that
+ * records every read.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t dl; /* data bytes: (index * 31 + k) & 0xff */
+    uint16_t lx; /* local extra filler bytes (after the zip64 extra when z64) */
+    bool z64;    /* local sizes 0xFFFFFFFF + zip64 extra; central sizes, offset in zip64 extra */
+} bmem;
+
+#define BMAX 160
+typedef struct {
+    uint8_t buf[1 << 19];
+    size_t len, lho[BMAX], data[BMAX], cd_off;
+} bimg;
+
+static uint8_t bbyte(size_t i, size_t k) { return (uint8_t)(i * 31 + k); }
+
+/* Member i is named "m%03zu" (4 bytes); end64 adds zip64 end records. */
+static void bbuild(bimg *z, const bmem *m, size_t n, bool end64)
+{
+    z->len = 0;
+#define B16(v) (ing_st16(z->buf + z->len, (uint16_t)(v)), z->len += 2)
+#define B32(v) (ing_st32(z->buf + z->len, (uint32_t)(v)), z->len += 4)
+#define B64(v) (ing_st64(z->buf + z->len, (uint64_t)(v)), z->len += 8)
+    uint32_t crc[BMAX];
+    for (size_t i = 0; i < n; i++) {
+        char nm[24];
+        snprintf(nm, sizeof nm, "m%03zu", i);
+        uint8_t *d = malloc(m[i].dl + 1);
+        for (size_t k = 0; k < m[i].dl; k++) d[k] = bbyte(i, k);
+        crc[i] = (uint32_t)crc32(0, d, m[i].dl);
+        z->lho[i] = z->len;
+        B32(0x04034b50), B16(45), B16(0), B16(0), B32(0), B32(crc[i]);
+        B32(m[i].z64 ? 0xFFFFFFFFu : m[i].dl), B32(m[i].z64 ? 0xFFFFFFFFu : m[i].dl);
+        B16(4), B16(m[i].lx + (m[i].z64 ? 20 : 0));
+        memcpy(z->buf + z->len, nm, 4), z->len += 4;
+        if (m[i].z64) B16(1), B16(16), B64(m[i].dl), B64(m[i].dl);
+        memset(z->buf + z->len, 0xEE, m[i].lx), z->len += m[i].lx;
+        z->data[i] = z->len;
+        memcpy(z->buf + z->len, d, m[i].dl), z->len += m[i].dl;
+        free(d);
+    }
+    z->cd_off = z->len;
+    for (size_t i = 0; i < n; i++) {
+        char nm[24];
+        snprintf(nm, sizeof nm, "m%03zu", i);
+        bool x = m[i].z64;
+        B32(0x02014b50), B16(45), B16(45), B16(0), B16(0), B32(0), B32(crc[i]);
+        B32(x ? 0xFFFFFFFFu : m[i].dl), B32(x ? 0xFFFFFFFFu : m[i].dl);
+        B16(4), B16(x ? 28 : 0), B16(0), B16(0), B16(0), B32(0);
+        B32(x ? 0xFFFFFFFFu : z->lho[i]);
+        memcpy(z->buf + z->len, nm, 4), z->len += 4;
+        if (x) B16(1), B16(24), B64(m[i].dl), B64(m[i].dl), B64(z->lho[i]);
+    }
+    size_t cd_size = z->len - z->cd_off;
+    if (end64) {
+        size_t rec = z->len;
+        B32(0x06064b50), B64(44), B16(45), B16(45), B32(0), B32(0);
+        B64(n), B64(n), B64(cd_size), B64(z->cd_off);
+        B32(0x07064b50), B32(0), B64(rec), B32(1);
+    }
+    B32(0x06054b50), B16(0), B16(0), B16(end64 ? 0xFFFF : n), B16(end64 ? 0xFFFF : n);
+    B32(end64 ? 0xFFFFFFFFu : cd_size), B32(end64 ? 0xFFFFFFFFu : z->cd_off), B16(0);
+#undef B16
+#undef B32
+#undef B64
+}
+
+/* A read callback that records each read's offset and length. */
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+    unsigned calls;
+    uint64_t off[4096], len[4096];
+} recsrc;
+
+static ingot_status rec_read(void *ctx, uint64_t off, void *dst, size_t n, ingot_error *err)
+{
+    recsrc *c = ctx;
+    (void)err;
+    if (off > c->n || n > c->n - off) return INGOT_IO;
+    memcpy(dst, c->p + off, n);
+    if (c->calls < 4096) c->off[c->calls] = off, c->len[c->calls] = n;
+    c->calls++;
+    return INGOT_OK;
+}
+
+/* Opens (how: 0 byte image, 1 image + copy_max, 2 callback only), prefetches with a data prefix
+ * of 16 and locates every entry in order; data offsets into offs[] (when not NULL). The reads of
+ * the prefetch alone are left in *c (how 1, 2). */
+static ingot_status bopen(const bimg *im, int how, recsrc *c, uint64_t *offs, ingot_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->p = im->buf, c->n = im->len;
+    ingot__zip_source src = {how == 2 ? NULL : im->buf, im->len, how ? rec_read : NULL, c,
+                             how == 1 ? 1u << 17 : 0};
+    ingot__zip z;
+    ingot_status st = ingot__zip_open(&z, &src, NULL, NULL, err);
+    if (st != INGOT_OK) return st;
+    c->calls = 0;
+    st = ingot__zip_prefetch(&z, 16, err);
+    unsigned pf_calls = c->calls;
+    for (uint64_t i = 0; i < z.count && st == INGOT_OK; i++) {
+        st = ingot__zip_locate(&z, i, err);
+        if (st == INGOT_OK && offs) offs[i] = z.entries[i].data_offset;
+        /* the member's first bytes through peek, when its window holds them */
+        if (st == INGOT_OK && z.entries[i].size) {
+            size_t k = z.entries[i].size < 16 ? (size_t)z.entries[i].size : 16;
+            const uint8_t *q = ingot__zip_peek(&z, i, z.entries[i].data_offset, k);
+            for (size_t j = 0; q && j < k; j++)
+                if (q[j] != bbyte(i, j)) st = INGOT_IO; /* caught by the callers' ASSERT_OK */
+        }
+    }
+    c->calls = pf_calls;
+    ingot__zip_close(&z);
+    return st;
+}
+
+/* The window bounds of the prefetch (zip.h): 30 + name (4) + 96 + data prefix (16), cut at the
+ * next member's local header or the central directory. */
+static uint64_t bwin(const bimg *im, size_t n, size_t i)
+{
+    uint64_t room = (i + 1 < n ? im->lho[i + 1] : im->cd_off) - im->lho[i];
+    return room < 146 ? room : 146;
+}
+
+/* The gap rule: windows 4096 bytes apart share a read, 4097 apart do not. */
+TEST(test_zip_prefetch_gap_rule)
+{
+    static bimg im;
+    /* member 0: window 146 bytes, then the gap to member 1's header: 34 + dl - 146 */
+    const bmem m[4] = {{4208, 0, false}, {4209, 0, false}, {5, 0, false}, {0, 0, false}};
+    bbuild(&im, m, 4, false);
+    ASSERT_U64(im.lho[1] - (im.lho[0] + bwin(&im, 4, 0)), 4096);
+    ASSERT_U64(im.lho[2] - (im.lho[1] + bwin(&im, 4, 1)), 4097);
+    static recsrc c;
+    uint64_t offs[4];
+    for (int how = 1; how <= 2; how++) {
+        ASSERT_OK(bopen(&im, how, &c, offs, NULL));
+        ASSERT_EQ(c.calls, 2); /* [m000, m001], [m002, m003] */
+        ASSERT_U64(c.off[0], im.lho[0]);
+        ASSERT_U64(c.off[0] + c.len[0], im.lho[1] + bwin(&im, 4, 1));
+        ASSERT_U64(c.off[1], im.lho[2]);
+        ASSERT_U64(c.off[1] + c.len[1], im.cd_off); /* the last member ends at the directory */
+        for (size_t i = 0; i < 4; i++) ASSERT_U64(offs[i], im.data[i]);
+    }
+}
+
+/* 150 members of every size class, odd local extras, local zip64 extras, zip64 end records:
+ * every window lies whole inside one read, reads go up in offset order and stay within 64 KiB,
+ * windows closer than 4 KiB share a read, and every entry locates where the image says. */
+TEST(test_zip_prefetch_batches_match_image)
+{
+    static bimg im;
+    static bmem m[150];
+    static const uint16_t lxs[] = {0, 1, 3, 7, 67, 0, 200, 5};
+    for (size_t i = 0; i < 150; i++) {
+        uint32_t cls = (uint32_t)(i * 7 % 5);
+        uint32_t dl = cls == 0 ? (uint32_t)(i % 3) : cls == 1 ? 100 + (uint32_t)i * 3
+                    : cls == 2 ? 1500 + (uint32_t)i * 11 : cls == 3 ? 3900 + (uint32_t)i
+                                                                    : 4500 + (uint32_t)i * 13;
+        m[i] = (bmem){dl, lxs[i % 8], i % 5 == 2};
+    }
+    for (int end64 = 0; end64 <= 1; end64++) {
+        bbuild(&im, m, 150, end64);
+        ASSERT_TRUE(im.len <= sizeof im.buf);
+        static recsrc c;
+        static uint64_t o0[150], o[150];
+        ASSERT_OK(bopen(&im, 0, &c, o0, NULL));
+        for (size_t i = 0; i < 150; i++) ASSERT_U64(o0[i], im.data[i]);
+        for (int how = 1; how <= 2; how++) {
+            ASSERT_OK(bopen(&im, how, &c, o, NULL));
+            for (size_t i = 0; i < 150; i++) ASSERT_U64(o[i], im.data[i]);
+            ASSERT_TRUE(c.calls > 1 && c.calls < 150);
+            for (unsigned r = 0; r < c.calls; r++) {
+                ASSERT_TRUE(c.len[r] <= 65536);
+                if (r) ASSERT_TRUE(c.off[r] >= c.off[r - 1] + c.len[r - 1]);
+            }
+            /* each window inside exactly one read; consecutive windows in different reads are
+             * more than 4 KiB apart or would have made a read over 64 KiB */
+            unsigned prev_r = 0;
+            for (size_t i = 0; i < 150; i++) {
+                uint64_t a = im.lho[i], b = a + bwin(&im, 150, i);
+                unsigned r = 0;
+                while (r < c.calls && !(c.off[r] <= a && b <= c.off[r] + c.len[r])) r++;
+                ASSERT_TRUE(r < c.calls);
+                if (i && r != prev_r) {
+                    uint64_t pend = im.lho[i - 1] + bwin(&im, 150, i - 1);
+                    ASSERT_TRUE(a - pend > 4096 || b - c.off[prev_r] > 65536);
+                    ASSERT_EQ(r, prev_r + 1);
+                }
+                if (i && r == prev_r) ASSERT_TRUE(a - (im.lho[i - 1] + bwin(&im, 150, i - 1)) <=
+                                                  4096);
+                prev_r = r;
+            }
+        }
+    }
+}
+
+/* A local header that disagrees with the central directory is refused with the same status,
+ * offset and message whether its window came in a shared read (first, middle or last of a
+ * batch, or the first after a read reached 64 KiB) or from the image. */
+TEST(test_zip_prefetch_bad_local_header_in_batch)
+{
+    static bimg im;
+    static bmem m[60];
+    for (size_t i = 0; i < 60; i++) m[i] = (bmem){2000 + (uint32_t)i, (uint16_t)(i % 2 ? 3 : 0),
+                                                  i % 7 == 3};
+    bbuild(&im, m, 60, false);
+    static recsrc c;
+    ASSERT_OK(bopen(&im, 1, &c, NULL, NULL));
+    ASSERT_TRUE(c.calls >= 2);
+    /* the first member of the second read: its window follows a read cut at 64 KiB */
+    size_t cut = 0;
+    while (cut < 60 && im.lho[cut] != c.off[1]) cut++;
+    ASSERT_TRUE(cut > 2 && cut < 59);
+    const size_t targets[] = {0, 1, cut / 2, cut - 1, cut, cut + 1, 59};
+    static bimg bad;
+    for (size_t ti = 0; ti < sizeof targets / sizeof targets[0]; ti++) {
+        size_t i = targets[ti];
+        uint64_t L = im.lho[i];
+        for (int kind = 0; kind < 7; kind++) {
+            memcpy(&bad, &im, sizeof im);
+            ingot_status want = INGOT_BAD_LAYOUT;
+            uint64_t at = L;
+            switch (kind) {
+            case 0: bad.buf[L] ^= 1; break;                                  /* signature */
+            case 1: bad.buf[L + 30 + 3] ^= 1, at = L + 30; break;            /* name */
+            case 2: ing_st16(bad.buf + L + 8, 8), at = L + 8; break;         /* method */
+            case 3: bad.buf[L + 14] ^= 1, at = L + 14; break;                /* CRC */
+            case 4: ing_st16(bad.buf + L + 26, 5), at = L + 26; break;       /* name length */
+            case 5: /* an extra length that pushes the data past the next header */
+                ing_st16(bad.buf + L + 28, (uint16_t)(ing_ld16(bad.buf + L + 28) + 1)),
+                    at = L + 28;
+                break;
+            default: ing_st16(bad.buf + L + 6, 1), want = INGOT_UNSUPPORTED, at = L + 6; /* enc. */
+            }
+            ingot_error e0, e;
+            memset(&e0, 0, sizeof e0);
+            ingot_status s0 = bopen(&bad, 0, &c, NULL, &e0);
+            CHECK(s0 == want && e0.offset == at, "member %zu kind %d: %s at %llu, want %s at %llu",
+                  i, kind, ingot_status_name(s0), (unsigned long long)e0.offset,
+                  ingot_status_name(want), (unsigned long long)at);
+            for (int how = 1; how <= 2; how++) {
+                memset(&e, 0, sizeof e);
+                ingot_status s1 = bopen(&bad, how, &c, NULL, &e);
+                CHECK(s1 == s0 && e.offset == e0.offset && strcmp(e.msg, e0.msg) == 0,
+                      "member %zu kind %d how %d: %s at %llu (%s), image: %s at %llu (%s)", i,
+                      kind, how, ingot_status_name(s1), (unsigned long long)e.offset, e.msg,
+                      ingot_status_name(s0), (unsigned long long)e0.offset, e0.msg);
+            }
+        }
+    }
+}
+
 RUN_TESTS(T(test_zip_crc32_known_vectors), T(test_zip_crc32_matches_zlib_every_length_and_alignment),
           T(test_zip_open_plain), T(test_zip_open_zip64_end_records_and_extras),
           T(test_zip_open_empty_archive_and_comment), T(test_zip_directory_entry_flagged),
@@ -756,4 +1029,6 @@ RUN_TESTS(T(test_zip_crc32_known_vectors), T(test_zip_crc32_matches_zlib_every_l
           T(test_zip_bad_central_entries), T(test_zip_bad_overlap_and_offsets),
           T(test_zip_bad_local_headers), T(test_zip_bad_crc_mismatch),
           T(test_zip_bad_method_kept_for_adapter), T(test_zip_limits),
-          T(test_zip_byte_flips_never_crash), T(test_zip_prefetch_reads))
+          T(test_zip_byte_flips_never_crash), T(test_zip_prefetch_reads),
+          T(test_zip_prefetch_gap_rule), T(test_zip_prefetch_batches_match_image),
+          T(test_zip_prefetch_bad_local_header_in_batch))

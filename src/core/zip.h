@@ -150,10 +150,11 @@ ingot_status ingot__zip_locate(ingot__zip *z, uint64_t i, ingot_error *err);
 /* Reads, for every entry, the bytes [lho, lho + 30 + name length + 96 + data_prefix) (fewer
  * where the next member or the central directory starts sooner: the window never leaves the
  * member's extent) in one pass ordered by offset, with one read per run of windows that lie at
- * most 2 KiB apart (at most 64 KiB per read). ingot__zip_locate and ingot__zip_peek then take the
- * bytes from there: no page fault per member on a fresh mapping, no read per header in pread
- * mode. A no-op when the source is a byte image without copy_max. One allocation of at most the
- * archive's size (the windows are disjoint) plus a 64 KiB transient buffer. IO errors only. */
+ * most 4 KiB apart (at most 64 KiB per read; zip.c says why 4 KiB). ingot__zip_locate and
+ * ingot__zip_peek then take the bytes from there: no page fault per member on a fresh mapping,
+ * no read per header in pread mode. A no-op when the source is a byte image without copy_max.
+ * One allocation of at most the archive's size (the windows are disjoint) plus a 64 KiB
+ * transient buffer. IO errors only. */
 ingot_status ingot__zip_prefetch(ingot__zip *z, uint32_t data_prefix, ingot_error *err);
 
 /* Bytes [off, off+n) of the archive from entry i's prefetched window, or from the image when the

@@ -28,10 +28,11 @@
 /* Name of the tensor of a .npy opened from a buffer (no path to take the stem from). */
 #define NPY_BUFFER_NAME "array"
 
-/* One array. The name (NUL-terminated) and the shape share one owned block, so a tensor costs
- * 8 bytes per dimension it has rather than per dimension it could have (INGOT_MAX_RANK). */
+/* One array. The name (NUL-terminated) and the shape share one block of the state's arena, so a
+ * tensor costs 8 bytes per dimension it has rather than per dimension it could have
+ * (INGOT_MAX_RANK). */
 typedef struct {
-    char *name; /* owned block: name, NUL, padding to 8, then shape[rank] */
+    char *name; /* arena block: name, NUL, padding to 8, then shape[rank] */
     size_t name_len;
     const uint64_t *shape;
     ingot_dtype dtype;
@@ -57,10 +58,18 @@ typedef struct {
     uint8_t in[INF_IN];
 } inflater;
 
+/* Blocks of the arena the tensors' names and shapes come from (one allocation per chunk, not per
+ * tensor: an npz of 1000 members made 1000 allocations and frees per open). */
+typedef struct nchunk {
+    struct nchunk *next;
+    size_t size, used; /* bytes after the header */
+} nchunk;
+
 typedef struct {
     ntensor *t;
     size_t n;
     uint32_t *by_name;
+    nchunk *chunks;     /* newest first */
     bool is_zip;
     ingot__zip zip;
     pthread_mutex_t mu; /* guards cur */
@@ -231,11 +240,30 @@ static size_t block_size(size_t name_len, uint32_t rank)
     return (name_len + 8) / 8 * 8 + 8 * (size_t)rank;
 }
 
-/* Fills t from a parsed header: the block holding name and shape is allocated here. */
-static ingot_status tensor_set(ingot_file *f, ntensor *t, const char *name, size_t nl,
+/* n bytes (a multiple of 8) from the arena: the newest chunk, else a new one of at least n bytes
+ * and twice the last chunk's size (4 KiB, then up to 1 MiB). */
+static void *arena_take(ingot_file *f, nstate *s, size_t n)
+{
+    nchunk *c = s->chunks;
+    if (!c || c->size - c->used < n) {
+        size_t sz = c ? (c->size < (1u << 19) ? c->size * 2 : c->size) : 4096;
+        if (sz < n) sz = n;
+        if (sz > SIZE_MAX - sizeof *c) return NULL;
+        c = ingot__alloc(&f->alloc, sizeof *c + sz);
+        if (!c) return NULL;
+        c->next = s->chunks, c->size = sz, c->used = 0;
+        s->chunks = c;
+    }
+    void *p = (char *)(c + 1) + c->used;
+    c->used += n;
+    return p;
+}
+
+/* Fills t from a parsed header: the block holding name and shape comes from s's arena. */
+static ingot_status tensor_set(ingot_file *f, nstate *s, ntensor *t, const char *name, size_t nl,
                                const npy_header *h, ingot_error *err)
 {
-    char *b = ingot__alloc(&f->alloc, block_size(nl, h->rank));
+    char *b = arena_take(f, s, block_size(nl, h->rank));
     if (!b)
         return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, name, nl, "npy: allocating a name");
     memcpy(b, name, nl);
@@ -306,8 +334,10 @@ static nstate *state_new(ingot_file *f, size_t n, ingot_error *err)
 static void state_free(const ingot_allocator *a, nstate *s, size_t cap)
 {
     if (!s) return;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->t[i].name) ingot__free(a, s->t[i].name, block_size(s->t[i].name_len, s->t[i].rank));
+    for (nchunk *c = s->chunks, *next; c; c = next) {
+        next = c->next;
+        ingot__free(a, c, sizeof *c + c->size);
+    }
     if (s->t) ingot__free(a, s->t, cap * sizeof *s->t);
     if (s->by_name) ingot__free(a, s->by_name, cap * sizeof *s->by_name);
     if (s->cur) inf_end(a, s->cur);
@@ -418,7 +448,7 @@ static ingot_status open_npy(ingot_file *f, ingot_error *err)
     nstate *s = state_new(f, 1, err);
     if (!s) return err ? err->code : INGOT_NOMEM;
     ntensor *t = &s->t[0];
-    ingot_status st = tensor_set(f, t, nm, nl, &h, err);
+    ingot_status st = tensor_set(f, s, t, nm, nl, &h, err);
     if (st != INGOT_OK) {
         s->n = 0;
         state_free(&f->alloc, s, 1);
@@ -605,7 +635,7 @@ static ingot_status open_npz(ingot_file *f, ingot_error *err)
             continue;
         }
         ntensor *t = &s->t[s->n];
-        st = tensor_set(f, t, e->name, nl, &h, err);
+        st = tensor_set(f, s, t, e->name, nl, &h, err);
         if (st != INGOT_OK) goto fail;
         s->n++;
         t->member = (uint32_t)i;

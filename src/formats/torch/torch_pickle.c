@@ -292,6 +292,8 @@ void ingot__tp_init(tp_machine *m, const ingot_allocator *alloc, const uint8_t *
     m->buf_len = buf_len;
     m->base_off = base_off;
     m->pid_len = pid_len;
+    ING_MEMSET(m->int_cache, 0xFF, sizeof m->int_cache);
+    m->none_node = m->bool_node[0] = m->bool_node[1] = m->empty_tuple = TP_NONE_IDX;
 }
 
 void ingot__tp_free(tp_machine *m)
@@ -341,13 +343,22 @@ const uint8_t *ingot__tp_bytes(const tp_machine *m, uint32_t node, uint64_t *len
     return (n->flags & TPN_POOL) ? m->pool + n->a : m->buf + n->a;
 }
 
-static ingot_status new_node(tp_machine *m, uint8_t kind, uint64_t at, uint32_t *out,
-                             ingot_error *err)
+/* The three makers below run once or twice per opcode: their common case (room left) is inline,
+ * growing is not. */
+static ingot_status grow_nodes(tp_machine *m, uint64_t at, ingot_error *err)
 {
     if (m->n_nodes >= UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many values");
     if (!ingot__tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes, m->n_nodes + 1,
                            sizeof(tp_node)))
         return nomem(m, err, at);
+    return INGOT_OK;
+}
+
+static inline ingot_status new_node(tp_machine *m, uint8_t kind, uint64_t at, uint32_t *out,
+                                    ingot_error *err)
+{
+    if (m->n_nodes >= m->cap_nodes || m->n_nodes >= UINT32_MAX - 1)
+        ING_TRY(grow_nodes(m, at, err));
     tp_node *n = &m->nodes[m->n_nodes];
     ING_MEMSET(n, 0, sizeof *n);
     n->kind = kind;
@@ -356,13 +367,20 @@ static ingot_status new_node(tp_machine *m, uint8_t kind, uint64_t at, uint32_t 
     return INGOT_OK;
 }
 
-static ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_t val, uint64_t at,
-                             ingot_error *err)
+static ingot_status grow_cells(tp_machine *m, uint64_t at, ingot_error *err)
 {
     if (m->n_cells >= UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many items");
     if (!ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells, m->n_cells + 1,
                            sizeof(tp_cell)))
         return nomem(m, err, at);
+    return INGOT_OK;
+}
+
+static inline ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_t val,
+                                    uint64_t at, ingot_error *err)
+{
+    if (m->n_cells >= m->cap_cells || m->n_cells >= UINT32_MAX - 1)
+        ING_TRY(grow_cells(m, at, err));
     uint32_t c = (uint32_t)m->n_cells++;
     m->cells[c] = (tp_cell){key, val, TP_NONE_IDX};
     tp_node *n = &m->nodes[node];
@@ -373,11 +391,17 @@ static ingot_status add_cell(tp_machine *m, uint32_t node, uint32_t key, uint32_
     return INGOT_OK;
 }
 
-static ingot_status push(tp_machine *m, uint32_t v, uint64_t at, ingot_error *err)
+static ingot_status grow_stack(tp_machine *m, uint64_t at, ingot_error *err)
 {
     if (!ingot__tp_reserve(m->alloc, (void **)&m->stack, &m->cap_stack, m->n_stack + 1,
                            sizeof(uint32_t)))
         return nomem(m, err, at);
+    return INGOT_OK;
+}
+
+static inline ingot_status push(tp_machine *m, uint32_t v, uint64_t at, ingot_error *err)
+{
+    if (m->n_stack >= m->cap_stack) ING_TRY(grow_stack(m, at, err));
     m->stack[m->n_stack++] = v;
     return INGOT_OK;
 }
@@ -400,19 +424,32 @@ static ingot_status pop_n(tp_machine *m, uint32_t *out, size_t k, uint64_t at, u
     return INGOT_OK;
 }
 
-static ingot_status top(tp_machine *m, uint32_t *out, uint64_t at, uint8_t op, ingot_error *err)
+static inline ingot_status top(tp_machine *m, uint32_t *out, uint64_t at, uint8_t op,
+                                ingot_error *err)
 {
     if (m->n_stack <= seg_base(m)) return underflow(m, err, at, op);
     *out = m->stack[m->n_stack - 1];
     return INGOT_OK;
 }
 
+/* Pushes the shared node in *slot, making it first (kind, value a) when there is none yet. */
+static ingot_status push_shared(tp_machine *m, uint32_t *slot, uint8_t kind, uint64_t a,
+                                uint64_t at, ingot_error *err)
+{
+    if (*slot == TP_NONE_IDX || m->nodes[*slot].kind != kind || m->nodes[*slot].a != a) {
+        uint32_t n = 0;
+        ING_TRY(new_node(m, kind, at, &n, err));
+        m->nodes[n].a = a;
+        *slot = n;
+    }
+    return push(m, *slot, at, err);
+}
+
 static ingot_status new_int(tp_machine *m, int64_t v, uint64_t at, ingot_error *err)
 {
-    uint32_t n = 0;
-    ING_TRY(new_node(m, TPV_INT, at, &n, err));
-    m->nodes[n].a = (uint64_t)v;
-    return push(m, n, at, err);
+    /* torch.save repeats a few ints (offsets 0, strides 1, the same shapes) thousands of times */
+    uint64_t u = (uint64_t)v;
+    return push_shared(m, &m->int_cache[(u * 0x9E3779B97F4A7C15ull) >> 58], TPV_INT, u, at, err);
 }
 
 static const char *kind_name(uint8_t k)
@@ -1383,19 +1420,25 @@ static ingot_status push_str(tp_machine *m, uint8_t kind, uint64_t off, uint64_t
     return push(m, n, at, err);
 }
 
-static ingot_status memo_put(tp_machine *m, uint64_t idx, uint64_t at, uint8_t op,
-                             uint64_t limit, ingot_error *err)
+static ingot_status grow_memo(tp_machine *m, uint64_t idx, uint64_t at, ingot_error *err)
+{
+    size_t old = m->cap_memo;
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->memo, &m->cap_memo, (size_t)idx + 1,
+                           sizeof(uint32_t)))
+        return nomem(m, err, at);
+    for (size_t i = old; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
+    return INGOT_OK;
+}
+
+static inline ingot_status memo_put(tp_machine *m, uint64_t idx, uint64_t at, uint8_t op,
+                                    uint64_t limit, ingot_error *err)
 {
     uint32_t v = 0;
     ING_TRY(top(m, &v, at, op, err));
     if (idx > limit)
         return perr(m, err, INGOT_LIMIT, at, "%s: memo index %llu beyond the cap (%llu)",
                     ingot__tp_opcode_name(op), (unsigned long long)idx, (unsigned long long)limit);
-    size_t old = m->cap_memo;
-    if (!ingot__tp_reserve(m->alloc, (void **)&m->memo, &m->cap_memo, (size_t)idx + 1,
-                           sizeof(uint32_t)))
-        return nomem(m, err, at);
-    for (size_t i = old; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
+    if (idx >= m->cap_memo) ING_TRY(grow_memo(m, idx, at, err));
     if (m->memo[idx] == TP_NONE_IDX) m->memo_count++;
     m->memo[idx] = v;
     return INGOT_OK;
@@ -1414,24 +1457,35 @@ static ingot_status memo_get(tp_machine *m, uint64_t idx, uint64_t at, uint8_t o
 static ingot_status segment_into(tp_machine *m, uint32_t node, bool pairs, uint64_t at, uint8_t op,
                                  ingot_error *err)
 {
-    size_t base = seg_base(m), k = m->n_stack - base;
-    tp_node *t = &m->nodes[node];
+    size_t base = seg_base(m), k = m->n_stack - base, step = pairs ? 2 : 1;
     if (pairs && (k & 1))
         return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: odd number of items (%zu)",
                     ingot__tp_opcode_name(op), k);
-    for (size_t i = base; i < m->n_stack; i += pairs ? 2 : 1) {
-        if (pairs) {
+    if (pairs)
+        for (size_t i = base; i < m->n_stack; i += 2) {
             uint8_t kk = m->nodes[m->stack[i]].kind;
             if (kk == TPV_LIST || kk == TPV_DICT || kk == TPV_SET || kk == TPV_TENSOR ||
                 kk == TPV_STORAGE)
                 return perr(m, err, INGOT_BAD_LAYOUT, at, "%s: a %s used as a dict key",
                             ingot__tp_opcode_name(op), kind_name(kk));
         }
-        ING_TRY(add_cell(m, node, pairs ? m->stack[i] : TP_NONE_IDX, m->stack[i + (pairs ? 1 : 0)],
-                         at, err));
-        t = &m->nodes[node];
-    }
-    (void)t;
+    size_t items = k / step;
+    if (items == 0) return INGOT_OK;
+    /* the items' cells in one block, linked in order (add_cell's checks, once) */
+    if (m->n_cells + items > UINT32_MAX - 1) return perr(m, err, INGOT_LIMIT, at, "too many items");
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells, m->n_cells + items,
+                           sizeof(tp_cell)))
+        return nomem(m, err, at);
+    uint32_t first = (uint32_t)m->n_cells, c = first;
+    for (size_t i = base; i < m->n_stack; i += step, c++)
+        m->cells[c] = (tp_cell){pairs ? m->stack[i] : TP_NONE_IDX, m->stack[i + step - 1], c + 1};
+    m->cells[c - 1].next = TP_NONE_IDX;
+    tp_node *t = &m->nodes[node];
+    if (t->tail == TP_NONE_IDX) t->head = first;
+    else m->cells[t->tail].next = first;
+    t->tail = c - 1;
+    t->count += (uint32_t)items;
+    m->n_cells = c;
     m->n_stack = base;
     return INGOT_OK;
 }
@@ -1446,6 +1500,17 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
     m->memo_count = 0;
     for (size_t i = 0; i < m->cap_memo; i++) m->memo[i] = TP_NONE_IDX;
     uint64_t memo_limit = (end - start) / 2;
+    /* Room for the values and items of a torch.save pickle (a state dict needs about one node per
+     * 11 bytes and one cell per 6) sized once from its length, so that they are not grown and
+     * copied a doubling at a time: each copy touches fresh heap pages, which cost a page fault
+     * each when libc returned them between opens. Only the pages used are touched; past the
+     * guess (or past 1 << 20 entries) the arrays grow by doubling as before. */
+    uint64_t guess = (end - start) / 8 > (1u << 20) ? (1u << 20) : (end - start) / 8;
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes,
+                           m->n_nodes + (size_t)guess, sizeof(tp_node)) ||
+        !ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells,
+                           m->n_cells + (size_t)guess * 3 / 2, sizeof(tp_cell)))
+        return nomem(m, err, start);
     uint64_t p = start;
     for (;;) {
         uint64_t at = p;
@@ -1563,8 +1628,7 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
             ING_TRY(push(m, node, at, err));
             break;
         case OP_EMPTY_TUPLE:
-            ING_TRY(new_node(m, TPV_TUPLE, at, &node, err));
-            ING_TRY(push(m, node, at, err));
+            ING_TRY(push_shared(m, &m->empty_tuple, TPV_TUPLE, 0, at, err));
             break;
         case OP_TUPLE1:
         case OP_TUPLE2:
@@ -1636,14 +1700,12 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
             break;
         }
         case OP_NONE:
-            ING_TRY(new_node(m, TPV_NONE, at, &node, err));
-            ING_TRY(push(m, node, at, err));
+            ING_TRY(push_shared(m, &m->none_node, TPV_NONE, 0, at, err));
             break;
         case OP_NEWTRUE:
         case OP_NEWFALSE:
-            ING_TRY(new_node(m, TPV_BOOL, at, &node, err));
-            m->nodes[node].a = op == OP_NEWTRUE;
-            ING_TRY(push(m, node, at, err));
+            ING_TRY(push_shared(m, &m->bool_node[op == OP_NEWTRUE], TPV_BOOL, op == OP_NEWTRUE,
+                                at, err));
             break;
         case OP_BININT1:
             NEED(1);

@@ -155,6 +155,14 @@ typedef struct tp_machine {
 
     uint64_t opcodes; /* executed, over every run */
     uint32_t protocol; /* of the last run */
+
+    /* Immutable values made once and shared by every opcode that makes them again (no node per
+     * BININT / NEWFALSE / EMPTY_TUPLE): ints by a direct-mapped cache keyed by value, None,
+     * False, True and the empty tuple; TP_NONE_IDX until made. Nothing writes to such a node
+     * after it is made, so sharing is invisible (as in CPython, where small ints and () are
+     * singletons). */
+    uint32_t int_cache[64];
+    uint32_t none_node, bool_node[2], empty_tuple;
 } tp_machine;
 
 /* Initialises an empty machine over buf (kept borrowed until ingot__tp_free). */

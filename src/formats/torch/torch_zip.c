@@ -219,19 +219,24 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
             goto done;
         }
     }
+    /* Each member named <prefix>/data/<key> to the storage with that key, by the machine's hash
+     * of the keys (one probe per member instead of a search of the names per storage); member
+     * names are unique (zip open), so at most one member names a storage. */
+    for (size_t i = 0; i < m->n_storages; i++) s->st_entry[i] = UINT32_MAX;
+    for (uint64_t i = 0; i < s->zip.count; i++) {
+        const ingot__zip_entry *e = &s->zip.entries[i];
+        size_t pl = nb.prefix_len; /* every name starts with the prefix (open_records) */
+        if (e->name_len < pl + 5 || ING_MEMCMP(e->name + pl, "data/", 5) != 0) continue;
+        int64_t k = ingot__tp_storage_find(m, (const uint8_t *)e->name + pl + 5,
+                                           e->name_len - pl - 5);
+        if (k >= 0) s->st_entry[k] = (uint32_t)i;
+    }
     for (size_t i = 0; i < m->n_storages; i++) {
         tp_storage *sto = &m->storages[i];
-        uint64_t kl, idx;
+        uint64_t kl, idx = s->st_entry[i];
         const uint8_t *key = tp_storage_key(m, i, &kl);
         size_t wl = kl > 63 ? 63 : (size_t)kl;
-        if ((st = name_set(f, &nb, "data/", 5, err)) != INGOT_OK) goto done;
-        if (!ingot__tp_reserve(&f->alloc, (void **)&nb.buf, &nb.cap, nb.len + kl + 1, 1)) {
-            st = ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, 0, 0, "allocating a record name");
-            goto done;
-        }
-        ING_MEMCPY(nb.buf + nb.len, key, (size_t)kl);
-        nb.len += (size_t)kl;
-        if (!find(s, &nb, &idx)) {
+        if (idx == UINT32_MAX) {
             st = ingot__err(err, INGOT_BAD_LAYOUT, sto->pid_offset, (const char *)key, wl,
                             "missing storage record data/%.*s", (int)wl, (const char *)key);
             goto done;

@@ -1336,12 +1336,15 @@ TEST(segments_append_in_order)
 
 typedef struct {
     int allocs;
+    size_t largest;
 } alloc_count;
 
 static void *counted_alloc(void *ctx, size_t size, size_t align)
 {
     (void)align;
-    ((alloc_count *)ctx)->allocs++;
+    alloc_count *c = ctx;
+    c->allocs++;
+    if (size > c->largest) c->largest = size;
     return malloc(size);
 }
 
@@ -1370,6 +1373,7 @@ TEST(values_sized_from_the_pickle_length)
     ingot_allocator a = {counted_alloc, counted_free, &cnt};
     tp_machine m;
     ingot__tp_init(&m, &a, p.b, p.n, 0, 5);
+    m.reserve_max = 64 * (uint64_t)p.n; /* a file that also holds tensor data */
     uint32_t root;
     uint64_t end;
     ingot_error e;
@@ -1394,6 +1398,45 @@ TEST(values_sized_from_the_pickle_length)
     ingot__tp_free(&m);
 }
 
+/* A file that is all pickle (reserve_max 0: the pickle's length) gets no reservation larger than
+ * the pickle; past it the arrays grow as the pickle's values ask (3,000 list items in 3 KB),
+ * with the same values. */
+TEST(reservation_bounded_by_the_file)
+{
+    pk p;
+    start(&p);
+    by(&p, ']');
+    by(&p, '(');
+    for (int i = 0; i < 3000; i++) by(&p, 'N'); /* one byte a value: more nodes than bytes / 40 */
+    by(&p, 'e');
+    stop(&p);
+    alloc_count cnt = {0};
+    ingot_allocator a = {counted_alloc, counted_free, &cnt};
+    tp_machine m;
+    ingot__tp_init(&m, &a, p.b, p.n, 0, 5);
+    uint32_t root;
+    uint64_t end;
+    ingot_error e;
+    ASSERT_OK(ingot__tp_run(&m, 0, p.n, &root, &end, &e));
+    ASSERT_EQ(m.nodes[root].count, 3000);
+    uint32_t c = m.nodes[root].head;
+    for (int i = 0; i < 3000; i++, c = m.cells[c].next)
+        ASSERT_EQ(m.nodes[m.cells[c].val].kind, TPV_NONE);
+    ingot__tp_free(&m);
+    /* the first reservation alone stays within the pickle */
+    pk q;
+    start(&q);
+    by(&q, 'N');
+    stop(&q);
+    for (int i = 0; i < 4000; i++) by(&q, 0x95); /* FRAME-free padding the run never reaches */
+    alloc_count c2 = {0};
+    ingot_allocator a2 = {counted_alloc, counted_free, &c2};
+    ingot__tp_init(&m, &a2, q.b, q.n, 0, 5);
+    ASSERT_OK(ingot__tp_run(&m, 0, q.n, &root, &end, &e));
+    ASSERT_TRUE(c2.largest <= q.n);
+    ingot__tp_free(&m);
+}
+
 RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(protocol4_opcodes),
           T(state_dict_with_views_and_tied_names), T(root_tensor_and_placeholders),
           T(allowed_reduces), T(rebuild_v3_and_from_type),
@@ -1405,5 +1448,5 @@ RUN_TESTS(T(scalars_become_typed_metadata), T(memo_references_share_nodes), T(pr
           T(refuses_build_on_anything_but_ordereddict), T(refuses_protocols_0_and_1),
           T(refuses_bad_persistent_ids), T(refuses_bad_tensors), T(refuses_structural_errors),
           T(limits), T(flatten_limits), T(flatten_duplicates_and_unnamed), T(scan_end_finds_stops),
-          T(immutable_values_shared), T(values_sized_from_the_pickle_length),
+          T(immutable_values_shared), T(values_sized_from_the_pickle_length), T(reservation_bounded_by_the_file),
           T(segments_append_in_order))

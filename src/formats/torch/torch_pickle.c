@@ -1504,12 +1504,18 @@ ingot_status ingot__tp_run(tp_machine *m, uint64_t start, uint64_t end, uint32_t
      * 11 bytes and one cell per 6) sized once from its length, so that they are not grown and
      * copied a doubling at a time: each copy touches fresh heap pages, which cost a page fault
      * each when libc returned them between opens. Only the pages used are touched; past the
-     * guess (or past 1 << 20 entries) the arrays grow by doubling as before. */
+     * guess (or past 1 << 20 entries) the arrays grow by doubling as before. Neither array is
+     * reserved past m->reserve_max bytes (the file's size; a reservation rounds up to at most
+     * twice what it asks), so a file that is all pickle gets no allocation larger than itself. */
     uint64_t guess = (end - start) / 8 > (1u << 20) ? (1u << 20) : (end - start) / 8;
-    if (!ingot__tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes,
-                           m->n_nodes + (size_t)guess, sizeof(tp_node)) ||
-        !ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells,
-                           m->n_cells + (size_t)guess * 3 / 2, sizeof(tp_cell)))
+    uint64_t lim = m->reserve_max ? m->reserve_max : end - start;
+    uint64_t gn = guess, gc = guess * 3 / 2;
+    if (gn > lim / (2 * sizeof(tp_node))) gn = lim / (2 * sizeof(tp_node));
+    if (gc > lim / (2 * sizeof(tp_cell))) gc = lim / (2 * sizeof(tp_cell));
+    if (!ingot__tp_reserve(m->alloc, (void **)&m->nodes, &m->cap_nodes, m->n_nodes + (size_t)gn,
+                           sizeof(tp_node)) ||
+        !ingot__tp_reserve(m->alloc, (void **)&m->cells, &m->cap_cells, m->n_cells + (size_t)gc,
+                           sizeof(tp_cell)))
         return nomem(m, err, start);
     uint64_t p = start;
     for (;;) {

@@ -123,6 +123,10 @@ typedef struct tp_machine {
     uint64_t buf_len;
     uint64_t base_off; /* file offset of buf[0], for error offsets */
     uint32_t pid_len;  /* 5 (zip), 6 (legacy) or 0 (tar: ids are keys of the persist table) */
+    /* The most bytes ingot__tp_run reserves up front for each of its node and cell arrays
+     * (RELIABILITY: no allocation past the file's size): the caller's file size, or 0 for the
+     * pickle's own length. Past it the arrays grow as the pickle asks. */
+    uint64_t reserve_max;
 
     tp_node *nodes;
     size_t n_nodes, cap_nodes;

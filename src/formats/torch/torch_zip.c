@@ -201,6 +201,7 @@ ingot_status ingot__torch_open_zip(ingot_file *f, tstate *s, ingot_error *err)
     }
     tp_machine *m = &s->m;
     ingot__tp_init(m, &f->alloc, pkl, pe->size, pe->data_offset, 5);
+    m->reserve_max = f->size; /* the pickle is a part of the file: at least its length */
     uint32_t root;
     uint64_t end;
     if ((st = ingot__tp_run(m, 0, pe->size, &root, &end, err)) != INGOT_OK) goto done;

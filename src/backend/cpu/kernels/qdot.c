@@ -260,7 +260,8 @@ static void sc_q4kr(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *
                 A += (int32_t)(scf >> 6 * k & 63) * dk;
                 M += (int32_t)(mnf >> 6 * k & 63) * (bs[2 * k] + bs[2 * k + 1]);
             }
-            float d = ingot__kq_f16_to_f32(ld16(blk + 6)), dmin = ingot__kq_f16_to_f32(ld16(blk + 14));
+            float d = ingot__kq_f16_to_f32(ld16(blk + 6));
+            float dmin = ingot__kq_f16_to_f32(ld16(blk + 14));
             sum += x->d[b] * (d * (float)A - dmin * (float)M);
         }
         put(y + r, acc, sum);

@@ -543,7 +543,7 @@ static ingot_status repack_one(ingot_lm *m, lm_w *w, uint32_t *count, ingot_erro
     uint64_t nblk = (uint64_t)t->shape[0] * (uint64_t)(t->shape[1] / 256), nb = nblk * 144;
     ING_TRY(ingot_buffer_alloc(m->be, (size_t)nb, &w->rbuf, err));
     void *dst = ingot_buffer_host(w->rbuf);
-    ingot__q4kr_pack(src, dst, (size_t)nblk);
+    ingot__q4kr_pack(m->be, src, dst, (size_t)nblk);
     w->rp = dst;
     m->owned_bytes += nb;
     m->repacked_bytes += nb;

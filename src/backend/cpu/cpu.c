@@ -425,9 +425,24 @@ bool ingot__q4kr_pays(const ingot_backend *b)
     return b && b->ops == &ingot__backend_cpu && ingot__q4kr_fast();
 }
 
-void ingot__q4kr_pack(const void *src, void *dst, size_t nblocks)
+typedef struct {
+    const uint8_t *src;
+    uint8_t *dst;
+} q4kr_job;
+
+static void q4kr_task(void *arg, int64_t b, int64_t e)
 {
-    ingot__q4kr_repack(src, dst, nblocks);
+    const q4kr_job *j = arg;
+    ingot__q4kr_repack(j->src + b * 144, j->dst + b * 144, (size_t)(e - b));
+}
+
+void ingot__q4kr_pack(ingot_backend *b, const void *src, void *dst, size_t nblocks)
+{
+    q4kr_job j = {src, dst};
+    if (b && b->ops == &ingot__backend_cpu) /* over the pool, 4096 blocks (576 KiB) a task */
+        ingot__cpu_run(ctx_of(b), (int64_t)nblocks, 4096, q4kr_task, &j);
+    else
+        ingot__q4kr_repack(src, dst, nblocks);
 }
 
 /* ---- f32 activations and softmax on contiguous tensors ---- */

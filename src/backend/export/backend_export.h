@@ -42,8 +42,8 @@ bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[]
 /* Repacked Q4_K (the runtime's INGOT_LM_REPACK): whether backend b is the cpu backend and the
  * level in effect reads repacked rows with its SIMD kernel (AVX-512 VNNI with VBMI: where it does
  * not, repacking does not pay), and the repacking itself (nblocks super-blocks of 144 bytes, src
- * to dst; the layout is the cpu kernels' ingot__q4kr_repack). */
+ * to dst, on b's threads; the layout is the cpu kernels' ingot__q4kr_repack). */
 bool ingot__q4kr_pays(const ingot_backend *b);
-void ingot__q4kr_pack(const void *src, void *dst, size_t nblocks);
+void ingot__q4kr_pack(ingot_backend *b, const void *src, void *dst, size_t nblocks);
 
 #endif

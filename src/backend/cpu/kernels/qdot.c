@@ -352,11 +352,15 @@ void ingot__q4kr_repack(const void *src, void *dst, size_t nblocks)
         memcpy(out + 6, s, 2);      /* d */
         memcpy(out + 14, s + 2, 2); /* dmin */
         const uint8_t *qs = s + 16;
+        const uint64_t m4 = 0x0F0F0F0F0F0F0F0Full;
         for (int k = 0; k < 8; k++) { /* sub-block k: GGML bytes 32 (k / 2) .., nibble k & 1 */
             int h = k / 4, L = k % 4, sh = 4 * (k & 1);
-            for (int e = 0; e < 16; e++) {
-                int lo = qs[32 * (k / 2) + e] >> sh & 15, hi = qs[32 * (k / 2) + 16 + e] >> sh & 15;
-                out[16 + 64 * h + 16 * L + e] = (uint8_t)(lo | hi << 4);
+            for (int half = 0; half < 16; half += 8) { /* elements half.. and 16 + half.. */
+                uint64_t a, c;
+                memcpy(&a, qs + 32 * (k / 2) + half, 8);
+                memcpy(&c, qs + 32 * (k / 2) + 16 + half, 8);
+                uint64_t v = (a >> sh & m4) | (c >> sh & m4) << 4;
+                memcpy(out + 16 + 64 * h + 16 * L + half, &v, 8);
             }
         }
         memcpy(o, out, 144); /* (src == dst allowed) */

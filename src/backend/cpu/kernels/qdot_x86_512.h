@@ -625,16 +625,18 @@ TGTV static void q4kr_terms(const uint8_t *const *rp, size_t nrows, size_t b0, s
             __m512i scb = _mm512_and_si512(
                 _mm512_multishift_epi64_epi8(ms, _mm512_broadcast_i32x4(ld128(blk))), m63);
             __m256i mn16 = _mm256_shuffle_epi8(_mm512_castsi512_si256(scb), ld256(mc));
-            __m512i A = _mm512_setzero_si512();
+            __m512i p[2];
             UNROLL
             for (int h = 0; h < 2; h++) {
                 __m512i q = ld512(qs + 64 * h);
                 __m512i lo = _mm512_and_si512(q, m4);
                 __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-                __m512i p = _mm512_add_epi16(_mm512_maddubs_epi16(lo, ld512(xq + 128 * h)),
-                                             _mm512_maddubs_epi16(hi, ld512(xq + 128 * h + 64)));
-                A = _mm512_dpwssd_epi32(A, p, _mm512_shuffle_epi8(scb, ld512(rctl[h])));
+                p[h] = _mm512_add_epi16(_mm512_maddubs_epi16(lo, ld512(xq + 128 * h)),
+                                        _mm512_maddubs_epi16(hi, ld512(xq + 128 * h + 64)));
             }
+            /* vpmaddwd, then vpdpwssd onto it: no zeroed accumulator to copy in */
+            __m512i A = _mm512_madd_epi16(p[0], _mm512_shuffle_epi8(scb, ld512(rctl[0])));
+            A = _mm512_dpwssd_epi32(A, p[1], _mm512_shuffle_epi8(scb, ld512(rctl[1])));
             Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
             Av[i] = A;
             memcpy(&dv[i], blk + 6, 2);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels/kernels.h"
 #include "export/backend_export.h"
 #include "harness.h"
 #include "ingot/lm.h"
@@ -121,7 +122,7 @@ TEST(linear_multi_same_bits_as_the_ops)
                 yp[i] = &y[i];
                 ASSERT_OK(ingot_op_linear(be, &yr[i], &x, &w[i].t, bp[i], NULL));
             }
-            CHECK(ingot__linear_multi(be, mc->n, yp, &x, wp, bp), "case %zu declined", c);
+            CHECK(ingot__linear_multi(be, mc->n, yp, &x, wp, bp, NULL), "case %zu declined", c);
             for (uint32_t i = 0; i < mc->n; i++) {
                 const float *a = ingot_buffer_host(yb[i]), *b = ingot_buffer_host(yrb[i]);
                 CHECK(!memcmp(a, b, (size_t)mc->rows[i] * 4),
@@ -163,12 +164,14 @@ TEST(linear_multi_declines)
         for (int i = 0; i < 64; i++) yh[i] = 7.0f;
         ingot_tensor *yp[1] = {&y};
         const ingot_tensor *wp[1] = {&w.t}, *wp2[1] = {&w2.t};
-        if (be == cpu) CHECK(ingot__linear_multi(be, 1, yp, &x, wp, NULL), "cpu Q8_0 declined");
+        if (be == cpu)
+            CHECK(ingot__linear_multi(be, 1, yp, &x, wp, NULL, NULL), "cpu Q8_0 declined");
         for (int i = 0; i < 64; i++) yh[i] = 7.0f;
-        CHECK(be == cpu || !ingot__linear_multi(be, 1, yp, &x, wp, NULL), "ref backend taken");
-        CHECK(!ingot__linear_multi(be, 1, yp, &x2, wp, NULL), "two rows taken");
-        CHECK(!ingot__linear_multi(be, 1, yp, &x, wp2, NULL), "row length mismatch taken");
-        CHECK(!ingot__linear_multi(be, 0, yp, &x, wp, NULL), "n = 0 taken");
+        CHECK(be == cpu || !ingot__linear_multi(be, 1, yp, &x, wp, NULL, NULL),
+              "ref backend taken");
+        CHECK(!ingot__linear_multi(be, 1, yp, &x2, wp, NULL, NULL), "two rows taken");
+        CHECK(!ingot__linear_multi(be, 1, yp, &x, wp2, NULL, NULL), "row length mismatch taken");
+        CHECK(!ingot__linear_multi(be, 0, yp, &x, wp, NULL, NULL), "n = 0 taken");
         /* F32 weights: the GEMV of the op, not this path */
         ingot_tensor wf;
         ingot_buffer *wfb = NULL;
@@ -176,7 +179,7 @@ TEST(linear_multi_declines)
         int64_t sw[2] = {64, 256};
         ASSERT_OK(ingot_tensor_init(&wf, wfb, 0, INGOT_DTYPE_F32, 2, sw, NULL));
         const ingot_tensor *wpf[1] = {&wf};
-        CHECK(!ingot__linear_multi(be, 1, yp, &x, wpf, NULL), "F32 weights taken");
+        CHECK(!ingot__linear_multi(be, 1, yp, &x, wpf, NULL, NULL), "F32 weights taken");
         for (int i = 0; i < 64; i++)
             if (yh[i] != 7.0f) {
                 CHECK(0, "a declined call wrote dst[%d] = %g", i, (double)yh[i]);
@@ -199,11 +202,14 @@ TEST(linear_multi_declines)
  * tokens decoded one at a time, with the fused linears (the default) and without
  * (INGOT_LM_FUSE=0, read at open): every logit the same bits, at 1 and 2 threads; and the
  * stories260K Q8_0 model likewise. */
-static void decode_logits(const char *path, unsigned threads, bool fuse, const int32_t *tok,
-                          size_t np, size_t nd, float *out, uint32_t *vocab)
+static void decode_logits_rp(const char *path, unsigned threads, bool fuse, const char *repack,
+                             const int32_t *tok, size_t np, size_t nd, float *out,
+                             uint32_t *vocab, uint64_t *owned)
 {
     if (fuse) unsetenv("INGOT_LM_FUSE");
     else setenv("INGOT_LM_FUSE", "0", 1);
+    if (repack) setenv("INGOT_LM_REPACK", repack, 1);
+    else unsetenv("INGOT_LM_REPACK");
     ingot_backend_opts bo = {0};
     bo.threads = threads;
     ingot_backend *be = NULL;
@@ -211,6 +217,10 @@ static void decode_logits(const char *path, unsigned threads, bool fuse, const i
     ingot_lm *m = NULL;
     ASSERT_OK(ingot_lm_open_path(be, path, NULL, &m, NULL));
     unsetenv("INGOT_LM_FUSE");
+    unsetenv("INGOT_LM_REPACK");
+    ingot_lm_estimate est;
+    ingot_lm_estimate_plan(m, 64, INGOT_DTYPE_F32, 0, &est);
+    if (owned) *owned = est.owned_bytes;
     uint32_t V = ingot_lm_get_config(m)->vocab;
     *vocab = V;
     ingot_lm_session *s = NULL;
@@ -222,6 +232,12 @@ static void decode_logits(const char *path, unsigned threads, bool fuse, const i
     ingot_lm_session_free(s);
     ingot_lm_free(m);
     ingot_backend_free(be);
+}
+
+static void decode_logits(const char *path, unsigned threads, bool fuse, const int32_t *tok,
+                          size_t np, size_t nd, float *out, uint32_t *vocab)
+{
+    decode_logits_rp(path, threads, fuse, NULL, tok, np, nd, out, vocab, NULL);
 }
 
 static void check_fused_model(const char *path)
@@ -246,7 +262,58 @@ static void check_fused_model(const char *path)
 }
 
 TEST(decode_fused_equals_unfused_mixed_types) { check_fused_model(GDIR "quant.gguf"); }
+
+/* INGOT_LM_REPACK=1 (docs/RUNTIME.md): the mixed-type model's Q4_K linears repacked for decode
+ * where the level runs the repacked kernel (AVX-512 VNNI with VBMI), the copies counted in the
+ * estimate's owned bytes; a prompt (prefill reads the stored weights) then 24 decode steps, fused
+ * and unfused, 1 and 2 threads: every logit the same bits as without repacking (the kernel
+ * computes the same integers per super-block), so the same greedy tokens. Elsewhere nothing is
+ * repacked (owned bytes unchanged) and the logits are those of the default. */
+TEST(decode_repacked_q4k_same_bits)
+{
+    const char *path = GDIR "quant.gguf";
+    int32_t tok[32];
+    for (int i = 0; i < 32; i++) tok[i] = (int32_t)((i * 41 + 3) % 60) + 2;
+    size_t np = 5, nd = 24;
+    uint32_t V = 0;
+    /* the bytes of the model's Q4_K linear weights (every Q4_K tensor but the embedding table) */
+    ingot_file *f = NULL;
+    ASSERT_OK(ingot_file_open(path, NULL, &f, NULL));
+    uint64_t q4k = 0, nt = ingot_file_tensor_count(f);
+    for (uint64_t i = 0; i < nt; i++) {
+        ingot_tensor_info ti;
+        ASSERT_OK(ingot_file_tensor_at(f, i, &ti));
+        if (ti.dtype == INGOT_DTYPE_Q4_K && ti.rank == 2 && strcmp(ti.name, "token_embd.weight"))
+            q4k += ti.nbytes;
+    }
+    ingot_file_close(f);
+    CHECK(q4k > 0, "the model has no Q4_K linear");
+    bool pays = ingot__cpu_vbmi() && (ingot__get_isa() == INGOT__ISA_AVX512_VNNI ||
+                                      ingot__get_isa() == INGOT__ISA_AMX);
+    fprintf(stderr, "  repacked kernel %s at level %s\n", pays ? "runs" : "does not run",
+            ingot__isa_name(ingot__get_isa()));
+    for (unsigned th = 1; th <= 2; th++)
+        for (int fuse = 0; fuse <= 1; fuse++) {
+            float *a = malloc((nd + 1) * 40000 * 4), *b = malloc((nd + 1) * 40000 * 4);
+            uint64_t oa = 0, ob = 0;
+            decode_logits_rp(path, th, fuse, "0", tok, np, nd, a, &V, &oa);
+            ASSERT_TRUE(V <= 40000);
+            decode_logits_rp(path, th, fuse, "1", tok, np, nd, b, &V, &ob);
+            CHECK(ob - oa == (pays ? q4k : 0), "%u threads: owned bytes %llu -> %llu, want +%llu",
+                  th, (unsigned long long)oa, (unsigned long long)ob,
+                  (unsigned long long)(pays ? q4k : 0));
+            for (size_t i = 0; i <= nd; i++)
+                if (memcmp(a + i * V, b + i * V, (size_t)V * 4)) {
+                    CHECK(0, "%u threads, fuse %d: step %zu logits differ with repacking", th,
+                          fuse, i);
+                    break;
+                }
+            free(a);
+            free(b);
+        }
+}
 TEST(decode_fused_equals_unfused_stories_q8_0) { check_fused_model(GDIR "stories_q8.gguf"); }
 
 RUN_TESTS(T(linear_multi_same_bits_as_the_ops), T(linear_multi_declines),
-          T(decode_fused_equals_unfused_mixed_types), T(decode_fused_equals_unfused_stories_q8_0))
+          T(decode_fused_equals_unfused_mixed_types), T(decode_fused_equals_unfused_stories_q8_0),
+          T(decode_repacked_q4k_same_bits))

@@ -35,6 +35,10 @@ typedef struct lm_w {
     float lscale;
     ingot_tensor la, lb;
     ingot_buffer *lbuf;
+    /* INGOT_LM_REPACK: a Q4_K linear's rows repacked for the decode kernel (the kernels'
+     * ingot__q4kr_repack), read by one-row products instead of t; prefill reads t */
+    ingot_buffer *rbuf;
+    const void *rp;
 } lm_w;
 
 /* Tensor roles: one row of the naming table each (lm_names.c). */
@@ -97,6 +101,7 @@ struct ingot_lm {
     double rope_freq[LM_MAX_HEAD_DIM / 2];
     /* INGOT_LM_FUSE=0 at open: one op per linear in decode (A/B of the fused decode linears) */
     bool fuse_off;
+    uint64_t repacked_bytes; /* INGOT_LM_REPACK: bytes of repacked decode copies (in owned) */
 };
 
 /* Reads a small file (at most 1 MiB: configs) into an allocation of *n bytes (at least 1). */

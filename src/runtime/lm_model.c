@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "alloc.h"
+#include "backend_export.h"
 #include "checked.h"
 #include "error.h"
 #include "io.h"
@@ -204,6 +205,7 @@ static ingot_status bind(ingot_lm *m, lm_role role, uint32_t layer, uint32_t exp
 
 static void unbind(lm_w *w)
 {
+    ingot_buffer_free(w->rbuf);
     ingot_buffer_free(w->buf);
     ingot_buffer_free(w->lbuf);
     memset(w, 0, sizeof *w);
@@ -526,6 +528,54 @@ static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
     return INGOT_OK;
 }
 
+/* ---- INGOT_LM_REPACK: decode copies of the Q4_K linears ---- */
+
+/* w's rows repacked for the one-row kernel (backend_export.h) into a buffer of its own, when w
+ * is a Q4_K matrix with contiguous rows on the host and no run-time LoRA. */
+static ingot_status repack_one(ingot_lm *m, lm_w *w, uint32_t *count, ingot_error *err)
+{
+    const ingot_tensor *t = &w->t;
+    if (!w->present || w->lora || w->rp || t->dtype != INGOT_DTYPE_Q4_K || t->rank != 2 ||
+        t->strides[1] != 1 || t->strides[0] != t->shape[1] || t->shape[1] % 256)
+        return INGOT_OK;
+    const void *src = ingot_tensor_host(t);
+    if (!src) return INGOT_OK;
+    uint64_t nblk = (uint64_t)t->shape[0] * (uint64_t)(t->shape[1] / 256), nb = nblk * 144;
+    ING_TRY(ingot_buffer_alloc(m->be, (size_t)nb, &w->rbuf, err));
+    void *dst = ingot_buffer_host(w->rbuf);
+    ingot__q4kr_pack(m->be, src, dst, (size_t)nblk);
+    w->rp = dst;
+    m->owned_bytes += nb;
+    m->repacked_bytes += nb;
+    (*count)++;
+    return INGOT_OK;
+}
+
+/* INGOT_LM_REPACK=1 (or unset: the default below) repacks every dense Q4_K linear where the
+ * backend's kernel for the repacked layout runs (ingot__q4kr_pays); 0 keeps them zero-copy. */
+static ingot_status repack_all(ingot_lm *m, ingot_error *err)
+{
+    const char *env = getenv("INGOT_LM_REPACK");
+    bool on = env && !strcmp(env, "1");
+    if (!on || !ingot__q4kr_pays(m->be)) return INGOT_OK;
+    uint32_t count = 0;
+    ING_TRY(repack_one(m, &m->output, &count, err));
+    for (uint32_t l = 0; l < m->cfg.n_layer; l++) {
+        lm_layer *ly = &m->layers[l];
+        lm_w *ws[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up,
+                      &ly->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            ING_TRY(repack_one(m, ws[i], &count, err));
+    }
+    if (count) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "lm: %u Q4_K linears repacked for decode (%llu bytes)", count,
+                 (unsigned long long)m->repacked_bytes);
+        ingot__lm_notice(m, msg);
+    }
+    return INGOT_OK;
+}
+
 static ingot_status open_common(ingot_backend *b, const ingot_file *f, const ingot_lm_opts *o,
                                 const char *config_path, ingot_file *owned, ingot_lm **out,
                                 ingot_error *err)
@@ -560,6 +610,7 @@ static ingot_status open_common(ingot_backend *b, const ingot_file *f, const ing
     if (st == INGOT_OK) st = bind_all(m, err);
     if (st == INGOT_OK) st = rope_setup(m, err);
     if (st == INGOT_OK && o && o->lora_path) st = ingot__lm_lora_apply(m, o, err);
+    if (st == INGOT_OK) st = repack_all(m, err);
     if (st != INGOT_OK) {
         ingot_lm_free(m);
         return st;

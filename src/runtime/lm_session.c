@@ -303,6 +303,12 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
                               const lm_w *w, const lm_w *b, ingot_error *err)
 {
     ingot_backend *be = s->m->be;
+    if (w->rp && !w->lora) { /* one row: the repacked copy (false: several rows, run the op) */
+        const ingot_tensor *wt[1] = {&w->t}, *bt[1] = {b && b->present ? &b->t : NULL};
+        const void *rp[1] = {w->rp};
+        ingot_tensor *d1[1] = {dst};
+        if (ingot__linear_multi(be, 1, d1, x, wt, bt, rp)) return INGOT_OK;
+    }
     ING_TRY(ingot_op_linear(be, dst, x, &w->t, b && b->present ? &b->t : NULL, err));
     /* several rows went through the GEMM kernels, which can leave the upper register halves
      * dirty: cleared here, else the ops after it run 3-40x slower (prefill 3.5x, Q8_0 246 M) */
@@ -323,13 +329,15 @@ static bool linears_fused(ingot_lm_session *s, uint32_t n, ingot_tensor *const d
                           const ingot_tensor *x, const lm_w *const w[], const lm_w *const b[])
 {
     const ingot_tensor *wt[8] = {0}, *bt[8] = {0};
+    const void *rp[8] = {0};
     if (n > 8 || s->m->fuse_off) return false;
     for (uint32_t i = 0; i < n; i++) {
         if (w[i]->lora) return false;
         wt[i] = &w[i]->t;
         bt[i] = b && b[i]->present ? &b[i]->t : NULL;
+        rp[i] = w[i]->rp;
     }
-    return ingot__linear_multi(s->m->be, n, dst, x, wt, bt);
+    return ingot__linear_multi(s->m->be, n, dst, x, wt, bt, rp);
 }
 
 ingot_status ingot__lm_linears(ingot_lm_session *s, uint32_t n, ingot_tensor *const dst[],
@@ -440,7 +448,10 @@ static ingot_status head(ingot_lm_session *s, uint32_t first, uint32_t n, ingot_
                                     c->norm_eps, err));
     else
         ING_TRY(ingot_op_rms_norm(m->be, &xn, &x, &m->out_norm.t, c->norm_eps, err));
-    ING_TRY(ingot_op_linear(m->be, &lg, &xn, &m->output.t, NULL, err));
+    if (m->output.rp) /* one row: the repacked copy (else, or several rows: the op) */
+        ING_TRY(ingot__lm_linear(s, &lg, &xn, &m->output, NULL, err));
+    else
+        ING_TRY(ingot_op_linear(m->be, &lg, &xn, &m->output.t, NULL, err));
     return INGOT_OK;
 }
 

@@ -374,7 +374,7 @@ static bool one_row(const ingot_tensor *t, int64_t n)
 
 bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[],
                          const ingot_tensor *x, const ingot_tensor *const w[],
-                         const ingot_tensor *const bias[])
+                         const ingot_tensor *const bias[], const void *const rp[])
 {
     if (!b || b->ops != &ingot__backend_cpu || n < 1 || n > INGOT__QSEG_MAX || !x || !w[0] ||
         w[0]->rank != 2)
@@ -390,14 +390,15 @@ bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[]
             (bi && (!f32_host(bi) || bi->rank != 1 || bi->shape[0] != wi->shape[0])))
             return false;
         ingot_dtype wt = wi->dtype;
-        bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
+        bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16, r = rp && rp[i];
+        if (r && wt != INGOT_DTYPE_Q4_K) return false;
         if (half ? wi->strides[1] != 1 || wi->strides[0] < IN || (uintptr_t)ing_ptr(wi) % 2
                  : wt == INGOT_DTYPE_I8 || !ingot__qdot_k_ok(wt, (size_t)IN))
             return false;
         size_t ldw = half ? (size_t)wi->strides[0] * 2
                           : (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
-        seg[i] = (ingot__qseg){wt, ing_ptr(wi), half ? cfp(x) : NULL, ldw, (size_t)wi->shape[0],
-                               fp(dst[i]), bi != NULL};
+        seg[i] = (ingot__qseg){wt,          r ? rp[i] : ing_ptr(wi), half ? cfp(x) : NULL, ldw,
+                               (size_t)wi->shape[0], fp(dst[i]), bi != NULL, r};
         if (!half) xbytes += ingot__qx_bytes(wt, (size_t)IN);
     }
     /* x quantized once per weight dtype */
@@ -406,9 +407,10 @@ bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[]
     if (scratch(b, xbytes + 64, "linear", (void **)&xq, &e) != INGOT_OK) return false;
     for (uint32_t i = 0; i < n; i++) {
         for (uint32_t k = 0; k < i && !seg[i].xq; k++)
-            if (seg[k].wt == seg[i].wt) seg[i].xq = seg[k].xq;
+            if (seg[k].wt == seg[i].wt && seg[k].rp == seg[i].rp) seg[i].xq = seg[k].xq;
         if (!seg[i].xq) {
             ingot__qx_quantize(seg[i].wt, cfp(x), (size_t)IN, xq);
+            if (seg[i].rp) ingot__qx_q4kr_order(xq, (size_t)IN);
             seg[i].xq = xq;
             xq += ingot__qx_bytes(seg[i].wt, (size_t)IN);
         }
@@ -416,6 +418,31 @@ bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[]
     }
     ingot__qgemv_multi(ctx_of(b)->pool, (size_t)IN, seg, n);
     return true;
+}
+
+bool ingot__q4kr_pays(const ingot_backend *b)
+{
+    return b && b->ops == &ingot__backend_cpu && ingot__q4kr_fast();
+}
+
+typedef struct {
+    const uint8_t *src;
+    uint8_t *dst;
+} q4kr_job;
+
+static void q4kr_task(void *arg, int64_t b, int64_t e)
+{
+    const q4kr_job *j = arg;
+    ingot__q4kr_repack(j->src + b * 144, j->dst + b * 144, (size_t)(e - b));
+}
+
+void ingot__q4kr_pack(ingot_backend *b, const void *src, void *dst, size_t nblocks)
+{
+    q4kr_job j = {src, dst};
+    if (b && b->ops == &ingot__backend_cpu) /* over the pool, 4096 blocks (576 KiB) a task */
+        ingot__cpu_run(ctx_of(b), (int64_t)nblocks, 4096, q4kr_task, &j);
+    else
+        ingot__q4kr_repack(src, dst, nblocks);
 }
 
 /* ---- f32 activations and softmax on contiguous tensors ---- */

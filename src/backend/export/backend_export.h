@@ -32,8 +32,18 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
  * stride, mixed, one-row contiguous f32 dst and f32 biases; each dst gets the bits the op gives
  * it. Otherwise returns false and does
  * nothing (run the ops). dst must not overlap x or one another. */
+/* rp (NULL: none) gives, for a Q4_K weight w[i], its rows repacked by the kernels'
+ * ingot__q4kr_repack (the runtime's decode copy, INGOT_LM_REPACK): read instead of w[i]'s data,
+ * with the same results (rp[i] NULL: w[i] as stored). */
 bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[],
                          const ingot_tensor *x, const ingot_tensor *const w[],
-                         const ingot_tensor *const bias[]);
+                         const ingot_tensor *const bias[], const void *const rp[]);
+
+/* Repacked Q4_K (the runtime's INGOT_LM_REPACK): whether backend b is the cpu backend and the
+ * level in effect reads repacked rows with its SIMD kernel (AVX-512 VNNI with VBMI: where it does
+ * not, repacking does not pay), and the repacking itself (nblocks super-blocks of 144 bytes, src
+ * to dst, on b's threads; the layout is the cpu kernels' ingot__q4kr_repack). */
+bool ingot__q4kr_pays(const ingot_backend *b);
+void ingot__q4kr_pack(ingot_backend *b, const void *src, void *dst, size_t nblocks);
 
 #endif

@@ -76,6 +76,24 @@ static unsigned probe(void)
 static unsigned probe(void) { return 1u << INGOT__ISA_SCALAR; }
 #endif
 
+bool ingot__cpu_vbmi(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    static atomic_int v = -1;
+    int r = atomic_load_explicit(&v, memory_order_relaxed);
+    if (r < 0) {
+        unsigned a, b = 0, c = 0, d = 0;
+        r = ingot__isa_supported(INGOT__ISA_AVX512) && __get_cpuid_max(0, NULL) >= 7;
+        if (r) __cpuid_count(7, 0, a, b, c, d);
+        r = r && (c >> 1 & 1); /* CPUID.7.0:ECX bit 1, AVX512_VBMI */
+        atomic_store_explicit(&v, r, memory_order_relaxed);
+    }
+    return r;
+#else
+    return false;
+#endif
+}
+
 /* Software prefetch in the streaming kernels: on Intel it lifts the quantized GEMVs from about
  * 0.5-0.85 to 0.85-1.0 of the read rate (Xeon, one thread); on AMD Zen it slowed every kernel
  * (docs/PERFORMANCE.md), so it is only used on Intel. */

@@ -40,6 +40,8 @@ bool ingot__isa_supported(ingot__isa isa);
  * the best supported level at or below isa is used. Returns the level now in effect. */
 ingot__isa ingot__set_isa(ingot__isa isa);
 ingot__isa ingot__get_isa(void);
+/* Whether the CPU and OS have AVX-512 VBMI (vpmultishiftqb: the repacked Q4_K kernel). */
+bool ingot__cpu_vbmi(void);
 /* Whether the streaming kernels prefetch ahead (on Intel CPUs: see isa.c). */
 bool ingot__cpu_prefetch(void);
 /* Read streams per task of a one-row GEMV (decode): the 512-bit quantized and F16 / BF16 dots
@@ -176,9 +178,25 @@ typedef struct ingot__qseg {
     size_t ldw, M;
     float *Y;
     bool acc;
+    bool rp; /* Q4_K weights repacked by ingot__q4kr_repack, xq ordered by ingot__qx_q4kr_order */
 } ingot__qseg;
 #define INGOT__QSEG_MAX 8
 void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, size_t nseg);
+/* Repacked Q4_K (the runtime's decode copy, INGOT_LM_REPACK): the 144-byte super-blocks of GGML
+ * Q4_K with the same values rearranged inside each block, so that the AVX-512 VNNI kernel takes
+ * fewer instructions per block (docs/BACKEND.md): bytes 0-5 the eight 6-bit sub-block scales
+ * (scale k at bits 6k..6k+5, little-endian), 6-7 d (f16), 8-13 the eight 6-bit mins likewise,
+ * 14-15 dmin, then byte 16 + 64h + 16L + e (h < 2, L < 4, e < 16) holds element e of sub-block
+ * 4h + L in its low nibble and element 16 + e in its high nibble. Only ingot__qgemv_multi reads
+ * it (segments with rp); its activations are ingot__qx_quantize(Q4_K) reordered by
+ * ingot__qx_q4kr_order. */
+void ingot__q4kr_repack(const void *src, void *dst, size_t nblocks);
+/* The inverse (tests; the scalar route of the repacked dot). */
+void ingot__q4kr_unpack(const void *src, void *dst, size_t nblocks);
+void ingot__qx_q4kr_order(void *xq, size_t K);
+/* True when the level in effect runs repacked Q4_K with its SIMD kernel (AVX-512 VNNI with
+ * VBMI); elsewhere a scalar route runs it (correct, slow: repacking then does not pay). */
+bool ingot__q4kr_fast(void);
 /* True when ingot__qgemm at the level in effect, given f32 activations, reads them and not
  * xq (a caller may then skip quantizing and pass xq = NULL). */
 bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx);

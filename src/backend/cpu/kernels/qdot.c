@@ -232,6 +232,42 @@ static void sc_q5_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *
     sc_q45_k(w, ldw, rows, x, acc, y, true);
 }
 
+/* Repacked Q4_K (kernels.h): the same sums as sc_q45_k, read from the repacked block and the
+ * reordered activations. */
+static void sc_q4kr(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                    const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    for (size_t r = 0; r < rows; r++, w += ldw) {
+        float sum = 0.0f;
+        for (size_t b = 0; b < x->nb; b++) {
+            const uint8_t *blk = w + b * 144, *qs = blk + 16;
+            const int8_t *xq = x->q + b * 256;
+            const int16_t *bs = x->bs + b * 16;
+            uint64_t scf = 0, mnf = 0;
+            for (int i = 0; i < 6; i++) {
+                scf |= (uint64_t)blk[i] << 8 * i;
+                mnf |= (uint64_t)blk[8 + i] << 8 * i;
+            }
+            int32_t A = 0, M = 0;
+            for (int k = 0; k < 8; k++) {
+                int h = k / 4, L = k % 4, dk = 0;
+                for (int e = 0; e < 16; e++) {
+                    int v = qs[64 * h + 16 * L + e];
+                    dk += (v & 15) * xq[128 * h + 16 * L + e];
+                    dk += (v >> 4) * xq[128 * h + 64 + 16 * L + e];
+                }
+                A += (int32_t)(scf >> 6 * k & 63) * dk;
+                M += (int32_t)(mnf >> 6 * k & 63) * (bs[2 * k] + bs[2 * k + 1]);
+            }
+            float d = ingot__kq_f16_to_f32(ld16(blk + 6));
+            float dmin = ingot__kq_f16_to_f32(ld16(blk + 14));
+            sum += x->d[b] * (d * (float)A - dmin * (float)M);
+        }
+        put(y + r, acc, sum);
+    }
+}
+
 /* Q6_K: sum_j sc_j * (dot_j - 32 * sum of x over the 16 elements of group j), exact. */
 static void sc_q6_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                     const float *wscale, bool acc, float *y)
@@ -294,6 +330,100 @@ static ingot__qdot_fn pick(ingot__isa isa, ingot_dtype wt)
     }
     return f ? f : ingot__qdot_scalar(wt);
 }
+
+/* ---- repacked Q4_K (kernels.h) ---- */
+
+void ingot__q4kr_repack(const void *src, void *dst, size_t nblocks)
+{
+    const uint8_t *s = src;
+    uint8_t *o = dst;
+    for (size_t b = 0; b < nblocks; b++, s += 144, o += 144) {
+        uint8_t sc[8], mn[8], out[144];
+        ingot__k_scale_min(s + 4, sc, mn);
+        uint64_t scf = 0, mnf = 0;
+        for (int k = 0; k < 8; k++) {
+            scf |= (uint64_t)sc[k] << 6 * k;
+            mnf |= (uint64_t)mn[k] << 6 * k;
+        }
+        for (int i = 0; i < 6; i++) {
+            out[i] = (uint8_t)(scf >> 8 * i);
+            out[8 + i] = (uint8_t)(mnf >> 8 * i);
+        }
+        memcpy(out + 6, s, 2);      /* d */
+        memcpy(out + 14, s + 2, 2); /* dmin */
+        const uint8_t *qs = s + 16;
+        const uint64_t m4 = 0x0F0F0F0F0F0F0F0Full;
+        for (int k = 0; k < 8; k++) { /* sub-block k: GGML bytes 32 (k / 2) .., nibble k & 1 */
+            int h = k / 4, L = k % 4, sh = 4 * (k & 1);
+            for (int half = 0; half < 16; half += 8) { /* elements half.. and 16 + half.. */
+                uint64_t a, c;
+                memcpy(&a, qs + 32 * (k / 2) + half, 8);
+                memcpy(&c, qs + 32 * (k / 2) + 16 + half, 8);
+                uint64_t v = (a >> sh & m4) | (c >> sh & m4) << 4;
+                memcpy(out + 16 + 64 * h + 16 * L + half, &v, 8);
+            }
+        }
+        memcpy(o, out, 144); /* (src == dst allowed) */
+    }
+}
+
+void ingot__q4kr_unpack(const void *src, void *dst, size_t nblocks)
+{
+    const uint8_t *s = src;
+    uint8_t *o = dst;
+    for (size_t b = 0; b < nblocks; b++, s += 144, o += 144) {
+        uint8_t out[144], sc[8], mn[8];
+        uint64_t scf = 0, mnf = 0;
+        for (int i = 0; i < 6; i++) {
+            scf |= (uint64_t)s[i] << 8 * i;
+            mnf |= (uint64_t)s[8 + i] << 8 * i;
+        }
+        for (int k = 0; k < 8; k++) {
+            sc[k] = (uint8_t)(scf >> 6 * k & 63);
+            mn[k] = (uint8_t)(mnf >> 6 * k & 63);
+        }
+        memcpy(out, s + 6, 2);
+        memcpy(out + 2, s + 14, 2);
+        for (int i = 0; i < 4; i++) { /* the inverse of ingot__k_scale_min */
+            out[4 + i] = (uint8_t)(sc[i] | (sc[4 + i] >> 4) << 6);
+            out[8 + i] = (uint8_t)(mn[i] | (mn[4 + i] >> 4) << 6);
+            out[12 + i] = (uint8_t)((sc[4 + i] & 15) | (mn[4 + i] & 15) << 4);
+        }
+        memset(out + 16, 0, 128);
+        for (int k = 0; k < 8; k++) {
+            int h = k / 4, L = k % 4, sh = 4 * (k & 1);
+            for (int e = 0; e < 16; e++) {
+                int v = s[16 + 64 * h + 16 * L + e];
+                out[16 + 32 * (k / 2) + e] |= (uint8_t)((v & 15) << sh);
+                out[16 + 32 * (k / 2) + 16 + e] |= (uint8_t)((v >> 4) << sh);
+            }
+        }
+        memcpy(o, out, 144);
+    }
+}
+
+void ingot__qx_q4kr_order(void *xq, size_t K)
+{
+    /* Q4_K order per 128 elements, in 16-byte pieces: sub-blocks 0a 0b 2a 2b 1a 1b 3a 3b (a:
+     * elements 0-15, b: 16-31); repacked: 0a 1a 2a 3a 0b 1b 2b 3b */
+    static const int from[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+    int8_t *q = xq, t[128];
+    for (size_t e = 0; e < K; e += 128) {
+        memcpy(t, q + e, 128);
+        for (int j = 0; j < 8; j++) memcpy(q + e + 16 * j, t + 16 * from[j], 16);
+    }
+}
+
+static ingot__qdot_fn pick_q4kr(void)
+{
+    ingot__isa isa = ingot__get_isa();
+    ingot__qdot_fn f = NULL;
+    if ((isa == INGOT__ISA_AVX512_VNNI || isa == INGOT__ISA_AMX) && ingot__cpu_vbmi())
+        f = ingot__qdot_q4kr_avx512_vnni();
+    return f ? f : sc_q4kr;
+}
+
+bool ingot__q4kr_fast(void) { return pick_q4kr() != sc_q4kr; }
 
 /* ---- driver ---- */
 
@@ -489,7 +619,7 @@ void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, siz
     for (size_t s = 0; s < nseg; s++) {
         j.fn[s] = NULL;
         if (seg[s].wt != INGOT_DTYPE_F16 && seg[s].wt != INGOT_DTYPE_BF16) {
-            j.fn[s] = pick(ingot__get_isa(), seg[s].wt);
+            j.fn[s] = seg[s].rp ? pick_q4kr() : pick(ingot__get_isa(), seg[s].wt);
             ingot__qx_view(seg[s].wt, K, seg[s].xq, &j.x[s]);
         }
         bytes += seg[s].M * seg[s].ldw;

@@ -47,6 +47,9 @@ ingot__qdot_fn ingot__qdot_avx2(ingot_dtype wt);
 ingot__qdot_fn ingot__qdot_avx_vnni(ingot_dtype wt);
 ingot__qdot_fn ingot__qdot_avx512(ingot_dtype wt);
 ingot__qdot_fn ingot__qdot_avx512_vnni(ingot_dtype wt);
+/* The repacked Q4_K kernel (kernels.h, ingot__q4kr_repack) of the AVX-512 VNNI level, which also
+ * needs VBMI; NULL where the compiler cannot target it. */
+ingot__qdot_fn ingot__qdot_q4kr_avx512_vnni(void);
 
 /* Y[i * ldy + m] (+)= sum_k deq(W)[m, k] X[i * ldx + k]: rows of W of any dtype
  * ingot_dequantize decodes (ldw bytes apart) widened to f32 a panel at a time in pool scratch,

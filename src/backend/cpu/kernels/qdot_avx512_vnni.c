@@ -22,10 +22,14 @@ ingot__qdot_fn ingot__qdot_avx512_vnni(ingot_dtype wt)
     default: return NULL;
     }
 }
+
+ingot__qdot_fn ingot__qdot_q4kr_avx512_vnni(void) { return avx512_vnni_q4kr; }
 #else
 ingot__qdot_fn ingot__qdot_avx512_vnni(ingot_dtype wt)
 {
     (void)wt;
     return NULL;
 }
+
+ingot__qdot_fn ingot__qdot_q4kr_avx512_vnni(void) { return NULL; }
 #endif

@@ -461,6 +461,25 @@ F __m512 k_lanes(__m512 acc, const float *t, size_t n)
     return acc;
 }
 
+/* The terms of up to 16 super-blocks (n of them) into t: x->d * (d * A - dmin * M) from their
+ * integer dots A (16 lanes each), minimums' dots M (8 lanes each), f16 d and dmin and the
+ * activation scales xd. */
+FA void k_store16(const __m512i *Av, const __m256i *Ms, const uint16_t *dv, const uint16_t *dmv,
+                  const float *xd, size_t n, float *t)
+{
+    __m512i Mv[8];
+    UNROLL
+    for (int k = 0; k < 8; k++) /* (inserts from memory take no shuffle port) */
+        Mv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(Ms[2 * k]), Ms[2 * k + 1], 1);
+    __m512 a = _mm512_cvtepi32_ps(sum16x16(Av));
+    __m512 m = _mm512_cvtepi32_ps(reduce16(Mv));
+    __m512 xv = _mm512_load_ps(xd);
+    __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dv)), xv);
+    __m512 dm = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dmv)), xv);
+    _mm512_mask_storeu_ps(t, (__mmask16)((1u << n) - 1),
+                          _mm512_fmsub_ps(a, d, _mm512_mul_ps(m, dm)));
+}
+
 /* Terms of super-blocks b0 .. b0 + nbs - 1 of nrows rows (rp[0..nrows), in that order) into
  * t[i * nbs + j] = x->d[b] * (d * A - dmin * M) for row i, super-block b = b0 + j, where A is the
  * exact scaled dot and M the exact minimums' dot. Sixteen super-blocks at a time, in row order
@@ -484,7 +503,7 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
     /* opaque, so that GCC keeps it in a register: it rebuilt it by a mov and a vpbroadcastd
      * (a shuffle-port uop) every super-block */
     __asm__("" : "+v"(m4));
-    __m512i Av[16], Mv[8];
+    __m512i Av[16];
     __m256i Ms[16];
     _Alignas(64) uint16_t dv[16], dmv[16];
     _Alignas(64) float xd[16];
@@ -536,17 +555,112 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
             xd[i] = x->d[b];
             if (++j == nbs && ++ri < nrows) j = 0, row = rp[ri];
         }
-        UNROLL
-        for (int k = 0; k < 8; k++) /* (inserts from memory take no shuffle port) */
-            Mv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(Ms[2 * k]), Ms[2 * k + 1], 1);
-        __m512 a = _mm512_cvtepi32_ps(sum16x16(Av));
-        __m512 m = _mm512_cvtepi32_ps(reduce16(Mv));
-        __m512 xv = _mm512_load_ps(xd);
-        __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dv)), xv);
-        __m512 dm = _mm512_mul_ps(_mm512_cvtph_ps(ld256(dmv)), xv);
-        _mm512_mask_storeu_ps(t + e0, (__mmask16)((1u << n) - 1),
-                              _mm512_fmsub_ps(a, d, _mm512_mul_ps(m, dm)));
+        k_store16(Av, Ms, dv, dmv, xd, n, t + e0);
     }
+}
+
+#if VNNI
+/* Repacked Q4_K (kernels.h, ingot__q4kr_repack): the terms of q45_terms, the same integers A and
+ * M per super-block (so the same bits), in fewer instructions: the scales and mins come out of
+ * one broadcast load by one vpmultishiftqb and an and (VBMI; q45_terms' k_scales takes eight
+ * instructions), and each 64-byte load of nibbles holds 16 elements of each of four sub-blocks
+ * in its low nibbles and the next 16 in its high ones, so the two vpmaddubsw products share one
+ * scale vector: they are added as int16 (at most 2 * 2 * 15 * 127, no saturation) and scaled by
+ * one vpdpwssd, two per super-block where q45_terms takes four, and two vpshufb for the scale
+ * vectors where it takes four. */
+#define TGTV                                                                                       \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,"     \
+                          "f16c")))
+TGTV static void q4kr_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
+                            const ingot__qx *x, float *t)
+{
+    const bool pf = ingot__cpu_prefetch();
+    size_t total = nrows * nbs;
+    /* loaded, not built (see q45_terms) */
+    static const uint8_t c15[64] = {15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+                                    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
+    /* vpmultishiftqb: byte k of each quadword = its bits 6k..6k+7 (the 6-bit field k, and two
+     * bits of the next, cleared by the and with 63) */
+#define MS8 0, 6, 12, 18, 24, 30, 36, 42
+    static const uint8_t msc[64] = {MS8, MS8, MS8, MS8, MS8, MS8, MS8, MS8};
+#undef MS8
+#define C63 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63
+    static const uint8_t c63[64] = {C63, C63, C63, C63};
+#undef C63
+    /* int16 lanes 2k, 2k + 1 = byte 8 + k (min k), zero-extended (as in k_scales) */
+    static const uint8_t mc[32] = {8,  128, 8,  128, 9,  128, 9,  128, 10, 128, 10,
+                                   128, 11, 128, 11, 128, 12, 128, 12, 128, 13, 128,
+                                   13, 128, 14, 128, 14, 128, 15, 128, 15, 128};
+    /* vpshufb: the int16 lanes of 128-bit lane L = scale 4h + L, zero-extended, for [h] */
+#define K8(a) a, 128, a, 128, a, 128, a, 128, a, 128, a, 128, a, 128, a, 128
+    static const uint8_t rctl[2][64] = {{K8(0), K8(1), K8(2), K8(3)},
+                                        {K8(4), K8(5), K8(6), K8(7)}};
+#undef K8
+    __m512i m4 = ld512(c15), m63 = ld512(c63), ms = ld512(msc);
+    __asm__("" : "+v"(m4), "+v"(m63), "+v"(ms)); /* kept in registers (see q45_terms) */
+    __m512i Av[16];
+    __m256i Ms[16];
+    _Alignas(64) uint16_t dv[16], dmv[16];
+    _Alignas(64) float xd[16];
+    const uint8_t *row = rp[0];
+    size_t j = 0, ri = 0;
+    for (size_t e0 = 0; e0 < total; e0 += 16) {
+        size_t n = total - e0 < 16 ? total - e0 : 16;
+        _Pragma("GCC unroll 4")
+        for (size_t i = 0; i < 16; i++) {
+            if (i >= n) {
+                Av[i] = _mm512_setzero_si512();
+                Ms[i] = _mm256_setzero_si256();
+                dv[i] = dmv[i] = 0, xd[i] = 0.0f;
+                continue;
+            }
+            size_t b = b0 + j;
+            const uint8_t *blk = row + b * 144, *qs = blk + 16;
+            const int8_t *xq = x->q + b * 256;
+            PF(blk, 0);
+            PF(blk, 64);
+            PF(blk, 128);
+            __m512i scb = _mm512_and_si512(
+                _mm512_multishift_epi64_epi8(ms, _mm512_broadcast_i32x4(ld128(blk))), m63);
+            __m256i mn16 = _mm256_shuffle_epi8(_mm512_castsi512_si256(scb), ld256(mc));
+            __m512i p[2];
+            UNROLL
+            for (int h = 0; h < 2; h++) {
+                __m512i q = ld512(qs + 64 * h);
+                __m512i lo = _mm512_and_si512(q, m4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+                p[h] = _mm512_add_epi16(_mm512_maddubs_epi16(lo, ld512(xq + 128 * h)),
+                                        _mm512_maddubs_epi16(hi, ld512(xq + 128 * h + 64)));
+            }
+            /* vpmaddwd, then vpdpwssd onto it: no zeroed accumulator to copy in */
+            __m512i A = _mm512_madd_epi16(p[0], _mm512_shuffle_epi8(scb, ld512(rctl[0])));
+            A = _mm512_dpwssd_epi32(A, p[1], _mm512_shuffle_epi8(scb, ld512(rctl[1])));
+            Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
+            Av[i] = A;
+            memcpy(&dv[i], blk + 6, 2);
+            memcpy(&dmv[i], blk + 14, 2);
+            xd[i] = x->d[b];
+            if (++j == nbs && ++ri < nrows) j = 0, row = rp[ri];
+        }
+        k_store16(Av, Ms, dv, dmv, xd, n, t + e0);
+    }
+}
+#undef TGTV
+#endif
+
+/* The terms of kind 0 (Q4_K), 1 (Q5_K) or 2 (repacked Q4_K, the VNNI level only). */
+FA void k_terms(int kind, const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
+                const ingot__qx *x, float *t)
+{
+#if VNNI
+    if (kind == 2) {
+        q4kr_terms(rp, nrows, b0, nbs, x, t);
+        return;
+    }
+#endif
+    q45_terms(rp, nrows, b0, nbs, x, kind == 1, t);
 }
 
 /* Rows in windows of at most QK_TERMS terms: a window's terms, then each row's sum. */
@@ -557,16 +671,16 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
  * ran 0.87-0.94x, where rows of 1024 and 2816 ran 1.05-1.3x (docs/PERFORMANCE.md). */
 #define K_STREAM_NB 16
 FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool acc, float *y,
-              bool five)
+              int kind)
 {
-    _Alignas(64) float t[QK_TERMS];
+    _Alignas(64) float t[QK_TERMS + 16]; /* (+16: read past the last row below, masked off) */
     size_t nb = x->nb, ns = nb <= K_STREAM_NB ? ingot__gemv_streams() : 1;
     if (nb > QK_TERMS) { /* long rows: one row at a time, in pieces of QK_TERMS terms */
         for (size_t r = 0; r < rows; r++, w += ldw) {
             __m512 lanes = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b += QK_TERMS) {
                 size_t n = nb - b < QK_TERMS ? nb - b : QK_TERMS;
-                q45_terms(&w, 1, b, n, x, five, t);
+                k_terms(kind, &w, 1, b, n, x, t);
                 lanes = k_lanes(lanes, t, n);
             }
             put(y + r, acc, hsum_f32(lanes));
@@ -577,16 +691,38 @@ FA void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, boo
     stream_heads(w, ldw, rows, ns, ingot__cpu_prefetch());
     const uint8_t *rp[QK_TERMS];
     size_t ri[QK_TERMS];
+    /* ingot__stream_row's order from the first row of each sub-range (its closed form, cheaper
+     * per row: 6% at K = 1024 in L1) */
+    unsigned sh = ns == 8 ? 3 : ns == 4 ? 2 : ns == 2 ? 1 : 0;
+    size_t first[8], full = rows >> sh << sh;
+    for (size_t s = 0; s < ns; s++) first[s] = ingot__stream_row(rows, ns, s);
+    memset(t + QK_TERMS, 0, 16 * sizeof(float));
     for (size_t r0 = 0; r0 < rows; r0 += per) {
         size_t n = rows - r0 < per ? rows - r0 : per;
-        for (size_t i = 0; i < n; i++)
-            ri[i] = ingot__stream_row(rows, ns, r0 + i), rp[i] = w + ri[i] * ldw;
-        q45_terms(rp, n, 0, nb, x, five, t);
+        for (size_t i = 0; i < n; i++) {
+            size_t idx = r0 + i;
+            ri[i] = idx < full ? first[idx & (ns - 1)] + (idx >> sh)
+                               : ingot__stream_row(rows, ns, idx);
+            rp[i] = w + ri[i] * ldw;
+        }
+        k_terms(kind, rp, n, 0, nb, x, t);
         size_t i = 0;
         for (; i + 16 <= n; i += 16) { /* sixteen rows' lanes summed by one tree */
             __m512 l[16];
-            UNROLL
-            for (int k = 0; k < 16; k++) l[k] = k_lanes(_mm512_setzero_ps(), t + (i + k) * nb, nb);
+            if (nb < 16) { /* a row's terms in one vector: a plain load, the lanes past nb
+                            * zeroed (k_lanes' masked load cost 6% at K = 1024; +0 added as
+                            * there, so -0 terms give the same bits) */
+                const __mmask16 mk = (__mmask16)((1u << nb) - 1);
+                UNROLL
+                for (int k = 0; k < 16; k++) {
+                    __m512 v = _mm512_maskz_mov_ps(mk, _mm512_loadu_ps(t + (i + k) * nb));
+                    l[k] = _mm512_add_ps(_mm512_setzero_ps(), v);
+                }
+            } else {
+                UNROLL
+                for (int k = 0; k < 16; k++)
+                    l[k] = k_lanes(_mm512_setzero_ps(), t + (i + k) * nb, nb);
+            }
             _Alignas(64) float s16[16];
             _mm512_store_ps(s16, sum16x16_ps(l));
             for (int k = 0; k < 16; k++) put(y + ri[i + k], acc, s16[k]);
@@ -600,15 +736,24 @@ TGT static void QN(q4_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
                          const float *wscale, bool acc, float *y)
 {
     (void)wscale;
-    q45_k(w, ldw, rows, x, acc, y, false);
+    q45_k(w, ldw, rows, x, acc, y, 0);
 }
 
 TGT static void QN(q5_k)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     (void)wscale;
-    q45_k(w, ldw, rows, x, acc, y, true);
+    q45_k(w, ldw, rows, x, acc, y, 1);
 }
+
+#if VNNI
+TGT static void QN(q4kr)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
+                        const float *wscale, bool acc, float *y)
+{
+    (void)wscale;
+    q45_k(w, ldw, rows, x, acc, y, 2);
+}
+#endif
 
 /* int16 lanes 8j .. 8j + 7 = lane g + j, for j < 4 (a vpermw index). */
 F __m512i four16(int g)

@@ -551,8 +551,10 @@ static ingot_status repack_one(ingot_lm *m, lm_w *w, uint32_t *count, ingot_erro
     return INGOT_OK;
 }
 
-/* INGOT_LM_REPACK=1 (or unset: the default below) repacks every dense Q4_K linear where the
- * backend's kernel for the repacked layout runs (ingot__q4kr_pays); 0 keeps them zero-copy. */
+/* INGOT_LM_REPACK=1 repacks every dense Q4_K linear where the backend's kernel for the repacked
+ * layout runs (ingot__q4kr_pays); unset or anything else keeps them zero-copy, the default: the
+ * copies double those weights' memory for a decode gain this VM could not show to be reliable
+ * (docs/PERFORMANCE.md, runtime "Seventh round"). */
 static ingot_status repack_all(ingot_lm *m, ingot_error *err)
 {
     const char *env = getenv("INGOT_LM_REPACK");

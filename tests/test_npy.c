@@ -1240,7 +1240,47 @@ TEST(test_npz_names_from_an_arena)
     ingot_writer_free_mem(NULL, img, n);
 }
 
-RUN_TESTS(T(test_npy_fixtures_mmap), T(test_npy_fixtures_pread), T(test_npy_fixtures_buffer),
+/* An allocator that keeps the largest request. */
+static void *max_alloc(void *ctx, size_t size, size_t align)
+{
+    (void)align;
+    size_t *m = ctx;
+    if (size > *m) *m = size;
+    return malloc(size);
+}
+
+/* The name arena's first chunk is no larger than the file (RELIABILITY: no allocation past the
+ * file's size): a 4 KiB chunk for a small .npy was. The largest allocation of opening a .npy of
+ * 8 floats from a buffer stays below 1 KiB, whatever its other parts take. */
+TEST(test_npy_small_file_small_allocations)
+{
+    ingot_writer_opts wo = {0};
+    wo.format = "npy";
+    wo.no_fsync = true;
+    ingot_writer *w;
+    ASSERT_OK(ingot_writer_new(&wo, &w, NULL));
+    static const float data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint64_t shape[1] = {8};
+    ASSERT_OK(ingot_writer_add_tensor(w, "x", INGOT_DTYPE_F32, 1, shape, NULL, data, NULL));
+    void *img;
+    size_t n;
+    ASSERT_OK(ingot_writer_begin_mem(w, NULL));
+    ASSERT_OK(ingot_writer_commit_mem(w, &img, &n, NULL));
+    ingot_writer_free(w);
+    size_t largest = 0;
+    ingot_allocator a = {max_alloc, cnt_free, &largest};
+    ingot_open_opts o = {.allocator = &a};
+    ingot_file *f;
+    ASSERT_OK(ingot_file_open_buffer(img, n, &o, &f, NULL));
+    ingot_tensor_info t;
+    ASSERT_OK(ingot_file_tensor_at(f, 0, &t));
+    ASSERT_U64(t.shape[0], 8);
+    CHECK(largest < 1024, "largest allocation %zu bytes for a file of %zu", largest, n);
+    ingot_file_close(f);
+    ingot_writer_free_mem(NULL, img, n);
+}
+
+RUN_TESTS(T(test_npy_small_file_small_allocations), T(test_npy_fixtures_mmap), T(test_npy_fixtures_pread), T(test_npy_fixtures_buffer),
           T(test_npy_zero_copy_and_flags), T(test_npy_deflated_random_access),
           T(test_npy_writer_byte_exact_vs_numpy), T(test_npy_writer_converts_layout),
           T(test_npy_roundtrip_npz_ingot_npz), T(test_npy_writer_numpy_golden),

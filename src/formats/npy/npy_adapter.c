@@ -241,12 +241,14 @@ static size_t block_size(size_t name_len, uint32_t rank)
 }
 
 /* n bytes (a multiple of 8) from the arena: the newest chunk, else a new one of at least n bytes
- * and twice the last chunk's size (4 KiB, then up to 1 MiB). */
+ * and twice the last chunk's size (4 KiB, then up to 1 MiB), but no larger than the file where n
+ * fits in that (RELIABILITY: no allocation past the file's size for what the file describes). */
 static void *arena_take(ingot_file *f, nstate *s, size_t n)
 {
     nchunk *c = s->chunks;
     if (!c || c->size - c->used < n) {
         size_t sz = c ? (c->size < (1u << 19) ? c->size * 2 : c->size) : 4096;
+        if (sz > f->size) sz = (size_t)f->size;
         if (sz < n) sz = n;
         if (sz > SIZE_MAX - sizeof *c) return NULL;
         c = ingot__alloc(&f->alloc, sizeof *c + sz);

@@ -310,8 +310,6 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
         if (ingot__linear_multi(be, 1, d1, x, wt, bt, rp)) return INGOT_OK;
     }
     ING_TRY(ingot_op_linear(be, dst, x, &w->t, b && b->present ? &b->t : NULL, err));
-    /* several rows went through the GEMM kernels, which can leave the upper register halves
-     * dirty: cleared here, else the ops after it run 3-40x slower (prefill 3.5x, Q8_0 246 M) */
     if (!w->lora) return INGOT_OK;
     /* run-time LoRA: dst += lscale * B (A x) */
     ingot_tensor ax, bax;
@@ -448,11 +446,8 @@ static ingot_status head(ingot_lm_session *s, uint32_t first, uint32_t n, ingot_
                                     c->norm_eps, err));
     else
         ING_TRY(ingot_op_rms_norm(m->be, &xn, &x, &m->out_norm.t, c->norm_eps, err));
-    if (m->output.rp) /* one row: the repacked copy (else, or several rows: the op) */
-        ING_TRY(ingot__lm_linear(s, &lg, &xn, &m->output, NULL, err));
-    else
-        ING_TRY(ingot_op_linear(m->be, &lg, &xn, &m->output.t, NULL, err));
-    return INGOT_OK;
+    /* (the head carries no LoRA: ingot__lm_linear is the op, or its repacked copy for one row) */
+    return ingot__lm_linear(s, &lg, &xn, &m->output, NULL, err);
 }
 
 INGOT_API ingot_status ingot_lm_eval(ingot_lm_session *s, const int32_t *tokens, size_t n,

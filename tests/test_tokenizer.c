@@ -459,7 +459,7 @@ TEST(test_tokenizer_json_refusals)
     /* a 100-byte file naming id 2000000 is refused before 2 M tokens are allocated */
     failing fl = {1000000, 0, 0, 0};
     ingot_allocator al = {f_alloc, f_free, &fl};
-    ingot_tokenizer_opts op = {&al};
+    ingot_tokenizer_opts op = {.allocator = &al};
     snprintf(buf, sizeof buf, fb, "\"a\":0,\"b\":2000000", "");
     ASSERT_ST(ingot_tokenizer_open_buffer(buf, strlen(buf), &op, &t, &e), INGOT_BAD_METADATA);
     ASSERT_TRUE(strstr(e.msg, "only 2 tokens") != NULL);
@@ -563,7 +563,7 @@ TEST(test_open_and_encode_survive_every_allocation_failure)
     for (int k = 0; k < 10000; k++) {
         failing f = {k, 0, 0, 0};
         ingot_allocator al = {f_alloc, f_free, &f};
-        ingot_tokenizer_opts o = {&al};
+        ingot_tokenizer_opts o = {.allocator = &al};
         ingot_tokenizer *t = NULL;
         ingot_status st = ingot_tokenizer_open_buffer(buf, n, &o, &t, NULL);
         if (st == INGOT_OK) {

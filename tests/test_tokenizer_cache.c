@@ -4,7 +4,9 @@
  * shared vector file (llama.cpp's, TestPlans.txt, the stories260K golden story), on seeded
  * random and adversarial texts, with every flag, budgets from one entry to megabytes, after
  * clear; a cache is refused by another tokenizer; it allocates through the
- * tokenizer's allocator at creation only.
+ * tokenizer's allocator at creation only. The tokenizer's own word caches (ingot_tokenizer_opts,
+ * borrowed by plain encodes): the same ids as a tokenizer without them, from many threads at
+ * once, their options, memory and statistics.
  */
 #include "harness.h"
 #include "files.h"
@@ -12,8 +14,13 @@
 #define FIX INGOT_FIXTURES
 #define LCPP FIX "/tokenizers/llama.cpp/"
 
+/* Without options the tokenizers here keep no word caches of their own, so that the plain
+ * encode the caches are compared with is the encoder itself. */
+static const ingot_tokenizer_opts no_own = {.word_cache_bytes = INGOT_TOKENIZER_NO_WORD_CACHE};
+
 static ingot_tokenizer *open_tok(const char *path, const ingot_tokenizer_opts *o)
 {
+    if (!o) o = &no_own;
     ingot_tokenizer *t = NULL;
     ingot_error e;
     if (ingot_tokenizer_open(path, o, &t, &e) != INGOT_OK) {
@@ -400,7 +407,8 @@ TEST(test_cache_memory)
 {
     size_t live = 0;
     ingot_allocator al = {count_alloc, count_free, &live};
-    ingot_tokenizer_opts op = {&al};
+    ingot_tokenizer_opts op = {.allocator = &al,
+                               .word_cache_bytes = INGOT_TOKENIZER_NO_WORD_CACHE};
     ingot_tokenizer *t = open_tok(tok_paths[0], &op);
     ASSERT_TRUE(t);
     size_t base = live;
@@ -441,7 +449,234 @@ TEST(test_cache_memory)
     ingot_tokenizer_close(t);
 }
 
+/* ---- the tokenizer's own word caches --------------------------------------------------- */
+
+/* The same text through own (a tokenizer with its own word caches) and ref (the same vocabulary
+ * without): equal statuses, counts and ids; the size query; one id short (RANGE, the first ids
+ * written). */
+static int agree_own(const ingot_tokenizer *own, const ingot_tokenizer *ref, const char *s,
+                     size_t len, uint32_t flags)
+{
+    size_t cap = ingot_tokenizer_max_tokens(len);
+    int32_t *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+    size_t na = 0, nb = 0, nq = 0;
+    int ok = 1;
+    ingot_status sa = ingot_tokenizer_encode(ref, s, len, flags, a, cap, &na, NULL, 0, NULL);
+    ingot_status sb = ingot_tokenizer_encode(own, s, len, flags, b, cap, &nb, NULL, 0, NULL);
+    if (sa != sb || na != nb || memcmp(a, b, na * sizeof *a) != 0) ok = 0;
+    if (ingot_tokenizer_encode(own, s, len, flags, NULL, 0, &nq, NULL, 0, NULL) != INGOT_OK ||
+        nq != na)
+        ok = 0;
+    if (na > 1) {
+        for (size_t i = 0; i < na; i++) b[i] = -7;
+        sb = ingot_tokenizer_encode(own, s, len, flags, b, na - 1, &nb, NULL, 0, NULL);
+        if (sb != INGOT_RANGE || nb != na || memcmp(a, b, (na - 1) * sizeof *a) != 0 ||
+            b[na - 1] != -7)
+            ok = 0;
+    }
+    if (!ok)
+        fprintf(stderr, "  own caches differ (flags %u, %zu bytes: %.*s)\n", flags, len,
+                (int)(len > 60 ? 60 : len), s);
+    free(a);
+    free(b);
+    return ok;
+}
+
+static uint64_t own_stat(const ingot_tokenizer *t, int which)
+{
+    uint64_t v[4];
+    ingot_tokenizer_word_cache_stats(t, &v[0], &v[1], &v[2], &v[3]);
+    return v[which];
+}
+
+/* Every tokenizer, its own caches at the default size, one entry (every word collides) and 4 KB,
+ * one cache or the default two: 300 seeded random texts each, each twice, every flag, the same as
+ * without caches; the shared vector inputs likewise. */
+TEST(test_own_caches_agree)
+{
+    static const size_t budgets[] = {0, 64, 4096};
+    char *buf = malloc(1 << 16);
+    size_t bad = 0, texts = 0;
+    for (int k = 0; k < 4; k++) {
+        ingot_tokenizer *ref = open_tok(tok_paths[k], NULL);
+        ASSERT_TRUE(ref);
+        for (size_t bi = 0; bi < sizeof budgets / sizeof budgets[0]; bi++) {
+            ingot_tokenizer_opts o = {.word_cache_bytes = budgets[bi],
+                                      .word_caches = bi == 1 ? 1u : 0u};
+            ingot_tokenizer *own = open_tok(tok_paths[k], &o);
+            ASSERT_TRUE(own);
+            for (int i = 0; i < 300; i++) {
+                size_t n = gen_text(buf, 1 << 16);
+                uint32_t fl = (uint32_t)rnd(4);
+                for (int twice = 0; twice < 2; twice++) bad += !agree_own(own, ref, buf, n, fl);
+                texts++;
+            }
+            static const char *const stems[] = {"ggml-vocab-gpt-2.gguf", "ggml-vocab-llama-bpe.gguf",
+                                                "ggml-vocab-llama-spm.gguf"};
+            char p[512];
+            snprintf(p, sizeof p, LCPP "%s.inp", stems[k < 3 ? k : 2]);
+            size_t ni = 0;
+            char *in = test_read_file(p, &ni);
+            ASSERT_TRUE(in);
+            for (int twice = 0; twice < 2; twice++) bad += !agree_own(own, ref, in, ni, 0);
+            free(in);
+            if (budgets[bi] != 64)
+                CHECK(own_stat(own, 2) > 0, "%s, budget %zu: no hits", tok_paths[k],
+                      budgets[bi]);
+            ingot_tokenizer_close(own);
+        }
+        ASSERT_U64(own_stat(ref, 0), 0); /* no caches: nothing counted */
+        ingot_tokenizer_close(ref);
+    }
+    free(buf);
+    CHECK(bad == 0, "%zu of %zu texts differ", bad, 2 * texts);
+}
+
+#include <pthread.h>
+
+typedef struct own_par {
+    const ingot_tokenizer *t;
+    const char *buf;
+    const size_t *off, *len, *woff, *nw;
+    const int32_t *want;
+    size_t k, step;
+    int bad;
+} own_par;
+
+static void *own_run(void *arg)
+{
+    own_par *p = arg;
+    int32_t *ids = malloc(ingot_tokenizer_max_tokens(4096) * sizeof *ids);
+    for (int rep = 0; rep < 25; rep++)
+        for (size_t j = 0; j < p->k; j++) {
+            size_t i = (j * p->step + (size_t)rep) % p->k, n = 0;
+            if (ingot_tokenizer_encode(p->t, p->buf + p->off[i], p->len[i], 0, ids,
+                                       ingot_tokenizer_max_tokens(4096), &n, NULL, 0,
+                                       NULL) != INGOT_OK ||
+                n != p->nw[i] || memcmp(ids, p->want + p->woff[i], n * sizeof *ids) != 0)
+                p->bad++;
+        }
+    free(ids);
+    return NULL;
+}
+
+/* Six threads encoding 64 texts in six orders with one tokenizer whose two word caches they
+ * take in turn (four at a time go without): every result the ids of a tokenizer without caches. */
+TEST(test_own_caches_threads)
+{
+    for (int k = 0; k < 3; k++) {
+        ingot_tokenizer *ref = open_tok(tok_paths[k], NULL);
+        ingot_tokenizer *own = open_tok(tok_paths[k], &(ingot_tokenizer_opts){0});
+        ASSERT_TRUE(ref && own);
+        enum { K = 64 };
+        char *buf = malloc(K * 4096);
+        size_t off[K], len[K], woff[K], nw[K], total = 0, pos = 0;
+        int32_t *want = malloc(K * ingot_tokenizer_max_tokens(4096) * sizeof *want);
+        for (size_t i = 0; i < K; i++) {
+            off[i] = pos;
+            len[i] = gen_text(buf + pos, 4096);
+            pos += len[i];
+            woff[i] = total;
+            ASSERT_OK(ingot_tokenizer_encode(ref, buf + off[i], len[i], 0, want + total,
+                                             ingot_tokenizer_max_tokens(4096), &nw[i], NULL, 0,
+                                             NULL));
+            total += nw[i];
+        }
+        own_par ps[6];
+        pthread_t th[6];
+        static const size_t steps[6] = {1, 3, 5, 7, 9, 11};
+        for (int i = 0; i < 6; i++) {
+            ps[i] = (own_par){own, buf, off, len, woff, nw, want, K, steps[i], 0};
+            ASSERT_EQ(pthread_create(&th[i], NULL, own_run, &ps[i]), 0);
+        }
+        int bad = 0;
+        for (int i = 0; i < 6; i++) {
+            pthread_join(th[i], NULL);
+            bad += ps[i].bad;
+        }
+        CHECK(bad == 0, "%s: %d of %d encodes differ", tok_paths[k], bad, 6 * 25 * K);
+        CHECK(own_stat(own, 2) > 0, "%s: the caches were never used", tok_paths[k]);
+        free(buf);
+        free(want);
+        ingot_tokenizer_close(own);
+        ingot_tokenizer_close(ref);
+    }
+}
+
+/* The options: what open reserves (through the tokenizer's allocator, all of it returned by
+ * close), the limits, a cache given back after each encode, none for bpe-fallback. */
+TEST(test_own_caches_options)
+{
+    size_t live = 0;
+    ingot_allocator al = {count_alloc, count_free, &live};
+    ingot_tokenizer_opts none = {.allocator = &al,
+                                 .word_cache_bytes = INGOT_TOKENIZER_NO_WORD_CACHE};
+    ingot_tokenizer *t = open_tok(tok_paths[0], &none);
+    ASSERT_TRUE(t);
+    size_t base = live;
+    ingot_tokenizer_close(t);
+    ASSERT_U64(live, 0);
+    /* three caches of 64 KB: 1024 entries each, plus a header and a slot each */
+    ingot_tokenizer_opts three = {.allocator = &al, .word_cache_bytes = 65536, .word_caches = 3};
+    t = open_tok(tok_paths[0], &three);
+    ASSERT_TRUE(t);
+    CHECK(live - base >= 3 * 65536 && live - base <= 3 * (65536 + 512 + 64), "%zu bytes",
+          live - base);
+    ingot_tokenizer_close(t);
+    ASSERT_U64(live, 0);
+    /* the default: two of 2 MiB */
+    ingot_tokenizer_opts dflt = {.allocator = &al};
+    t = open_tok(tok_paths[0], &dflt);
+    ASSERT_TRUE(t);
+    size_t two = (size_t)2 << 21;
+    CHECK(live - base >= two && live - base <= two + 2 * (512 + 64), "%zu bytes", live - base);
+    /* one encode at a time: the second encode of a text finds every word the first left */
+    static const char s[] = "The quick brown fox jumps over the lazy dog, again and again.";
+    int32_t ids[128];
+    size_t n = 0;
+    ASSERT_OK(ingot_tokenizer_encode(t, s, sizeof s - 1, 0, ids, 128, &n, NULL, 0, NULL));
+    uint64_t w1 = own_stat(t, 0), h1 = own_stat(t, 2);
+    ASSERT_TRUE(w1 > 5 && h1 < w1);
+    ASSERT_OK(ingot_tokenizer_encode(t, s, sizeof s - 1, 0, ids, 128, &n, NULL, 0, NULL));
+    ASSERT_U64(own_stat(t, 0) - w1, w1);
+    ASSERT_U64(own_stat(t, 2) - h1, w1);
+    ASSERT_TRUE(own_stat(t, 3) > 0 && own_stat(t, 1) >= own_stat(t, 3));
+    ingot_tokenizer_close(t);
+    ASSERT_U64(live, 0);
+    /* the limits: refused before anything stays allocated */
+    ingot_error e;
+    ingot_tokenizer_opts many = {.allocator = &al, .word_caches = 65};
+    t = (ingot_tokenizer *)&n;
+    ASSERT_ST(ingot_tokenizer_open(tok_paths[0], &many, &t, &e), INGOT_LIMIT);
+    ASSERT_TRUE(t == NULL && strstr(e.msg, "word caches") != NULL);
+    ingot_tokenizer_opts big = {.allocator = &al, .word_cache_bytes = ((size_t)1 << 30) + 1};
+    ASSERT_ST(ingot_tokenizer_open(tok_paths[2], &big, &t, &e), INGOT_LIMIT);
+    ASSERT_TRUE(t == NULL);
+    ASSERT_U64(live, 0);
+    ingot_tokenizer_opts max = {.allocator = &al, .word_caches = 64, .word_cache_bytes = 64};
+    ASSERT_OK(ingot_tokenizer_open(tok_paths[3], &max, &t, &e));
+    ASSERT_TRUE(agree(t, NULL, s, sizeof s - 1, INGOT_ENCODE_ADD_SPECIAL));
+    ingot_tokenizer_close(t);
+    ASSERT_U64(live, 0);
+    /* bpe-fallback encodes without one: nothing reserved, nothing counted */
+    static const char fb[] = "{\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,\"vocab\":{"
+                             "\"<unk>\":0,\"a\":1,\"b\":2,\"ab\":3,\"\\u2581\":4},"
+                             "\"merges\":[\"a b\"]}}";
+    ASSERT_OK(ingot_tokenizer_open_buffer(fb, strlen(fb), &none, &t, NULL));
+    size_t fb_none = live;
+    ingot_tokenizer_close(t);
+    ASSERT_OK(ingot_tokenizer_open_buffer(fb, strlen(fb), &dflt, &t, NULL));
+    ASSERT_U64(live, fb_none);
+    ASSERT_OK(ingot_tokenizer_encode(t, "ab ab", 5, 0, ids, 128, &n, NULL, 0, NULL));
+    ASSERT_U64(own_stat(t, 0), 0);
+    ingot_tokenizer_close(t);
+    ASSERT_U64(live, 0);
+    ingot_tokenizer_word_cache_stats(NULL, &w1, NULL, NULL, NULL);
+    ASSERT_U64(w1, 0);
+}
+
 RUN_TESTS(T(test_cache_vectors_gpt2), T(test_cache_vectors_llama3), T(test_cache_vectors_spm),
           T(test_cache_vectors_gpt2_encoder_json), T(test_cache_stories260k),
           T(test_cache_testplans), T(test_cache_random_texts), T(test_cache_collisions),
-          T(test_cache_clear), T(test_cache_misuse), T(test_cache_memory))
+          T(test_cache_clear), T(test_cache_misuse), T(test_cache_memory),
+          T(test_own_caches_agree), T(test_own_caches_threads), T(test_own_caches_options))

@@ -537,7 +537,7 @@ TEST(test_big_tables_on_huge_pages)
 #endif
     size_t live = 0;
     ingot_allocator al = {count_alloc, count_free, &live};
-    ingot_tokenizer_opts op = {&al};
+    ingot_tokenizer_opts op = {.allocator = &al};
     ASSERT_OK(ingot_tokenizer_open(path, &op, &u, NULL));
     ASSERT_TRUE(u->map_raw == NULL && u->mslot_raw == NULL);
     static const char *const parts[] = {"a", " the", " information", "\u4e2d\u6587", "\n", " 123",

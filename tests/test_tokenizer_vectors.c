@@ -83,8 +83,12 @@ static int check_case(ingot_tokenizer *t, const char *text, size_t len, const in
     int32_t *ids = malloc(cap * sizeof *ids);
     size_t n = 0;
     ingot_error e;
-    ingot_status st = ingot_tokenizer_encode(t, text, len, 0, ids, cap, &n, NULL, 0, &e);
-    int ok = st == INGOT_OK && n == nwant && memcmp(ids, want, n * sizeof *ids) == 0;
+    /* twice: the second time the words come from the tokenizer's own word cache */
+    int ok = 1;
+    for (int pass = 0; pass < 2 && ok; pass++) {
+        ingot_status st = ingot_tokenizer_encode(t, text, len, 0, ids, cap, &n, NULL, 0, &e);
+        ok = st == INGOT_OK && n == nwant && memcmp(ids, want, n * sizeof *ids) == 0;
+    }
     if (!ok) {
         fprintf(stderr, "  %s case %zu: %.*s\n    got ", label, idx, (int)(len > 60 ? 60 : len),
                 text);
@@ -96,7 +100,7 @@ static int check_case(ingot_tokenizer *t, const char *text, size_t len, const in
     if (ok && round_trip) {
         size_t dl = 0;
         char *back = malloc(len + 16);
-        st = ingot_tokenizer_decode(t, ids, n, 0, back, len + 16, &dl, &e);
+        ingot_status st = ingot_tokenizer_decode(t, ids, n, 0, back, len + 16, &dl, &e);
         if (st != INGOT_OK || dl != len || memcmp(back, text, len) != 0) {
             fprintf(stderr, "  %s case %zu: decode(encode(s)) != s (%zu vs %zu bytes)\n", label,
                     idx, dl, len);
@@ -321,7 +325,8 @@ TEST(test_stories260k_decode_llama2c_golden)
 }
 
 /* One tokenizer, four threads encoding and decoding every llama.cpp input at once: the same ids
- * and text as one thread (a tokenizer is immutable after open). */
+ * and text as one thread (the vocabulary is immutable; its two word caches are taken by one
+ * encode at a time, so two threads at a time encode without one). */
 #include <pthread.h>
 
 typedef struct par {

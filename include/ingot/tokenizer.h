@@ -18,14 +18,17 @@
  * NULL is a no-op); everything is copied at open, so the source file may be closed afterwards.
  * Strings handed out are borrowed until close. A failed call leaves *out NULL.
  *
- * Memory: open allocates everything the vocabulary needs, through the allocator of the options.
- * Encoding needs work memory proportional to the text (the BPE and SentencePiece merge state):
- * pass `scratch` of ingot_tokenizer_scratch_size() bytes to allocate nothing; with scratch NULL
- * encode takes that much from the tokenizer's allocator for the duration of the call. Decoding
- * and the streaming decoder never allocate.
+ * Memory: open allocates everything the vocabulary needs, through the allocator of the options,
+ * and (byte-level BPE and SentencePiece) the tokenizer's own word caches (2 x 2 MiB by default,
+ * ingot_tokenizer_opts). Encoding needs work memory proportional to the text (the BPE and
+ * SentencePiece merge state): pass `scratch` of ingot_tokenizer_scratch_size() bytes to allocate
+ * nothing; with scratch NULL encode takes that much from the tokenizer's allocator for the
+ * duration of the call. Decoding and the streaming decoder never allocate.
  *
- * Threads: a tokenizer is immutable after open; any number of threads may encode and decode with
- * one handle at once (each with its own scratch and stream state). Close must not race.
+ * Threads: any number of threads may encode and decode with one handle at once (each with its
+ * own scratch and stream state). The vocabulary is immutable after open; the only state encoding
+ * changes is the tokenizer's word caches, each taken by one encode at a time (an atomic flag) and
+ * only ever memoizing results, so no call's ids depend on another's. Close must not race.
  *
  * Input text is bytes: invalid UTF-8 is accepted and kept byte for byte (for byte-level BPE each
  * invalid byte is one code point of no class, so decode(encode(s)) == s for any bytes).
@@ -41,9 +44,20 @@ extern "C" {
 
 typedef struct ingot_tokenizer ingot_tokenizer;
 
+/** word_cache_bytes value: the tokenizer keeps no word caches of its own. */
+#define INGOT_TOKENIZER_NO_WORD_CACHE SIZE_MAX
+
 /** Open options. Zero-initialise ({0}) for the defaults. */
 typedef struct ingot_tokenizer_opts {
     const ingot_allocator *allocator; /**< NULL: libc; copied, ctx must outlive the tokenizer */
+    /** Bytes of each of the tokenizer's own word caches, which plain encodes borrow ("Word
+     *  cache" below): 0 for the default, 2 MiB; INGOT_TOKENIZER_NO_WORD_CACHE for none; at most
+     *  1 GiB (else LIMIT). Reserved at open; with libc's allocator the pages are touched only
+     *  as words fill them. */
+    size_t word_cache_bytes;
+    /** How many encodes at once may each borrow one of those caches (0: the default, 2; at most
+     *  64, else LIMIT). Encodes beyond that run without one, with the same results. */
+    uint32_t word_caches;
 } ingot_tokenizer_opts;
 
 /** Opens the tokenizer described by a GGUF file's tokenizer.ggml.* metadata (model "gpt2" or
@@ -123,16 +137,19 @@ INGOT_API size_t ingot_tokenizer_scratch_size(const ingot_tokenizer *t, size_t l
 /** Encodes text[0..len) into ids. *n_out receives the number of ids the text encodes to.
  *  ids NULL (cap 0): size query, returns OK. Else RANGE when cap < *n_out (the first cap ids
  *  are written). scratch: NULL, or at least ingot_tokenizer_scratch_size(t, len) bytes (else
- *  MISUSE), aligned to 8. NOMEM only when scratch is NULL and the allocator fails. */
+ *  MISUSE), aligned to 8. NOMEM only when scratch is NULL and the allocator fails. Words go
+ *  through one of the tokenizer's own word caches when one is free ("Word cache" below): the
+ *  ids are the same with or without it. */
 INGOT_API ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text,
                                               size_t len, uint32_t flags, int32_t *ids,
                                               size_t cap, size_t *n_out, void *scratch,
                                               size_t scratch_size, ingot_error *err);
 
 /* ---------------------------------------------------------------------------------------------
- * Word cache, for encoding much text with one tokenizer (dataset jobs): a caller-owned table of
- * pre-tokens already encoded and their ids, kept across calls, so that a word seen before is
- * found in a small table instead of the vocabulary's hash tables and merges.
+ * Word cache: a table of pre-tokens already encoded and their ids, kept across calls, so that a
+ * word seen before is found in a small table instead of the vocabulary's hash tables and merges.
+ * ingot_tokenizer_encode() borrows one of the tokenizer's own (ingot_tokenizer_opts sizes them);
+ * a caller-owned cache (below) gives one thread a table of its own size, statistics and clear.
  * ------------------------------------------------------------------------------------------- */
 typedef struct ingot_tokenizer_cache ingot_tokenizer_cache;
 
@@ -160,11 +177,19 @@ INGOT_API void ingot_tokenizer_cache_clear(ingot_tokenizer_cache *c);
 INGOT_API void ingot_tokenizer_cache_stats(const ingot_tokenizer_cache *c, uint64_t *words,
                                            uint64_t *bytes, uint64_t *hits, uint64_t *hit_bytes);
 
+/** The same figures summed over the tokenizer's own word caches (ingot_tokenizer_opts), since
+ *  open: for choosing word_cache_bytes. Read them while no encode runs on t (they are not
+ *  atomic). Zeros without caches; any pointer may be NULL. */
+INGOT_API void ingot_tokenizer_word_cache_stats(const ingot_tokenizer *t, uint64_t *words,
+                                                uint64_t *bytes, uint64_t *hits,
+                                                uint64_t *hit_bytes);
+
 /** ingot_tokenizer_encode() through a word cache: the same parameters, errors and results.
  *  Guarantee: the ids (and *n_out and the status) are exactly those of ingot_tokenizer_encode for
  *  every input, flags and cache state: the cache only memoizes the pure function from a word's
  *  bytes to its ids; it holds nothing of the flags, special tokens or the text around a word.
- *  cache NULL: plain encode. MISUSE when the cache was made for another tokenizer. Allocates
+ *  cache NULL: ingot_tokenizer_encode(). MISUSE when the cache was made for another tokenizer.
+ *  With a cache the tokenizer's own are not used. Allocates
  *  nothing the plain call would not (scratch as there). */
 INGOT_API ingot_status ingot_tokenizer_encode_cached(const ingot_tokenizer *t,
                                                      ingot_tokenizer_cache *cache,

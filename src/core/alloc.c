@@ -19,6 +19,7 @@ void *ingot__alloc(const ingot_allocator *a, size_t n)
 
 void *ingot__calloc(const ingot_allocator *a, size_t n)
 {
+    if (!(a && a->alloc)) return calloc(1, n ? n : 1); /* large blocks: zero pages, untouched */
     void *p = ingot__alloc(a, n);
     if (p) memset(p, 0, n ? n : 1);
     return p;

@@ -489,6 +489,7 @@ static ingot_status spm_pair_table(ingot_tokenizer *t, const ingot_allocator *a,
 void ingot_tokenizer_close(ingot_tokenizer *t)
 {
     if (!t) return;
+    ingot__tok_wc_detach(t);
     const ingot_allocator *a = &t->alloc;
     size_t n = t->n_vocab;
     ingot__free(a, t->arena, t->arena_len);

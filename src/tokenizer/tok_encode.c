@@ -4,9 +4,12 @@
  * (U+2581 escaping, bigram merges by score, byte fallback) or BPE with byte fallback (the same
  * escaping, merges by rank over characters). Work memory comes from the caller's scratch; the
  * merge state is a symbol list and a binary heap as in llama.cpp's llama-vocab.cpp. Decoding and
- * the streaming decoder write into caller buffers only. The caller's word cache
- * (ingot_tokenizer_cache, kept across calls) is looked up before a word's lookups and merges.
+ * the streaming decoder write into caller buffers only. A word cache (ingot_tokenizer_cache, kept
+ * across calls: the caller's, or one of the tokenizer's own that a plain encode borrows) is
+ * looked up before a word's lookups and merges.
  */
+#include <stdatomic.h>
+
 #include "alloc.h"
 #include "error.h"
 #include "tok_internal.h"
@@ -1022,11 +1025,73 @@ done:
     return st;
 }
 
+/* ---- the tokenizer's own word caches -------------------------------------------------------
+ * A plain encode takes the first free slot (a relaxed look, then an acquiring exchange) and gives
+ * it back with a release store, so the next encode to take the slot sees every entry the last one
+ * wrote; with every slot taken it encodes without a cache. One slot a cache line. */
+struct tok_wc_slot {
+    atomic_uint busy;
+    ingot_tokenizer_cache *c;
+    uint8_t pad[64 - sizeof(atomic_uint) - sizeof(void *)];
+};
+
+#define WC_DEFAULT_BYTES ((size_t)2 << 20)
+#define WC_DEFAULT_COUNT 2u
+#define WC_MAX_COUNT 64u
+#define WC_MAX_BYTES ((size_t)1 << 30)
+
+ingot_status ingot__tok_wc_attach(ingot_tokenizer *t, const ingot_tokenizer_opts *o,
+                                  ingot_error *err)
+{
+    size_t bytes = o && o->word_cache_bytes ? o->word_cache_bytes : WC_DEFAULT_BYTES;
+    uint32_t n = o && o->word_caches ? o->word_caches : WC_DEFAULT_COUNT;
+    if (bytes == INGOT_TOKENIZER_NO_WORD_CACHE) return INGOT_OK;
+    if (bytes > WC_MAX_BYTES || n > WC_MAX_COUNT)
+        return ingot__err(err, INGOT_LIMIT, INGOT_NO_OFFSET, NULL, 0,
+                          "tokenizer options: %u word caches of %zu bytes (at most %u of %zu)",
+                          n, bytes, WC_MAX_COUNT, WC_MAX_BYTES);
+    if (t->kind == TOK_BPE_FALLBACK) return INGOT_OK; /* it encodes without one */
+    t->wc = ingot__calloc(&t->alloc, n * sizeof *t->wc);
+    if (!t->wc)
+        return ingot__err(err, INGOT_NOMEM, INGOT_NO_OFFSET, NULL, 0, "tokenizer: word caches");
+    t->n_wc = n;
+    for (uint32_t i = 0; i < n; i++) {
+        atomic_init(&t->wc[i].busy, 0u);
+        ingot_status st = ingot_tokenizer_cache_new(t, bytes, &t->wc[i].c, err);
+        if (st != INGOT_OK) {
+            ingot__tok_wc_detach(t);
+            return st;
+        }
+    }
+    return INGOT_OK;
+}
+
+void ingot__tok_wc_detach(ingot_tokenizer *t)
+{
+    if (!t->wc) return;
+    for (uint32_t i = 0; i < t->n_wc; i++) ingot_tokenizer_cache_free(t->wc[i].c);
+    ingot__free(&t->alloc, t->wc, t->n_wc * sizeof *t->wc);
+    t->wc = NULL;
+    t->n_wc = 0;
+}
+
 ingot_status ingot_tokenizer_encode(const ingot_tokenizer *t, const char *text, size_t len,
                                     uint32_t flags, int32_t *ids, size_t cap, size_t *n_out,
                                     void *scratch, size_t scratch_size, ingot_error *err)
 {
-    return encode(t, NULL, text, len, flags, ids, cap, n_out, scratch, scratch_size, err);
+    struct tok_wc_slot *slot = NULL;
+    for (uint32_t i = 0; t && i < t->n_wc; i++) {
+        struct tok_wc_slot *q = &t->wc[i];
+        if (!atomic_load_explicit(&q->busy, memory_order_relaxed) &&
+            !atomic_exchange_explicit(&q->busy, 1u, memory_order_acquire)) {
+            slot = q;
+            break;
+        }
+    }
+    ingot_status st = encode(t, slot ? slot->c : NULL, text, len, flags, ids, cap, n_out, scratch,
+                             scratch_size, err);
+    if (slot) atomic_store_explicit(&slot->busy, 0u, memory_order_release);
+    return st;
 }
 
 ingot_status ingot_tokenizer_encode_cached(const ingot_tokenizer *t, ingot_tokenizer_cache *cache,
@@ -1034,15 +1099,16 @@ ingot_status ingot_tokenizer_encode_cached(const ingot_tokenizer *t, ingot_token
                                            int32_t *ids, size_t cap, size_t *n_out,
                                            void *scratch, size_t scratch_size, ingot_error *err)
 {
-    if (cache && cache->t != t) {
+    if (!cache)
+        return ingot_tokenizer_encode(t, text, len, flags, ids, cap, n_out, scratch,
+                                      scratch_size, err);
+    if (cache->t != t) {
         if (n_out) *n_out = 0;
         return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0,
                           "encode: the word cache was made for another tokenizer");
     }
     return encode(t, cache, text, len, flags, ids, cap, n_out, scratch, scratch_size, err);
 }
-
-#define WC_MAX_BYTES ((size_t)1 << 30)
 
 ingot_status ingot_tokenizer_cache_new(const ingot_tokenizer *t, size_t bytes,
                                        ingot_tokenizer_cache **out, ingot_error *err)
@@ -1082,6 +1148,23 @@ void ingot_tokenizer_cache_clear(ingot_tokenizer_cache *c)
     if (!c) return;
     ING_MEMSET(c->e, 0, (c->mask + 1) * sizeof(wc_entry));
     c->words = c->bytes = c->hits = c->hit_bytes = 0;
+}
+
+void ingot_tokenizer_word_cache_stats(const ingot_tokenizer *t, uint64_t *words, uint64_t *bytes,
+                                      uint64_t *hits, uint64_t *hit_bytes)
+{
+    uint64_t s[4] = {0, 0, 0, 0};
+    for (uint32_t i = 0; t && i < t->n_wc; i++) {
+        const ingot_tokenizer_cache *c = t->wc[i].c;
+        s[0] += c->words;
+        s[1] += c->bytes;
+        s[2] += c->hits;
+        s[3] += c->hit_bytes;
+    }
+    if (words) *words = s[0];
+    if (bytes) *bytes = s[1];
+    if (hits) *hits = s[2];
+    if (hit_bytes) *hit_bytes = s[3];
 }
 
 void ingot_tokenizer_cache_stats(const ingot_tokenizer_cache *c, uint64_t *words, uint64_t *bytes,

@@ -55,6 +55,10 @@ typedef enum tok_pre {
 
 struct ingot_tokenizer {
     ingot_allocator alloc;
+    /* The word caches plain encodes borrow (tok_encode.c: ingot__tok_wc_attach): n_wc slots,
+     * each held by one encode at a time through its flag. NULL: none. */
+    struct tok_wc_slot *wc;
+    uint32_t n_wc;
     tok_kind kind;
     tok_pre pre;
     const char *pre_name; /* static */
@@ -450,5 +454,11 @@ size_t ingot__tok_utf8(const uint8_t *s, size_t n, uint32_t *cp);
 typedef ingot_status (*tok_emit_fn)(void *ctx, size_t off, size_t len);
 ingot_status ingot__tok_pretokenize(tok_pre pre, const uint8_t *s, size_t n, tok_emit_fn emit,
                                     void *ctx);
+
+/* The tokenizer's own word caches (tok_encode.c), made by the public open functions once a
+ * loader has built t (none for "bpe-fallback" or when opts ask for none), released by close. */
+ingot_status ingot__tok_wc_attach(ingot_tokenizer *t, const ingot_tokenizer_opts *o,
+                                  ingot_error *err);
+void ingot__tok_wc_detach(ingot_tokenizer *t);
 
 #endif

@@ -20,13 +20,26 @@ static const ingot_allocator *opt_alloc(const ingot_tokenizer_opts *o)
     return o && o->allocator ? o->allocator : NULL;
 }
 
+/* The open functions' last step: a built tokenizer gets its word caches (or is closed). */
+static ingot_status finish(ingot_status st, const ingot_tokenizer_opts *opts,
+                           ingot_tokenizer **out, ingot_error *err)
+{
+    if (st != INGOT_OK) return st;
+    st = ingot__tok_wc_attach(*out, opts, err);
+    if (st != INGOT_OK) {
+        ingot_tokenizer_close(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 ingot_status ingot_tokenizer_open_file(const ingot_file *f, const ingot_tokenizer_opts *opts,
                                        ingot_tokenizer **out, ingot_error *err)
 {
     if (out) *out = NULL;
     if (!f || !out)
         return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0, "NULL file or out");
-    return ingot__tok_load_gguf(f, opt_alloc(opts), out, err);
+    return finish(ingot__tok_load_gguf(f, opt_alloc(opts), out, err), opts, out, err);
 }
 
 /* ---- llama2.c tokenizer.bin -------------------------------------------------------------- */
@@ -274,13 +287,9 @@ static ingot_status open_file_path(const char *path, const ingot_allocator *a,
     return st;
 }
 
-ingot_status ingot_tokenizer_open(const char *path, const ingot_tokenizer_opts *opts,
-                                  ingot_tokenizer **out, ingot_error *err)
+static ingot_status open_path(const char *path, const ingot_allocator *a, ingot_tokenizer **out,
+                              ingot_error *err)
 {
-    if (out) *out = NULL;
-    if (!path || !out)
-        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0, "NULL path or out");
-    const ingot_allocator *a = opt_alloc(opts);
     if (!is_dir(path)) return open_file_path(path, a, out, err);
     size_t dl = strlen(path);
     while (dl > 1 && path[dl - 1] == '/') dl--;
@@ -314,14 +323,18 @@ ingot_status ingot_tokenizer_open(const char *path, const ingot_tokenizer_opts *
                                    ".gguf here");
 }
 
-ingot_status ingot_tokenizer_open_buffer(const void *buf, size_t size,
-                                         const ingot_tokenizer_opts *opts, ingot_tokenizer **out,
-                                         ingot_error *err)
+ingot_status ingot_tokenizer_open(const char *path, const ingot_tokenizer_opts *opts,
+                                  ingot_tokenizer **out, ingot_error *err)
 {
     if (out) *out = NULL;
-    if ((!buf && size) || !out)
-        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0, "NULL buffer or out");
-    const ingot_allocator *a = opt_alloc(opts);
+    if (!path || !out)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0, "NULL path or out");
+    return finish(open_path(path, opt_alloc(opts), out, err), opts, out, err);
+}
+
+static ingot_status open_buffer(const void *buf, size_t size, const ingot_allocator *a,
+                                ingot_tokenizer **out, ingot_error *err)
+{
     const uint8_t *p = buf;
     if (size >= 4 && memcmp(p, "GGUF", 4) == 0) {
         ingot_file *f = NULL;
@@ -335,4 +348,14 @@ ingot_status ingot_tokenizer_open_buffer(const void *buf, size_t size,
     }
     if (json_start(p, size)) return ingot__tok_load_hf_json(p, size, NULL, 0, a, out, err);
     return ingot__tok_load_llama2c(p, size, a, out, err);
+}
+
+ingot_status ingot_tokenizer_open_buffer(const void *buf, size_t size,
+                                         const ingot_tokenizer_opts *opts, ingot_tokenizer **out,
+                                         ingot_error *err)
+{
+    if (out) *out = NULL;
+    if ((!buf && size) || !out)
+        return ingot__err(err, INGOT_MISUSE, INGOT_NO_OFFSET, NULL, 0, "NULL buffer or out");
+    return finish(open_buffer(buf, size, opt_alloc(opts), out, err), opts, out, err);
 }

@@ -30,8 +30,19 @@ class Tokenizer:
     """Text <-> token ids: a GGUF file's vocabulary, a tokenizer.json, llama2.c's
     tokenizer.bin, or encoder.json + vocab.bpe (give either path)."""
 
-    def __init__(self, source):
-        self._t = _ingot.tokenizer_open(source._handle() if isinstance(source, File) else source)
+    def __init__(self, source, word_cache_bytes=None, word_caches=None):
+        """word_cache_bytes: the size of each of the tokenizer's own word caches, which encode
+        borrows (None: the library's default, 2 MiB; 0: none; at most 1 GiB); word_caches: how
+        many encodes at once may each borrow one (None: 2; at most 64). The ids never depend
+        on them."""
+        wb = -1 if word_cache_bytes is None else int(word_cache_bytes)
+        wn = 0 if word_caches is None else int(word_caches)
+        if word_cache_bytes is not None and wb < 0:
+            raise ValueError("word_cache_bytes must be >= 0")
+        if word_caches is not None and wn < 1:
+            raise ValueError("word_caches must be >= 1")
+        self._t = _ingot.tokenizer_open(source._handle() if isinstance(source, File) else source,
+                                        wb, wn)
         (self.kind, self.pre, self.vocab_size, self.bos, self.eos, self.adds_bos,
          self.adds_eos) = self._t.info()
 
@@ -50,6 +61,12 @@ class Tokenizer:
         flags = (_ENCODE_ADD_SPECIAL if add_special else 0) | (
             _ENCODE_PARSE_SPECIAL if parse_special else 0)
         return np.frombuffer(self._t.encode(b, flags), dtype=np.int32).tolist()
+
+    def word_cache_stats(self):
+        """What the tokenizer's own word caches saw since open: a dict of words looked up,
+        the bytes they span, hits and hit bytes (for choosing word_cache_bytes)."""
+        w, b, h, hb = self._t.word_cache_stats()
+        return {"words": w, "bytes": b, "hits": h, "hit_bytes": hb}
 
     def encode_batch(self, texts, add_special=True, parse_special=False, cache_bytes=2 << 20):
         """The ids of each text (a list of lists of int), exactly as encode gives them, in one

@@ -52,23 +52,32 @@ static PyObject *tok_wrap(ingot_tokenizer *t)
     return (PyObject *)o;
 }
 
-/* tokenizer_open(path) or tokenizer_open(handle): a tokenizer from a file or an open file. */
+/* tokenizer_open(path or handle, word_cache_bytes, word_caches): a tokenizer from a file or an
+ * open file; word_cache_bytes -1 for the library's default, 0 for none. */
 static PyObject *m_tok_open(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *arg;
-    if (!PyArg_ParseTuple(args, "O", &arg))
+    long long wc_bytes = -1, wc_count = 0;
+    if (!PyArg_ParseTuple(args, "O|LL", &arg, &wc_bytes, &wc_count))
         return NULL;
+    if (wc_count < 0 || wc_count > (long long)UINT32_MAX)
+        wc_count = UINT32_MAX; /* the library's LIMIT names the bound */
+    ingot_tokenizer_opts o = {0};
+    o.word_cache_bytes = wc_bytes < 0    ? 0
+                         : wc_bytes == 0 ? INGOT_TOKENIZER_NO_WORD_CACHE
+                                         : (size_t)wc_bytes;
+    o.word_caches = (uint32_t)wc_count;
     ingot_tokenizer *t = NULL;
     ingot_error e;
     ingot_status st;
     if (PyObject_TypeCheck(arg, (PyTypeObject *)ingot__py_handle_type)) {
-        st = ingot_tokenizer_open_file(((Handle *)arg)->f, NULL, &t, &e);
+        st = ingot_tokenizer_open_file(((Handle *)arg)->f, &o, &t, &e);
     } else {
         PyObject *path = NULL;
         if (!PyUnicode_FSConverter(arg, &path))
             return NULL;
-        st = ingot_tokenizer_open(PyBytes_AsString(path), NULL, &t, &e);
+        st = ingot_tokenizer_open(PyBytes_AsString(path), &o, &t, &e);
         Py_DECREF(path);
     }
     if (st != INGOT_OK)
@@ -87,6 +96,16 @@ static PyObject *tok_info(PyObject *self, PyObject *unused)
                          (int)ingot_tokenizer_special(t, INGOT_TOKEN_EOS),
                          ingot_tokenizer_adds_bos(t) ? Py_True : Py_False,
                          ingot_tokenizer_adds_eos(t) ? Py_True : Py_False);
+}
+
+/* word_cache_stats() -> (words, bytes, hits, hit_bytes) of the tokenizer's own word caches */
+static PyObject *tok_wc_stats(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    uint64_t w, b, h, hb;
+    ingot_tokenizer_word_cache_stats(((Tok *)self)->t, &w, &b, &h, &hb);
+    return Py_BuildValue("(KKKK)", (unsigned long long)w, (unsigned long long)b,
+                         (unsigned long long)h, (unsigned long long)hb);
 }
 
 /* encode(text bytes, flags) -> bytes of int32 ids */
@@ -259,6 +278,7 @@ static PyObject *tok_is_control(PyObject *self, PyObject *args)
 static PyMethodDef tok_methods[] = {
     {"is_control", tok_is_control, METH_VARARGS, "whether id is a control token"},
     {"info", tok_info, METH_NOARGS, "(kind, pre, vocab, bos, eos, adds_bos, adds_eos)"},
+    {"word_cache_stats", tok_wc_stats, METH_NOARGS, "(words, bytes, hits, hit_bytes)"},
     {"encode", tok_encode, METH_VARARGS, "encode(utf8, flags) -> int32 ids as bytes"},
     {"encode_batch", tok_encode_batch, METH_VARARGS,
      "encode_batch(tuple of utf8, flags, cache bytes) -> (int32 ids, int64 offsets) as bytes"},
@@ -692,7 +712,7 @@ static PyType_Slot lm_slots[] = {
 static PyType_Spec lm_spec = {"ingot._ingot.LM", sizeof(Lm), 0, Py_TPFLAGS_DEFAULT, lm_slots};
 
 PyMethodDef ingot__py_runtime_methods[] = {
-    {"tokenizer_open", m_tok_open, METH_VARARGS, "tokenizer_open(path or handle)"},
+    {"tokenizer_open", m_tok_open, METH_VARARGS, "tokenizer_open(path or handle[, word_cache_bytes, word_caches])"},
     {"mlp_open", m_mlp_open, METH_VARARGS, "mlp_open(handle, backend, threads)"},
     {"lm_open", m_lm_open, METH_VARARGS,
      "lm_open(path, config, lora, lora_scale, backend, threads, n_ctx, kv_f16)"},

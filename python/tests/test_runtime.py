@@ -276,6 +276,48 @@ def test_encode_batch_inputs():
         t.encode_batch(["a"], cache_bytes=(1 << 30) + 1)
 
 
+@pytest.mark.parametrize("path", TOK, ids=lambda p: p[-1])
+def test_own_word_caches(path):
+    """The tokenizer's own word caches (which encode borrows) change no id: default, none, one
+    entry, one cache; the second encode of a text finds its words there."""
+    texts = vector_texts()
+    ref = ingot.Tokenizer(fixture(*path), word_cache_bytes=0)
+    want = [ref.encode(x, add_special=False) for x in texts]
+    assert ref.word_cache_stats() == {"words": 0, "bytes": 0, "hits": 0, "hit_bytes": 0}
+    for kw in ({}, {"word_cache_bytes": 64}, {"word_caches": 1}, {"word_cache_bytes": 1 << 16,
+                                                                  "word_caches": 64}):
+        t = ingot.Tokenizer(fixture(*path), **kw)
+        for _ in range(2):
+            assert [t.encode(x, add_special=False) for x in texts] == want, kw
+    t = ingot.Tokenizer(fixture(*path), word_caches=1)
+    t.encode("the cat sat on the mat with the other cat")
+    s1 = t.word_cache_stats()
+    assert s1["words"] > 3
+    t.encode("the cat sat on the mat with the other cat")
+    s2 = t.word_cache_stats()
+    assert s2["words"] - s1["words"] == s1["words"]
+    assert s2["hits"] - s1["hits"] == s1["words"]
+    assert s2["hit_bytes"] > 0
+
+
+def test_own_word_caches_options():
+    p = fixture(*TOK[1])
+    with pytest.raises(ValueError):
+        ingot.Tokenizer(p, word_cache_bytes=-1)
+    with pytest.raises(ValueError):
+        ingot.Tokenizer(p, word_caches=0)
+    with pytest.raises(ingot.LimitError):
+        ingot.Tokenizer(p, word_caches=65)
+    with pytest.raises(ingot.LimitError):
+        ingot.Tokenizer(p, word_caches=1 << 40)
+    with pytest.raises(ingot.LimitError):
+        ingot.Tokenizer(p, word_cache_bytes=(1 << 30) + 1)
+    with ingot.open(p) as f:                       # from an open GGUF, with options
+        t = ingot.Tokenizer(f, word_cache_bytes=4096, word_caches=3)
+        assert t.encode("hello world", add_special=False) == \
+            ingot.Tokenizer(p, word_cache_bytes=0).encode("hello world", add_special=False)
+
+
 def test_encode_batch_from_threads_at_once():
     """Each call has its own cache and scratch: calls on one tokenizer from several threads
     (the GIL released in each) give every thread encode's ids."""

@@ -271,68 +271,100 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
     _mm256_storeu_ps(acc + 5 * NR2, c50), _mm256_storeu_ps(acc + 5 * NR2 + 8, c51);
     store_tile(acc, NR2, c, ldc, alpha, beta, mr, nr);
 }
-/* 12 x 32: 24 zmm accumulators (named: an array of them ends up on the stack), two zmm of B
- * per k, A broadcast from memory into the FMAs. */
+/* 12 x 32: 24 zmm accumulators, two zmm of B per k, each A element broadcast once into a
+ * register that feeds two FMAs. The k loop is written in assembly: compiled from intrinsics,
+ * GCC hoisted the broadcasts of the unrolled steps ahead of their FMAs, ran out of the 32
+ * registers and kept one accumulator on the stack (a store and a reload inside the loop, plus
+ * five register moves per four k; docs/PERFORMANCE.md, issue 16, "Eighth round"). Registers:
+ * zmm0-23 the accumulators (row r in zmm(2r), zmm(2r + 1)), zmm24-25 B, zmm26-31 the
+ * broadcasts. Each C element is still one chain of FMAs in k order (the same bits as before). */
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+/* Row r of k step o: broadcast A[o][r] into zmm t, then two FMAs. */
+#define U5_ROW(o, r, c0, c1, t)                                                                    \
+    "vbroadcastss 48*" #o "+4*" #r "(%[a]), %%zmm" #t "\n\t"                                       \
+    "vfmadd231ps %%zmm24, %%zmm" #t ", %%zmm" #c0 "\n\t"                                           \
+    "vfmadd231ps %%zmm25, %%zmm" #t ", %%zmm" #c1 "\n\t"
+#define U5_STEP(o)                                                                                 \
+    "vmovaps 128*" #o "(%[b]), %%zmm24\n\t"                                                        \
+    "vmovaps 128*" #o "+64(%[b]), %%zmm25\n\t"                                                     \
+    U5_ROW(o, 0, 0, 1, 26) U5_ROW(o, 1, 2, 3, 27) U5_ROW(o, 2, 4, 5, 28)                           \
+    U5_ROW(o, 3, 6, 7, 29) U5_ROW(o, 4, 8, 9, 30) U5_ROW(o, 5, 10, 11, 31)                         \
+    U5_ROW(o, 6, 12, 13, 26) U5_ROW(o, 7, 14, 15, 27) U5_ROW(o, 8, 16, 17, 28)                     \
+    U5_ROW(o, 9, 18, 19, 29) U5_ROW(o, 10, 20, 21, 30) U5_ROW(o, 11, 22, 23, 31)
+#define U5_ZERO2(x, y) "vpxord %%zmm" #x ", %%zmm" #x ", %%zmm" #x "\n\t"                          \
+    "vpxord %%zmm" #y ", %%zmm" #y ", %%zmm" #y "\n\t"
+#define U5_SAVE2(x, y) "vmovaps %%zmm" #x ", 64*" #x "(%[t])\n\t"                                  \
+    "vmovaps %%zmm" #y ", 64*" #y "(%[t])\n\t"
+#define U5_PAIRS(X) X(0, 1) X(2, 3) X(4, 5) X(6, 7) X(8, 9) X(10, 11) X(12, 13) X(14, 15)         \
+    X(16, 17) X(18, 19) X(20, 21) X(22, 23)
+
+/* t[r * 32 + q] = sum over k < kc of a[k * 12 + r] * b[k * 32 + q], fused in k order. */
+AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float *b, float *t)
+{
+    size_t n4 = kc / 4, n1 = kc % 4;
+    __asm__ volatile(U5_PAIRS(U5_ZERO2)
+                     "test %[n4], %[n4]\n\t"
+                     "jz 2f\n\t"
+                     "1:\n\t"
+                     /* B 8 k ahead (two lines), A 8 k ahead */
+                     "prefetcht0 1024(%[b])\n\t"
+                     "prefetcht0 1088(%[b])\n\t"
+                     "prefetcht0 384(%[a])\n\t"
+                     U5_STEP(0) U5_STEP(1) U5_STEP(2) U5_STEP(3)
+                     "add $192, %[a]\n\t"
+                     "add $512, %[b]\n\t"
+                     "dec %[n4]\n\t"
+                     "jnz 1b\n\t"
+                     "2:\n\t"
+                     "test %[n1], %[n1]\n\t"
+                     "jz 4f\n\t"
+                     "3:\n\t"
+                     U5_STEP(0)
+                     "add $48, %[a]\n\t"
+                     "add $128, %[b]\n\t"
+                     "dec %[n1]\n\t"
+                     "jnz 3b\n\t"
+                     "4:\n\t"
+                     U5_PAIRS(U5_SAVE2)
+                     : [a] "+r"(a), [b] "+r"(b), [n4] "+r"(n4), [n1] "+r"(n1)
+                     : [t] "r"(t)
+                     : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+                       "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+                       "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+                       "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
+                       "xmm31");
+}
+#undef U5_ROW
+#undef U5_STEP
+#undef U5_ZERO2
+#undef U5_SAVE2
+#undef U5_PAIRS
+
 AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, float *c,
                                      size_t ldc, float alpha, float beta, size_t mr, size_t nr)
 {
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
-#define FMA(r)                                                                                     \
-    {                                                                                              \
-        __m512 av = _mm512_set1_ps(a_[r]);                                                         \
-        c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0), c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);    \
-    }
-    ROWS(DECL)
     for (size_t r = 0; r < mr; r++) {
         PREFETCH(c + r * ldc, 0);
         PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
     }
-#define KSTEP(o)                                                                                   \
-    {                                                                                              \
-        const float *a_ = a + (o) * MR5;                                                           \
-        __m512 b0 = _mm512_load_ps(b + (o) * NR5), b1 = _mm512_load_ps(b + (o) * NR5 + 16);        \
-        ROWS(FMA)                                                                                  \
-    }
-    size_t k = 0;
-    for (; k + 4 <= kc; k += 4, a += 4 * MR5, b += 4 * NR5) {
-        PREFETCH(b, 8 * NR5 * sizeof(float));
-        PREFETCH(b, 8 * NR5 * sizeof(float) + 64);
-        PREFETCH(a, 8 * MR5 * sizeof(float));
-        KSTEP(0)
-        KSTEP(1)
-        KSTEP(2)
-        KSTEP(3)
-    }
-    for (; k < kc; k++, a += MR5, b += NR5) KSTEP(0)
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    _Alignas(64) float t[MR5 * NR5];
+    ukr_avx512_acc(kc, a, b, t);
     if (mr == MR5 && nr == NR5) {
-#define STORE(r)                                                                                   \
-    {                                                                                              \
-        float *cr = c + (size_t)(r) * ldc;                                                         \
-        __m512 v0 = _mm512_mul_ps(va, c##r##0), v1 = _mm512_mul_ps(va, c##r##1);                   \
-        if (beta != 0.0f) {                                                                        \
-            v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr), v0);                                     \
-            v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr + 16), v1);                                \
-        }                                                                                          \
-        _mm512_storeu_ps(cr, v0);                                                                  \
-        _mm512_storeu_ps(cr + 16, v1);                                                             \
-    }
-        ROWS(STORE)
+        __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+        for (size_t r = 0; r < MR5; r++) {
+            float *cr = c + r * ldc;
+            __m512 v0 = _mm512_mul_ps(va, _mm512_load_ps(t + r * NR5));
+            __m512 v1 = _mm512_mul_ps(va, _mm512_load_ps(t + r * NR5 + 16));
+            if (beta != 0.0f) {
+                v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr), v0);
+                v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr + 16), v1);
+            }
+            _mm512_storeu_ps(cr, v0);
+            _mm512_storeu_ps(cr + 16, v1);
+        }
         return;
     }
-    float t[MR5 * NR5];
-#define SPILL(r)                                                                                   \
-    _mm512_storeu_ps(t + (r) * NR5, c##r##0), _mm512_storeu_ps(t + (r) * NR5 + 16, c##r##1);
-    ROWS(SPILL)
     store_tile(t, NR5, c, ldc, alpha, beta, mr, nr);
-#undef ROWS
-#undef DECL
-#undef FMA
-#undef KSTEP
-#undef STORE
-#undef SPILL
 }
 #endif
 

@@ -160,6 +160,62 @@ TEST(sgemm_large_blocks_cross)
     free(A), free(B), free(C), free(R);
 }
 
+/* The AVX-512 level's loop order (issue 16, eighth round): each 12-row strip of an A block runs
+ * across the whole 512-column B block before the next strip, B panels packed during the first
+ * strip, the next C tile prefetched during the current one. Shapes at +-1 of its blocks (MC 48,
+ * KC 512, NC 512) and of the AVX2 ones (MC 120, KC 256), every transpose, padded leading
+ * dimensions; every element against a double reference, and the same bits at 1, 2, 3 threads. */
+TEST(sgemm_block_edges_rows_first)
+{
+    static const size_t shapes[][3] = {{49, 513, 513}, {97, 1030, 511}, {100, 511, 1025},
+                                       {121, 1025, 512}, {47, 512, 257}, {241, 65, 1030}};
+    ingot__pool *pools[3] = {NULL, ingot__pool_create(NULL, 2), ingot__pool_create(NULL, 3)};
+    ASSERT_TRUE(pools[1] != NULL && pools[2] != NULL);
+    int cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        size_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        bool ta = si & 1, tb = (si >> 1) & 1;
+        float beta = si % 3 == 0 ? 0.0f : 0.5f;
+        size_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+        size_t arows = ta ? K : M, brows = tb ? N : K;
+        float *A = malloc(arows * lda * sizeof *A), *B = malloc(brows * ldb * sizeof *B);
+        float *C0 = malloc(M * ldc * sizeof *C0), *C[3], *packed = malloc(M * N * sizeof *packed);
+        double *R = malloc(M * N * sizeof *R);
+        ASSERT_TRUE(A && B && C0 && packed && R);
+        for (int t = 0; t < 3; t++) ASSERT_TRUE((C[t] = malloc(M * ldc * sizeof *C0)) != NULL);
+        for (size_t i = 0; i < arows * lda; i++) A[i] = frand();
+        for (size_t i = 0; i < brows * ldb; i++) B[i] = frand();
+        for (size_t i = 0; i < M * ldc; i++) C0[i] = frand();
+        ref_gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C0, ldc, R);
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            for (int t = 0; t < 3; t++) {
+                memcpy(C[t], C0, M * ldc * sizeof *C0);
+                ASSERT_OK(ingot__sgemm(pools[t], ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C[t],
+                                       ldc));
+            }
+            for (size_t i = 0; i < M; i++) memcpy(packed + i * N, C[0] + i * ldc, N * 4);
+            double e = nmse(packed, R, M * N);
+            CHECK(e <= 1e-10, "isa %s M=%zu N=%zu K=%zu ta=%d tb=%d: nmse %g",
+                  ingot__isa_name((ingot__isa)isa), M, N, K, ta, tb, e);
+            for (int t = 1; t < 3; t++)
+                CHECK(memcmp(C[0], C[t], M * ldc * sizeof *C0) == 0,
+                      "isa %s M=%zu N=%zu K=%zu: 1 and %d threads differ",
+                      ingot__isa_name((ingot__isa)isa), M, N, K, t + 1);
+            for (size_t i = 0; i < M; i++) /* the padding columns of C are never written */
+                CHECK(memcmp(C[0] + i * ldc + N, C0 + i * ldc + N, 2 * sizeof *C0) == 0,
+                      "isa %s: padding of C row %zu written", ingot__isa_name((ingot__isa)isa), i);
+            cases++;
+        }
+        for (int t = 0; t < 3; t++) free(C[t]);
+        free(A), free(B), free(C0), free(packed), free(R);
+    }
+    ingot__set_isa(ingot__cpu_isa());
+    ingot__pool_destroy(pools[1]);
+    ingot__pool_destroy(pools[2]);
+    ASSERT_TRUE(cases >= 6);
+}
+
 TEST(sgemm_small_m_streaming)
 {
     /* Up to 16 rows of C, B is streamed rather than packed (AVX2): strips of 2048 columns, eight
@@ -1019,6 +1075,7 @@ TEST(q4k_repacked_rows)
 }
 
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
+          T(sgemm_block_edges_rows_first),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset),
           T(qdot_rows_same_bits_any_offset), T(gemv_streams_same_bits), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks),

@@ -10,7 +10,9 @@
  * matrices, lives in memory: without it every tile waited on six cache misses); B panels are
  * packed with 256-bit loads and, for B^T, 8 x 8 register transposes; a B panel is packed just
  * before its first use, and when there is a single A block (small M) into one panel-sized buffer
- * that stays in L1 instead of a 3 MB block.
+ * that stays in L1 instead of a 3 MB block. The AVX-512 level (12 x 32 tiles) walks C along its
+ * rows instead, with a 1 MB B block in L2 and the next C tile prefetched during the current one
+ * (see KC5).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -30,13 +32,16 @@
 #define KC 256
 #define MC_MAX 120 /* the largest MC (a multiple of the MRs); an A block (MC x KC floats) in L2 */
 #define NC 3072    /* multiple of both NRs; a B block (KC x NC floats, 3 MB) stays in L3 */
-/* The AVX-512 level's blocks: KC 512, NC 1536 (the same 3 MB of B; half as many passes over C,
- * which lives in memory at 4096^2). Against OpenBLAS SkylakeX, one thread, thread CPU time,
- * alternated on the loaded Xeon: 4096^3 0.81-0.91 -> 0.90-0.95, 2048^3 0.90 -> 0.90-0.93,
- * 1024^3 0.93-0.94 -> 0.95-0.96 (KC 384 with NC 2048 or 3072, KC 512 with NC 2048 or MC 36:
- * between the two). */
+/* The AVX-512 level's blocks: KC 512, NC 512 (a 1 MB B block, which stays in L2), and its loop
+ * order (job.rowfirst): each 12-row strip of the A block (one A panel, 24 KB, in L1) runs across
+ * the whole B block, so that C is walked along its rows, twelve sequential streams, and the
+ * next tile of C is prefetched during the current one. C tiles walked down the columns (the
+ * AVX2 order) touch twelve 4 KB pages per tile, a few lines each: at 4096^2, where C lives in
+ * memory, the micro-kernel ran 0.85-0.87x OpenBLAS SkylakeX's (docs/PERFORMANCE.md, issue 16,
+ * "Eighth round"). The previous blocks, KC 512 / NC 1536 (a 3 MB B block in L3), measured
+ * 0.81-0.91 -> 0.90-0.95 against KC 256 / NC 3072 in the second round. */
 #define KC5 512
-#define NC5 1536
+#define NC5 512
 
 typedef struct {
     bool ta, tb;
@@ -54,6 +59,7 @@ typedef struct {
     ingot__isa isa;
     size_t mr, nr, mc; /* tile and A block of the level */
     size_t kcb, ncb;   /* k and column blocks of the level (kcb * ncb <= KC * NC) */
+    bool rowfirst;     /* A panels outside, B panels inside (AVX-512; see KC5) */
     atomic_int failed;
 } job;
 
@@ -192,8 +198,9 @@ static void store_tile(const float *acc, size_t lda, float *c, size_t ldc, float
 /* ---- micro-kernels: C[mr x nr] (+)= A panel (kc x MR) . B panel (kc x NR) ---- */
 
 static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size_t ldc,
-                       float alpha, float beta, size_t mr, size_t nr)
+                       float alpha, float beta, size_t mr, size_t nr, const float *cn, bool pre)
 {
+    (void)cn, (void)pre;
     float acc[MR2 * NR2] = {0};
     for (size_t k = 0; k < kc; k++, a += MR2, b += NR2)
         for (size_t r = 0; r < MR2; r++)
@@ -203,8 +210,10 @@ static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size
 
 #ifdef HAVE_X86
 AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
-                                 float alpha, float beta, size_t mr, size_t nr)
+                                 float alpha, float beta, size_t mr, size_t nr, const float *cn,
+                                 bool pre)
 {
+    (void)cn, (void)pre;
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -298,10 +307,15 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
 #define U5_PAIRS(X) X(0, 1) X(2, 3) X(4, 5) X(6, 7) X(8, 9) X(10, 11) X(12, 13) X(14, 15)         \
     X(16, 17) X(18, 19) X(20, 21) X(22, 23)
 
-/* t[r * 32 + q] = sum over k < kc of a[k * 12 + r] * b[k * 32 + q], fused in k order. */
-AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float *b, float *t)
+/* t[r * 32 + q] = sum over k < kc of a[k * 12 + r] * b[k * 32 + q], fused in k order. The
+ * first twelve passes of the 4-k loop each prefetch one row (two lines) of the next C tile,
+ * cn with rows ldcb bytes apart, so that its misses overlap this tile's arithmetic instead of
+ * all being issued at the next tile's start. */
+AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float *b, float *t,
+                                         const float *cn, size_t ldcb)
 {
-    size_t n4 = kc / 4, n1 = kc % 4;
+    size_t n4 = kc / 4, n1 = kc % 4, np = MR5;
+    uintptr_t pc = (uintptr_t)cn; /* an integer: the rows may lie past C (prefetch never faults) */
     __asm__ volatile(U5_PAIRS(U5_ZERO2)
                      "test %[n4], %[n4]\n\t"
                      "jz 2f\n\t"
@@ -310,6 +324,13 @@ AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float 
                      "prefetcht0 1024(%[b])\n\t"
                      "prefetcht0 1088(%[b])\n\t"
                      "prefetcht0 384(%[a])\n\t"
+                     "test %[np], %[np]\n\t"
+                     "jz 5f\n\t"
+                     "prefetcht0 (%[pc])\n\t"
+                     "prefetcht0 64(%[pc])\n\t"
+                     "add %[ldcb], %[pc]\n\t"
+                     "dec %[np]\n\t"
+                     "5:\n\t"
                      U5_STEP(0) U5_STEP(1) U5_STEP(2) U5_STEP(3)
                      "add $192, %[a]\n\t"
                      "add $512, %[b]\n\t"
@@ -326,8 +347,9 @@ AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float 
                      "jnz 3b\n\t"
                      "4:\n\t"
                      U5_PAIRS(U5_SAVE2)
-                     : [a] "+r"(a), [b] "+r"(b), [n4] "+r"(n4), [n1] "+r"(n1)
-                     : [t] "r"(t)
+                     : [a] "+r"(a), [b] "+r"(b), [n4] "+r"(n4), [n1] "+r"(n1), [np] "+r"(np),
+                       [pc] "+r"(pc)
+                     : [t] "r"(t), [ldcb] "r"(ldcb)
                      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
                        "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
                        "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
@@ -340,15 +362,19 @@ AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float 
 #undef U5_SAVE2
 #undef U5_PAIRS
 
+/* cn: the next tile of C (its rows are prefetched during this one's k loop; this tile's were
+ * prefetched during the previous one's, or here when cn_prev says they were not). */
 AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, float *c,
-                                     size_t ldc, float alpha, float beta, size_t mr, size_t nr)
+                                     size_t ldc, float alpha, float beta, size_t mr, size_t nr,
+                                     const float *cn, bool pre)
 {
-    for (size_t r = 0; r < mr; r++) {
-        PREFETCH(c + r * ldc, 0);
-        PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
-    }
+    if (!pre)
+        for (size_t r = 0; r < mr; r++) {
+            PREFETCH(c + r * ldc, 0);
+            PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+        }
     _Alignas(64) float t[MR5 * NR5];
-    ukr_avx512_acc(kc, a, b, t);
+    ukr_avx512_acc(kc, a, b, t, cn, ldc * sizeof(float));
     if (mr == MR5 && nr == NR5) {
         __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
         for (size_t r = 0; r < MR5; r++) {
@@ -368,8 +394,10 @@ AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, 
 }
 #endif
 
+/* cn: the tile of C the next call computes (NULL: none); pre: this call's tile was prefetched
+ * by the previous call (AVX-512 only: the other kernels prefetch their own tile). */
 typedef void (*ukr_fn)(size_t, const float *, const float *, float *, size_t, float, float, size_t,
-                       size_t);
+                       size_t, const float *, bool);
 
 /* The whole loop nest over rows [m0, m1) and columns [n0, n1) of C. */
 static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1, float *ap,
@@ -393,6 +421,24 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
             for (size_t ic = m0; ic < m1; ic += MC) {
                 size_t mc = m1 - ic < MC ? m1 - ic : MC;
                 pack_a(j, ic, mc, pc, kc, ap);
+                bool pre = false;
+                if (!once && j->rowfirst) {
+                    for (size_t ir = 0; ir < mc; ir += MR) {
+                        size_t mr = mc - ir < MR ? mc - ir : MR;
+                        for (size_t jr = 0; jr < nc; jr += NR) {
+                            size_t nr = nc - jr < NR ? nc - jr : NR;
+                            if (ic == m0 && ir == 0) pack_b(j, pc, kc, jc + jr, nr, bp + jr * kc);
+                            float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
+                            const float *cn = jr + NR < nc   ? ct + NR
+                                              : ir + MR < mc ? j->C + (ic + ir + MR) * j->ldc + jc
+                                                             : NULL;
+                            ukr(kc, ap + ir * kc, bp + jr * kc, ct, j->ldc, j->alpha, beta, mr, nr,
+                                cn, pre);
+                            pre = cn && kc >= 4 * MR;
+                        }
+                    }
+                    continue;
+                }
                 for (size_t jr = 0; jr < nc; jr += NR) {
                     size_t nr = nc - jr < NR ? nc - jr : NR;
                     /* B panels are packed when the first A block first needs them. */
@@ -400,8 +446,13 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
                     if (ic == m0) pack_b(j, pc, kc, jc + jr, nr, bpanel);
                     for (size_t ir = 0; ir < mc; ir += MR) {
                         size_t mr = mc - ir < MR ? mc - ir : MR;
-                        ukr(kc, ap + ir * kc, bpanel, j->C + (ic + ir) * j->ldc + jc + jr,
-                            j->ldc, j->alpha, beta, mr, nr);
+                        float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
+                        /* the next tile: MR rows down, or the top of the next panel's */
+                        const float *cn = ir + MR < mc        ? ct + MR * j->ldc
+                                          : jr + NR < nc      ? j->C + ic * j->ldc + jc + jr + NR
+                                                              : NULL;
+                        ukr(kc, ap + ir * kc, bpanel, ct, j->ldc, j->alpha, beta, mr, nr, cn, pre);
+                        pre = cn && kc >= 4 * MR;
                     }
                 }
             }
@@ -624,6 +675,7 @@ void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t 
     bool wide = j.isa >= INGOT__ISA_AVX512;
     j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
     j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
+    j.rowfirst = wide;
     float *ap = scratch;
     block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
 }
@@ -653,6 +705,7 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     bool wide = j.isa >= INGOT__ISA_AVX512;
     j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
     j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
+    j.rowfirst = wide;
     atomic_init(&j.failed, 0);
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */

@@ -222,6 +222,39 @@ F __m256i pair_q4_0(const uint8_t *w0, const uint8_t *w4, const int8_t *x0, cons
 #endif
 }
 
+/* pair_q4_0 with the activations already in its layout: xl = [x0[0..15] | x4[0..15]], xh the
+ * same for elements 16..31 (q4_0_xr). The same integers. */
+F __m256i pair_q4_0_xr(const uint8_t *w0, const uint8_t *w4, const int8_t *xl, const int8_t *xh)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(w0)), ld128(w4), 1);
+    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#if VNNI
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, ld256(xl)),
+                                   hi, ld256(xh));
+#else
+    __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, ld256(xl)),
+                                 _mm256_maddubs_epi16(hi, ld256(xh)));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+#endif
+}
+
+/* The activations of blocks [0, nv) (nv a multiple of 8) in pair_q4_0_xr's layout, once per call
+ * rather than once per row: for each group of 8 blocks and pair j < 4 (blocks j, j + 4), 32
+ * bytes xl then 32 bytes xh, 256 bytes a group as in q. */
+F void q4_0_xr(const int8_t *q, size_t nv, int8_t *xr)
+{
+    for (size_t b = 0; b < nv; b += 8, q += 256)
+        for (int j = 0; j < 4; j++, xr += 64) {
+            const int8_t *x0 = q + 32 * j, *x4 = x0 + 128;
+            __m256i xl = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(x0)), ld128(x4), 1);
+            __m256i xh =
+                _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(x0 + 16)), ld128(x4 + 16), 1);
+            _mm256_storeu_si256((__m256i *)(void *)xr, xl);
+            _mm256_storeu_si256((__m256i *)(void *)(xr + 32), xh);
+        }
+}
+
 /* The f16 d of 8 Q4_0 blocks from blk as 8 floats without a gather: block i's d is at byte 18i,
  * so four 32-byte loads hold them at distinct 4-byte slots of their 128-bit halves (blocks 2j
  * and 2j + 1 in slot j of the low and high half of load j); three dword blends take slot j from
@@ -241,25 +274,40 @@ F __m256 scales8_q4_0(const uint8_t *blk)
 
 /* Eight blocks' exact dots from four pairs: two rounds of vphaddd leave blocks 0-3 in the low
  * half and 4-7 in the high half, in order (three vphaddd against the seven of reduce8: the
- * shuffle port was the limit, 0.79-0.87 of the read rate before). */
+ * shuffle port was the limit, 0.79-0.87 of the read rate before). Rows of up to Q4_0_XR_BLOCKS
+ * blocks take the activations rearranged once per call (q4_0_xr: eight vinserti128 fewer per 8
+ * blocks, a seventh of the vector uops); longer ones pair them per row. Either way the same
+ * integers and the same float operations, so the same bits. */
+#define Q4_0_XR_BLOCKS 512 /* 16 KiB of stack: K up to 16384 */
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     size_t nb = x->nb, nv = nb / 8 * 8;
+    _Alignas(32) int8_t xr[Q4_0_XR_BLOCKS * 32];
+    bool rx = nv <= Q4_0_XR_BLOCKS;
+    if (rx) q4_0_xr(x->q, nv, xr);
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m256 sum = _mm256_setzero_ps();
         for (size_t b = 0; b < nv; b += 8) {
             const uint8_t *blk = w + b * 18;
-            const int8_t *xq = x->q + b * 32;
+            const int8_t *xq = x->q + b * 32, *xg = xr + b * 32;
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
-            __m256i m0 = pair_q4_0(blk + 2, blk + 4 * 18 + 2, xq, xq + 4 * 32);
-            __m256i m1 = pair_q4_0(blk + 18 + 2, blk + 5 * 18 + 2, xq + 32, xq + 5 * 32);
-            __m256i m2 = pair_q4_0(blk + 2 * 18 + 2, blk + 6 * 18 + 2, xq + 64, xq + 6 * 32);
-            __m256i m3 = pair_q4_0(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xq + 96, xq + 7 * 32);
+            __m256i m0, m1, m2, m3;
+            if (rx) {
+                m0 = pair_q4_0_xr(blk + 2, blk + 4 * 18 + 2, xg, xg + 32);
+                m1 = pair_q4_0_xr(blk + 18 + 2, blk + 5 * 18 + 2, xg + 64, xg + 96);
+                m2 = pair_q4_0_xr(blk + 2 * 18 + 2, blk + 6 * 18 + 2, xg + 128, xg + 160);
+                m3 = pair_q4_0_xr(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xg + 192, xg + 224);
+            } else {
+                m0 = pair_q4_0(blk + 2, blk + 4 * 18 + 2, xq, xq + 4 * 32);
+                m1 = pair_q4_0(blk + 18 + 2, blk + 5 * 18 + 2, xq + 32, xq + 5 * 32);
+                m2 = pair_q4_0(blk + 2 * 18 + 2, blk + 6 * 18 + 2, xq + 64, xq + 6 * 32);
+                m3 = pair_q4_0(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xq + 96, xq + 7 * 32);
+            }
             __m256i d = _mm256_hadd_epi32(_mm256_hadd_epi32(m0, m1), _mm256_hadd_epi32(m2, m3));
             d = _mm256_sub_epi32(d, _mm256_slli_epi32(ld256(x->s + b), 3));
             __m256 sc = _mm256_mul_ps(scales8_q4_0(blk), _mm256_loadu_ps(x->d + b));

@@ -398,6 +398,48 @@ static void ref_qgemm(ingot_dtype wt, const uint8_t *w, size_t ldw, const float 
     free(row);
 }
 
+/* The 256-bit Q4_0 dot rearranges the activations of rows up to 512 blocks (K <= 16384) once per
+ * call and pairs them per row on longer rows (issue 16, eighth round): K at both sides of that
+ * limit and with a tail past the last 8 blocks, 13 rows; every level against the double reference
+ * on the activations as quantized (the same integer dots and f32 rounding only: NMSE <= 1e-9),
+ * and each level's rows bitwise the same called one at a time as all together. */
+TEST(q4_0_activation_rearranged_edges)
+{
+    static const size_t ks[] = {16384, 16416, 16640, 8192 + 96};
+    size_t M = 13;
+    int cases = 0;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        size_t K = ks[ki], ldw = K / 32 * 18;
+        uint8_t *w = malloc(M * ldw), *xq = aligned_alloc(64, ingot__qx_bytes(INGOT_DTYPE_Q4_0, K));
+        float *ws = malloc(M * 4), *X = malloc(K * 4), *Xq = malloc(K * 4);
+        float *Y = malloc(M * 4), *Y1 = malloc(M * 4);
+        double *R = malloc(M * sizeof *R);
+        ASSERT_TRUE(w && xq && ws && X && Xq && Y && Y1 && R);
+        fill_weights(INGOT_DTYPE_Q4_0, w, M, K, ws);
+        for (size_t k = 0; k < K; k++) X[k] = frand();
+        ingot__qx_quantize(INGOT_DTYPE_Q4_0, X, K, xq);
+        const float *d = (const float *)(const void *)(xq + (K + 63) / 64 * 64);
+        for (size_t k = 0; k < K; k++) Xq[k] = (float)((const int8_t *)xq)[k] * d[k / 32];
+        ref_qgemm(INGOT_DTYPE_Q4_0, w, ldw, ws, M, K, Xq, 1, R);
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            ASSERT_OK(ingot__qgemm(NULL, INGOT_DTYPE_Q4_0, M, K, w, ldw, ws, xq, NULL, 0, 1, false,
+                                   Y, M));
+            double e = nmse(Y, R, M);
+            CHECK(e <= 1e-9, "%s K=%zu: nmse %g", ingot__isa_name((ingot__isa)isa), K, e);
+            for (size_t r = 0; r < M; r++)
+                ASSERT_OK(ingot__qgemm(NULL, INGOT_DTYPE_Q4_0, 1, K, w + r * ldw, ldw, ws + r, xq,
+                                       NULL, 0, 1, false, Y1 + r, 1));
+            CHECK(memcmp(Y, Y1, M * 4) == 0, "%s K=%zu: rows alone differ",
+                  ingot__isa_name((ingot__isa)isa), K);
+            cases++;
+        }
+        free(w), free(xq), free(ws), free(X), free(Xq), free(Y), free(Y1), free(R);
+    }
+    ingot__set_isa(ingot__cpu_isa());
+    ASSERT_TRUE(cases >= 4);
+}
+
 TEST(qdot_levels_conformance)
 {
     /* Every weight type on every level: rows of 1, 17 and 172, K of one block, of blocks that
@@ -1075,11 +1117,12 @@ TEST(q4k_repacked_rows)
 }
 
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
-          T(sgemm_block_edges_rows_first),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset),
           T(qdot_rows_same_bits_any_offset), T(gemv_streams_same_bits), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks),
           T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
           T(amx_tiles_against_dots), T(q4k_repacked_rows),
-          T(pool_runs_every_task_once))
+          T(pool_runs_every_task_once),
+          /* last, so that the tests above draw the same random data as before them */
+          T(sgemm_block_edges_rows_first), T(q4_0_activation_rearranged_edges))

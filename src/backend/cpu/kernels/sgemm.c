@@ -354,7 +354,7 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
 AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float *b, float *t,
                                          const float *cn, size_t ldcb)
 {
-    size_t n4 = kc / 4, n1 = kc % 4, np = MR5;
+    size_t n4 = kc / 4, n1 = kc % 4, np = cn ? MR5 : 0; /* no next tile: no prefetches */
     uintptr_t pc = (uintptr_t)cn; /* an integer: the rows may lie past C (prefetch never faults) */
     __asm__ volatile(U5_PAIRS(U5_ZERO2)
                      "test %[n4], %[n4]\n\t"

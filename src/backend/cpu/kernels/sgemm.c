@@ -136,7 +136,8 @@ AVX2_TARGET static void pack_a_panel_avx2(const float *s, size_t lda, size_t kc,
     size_t k = 0;
     for (; k + 8 <= kc; k += 8, d += 8 * MR) {
         __m256 r[8], t[8];
-        for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(s + (size_t)q * lda + k);
+        for (int q = 0; q < 8; q++) /* MR 6: rows 6 and 7 are not the panel's (may not exist) */
+            r[q] = (size_t)q < MR ? _mm256_loadu_ps(s + (size_t)q * lda + k) : _mm256_setzero_ps();
         for (int q = 0; q < 8; q++)
             t[q] = (size_t)q + 8 < MR ? _mm256_loadu_ps(s + ((size_t)q + 8) * lda + k)
                                       : _mm256_setzero_ps();

@@ -14,7 +14,8 @@
  *
  *   bench_backend [--threads N] [--reps N] [--dir DIR] [--no-openblas]
  *
- * `bench_backend --kernels [--reps N] [--levels a,b,...]` measures the kernels alone, by thread
+ * `bench_backend --kernels [--reps N] [--levels a,b,...] [--types Q4_0,Q5_K,...]` measures the
+ * kernels alone (the GEMVs of the listed weight types only, with --types), by thread
  * CPU time where one thread is measured (so that time slicing on a loaded machine drops out):
  *   pool     wall-clock microseconds per job of 64 empty tasks, 1 .. nproc threads (and 2 x);
  *   gemv     one thread, one activation row, for every weight type at every level, weights of
@@ -309,7 +310,7 @@ static uint16_t half_bits(float f) /* f16, truncating; finite scales for the wei
     return (uint16_t)(sign | (e - 112) << 10 | m >> 13);
 }
 
-static int kernels_mode(int reps, const char *levels)
+static int kernels_mode(int reps, const char *levels, const char *types_only)
 {
     long nproc = sysconf(_SC_NPROCESSORS_ONLN);
     if (nproc < 1) nproc = 1;
@@ -345,6 +346,7 @@ static int kernels_mode(int reps, const char *levels)
     fill(x, K, 7, 2.0f);
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         ingot_dtype wt = types[ti];
+        if (types_only && !strstr(types_only, ingot_dtype_name(wt))) continue;
         bool half = wt == INGOT_DTYPE_F16 || wt == INGOT_DTYPE_BF16;
         size_t rb = wt == INGOT_DTYPE_F32 ? K * 4 : half ? K * 2 : wt == INGOT_DTYPE_I8 ? K :
                     K / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
@@ -450,7 +452,7 @@ int main(int argc, char **argv)
     unsigned only = 0;
     int reps = 15;
     bool use_ob = true;
-    const char *dir = BENCH_DEFAULT_DIR, *levels = NULL;
+    const char *dir = BENCH_DEFAULT_DIR, *levels = NULL, *types_only = NULL;
     bool kernels = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) only = (unsigned)atoi(argv[++i]);
@@ -459,18 +461,19 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-openblas")) use_ob = false;
         else if (!strcmp(argv[i], "--kernels")) kernels = true;
         else if (!strcmp(argv[i], "--levels") && i + 1 < argc) levels = argv[++i];
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc) types_only = argv[++i];
         else {
             fprintf(stderr, "usage: bench_backend [--threads N] [--reps N] [--dir DIR] "
                             "[--no-openblas]\n"
                             "       bench_backend --kernels [--reps N] [--levels a,b,...] "
-                            "[--no-openblas]\n");
+                            "[--types T,T,...] [--no-openblas]\n");
             return 2;
         }
     }
     if (reps < 1) reps = 1;
     if (reps > 256) reps = 256;
     if (use_ob) load_openblas();
-    if (kernels) return kernels_mode(reps, levels);
+    if (kernels) return kernels_mode(reps, levels, types_only);
     const char *env = getenv("OPENBLAS_CORETYPE");
     printf("bench_backend: kernels isa %s; OpenBLAS %s (OPENBLAS_CORETYPE=%s); %d reps\n",
            ingot__isa_name(ingot__get_isa()), ob_core ? ob_core() : "not loaded",

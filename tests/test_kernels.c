@@ -160,6 +160,62 @@ TEST(sgemm_large_blocks_cross)
     free(A), free(B), free(C), free(R);
 }
 
+/* The AVX-512 level's loop order (issue 16, eighth round): each 12-row strip of an A block runs
+ * across the whole 512-column B block before the next strip, B panels packed during the first
+ * strip, the next C tile prefetched during the current one. Shapes at +-1 of its blocks (MC 48,
+ * KC 512, NC 512) and of the AVX2 ones (MC 120, KC 256), every transpose, padded leading
+ * dimensions; every element against a double reference, and the same bits at 1, 2, 3 threads. */
+TEST(sgemm_block_edges_rows_first)
+{
+    static const size_t shapes[][3] = {{49, 513, 513}, {97, 1030, 511}, {100, 511, 1025},
+                                       {121, 1025, 512}, {47, 512, 257}, {241, 65, 1030}};
+    ingot__pool *pools[3] = {NULL, ingot__pool_create(NULL, 2), ingot__pool_create(NULL, 3)};
+    ASSERT_TRUE(pools[1] != NULL && pools[2] != NULL);
+    int cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        size_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        bool ta = si & 1, tb = (si >> 1) & 1;
+        float beta = si % 3 == 0 ? 0.0f : 0.5f;
+        size_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+        size_t arows = ta ? K : M, brows = tb ? N : K;
+        float *A = malloc(arows * lda * sizeof *A), *B = malloc(brows * ldb * sizeof *B);
+        float *C0 = malloc(M * ldc * sizeof *C0), *C[3], *packed = malloc(M * N * sizeof *packed);
+        double *R = malloc(M * N * sizeof *R);
+        ASSERT_TRUE(A && B && C0 && packed && R);
+        for (int t = 0; t < 3; t++) ASSERT_TRUE((C[t] = malloc(M * ldc * sizeof *C0)) != NULL);
+        for (size_t i = 0; i < arows * lda; i++) A[i] = frand();
+        for (size_t i = 0; i < brows * ldb; i++) B[i] = frand();
+        for (size_t i = 0; i < M * ldc; i++) C0[i] = frand();
+        ref_gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C0, ldc, R);
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            for (int t = 0; t < 3; t++) {
+                memcpy(C[t], C0, M * ldc * sizeof *C0);
+                ASSERT_OK(ingot__sgemm(pools[t], ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C[t],
+                                       ldc));
+            }
+            for (size_t i = 0; i < M; i++) memcpy(packed + i * N, C[0] + i * ldc, N * 4);
+            double e = nmse(packed, R, M * N);
+            CHECK(e <= 1e-10, "isa %s M=%zu N=%zu K=%zu ta=%d tb=%d: nmse %g",
+                  ingot__isa_name((ingot__isa)isa), M, N, K, ta, tb, e);
+            for (int t = 1; t < 3; t++)
+                CHECK(memcmp(C[0], C[t], M * ldc * sizeof *C0) == 0,
+                      "isa %s M=%zu N=%zu K=%zu: 1 and %d threads differ",
+                      ingot__isa_name((ingot__isa)isa), M, N, K, t + 1);
+            for (size_t i = 0; i < M; i++) /* the padding columns of C are never written */
+                CHECK(memcmp(C[0] + i * ldc + N, C0 + i * ldc + N, 2 * sizeof *C0) == 0,
+                      "isa %s: padding of C row %zu written", ingot__isa_name((ingot__isa)isa), i);
+            cases++;
+        }
+        for (int t = 0; t < 3; t++) free(C[t]);
+        free(A), free(B), free(C0), free(packed), free(R);
+    }
+    ingot__set_isa(ingot__cpu_isa());
+    ingot__pool_destroy(pools[1]);
+    ingot__pool_destroy(pools[2]);
+    ASSERT_TRUE(cases >= 6);
+}
+
 TEST(sgemm_small_m_streaming)
 {
     /* Up to 16 rows of C, B is streamed rather than packed (AVX2): strips of 2048 columns, eight
@@ -340,6 +396,48 @@ static void ref_qgemm(ingot_dtype wt, const uint8_t *w, size_t ldw, const float 
         }
     }
     free(row);
+}
+
+/* The 256-bit Q4_0 dot rearranges the activations of rows up to 512 blocks (K <= 16384) once per
+ * call and pairs them per row on longer rows (issue 16, eighth round): K at both sides of that
+ * limit and with a tail past the last 8 blocks, 13 rows; every level against the double reference
+ * on the activations as quantized (the same integer dots and f32 rounding only: NMSE <= 1e-9),
+ * and each level's rows bitwise the same called one at a time as all together. */
+TEST(q4_0_activation_rearranged_edges)
+{
+    static const size_t ks[] = {16384, 16416, 16640, 8192 + 96};
+    size_t M = 13;
+    int cases = 0;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        size_t K = ks[ki], ldw = K / 32 * 18;
+        uint8_t *w = malloc(M * ldw), *xq = aligned_alloc(64, ingot__qx_bytes(INGOT_DTYPE_Q4_0, K));
+        float *ws = malloc(M * 4), *X = malloc(K * 4), *Xq = malloc(K * 4);
+        float *Y = malloc(M * 4), *Y1 = malloc(M * 4);
+        double *R = malloc(M * sizeof *R);
+        ASSERT_TRUE(w && xq && ws && X && Xq && Y && Y1 && R);
+        fill_weights(INGOT_DTYPE_Q4_0, w, M, K, ws);
+        for (size_t k = 0; k < K; k++) X[k] = frand();
+        ingot__qx_quantize(INGOT_DTYPE_Q4_0, X, K, xq);
+        const float *d = (const float *)(const void *)(xq + (K + 63) / 64 * 64);
+        for (size_t k = 0; k < K; k++) Xq[k] = (float)((const int8_t *)xq)[k] * d[k / 32];
+        ref_qgemm(INGOT_DTYPE_Q4_0, w, ldw, ws, M, K, Xq, 1, R);
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            ASSERT_OK(ingot__qgemm(NULL, INGOT_DTYPE_Q4_0, M, K, w, ldw, ws, xq, NULL, 0, 1, false,
+                                   Y, M));
+            double e = nmse(Y, R, M);
+            CHECK(e <= 1e-9, "%s K=%zu: nmse %g", ingot__isa_name((ingot__isa)isa), K, e);
+            for (size_t r = 0; r < M; r++)
+                ASSERT_OK(ingot__qgemm(NULL, INGOT_DTYPE_Q4_0, 1, K, w + r * ldw, ldw, ws + r, xq,
+                                       NULL, 0, 1, false, Y1 + r, 1));
+            CHECK(memcmp(Y, Y1, M * 4) == 0, "%s K=%zu: rows alone differ",
+                  ingot__isa_name((ingot__isa)isa), K);
+            cases++;
+        }
+        free(w), free(xq), free(ws), free(X), free(Xq), free(Y), free(Y1), free(R);
+    }
+    ingot__set_isa(ingot__cpu_isa());
+    ASSERT_TRUE(cases >= 4);
 }
 
 TEST(qdot_levels_conformance)
@@ -1025,4 +1123,6 @@ RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blo
           T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
           T(amx_tiles_against_dots), T(q4k_repacked_rows),
-          T(pool_runs_every_task_once))
+          T(pool_runs_every_task_once),
+          /* last, so that the tests above draw the same random data as before them */
+          T(sgemm_block_edges_rows_first), T(q4_0_activation_rearranged_edges))

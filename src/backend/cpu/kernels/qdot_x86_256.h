@@ -222,6 +222,39 @@ F __m256i pair_q4_0(const uint8_t *w0, const uint8_t *w4, const int8_t *x0, cons
 #endif
 }
 
+/* pair_q4_0 with the activations already in its layout: xl = [x0[0..15] | x4[0..15]], xh the
+ * same for elements 16..31 (q4_0_xr). The same integers. */
+F __m256i pair_q4_0_xr(const uint8_t *w0, const uint8_t *w4, const int8_t *xl, const int8_t *xh)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(w0)), ld128(w4), 1);
+    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#if VNNI
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, ld256(xl)),
+                                   hi, ld256(xh));
+#else
+    __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, ld256(xl)),
+                                 _mm256_maddubs_epi16(hi, ld256(xh)));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+#endif
+}
+
+/* The activations of blocks [0, nv) (nv a multiple of 8) in pair_q4_0_xr's layout, once per call
+ * rather than once per row: for each group of 8 blocks and pair j < 4 (blocks j, j + 4), 32
+ * bytes xl then 32 bytes xh, 256 bytes a group as in q. */
+F void q4_0_xr(const int8_t *q, size_t nv, int8_t *xr)
+{
+    for (size_t b = 0; b < nv; b += 8, q += 256)
+        for (int j = 0; j < 4; j++, xr += 64) {
+            const int8_t *x0 = q + 32 * j, *x4 = x0 + 128;
+            __m256i xl = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(x0)), ld128(x4), 1);
+            __m256i xh =
+                _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(x0 + 16)), ld128(x4 + 16), 1);
+            _mm256_storeu_si256((__m256i *)(void *)xr, xl);
+            _mm256_storeu_si256((__m256i *)(void *)(xr + 32), xh);
+        }
+}
+
 /* The f16 d of 8 Q4_0 blocks from blk as 8 floats without a gather: block i's d is at byte 18i,
  * so four 32-byte loads hold them at distinct 4-byte slots of their 128-bit halves (blocks 2j
  * and 2j + 1 in slot j of the low and high half of load j); three dword blends take slot j from
@@ -241,25 +274,40 @@ F __m256 scales8_q4_0(const uint8_t *blk)
 
 /* Eight blocks' exact dots from four pairs: two rounds of vphaddd leave blocks 0-3 in the low
  * half and 4-7 in the high half, in order (three vphaddd against the seven of reduce8: the
- * shuffle port was the limit, 0.79-0.87 of the read rate before). */
+ * shuffle port was the limit, 0.79-0.87 of the read rate before). Rows of up to Q4_0_XR_BLOCKS
+ * blocks take the activations rearranged once per call (q4_0_xr: eight vinserti128 fewer per 8
+ * blocks, a seventh of the vector uops); longer ones pair them per row. Either way the same
+ * integers and the same float operations, so the same bits. */
+#define Q4_0_XR_BLOCKS 512 /* 16 KiB of stack: K up to 16384 */
 TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x,
                          const float *wscale, bool acc, float *y)
 {
     const bool pf = ingot__cpu_prefetch();
     (void)wscale;
     size_t nb = x->nb, nv = nb / 8 * 8;
+    _Alignas(32) int8_t xr[Q4_0_XR_BLOCKS * 32];
+    bool rx = nv <= Q4_0_XR_BLOCKS;
+    if (rx) q4_0_xr(x->q, nv, xr);
     for (size_t r = 0; r < rows; r++, w += ldw) {
         __m256 sum = _mm256_setzero_ps();
         for (size_t b = 0; b < nv; b += 8) {
             const uint8_t *blk = w + b * 18;
-            const int8_t *xq = x->q + b * 32;
+            const int8_t *xq = x->q + b * 32, *xg = xr + b * 32;
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
-            __m256i m0 = pair_q4_0(blk + 2, blk + 4 * 18 + 2, xq, xq + 4 * 32);
-            __m256i m1 = pair_q4_0(blk + 18 + 2, blk + 5 * 18 + 2, xq + 32, xq + 5 * 32);
-            __m256i m2 = pair_q4_0(blk + 2 * 18 + 2, blk + 6 * 18 + 2, xq + 64, xq + 6 * 32);
-            __m256i m3 = pair_q4_0(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xq + 96, xq + 7 * 32);
+            __m256i m0, m1, m2, m3;
+            if (rx) {
+                m0 = pair_q4_0_xr(blk + 2, blk + 4 * 18 + 2, xg, xg + 32);
+                m1 = pair_q4_0_xr(blk + 18 + 2, blk + 5 * 18 + 2, xg + 64, xg + 96);
+                m2 = pair_q4_0_xr(blk + 2 * 18 + 2, blk + 6 * 18 + 2, xg + 128, xg + 160);
+                m3 = pair_q4_0_xr(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xg + 192, xg + 224);
+            } else {
+                m0 = pair_q4_0(blk + 2, blk + 4 * 18 + 2, xq, xq + 4 * 32);
+                m1 = pair_q4_0(blk + 18 + 2, blk + 5 * 18 + 2, xq + 32, xq + 5 * 32);
+                m2 = pair_q4_0(blk + 2 * 18 + 2, blk + 6 * 18 + 2, xq + 64, xq + 6 * 32);
+                m3 = pair_q4_0(blk + 3 * 18 + 2, blk + 7 * 18 + 2, xq + 96, xq + 7 * 32);
+            }
             __m256i d = _mm256_hadd_epi32(_mm256_hadd_epi32(m0, m1), _mm256_hadd_epi32(m2, m3));
             d = _mm256_sub_epi32(d, _mm256_slli_epi32(ld256(x->s + b), 3));
             __m256 sc = _mm256_mul_ps(scales8_q4_0(blk), _mm256_loadu_ps(x->d + b));
@@ -277,9 +325,9 @@ TGT static void QN(q4_0)(const uint8_t *w, size_t ldw, size_t rows, const ingot_
  * enters as the int16 multiplier of the pair sums), and the minimums / offsets from the
  * activation's sums per 16; then d * d_x (and dmin * d_x) in f32. ---- */
 
-/* Q4_K / Q5_K packed scales and mins as two vectors of 16 int16 (each value twice, for the pair
- * sums), lanes 2k and 2k + 1 holding sub-block k. */
-F void k_scales(const uint8_t *s, __m128i *sc8, __m256i *mn16)
+/* Q4_K / Q5_K packed scales and mins: the 8 scales as int16 in both halves of sc16, the mins as
+ * 16 int16 (each value twice, for the pair sums), lanes 2k and 2k + 1 holding sub-block k. */
+F void k_scales(const uint8_t *s, __m256i *sc16, __m256i *mn16)
 {
     /* The 6-bit fields unpacked in one vector (16 bytes read; the block goes on past the 12):
      * [u0, u2, u1, u2 >> 4] & [3f, 0f, 3f, 0f] | ([u0, u0, u1, u1] >> 2) & [0, 30, 0, 30] per
@@ -293,11 +341,13 @@ F void k_scales(const uint8_t *s, __m128i *sc8, __m256i *mn16)
     p = _mm_and_si128(p, ld128(c[1]));
     __m128i q = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, 0x50), 2), ld128(c[2]));
     __m128i v = _mm_or_si128(p, q);
-    *sc8 = _mm_cvtepu8_epi16(v); /* the 8 scales as int16 */
+    *sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(v)); /* 8 scales, in both halves */
     *mn16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, ld128(c[3])));
 }
 
-/* Sub-block k's int16 scale in all 16 lanes, from 8 int16 scales in both halves of s. */
+/* Sub-block k's int16 scale in all 16 lanes, from 8 int16 scales in both halves of s. (A 32-bit
+ * broadcast from a stored copy, a load instead of a shuffle, saved 13% of the uops by llvm-mca's
+ * count and ran 1-5% slower: the store-forwarding latency.) */
 F __m256i bcast16(__m256i s, int k)
 {
     return _mm256_shuffle_epi8(s, _mm256_set1_epi16((short)(0x0100 * (2 * k + 1) + 2 * k)));
@@ -317,12 +367,12 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
-            __m128i sc8;
-            __m256i mn16;
-            k_scales(blk + 4, &sc8, &mn16);
-            __m256i scs = _mm256_broadcastsi128_si256(sc8);
+            __m256i sc16, mn16;
+            k_scales(blk + 4, &sc16, &mn16);
             __m256i qh = five ? ld256(blk + 16) : _mm256_setzero_si256();
-            __m256i A = _mm256_setzero_si256();
+            /* two accumulators: with VNNI each vpdpwssd waits on the last (5 cycles), and eight
+             * in a row took longer than the rest of the super-block; int32, so the same sum */
+            __m256i A = _mm256_setzero_si256(), A1 = A;
             UNROLL
             for (int c = 0; c < 4; c++) {
                 __m256i q = ld256(qs + 32 * c);
@@ -339,13 +389,18 @@ F void q45_k(const uint8_t *w, size_t ldw, size_t rows, const ingot__qx *x, bool
                 }
                 /* sub-blocks 2c and 2c + 1 where ingot__qx_index put them */
                 const int8_t *x0 = xq + 128 * (c / 2) + 32 * (c & 1);
-                A = dot_u8_scaled(A, lo, ld256(x0), bcast16(scs, 2 * c));
-                A = dot_u8_scaled(A, hi, ld256(x0 + 64), bcast16(scs, 2 * c + 1));
+                A = dot_u8_scaled(A, lo, ld256(x0), bcast16(sc16, 2 * c));
+                A1 = dot_u8_scaled(A1, hi, ld256(x0 + 64), bcast16(sc16, 2 * c + 1));
             }
             __m256i M = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
-            float d = f16(blk) * x->d[b], dmin = f16(blk + 2) * x->d[b];
-            sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_set1_ps(d), sum);
-            sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_set1_ps(dmin), sum);
+            /* d and dmin (f16, adjacent) converted together, times d_x: the same products */
+            int32_t dd;
+            memcpy(&dd, blk, 4);
+            __m128 dm = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(dd)), _mm_set1_ps(x->d[b]));
+            A = _mm256_add_epi32(A, A1);
+            sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_broadcastss_ps(dm), sum);
+            sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M),
+                                   _mm256_broadcastss_ps(_mm_movehdup_ps(dm)), sum);
         }
         put(y + r, acc, hsum_f32(sum));
     }

@@ -10,7 +10,9 @@
  * matrices, lives in memory: without it every tile waited on six cache misses); B panels are
  * packed with 256-bit loads and, for B^T, 8 x 8 register transposes; a B panel is packed just
  * before its first use, and when there is a single A block (small M) into one panel-sized buffer
- * that stays in L1 instead of a 3 MB block.
+ * that stays in L1 instead of a 3 MB block. The AVX-512 level (12 x 32 tiles) walks C along its
+ * rows instead, with a 1 MB B block in L2 and the next C tile prefetched during the current one
+ * (see KC5).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -30,13 +32,16 @@
 #define KC 256
 #define MC_MAX 120 /* the largest MC (a multiple of the MRs); an A block (MC x KC floats) in L2 */
 #define NC 3072    /* multiple of both NRs; a B block (KC x NC floats, 3 MB) stays in L3 */
-/* The AVX-512 level's blocks: KC 512, NC 1536 (the same 3 MB of B; half as many passes over C,
- * which lives in memory at 4096^2). Against OpenBLAS SkylakeX, one thread, thread CPU time,
- * alternated on the loaded Xeon: 4096^3 0.81-0.91 -> 0.90-0.95, 2048^3 0.90 -> 0.90-0.93,
- * 1024^3 0.93-0.94 -> 0.95-0.96 (KC 384 with NC 2048 or 3072, KC 512 with NC 2048 or MC 36:
- * between the two). */
+/* The AVX-512 level's blocks: KC 512, NC 512 (a 1 MB B block, which stays in L2), and its loop
+ * order (job.rowfirst): each 12-row strip of the A block (one A panel, 24 KB, in L1) runs across
+ * the whole B block, so that C is walked along its rows, twelve sequential streams, and the
+ * next tile of C is prefetched during the current one. C tiles walked down the columns (the
+ * AVX2 order) touch twelve 4 KB pages per tile, a few lines each: at 4096^2, where C lives in
+ * memory, the micro-kernel ran 0.85-0.87x OpenBLAS SkylakeX's (docs/PERFORMANCE.md, issue 16,
+ * "Eighth round"). The previous blocks, KC 512 / NC 1536 (a 3 MB B block in L3), measured
+ * 0.81-0.91 -> 0.90-0.95 against KC 256 / NC 3072 in the second round. */
 #define KC5 512
-#define NC5 1536
+#define NC5 512
 
 typedef struct {
     bool ta, tb;
@@ -54,6 +59,7 @@ typedef struct {
     ingot__isa isa;
     size_t mr, nr, mc; /* tile and A block of the level */
     size_t kcb, ncb;   /* k and column blocks of the level (kcb * ncb <= KC * NC) */
+    bool rowfirst;     /* A panels outside, B panels inside (AVX-512; see KC5) */
     atomic_int failed;
 } job;
 
@@ -65,35 +71,6 @@ typedef struct {
 
 /* ---- packing: zero-padded panels, k-major inside a panel ---- */
 
-static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, float *ap)
-{
-    size_t MR = j->mr;
-    for (size_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
-        size_t mr = mc - ir < MR ? mc - ir : MR;
-        if (!j->ta && mr == MR) {
-            const float *s0 = j->A + (ic + ir) * j->lda + pc;
-            for (size_t k = 0; k < kc; k++) {
-                float *d = ap + k * MR;
-                for (size_t r = 0; r < MR; r++) d[r] = s0[r * j->lda + k];
-            }
-            continue;
-        }
-        if (!j->ta) {
-            for (size_t r = 0; r < mr; r++) {
-                const float *src = j->A + (ic + ir + r) * j->lda + pc;
-                for (size_t k = 0; k < kc; k++) ap[k * MR + r] = src[k];
-            }
-        } else {
-            for (size_t k = 0; k < kc; k++) {
-                const float *src = j->A + (pc + k) * j->lda + ic + ir;
-                for (size_t r = 0; r < mr; r++) ap[k * MR + r] = src[r];
-            }
-        }
-        if (mr < MR)
-            for (size_t k = 0; k < kc; k++)
-                for (size_t r = mr; r < MR; r++) ap[k * MR + r] = 0.0f;
-    }
-}
 
 #ifdef HAVE_X86
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
@@ -149,7 +126,41 @@ AVX2_TARGET static void pack_b_panel_avx2(const job *j, size_t pc, size_t kc, si
     for (; k < kc; k++)
         for (size_t c = 0; c < NR; c++) bp[k * NR + c] = j->B[(col + c) * j->ldb + pc + k];
 }
+/* One full MR-high panel of A (not transposed; MR 6 or 12): 8 k at a time, rows 0-7 by one 8 x 8
+ * register transpose and the rest (2 or 4 rows, padded with zeros) by another, each k's MR
+ * values stored together. At the AVX-512 level's 512-column B blocks A is packed 8 times at
+ * 4096^3, and the scalar loop (12 strided loads and 12 stores per k) took 3% of the time. */
+AVX2_TARGET static void pack_a_panel_avx2(const float *s, size_t lda, size_t kc, size_t MR,
+                                          float *d)
+{
+    size_t k = 0;
+    for (; k + 8 <= kc; k += 8, d += 8 * MR) {
+        __m256 r[8], t[8];
+        for (int q = 0; q < 8; q++) /* MR 6: rows 6 and 7 are not the panel's (may not exist) */
+            r[q] = (size_t)q < MR ? _mm256_loadu_ps(s + (size_t)q * lda + k) : _mm256_setzero_ps();
+        for (int q = 0; q < 8; q++)
+            t[q] = (size_t)q + 8 < MR ? _mm256_loadu_ps(s + ((size_t)q + 8) * lda + k)
+                                      : _mm256_setzero_ps();
+        tr8(r);
+        if (MR == 12) {
+            tr8(t);
+            for (int q = 0; q < 8; q++) {
+                _mm256_storeu_ps(d + (size_t)q * 12, r[q]);
+                _mm_storeu_ps(d + (size_t)q * 12 + 8, _mm256_castps256_ps128(t[q]));
+            }
+        } else { /* MR 6: rows 0-5 of the one transpose */
+            for (int q = 0; q < 8; q++) {
+                _mm_storeu_ps(d + (size_t)q * 6, _mm256_castps256_ps128(r[q]));
+                _mm_storel_pi((__m64 *)(void *)(d + (size_t)q * 6 + 4),
+                              _mm256_extractf128_ps(r[q], 1));
+            }
+        }
+    }
+    for (; k < kc; k++, d += MR)
+        for (size_t q = 0; q < MR; q++) d[q] = s[q * lda + k];
+}
 #endif
+
 
 /* One NR-wide panel of op(B): columns [col, col + nr) of rows [pc, pc + kc), zero-padded. */
 static void pack_b(const job *j, size_t pc, size_t kc, size_t col, size_t nr, float *bp)
@@ -178,6 +189,42 @@ static void pack_b(const job *j, size_t pc, size_t kc, size_t col, size_t nr, fl
     }
 }
 
+static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, float *ap)
+{
+    size_t MR = j->mr;
+    for (size_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
+        size_t mr = mc - ir < MR ? mc - ir : MR;
+        if (!j->ta && mr == MR) {
+            const float *s0 = j->A + (ic + ir) * j->lda + pc;
+#ifdef HAVE_X86
+            if (j->isa >= INGOT__ISA_AVX2) {
+                pack_a_panel_avx2(s0, j->lda, kc, MR, ap);
+                continue;
+            }
+#endif
+            for (size_t k = 0; k < kc; k++) {
+                float *d = ap + k * MR;
+                for (size_t r = 0; r < MR; r++) d[r] = s0[r * j->lda + k];
+            }
+            continue;
+        }
+        if (!j->ta) {
+            for (size_t r = 0; r < mr; r++) {
+                const float *src = j->A + (ic + ir + r) * j->lda + pc;
+                for (size_t k = 0; k < kc; k++) ap[k * MR + r] = src[k];
+            }
+        } else {
+            for (size_t k = 0; k < kc; k++) {
+                const float *src = j->A + (pc + k) * j->lda + ic + ir;
+                for (size_t r = 0; r < mr; r++) ap[k * MR + r] = src[r];
+            }
+        }
+        if (mr < MR)
+            for (size_t k = 0; k < kc; k++)
+                for (size_t r = mr; r < MR; r++) ap[k * MR + r] = 0.0f;
+    }
+}
+
 /* C tile = alpha * acc + beta * C (beta == 0: C not read); acc rows are lda floats apart. */
 static void store_tile(const float *acc, size_t lda, float *c, size_t ldc, float alpha, float beta,
                        size_t mr, size_t nr)
@@ -192,8 +239,9 @@ static void store_tile(const float *acc, size_t lda, float *c, size_t ldc, float
 /* ---- micro-kernels: C[mr x nr] (+)= A panel (kc x MR) . B panel (kc x NR) ---- */
 
 static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size_t ldc,
-                       float alpha, float beta, size_t mr, size_t nr)
+                       float alpha, float beta, size_t mr, size_t nr, const float *cn, bool pre)
 {
+    (void)cn, (void)pre;
     float acc[MR2 * NR2] = {0};
     for (size_t k = 0; k < kc; k++, a += MR2, b += NR2)
         for (size_t r = 0; r < MR2; r++)
@@ -203,8 +251,10 @@ static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size
 
 #ifdef HAVE_X86
 AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
-                                 float alpha, float beta, size_t mr, size_t nr)
+                                 float alpha, float beta, size_t mr, size_t nr, const float *cn,
+                                 bool pre)
 {
+    (void)cn, (void)pre;
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -271,73 +321,124 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
     _mm256_storeu_ps(acc + 5 * NR2, c50), _mm256_storeu_ps(acc + 5 * NR2 + 8, c51);
     store_tile(acc, NR2, c, ldc, alpha, beta, mr, nr);
 }
-/* 12 x 32: 24 zmm accumulators (named: an array of them ends up on the stack), two zmm of B
- * per k, A broadcast from memory into the FMAs. */
+/* 12 x 32: 24 zmm accumulators, two zmm of B per k, each A element broadcast once into a
+ * register that feeds two FMAs. The k loop is written in assembly: compiled from intrinsics,
+ * GCC hoisted the broadcasts of the unrolled steps ahead of their FMAs, ran out of the 32
+ * registers and kept one accumulator on the stack (a store and a reload inside the loop, plus
+ * five register moves per four k; docs/PERFORMANCE.md, issue 16, "Eighth round"). Registers:
+ * zmm0-23 the accumulators (row r in zmm(2r), zmm(2r + 1)), zmm24-25 B, zmm26-31 the
+ * broadcasts. Each C element is still one chain of FMAs in k order (the same bits as before). */
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
-AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, float *c,
-                                     size_t ldc, float alpha, float beta, size_t mr, size_t nr)
+/* Row r of k step o: broadcast A[o][r] into zmm t, then two FMAs. */
+#define U5_ROW(o, r, c0, c1, t)                                                                    \
+    "vbroadcastss 48*" #o "+4*" #r "(%[a]), %%zmm" #t "\n\t"                                       \
+    "vfmadd231ps %%zmm24, %%zmm" #t ", %%zmm" #c0 "\n\t"                                           \
+    "vfmadd231ps %%zmm25, %%zmm" #t ", %%zmm" #c1 "\n\t"
+#define U5_STEP(o)                                                                                 \
+    "vmovaps 128*" #o "(%[b]), %%zmm24\n\t"                                                        \
+    "vmovaps 128*" #o "+64(%[b]), %%zmm25\n\t"                                                     \
+    U5_ROW(o, 0, 0, 1, 26) U5_ROW(o, 1, 2, 3, 27) U5_ROW(o, 2, 4, 5, 28)                           \
+    U5_ROW(o, 3, 6, 7, 29) U5_ROW(o, 4, 8, 9, 30) U5_ROW(o, 5, 10, 11, 31)                         \
+    U5_ROW(o, 6, 12, 13, 26) U5_ROW(o, 7, 14, 15, 27) U5_ROW(o, 8, 16, 17, 28)                     \
+    U5_ROW(o, 9, 18, 19, 29) U5_ROW(o, 10, 20, 21, 30) U5_ROW(o, 11, 22, 23, 31)
+#define U5_ZERO2(x, y) "vpxord %%zmm" #x ", %%zmm" #x ", %%zmm" #x "\n\t"                          \
+    "vpxord %%zmm" #y ", %%zmm" #y ", %%zmm" #y "\n\t"
+#define U5_SAVE2(x, y) "vmovaps %%zmm" #x ", 64*" #x "(%[t])\n\t"                                  \
+    "vmovaps %%zmm" #y ", 64*" #y "(%[t])\n\t"
+#define U5_PAIRS(X) X(0, 1) X(2, 3) X(4, 5) X(6, 7) X(8, 9) X(10, 11) X(12, 13) X(14, 15)         \
+    X(16, 17) X(18, 19) X(20, 21) X(22, 23)
+
+/* t[r * 32 + q] = sum over k < kc of a[k * 12 + r] * b[k * 32 + q], fused in k order. The
+ * first twelve passes of the 4-k loop each prefetch one row (two lines) of the next C tile,
+ * cn with rows ldcb bytes apart, so that its misses overlap this tile's arithmetic instead of
+ * all being issued at the next tile's start. */
+AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float *b, float *t,
+                                         const float *cn, size_t ldcb)
 {
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
-#define FMA(r)                                                                                     \
-    {                                                                                              \
-        __m512 av = _mm512_set1_ps(a_[r]);                                                         \
-        c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0), c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);    \
-    }
-    ROWS(DECL)
-    for (size_t r = 0; r < mr; r++) {
-        PREFETCH(c + r * ldc, 0);
-        PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
-    }
-#define KSTEP(o)                                                                                   \
-    {                                                                                              \
-        const float *a_ = a + (o) * MR5;                                                           \
-        __m512 b0 = _mm512_load_ps(b + (o) * NR5), b1 = _mm512_load_ps(b + (o) * NR5 + 16);        \
-        ROWS(FMA)                                                                                  \
-    }
-    size_t k = 0;
-    for (; k + 4 <= kc; k += 4, a += 4 * MR5, b += 4 * NR5) {
-        PREFETCH(b, 8 * NR5 * sizeof(float));
-        PREFETCH(b, 8 * NR5 * sizeof(float) + 64);
-        PREFETCH(a, 8 * MR5 * sizeof(float));
-        KSTEP(0)
-        KSTEP(1)
-        KSTEP(2)
-        KSTEP(3)
-    }
-    for (; k < kc; k++, a += MR5, b += NR5) KSTEP(0)
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    size_t n4 = kc / 4, n1 = kc % 4, np = cn ? MR5 : 0; /* no next tile: no prefetches */
+    uintptr_t pc = (uintptr_t)cn; /* an integer: the rows may lie past C (prefetch never faults) */
+    __asm__ volatile(U5_PAIRS(U5_ZERO2)
+                     "test %[n4], %[n4]\n\t"
+                     "jz 2f\n\t"
+                     "1:\n\t"
+                     /* B 8 k ahead (two lines), A 8 k ahead */
+                     "prefetcht0 1024(%[b])\n\t"
+                     "prefetcht0 1088(%[b])\n\t"
+                     "prefetcht0 384(%[a])\n\t"
+                     "test %[np], %[np]\n\t"
+                     "jz 5f\n\t"
+                     "prefetcht0 (%[pc])\n\t"
+                     "prefetcht0 64(%[pc])\n\t"
+                     "add %[ldcb], %[pc]\n\t"
+                     "dec %[np]\n\t"
+                     "5:\n\t"
+                     U5_STEP(0) U5_STEP(1) U5_STEP(2) U5_STEP(3)
+                     "add $192, %[a]\n\t"
+                     "add $512, %[b]\n\t"
+                     "dec %[n4]\n\t"
+                     "jnz 1b\n\t"
+                     "2:\n\t"
+                     "test %[n1], %[n1]\n\t"
+                     "jz 4f\n\t"
+                     "3:\n\t"
+                     U5_STEP(0)
+                     "add $48, %[a]\n\t"
+                     "add $128, %[b]\n\t"
+                     "dec %[n1]\n\t"
+                     "jnz 3b\n\t"
+                     "4:\n\t"
+                     U5_PAIRS(U5_SAVE2)
+                     : [a] "+r"(a), [b] "+r"(b), [n4] "+r"(n4), [n1] "+r"(n1), [np] "+r"(np),
+                       [pc] "+r"(pc)
+                     : [t] "r"(t), [ldcb] "r"(ldcb)
+                     : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+                       "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+                       "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+                       "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
+                       "xmm31");
+}
+#undef U5_ROW
+#undef U5_STEP
+#undef U5_ZERO2
+#undef U5_SAVE2
+#undef U5_PAIRS
+
+/* cn: the next tile of C (its rows are prefetched during this one's k loop; this tile's were
+ * prefetched during the previous one's, or here when cn_prev says they were not). */
+AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, float *c,
+                                     size_t ldc, float alpha, float beta, size_t mr, size_t nr,
+                                     const float *cn, bool pre)
+{
+    if (!pre)
+        for (size_t r = 0; r < mr; r++) {
+            PREFETCH(c + r * ldc, 0);
+            PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+        }
+    _Alignas(64) float t[MR5 * NR5];
+    ukr_avx512_acc(kc, a, b, t, cn, ldc * sizeof(float));
     if (mr == MR5 && nr == NR5) {
-#define STORE(r)                                                                                   \
-    {                                                                                              \
-        float *cr = c + (size_t)(r) * ldc;                                                         \
-        __m512 v0 = _mm512_mul_ps(va, c##r##0), v1 = _mm512_mul_ps(va, c##r##1);                   \
-        if (beta != 0.0f) {                                                                        \
-            v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr), v0);                                     \
-            v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr + 16), v1);                                \
-        }                                                                                          \
-        _mm512_storeu_ps(cr, v0);                                                                  \
-        _mm512_storeu_ps(cr + 16, v1);                                                             \
-    }
-        ROWS(STORE)
+        __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+        for (size_t r = 0; r < MR5; r++) {
+            float *cr = c + r * ldc;
+            __m512 v0 = _mm512_mul_ps(va, _mm512_load_ps(t + r * NR5));
+            __m512 v1 = _mm512_mul_ps(va, _mm512_load_ps(t + r * NR5 + 16));
+            if (beta != 0.0f) {
+                v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr), v0);
+                v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cr + 16), v1);
+            }
+            _mm512_storeu_ps(cr, v0);
+            _mm512_storeu_ps(cr + 16, v1);
+        }
         return;
     }
-    float t[MR5 * NR5];
-#define SPILL(r)                                                                                   \
-    _mm512_storeu_ps(t + (r) * NR5, c##r##0), _mm512_storeu_ps(t + (r) * NR5 + 16, c##r##1);
-    ROWS(SPILL)
     store_tile(t, NR5, c, ldc, alpha, beta, mr, nr);
-#undef ROWS
-#undef DECL
-#undef FMA
-#undef KSTEP
-#undef STORE
-#undef SPILL
 }
 #endif
 
+/* cn: the tile of C the next call computes (NULL: none); pre: this call's tile was prefetched
+ * by the previous call (AVX-512 only: the other kernels prefetch their own tile). */
 typedef void (*ukr_fn)(size_t, const float *, const float *, float *, size_t, float, float, size_t,
-                       size_t);
+                       size_t, const float *, bool);
 
 /* The whole loop nest over rows [m0, m1) and columns [n0, n1) of C. */
 static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1, float *ap,
@@ -361,6 +462,24 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
             for (size_t ic = m0; ic < m1; ic += MC) {
                 size_t mc = m1 - ic < MC ? m1 - ic : MC;
                 pack_a(j, ic, mc, pc, kc, ap);
+                bool pre = false;
+                if (!once && j->rowfirst) {
+                    for (size_t ir = 0; ir < mc; ir += MR) {
+                        size_t mr = mc - ir < MR ? mc - ir : MR;
+                        for (size_t jr = 0; jr < nc; jr += NR) {
+                            size_t nr = nc - jr < NR ? nc - jr : NR;
+                            if (ic == m0 && ir == 0) pack_b(j, pc, kc, jc + jr, nr, bp + jr * kc);
+                            float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
+                            const float *cn = jr + NR < nc   ? ct + NR
+                                              : ir + MR < mc ? j->C + (ic + ir + MR) * j->ldc + jc
+                                                             : NULL;
+                            ukr(kc, ap + ir * kc, bp + jr * kc, ct, j->ldc, j->alpha, beta, mr, nr,
+                                cn, pre);
+                            pre = cn && kc >= 4 * MR;
+                        }
+                    }
+                    continue;
+                }
                 for (size_t jr = 0; jr < nc; jr += NR) {
                     size_t nr = nc - jr < NR ? nc - jr : NR;
                     /* B panels are packed when the first A block first needs them. */
@@ -368,8 +487,13 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
                     if (ic == m0) pack_b(j, pc, kc, jc + jr, nr, bpanel);
                     for (size_t ir = 0; ir < mc; ir += MR) {
                         size_t mr = mc - ir < MR ? mc - ir : MR;
-                        ukr(kc, ap + ir * kc, bpanel, j->C + (ic + ir) * j->ldc + jc + jr,
-                            j->ldc, j->alpha, beta, mr, nr);
+                        float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
+                        /* the next tile: MR rows down, or the top of the next panel's */
+                        const float *cn = ir + MR < mc        ? ct + MR * j->ldc
+                                          : jr + NR < nc      ? j->C + ic * j->ldc + jc + jr + NR
+                                                              : NULL;
+                        ukr(kc, ap + ir * kc, bpanel, ct, j->ldc, j->alpha, beta, mr, nr, cn, pre);
+                        pre = cn && kc >= 4 * MR;
                     }
                 }
             }
@@ -592,6 +716,7 @@ void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t 
     bool wide = j.isa >= INGOT__ISA_AVX512;
     j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
     j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
+    j.rowfirst = wide;
     float *ap = scratch;
     block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
 }
@@ -621,6 +746,7 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     bool wide = j.isa >= INGOT__ISA_AVX512;
     j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
     j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
+    j.rowfirst = wide;
     atomic_init(&j.failed, 0);
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */

@@ -352,6 +352,8 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
  * first twelve passes of the 4-k loop each prefetch one row (two lines) of the next C tile,
  * cn with rows ldcb bytes apart, so that its misses overlap this tile's arithmetic instead of
  * all being issued at the next tile's start. */
+#pragma GCC diagnostic push /* one asm string of about 9 KB, past C99's 4095 */
+#pragma GCC diagnostic ignored "-Woverlength-strings"
 AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float *b, float *t,
                                          const float *cn, size_t ldcb)
 {
@@ -397,6 +399,7 @@ AVX512_TARGET static void ukr_avx512_acc(size_t kc, const float *a, const float 
                        "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
                        "xmm31");
 }
+#pragma GCC diagnostic pop
 #undef U5_ROW
 #undef U5_STEP
 #undef U5_ZERO2

@@ -505,6 +505,62 @@ TEST(released_pages_stay_out)
     ingot_backend_free(be);
 }
 
+/* ingot_file_tensor_release itself: the pages of a read tensor leave the process and a later
+ * read maps them back with the same bytes; nothing is released in pread or copy-on-write mode,
+ * for a buffer, or for a tensor without a whole page; RANGE past the last tensor. */
+TEST(file_tensor_release)
+{
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    ASSERT_TRUE(pm >= 0);
+    ingot_file *f = NULL;
+    ASSERT_OK(ingot_file_open(model(), NULL, &f, NULL));
+    ingot_tensor_info ti, tn;
+    ASSERT_OK(ingot_file_tensor_find(f, "blk.0.ffn_gate.weight", &ti));
+    ASSERT_OK(ingot_file_tensor_find(f, "blk.0.attn_norm.weight", &tn));
+    uint8_t *copy = malloc((size_t)ti.nbytes);
+    memcpy(copy, ti.data, (size_t)ti.nbytes);
+    uint64_t pages = ti.nbytes / 4096 - 1; /* whole pages inside it, at least */
+    CHECK(resident(pm, &ti) >= pages, "read, yet %llu pages resident",
+          (unsigned long long)resident(pm, &ti));
+    uint64_t rel = 1;
+    ASSERT_OK(ingot_file_tensor_release(f, ti.index, &rel, NULL));
+    CHECK(rel >= pages * 4096 && rel <= ti.nbytes && rel % 4096 == 0, "released %llu of %llu",
+          (unsigned long long)rel, (unsigned long long)ti.nbytes);
+    CHECK(resident(pm, &ti) == 0, "%llu pages still resident",
+          (unsigned long long)resident(pm, &ti));
+    CHECK(!memcmp(copy, ti.data, (size_t)ti.nbytes), "the bytes changed after the release");
+    ASSERT_OK(ingot_file_tensor_release(f, tn.index, &rel, NULL));
+    CHECK(rel == 0, "a 1 KiB tensor released %llu bytes", (unsigned long long)rel);
+    ASSERT_ST(ingot_file_tensor_release(f, ingot_file_tensor_count(f), &rel, NULL), INGOT_RANGE);
+    ASSERT_OK(ingot_file_tensor_release(f, ti.index, NULL, NULL));
+    ingot_file_close(f);
+    for (int io = 1; io <= 2; io++) {
+        ingot_open_opts oo = {0};
+        oo.io = io == 1 ? INGOT_IO_PREAD : INGOT_IO_MMAP_PRIVATE;
+        ASSERT_OK(ingot_file_open(model(), &oo, &f, NULL));
+        rel = 1;
+        ASSERT_OK(ingot_file_tensor_release(f, ti.index, &rel, NULL));
+        CHECK(rel == 0, "io mode %d released %llu bytes", io, (unsigned long long)rel);
+        ingot_file_close(f);
+    }
+    FILE *fp = fopen(model(), "rb");
+    ASSERT_TRUE(fp != NULL);
+    fseek(fp, 0, SEEK_END);
+    size_t sz = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    uint8_t *img = malloc(sz);
+    ASSERT_TRUE(fread(img, 1, sz, fp) == sz);
+    fclose(fp);
+    ASSERT_OK(ingot_file_open_buffer(img, sz, NULL, &f, NULL));
+    rel = 1;
+    ASSERT_OK(ingot_file_tensor_release(f, ti.index, &rel, NULL));
+    CHECK(rel == 0, "a buffer released %llu bytes", (unsigned long long)rel);
+    ingot_file_close(f);
+    free(img);
+    free(copy);
+    close(pm);
+}
+
 static void cleanup(void)
 {
     if (model_path[0]) unlink(model_path);
@@ -514,7 +570,8 @@ int main(int argc, char **argv)
 {
     static const test_case cases[] = {T(repacked_products_every_level),
                                       T(model_repacked_same_logits_and_tokens),
-                                      T(mapping_not_read_after_open), T(released_pages_stay_out)};
+                                      T(mapping_not_read_after_open), T(released_pages_stay_out),
+                                      T(file_tensor_release)};
     int rc = harness_run(cases, sizeof cases / sizeof cases[0], argc, argv);
     cleanup();
     return rc;

@@ -182,7 +182,7 @@ typedef struct ingot__qseg {
 } ingot__qseg;
 #define INGOT__QSEG_MAX 8
 void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, size_t nseg);
-/* Repacked Q4_K (the runtime's decode copy, INGOT_LM_REPACK): the 144-byte super-blocks of GGML
+/* Repacked Q4_K (the runtime's layout for dense Q4_K linears): the 144-byte super-blocks of GGML
  * Q4_K with the same values rearranged inside each block, so that the AVX-512 VNNI kernel takes
  * fewer instructions per block (docs/BACKEND.md): bytes 0-5 the eight 6-bit sub-block scales
  * (scale k at bits 6k..6k+5, little-endian), 6-7 d (f16), 8-13 the eight 6-bit mins likewise,

@@ -389,13 +389,19 @@ void ingot__q4kr_unpack(const void *src, void *dst, size_t nblocks)
             out[8 + i] = (uint8_t)(mn[i] | (mn[4 + i] >> 4) << 6);
             out[12 + i] = (uint8_t)((sc[4 + i] & 15) | (mn[4 + i] & 15) << 4);
         }
-        memset(out + 16, 0, 128);
-        for (int k = 0; k < 8; k++) {
-            int h = k / 4, L = k % 4, sh = 4 * (k & 1);
-            for (int e = 0; e < 16; e++) {
-                int v = s[16 + 64 * h + 16 * L + e];
-                out[16 + 32 * (k / 2) + e] |= (uint8_t)((v & 15) << sh);
-                out[16 + 32 * (k / 2) + 16 + e] |= (uint8_t)((v >> 4) << sh);
+        /* GGML byte e (< 16) of pair p: element e of sub-blocks 2p (low nibble) and 2p + 1
+         * (high); byte 16 + e: their element 16 + e. Eight bytes at a time (the prefill route
+         * below the AMX level unpacks every row it multiplies). */
+        const uint64_t m4 = 0x0F0F0F0F0F0F0F0Full;
+        for (int p = 0; p < 4; p++) {
+            const uint8_t *a = s + 16 + 64 * (p / 2) + 32 * (p % 2), *c = a + 16;
+            for (int half = 0; half < 16; half += 8) {
+                uint64_t x, y;
+                memcpy(&x, a + half, 8); /* sub-block 2p */
+                memcpy(&y, c + half, 8); /* sub-block 2p + 1 */
+                uint64_t lo = (x & m4) | (y & m4) << 4, hi = (x >> 4 & m4) | (y & ~m4);
+                memcpy(out + 16 + 32 * p + half, &lo, 8);
+                memcpy(out + 16 + 32 * p + 16 + half, &hi, 8);
             }
         }
         memcpy(o, out, 144);

@@ -104,7 +104,10 @@ struct ingot_lm {
     double rope_freq[LM_MAX_HEAD_DIM / 2];
     /* INGOT_LM_FUSE=0 at open: one op per linear in decode (A/B of the fused decode linears) */
     bool fuse_off;
-    ingot_buffer *rp_arena;  /* every repacked Q4_K linear, 64-byte aligned, one allocation */
+    uint8_t *rp_arena;       /* every repacked Q4_K linear, 64-byte aligned, one allocation */
+    size_t rp_arena_bytes;   /* (ingot__alloc_table: raw and raw_bytes to free it) */
+    void *rp_raw;
+    size_t rp_raw_bytes;
     uint64_t repacked_bytes; /* its bytes (counted in owned_bytes) */
     ingot_buffer *vec_arena; /* with repacking: the norm weights and biases, copied (lm_model.c) */
     uint64_t released_bytes; /* of their mapped pages, released from the process after the copy */

@@ -186,7 +186,7 @@ typedef struct ingot_lm_estimate {
     uint64_t flops_per_token;    /**< matmul FLOPs (2 per multiply-add) of one token at position
                                       0 (attention over the context adds 4 * n_layer * n_head *
                                       head_dim per cached position) */
-    uint64_t owned_bytes;        /**< weights converted at open (held by the model) */
+    uint64_t owned_bytes;        /**< weights converted or repacked at open (held by the model) */
     uint64_t kv_bytes;           /**< KV cache of a session with n_ctx positions */
     uint64_t scratch_bytes;      /**< session activations for n_batch rows */
     uint64_t peak_bytes;         /**< owned + kv + scratch (mapped weights excluded) */

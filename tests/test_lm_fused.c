@@ -263,12 +263,13 @@ static void check_fused_model(const char *path)
 
 TEST(decode_fused_equals_unfused_mixed_types) { check_fused_model(GDIR "quant.gguf"); }
 
-/* INGOT_LM_REPACK=1 (docs/RUNTIME.md): the mixed-type model's Q4_K linears repacked for decode
- * where the level runs the repacked kernel (AVX-512 VNNI with VBMI), the copies counted in the
- * estimate's owned bytes; a prompt (prefill reads the stored weights) then 24 decode steps, fused
- * and unfused, 1 and 2 threads: every logit the same bits as without repacking (the kernel
- * computes the same integers per super-block), so the same greedy tokens. Elsewhere nothing is
- * repacked (owned bytes unchanged) and the logits are those of the default. */
+/* Repacking (the default; INGOT_LM_REPACK=0 turns it off, docs/RUNTIME.md): the mixed-type
+ * model's Q4_K linears repacked where the level runs the repacked kernel (AVX-512 VNNI with
+ * VBMI), the copies (and the norm vectors copied with them) counted in the estimate's owned
+ * bytes; a prompt (prefill through the repacked layout too) then 24 decode steps, fused and
+ * unfused, 1 and 2 threads: every logit the same bits as without repacking (the kernel computes
+ * the same integers per super-block), so the same greedy tokens. Elsewhere nothing is repacked
+ * (owned bytes unchanged) and the logits are those of the default. */
 TEST(decode_repacked_q4k_same_bits)
 {
     const char *path = GDIR "quant.gguf";
@@ -276,15 +277,18 @@ TEST(decode_repacked_q4k_same_bits)
     for (int i = 0; i < 32; i++) tok[i] = (int32_t)((i * 41 + 3) % 60) + 2;
     size_t np = 5, nd = 24;
     uint32_t V = 0;
-    /* the bytes of the model's Q4_K linear weights (every Q4_K tensor but the embedding table) */
+    /* the bytes the model then owns: its Q4_K linear weights (every Q4_K tensor but the
+     * embedding table) and its F32 norm vectors (copied with them), each 64-byte aligned */
     ingot_file *f = NULL;
     ASSERT_OK(ingot_file_open(path, NULL, &f, NULL));
     uint64_t q4k = 0, nt = ingot_file_tensor_count(f);
     for (uint64_t i = 0; i < nt; i++) {
         ingot_tensor_info ti;
         ASSERT_OK(ingot_file_tensor_at(f, i, &ti));
-        if (ti.dtype == INGOT_DTYPE_Q4_K && ti.rank == 2 && strcmp(ti.name, "token_embd.weight"))
-            q4k += ti.nbytes;
+        if ((ti.dtype == INGOT_DTYPE_Q4_K && ti.rank == 2 &&
+             strcmp(ti.name, "token_embd.weight")) ||
+            (ti.dtype == INGOT_DTYPE_F32 && ti.rank == 1 && strstr(ti.name, "norm")))
+            q4k += (ti.nbytes + 63) / 64 * 64;
     }
     ingot_file_close(f);
     CHECK(q4k > 0, "the model has no Q4_K linear");

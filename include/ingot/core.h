@@ -430,6 +430,17 @@ INGOT_API ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, u
 INGOT_API ingot_status ingot_file_tensor_copy(const ingot_file *f, uint64_t i, void *dst,
                                               size_t cap, ingot_error *err);
 
+/** Tells the system that the caller will not read tensor i's stored bytes again (it holds its
+ *  own copy of them): where the file is mapped read-only (INGOT_IO_MMAP), the whole pages inside
+ *  the tensor's bytes leave the process's resident memory (madvise MADV_DONTNEED on the clean
+ *  file mapping; the page cache keeps them, and a later read of the tensor maps them back in:
+ *  still correct, only slower). A no-op (*released = 0) in pread mode, for copy-on-write
+ *  mappings (INGOT_IO_MMAP_PRIVATE: pages may hold the caller's writes), files opened from a
+ *  buffer and tensors outside the mapping (inflated members). released (may be NULL): bytes
+ *  advised. RANGE if i >= count. */
+INGOT_API ingot_status ingot_file_tensor_release(const ingot_file *f, uint64_t i,
+                                                 uint64_t *released, ingot_error *err);
+
 /** Verifies tensor i's stored checksum (BAD_CHECKSUM naming the tensor on mismatch), the padding
  *  after it where the format fixes it, and for a BOOL tensor that every element is 0 or 1
  *  (BAD_VALUE naming the tensor and the byte offset). For formats that store no checksum it

@@ -148,6 +148,14 @@ typedef struct ingot_lm_opts {
     double lora_scale;   /**< 0 means 1 */
     bool lora_runtime;   /**< keep W as stored and add s * B (A x) at run time (two thin linears
                               per targeted matrix) instead of merging into an F32 copy at open */
+    /* appended after the first release of this struct: */
+    /** Keep the dense Q4_K linears zero-copy. By default, where the backend has a kernel for it
+     *  (the cpu backend at AVX-512 VNNI with VBMI), each one with contiguous rows, K a multiple
+     *  of 256 and no run-time LoRA is repacked once at open into memory the model owns
+     *  (counted in ingot_lm_estimate.owned_bytes; the same results, faster decode) and its
+     *  mapped pages are released (ingot_file_tensor_release). The environment variable
+     *  INGOT_LM_REPACK=0 at open does the same as true here. */
+    bool no_repack;
 } ingot_lm_opts;
 
 /** Reads the config (GGUF keys, llama2.c header, or config.json) and binds every weight of the
@@ -178,7 +186,7 @@ typedef struct ingot_lm_estimate {
     uint64_t flops_per_token;    /**< matmul FLOPs (2 per multiply-add) of one token at position
                                       0 (attention over the context adds 4 * n_layer * n_head *
                                       head_dim per cached position) */
-    uint64_t owned_bytes;        /**< weights converted at open (held by the model) */
+    uint64_t owned_bytes;        /**< weights converted or repacked at open (held by the model) */
     uint64_t kv_bytes;           /**< KV cache of a session with n_ctx positions */
     uint64_t scratch_bytes;      /**< session activations for n_batch rows */
     uint64_t peak_bytes;         /**< owned + kv + scratch (mapped weights excluded) */

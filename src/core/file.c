@@ -388,6 +388,28 @@ ingot_status ingot_file_tensor_find(const ingot_file *f, const char *name, ingot
     return ingot_file_tensor_findn(f, name, strlen(name), out);
 }
 
+ingot_status ingot_file_tensor_release(const ingot_file *f, uint64_t i, uint64_t *released,
+                                       ingot_error *err)
+{
+    if (released) *released = 0;
+    if (!f) return INGOT_MISUSE;
+    ingot_tensor_info t;
+    ingot_status st = f->fmt->tensor_at(f, i, &t);
+    if (st != INGOT_OK) return ingot__err(err, st, INGOT_NO_OFFSET, 0, 0, "no tensor %llu",
+                                          (unsigned long long)i);
+    if (!f->map || f->opts.io != INGOT_IO_MMAP || !t.data || (t.flags & INGOT_TENSOR_STRIDED))
+        return INGOT_OK;
+    uintptr_t lo = (uintptr_t)f->map, hi = lo + f->map_len, a = (uintptr_t)t.data;
+    if (a < lo || a > hi || t.nbytes > hi - a) return INGOT_OK;
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t ps = pg > 0 ? (uintptr_t)pg : 4096;
+    uintptr_t b = (a + ps - 1) / ps * ps, e = (a + (uintptr_t)t.nbytes) / ps * ps;
+    if (e <= b) return INGOT_OK; /* no whole page inside the tensor */
+    if (madvise((void *)b, e - b, MADV_DONTNEED) != 0) return INGOT_OK; /* advice only */
+    if (released) *released = e - b;
+    return INGOT_OK;
+}
+
 ingot_status ingot_file_tensor_read(const ingot_file *f, uint64_t i, uint64_t offset, void *dst,
                                     size_t n, ingot_error *err)
 {

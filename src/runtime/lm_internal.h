@@ -35,10 +35,13 @@ typedef struct lm_w {
     float lscale;
     ingot_tensor la, lb;
     ingot_buffer *lbuf;
-    /* INGOT_LM_REPACK: a Q4_K linear's rows repacked for the decode kernel (the kernels'
-     * ingot__q4kr_repack), read by one-row products instead of t; prefill reads t */
-    ingot_buffer *rbuf;
-    const void *rp;
+    /* A dense Q4_K linear's rows repacked at open (the kernels' ingot__q4kr_repack; on by
+     * default where the backend's kernel for it runs, off with ingot_lm_opts.no_repack or
+     * INGOT_LM_REPACK=0): read by every product instead of t's data (t gives the shape; its
+     * mapped pages are released after the copy) */
+    const void *rp;  /* in the model's rp_arena */
+    bool mapped;     /* t is zero-copy over file tensor findex (its pages can be released) */
+    uint32_t findex;
 } lm_w;
 
 /* Tensor roles: one row of the naming table each (lm_names.c). */
@@ -101,7 +104,13 @@ struct ingot_lm {
     double rope_freq[LM_MAX_HEAD_DIM / 2];
     /* INGOT_LM_FUSE=0 at open: one op per linear in decode (A/B of the fused decode linears) */
     bool fuse_off;
-    uint64_t repacked_bytes; /* INGOT_LM_REPACK: bytes of repacked decode copies (in owned) */
+    uint8_t *rp_arena;       /* every repacked Q4_K linear, 64-byte aligned, one allocation */
+    size_t rp_arena_bytes;   /* (ingot__alloc_table: raw and raw_bytes to free it) */
+    void *rp_raw;
+    size_t rp_raw_bytes;
+    uint64_t repacked_bytes; /* its bytes (counted in owned_bytes) */
+    ingot_buffer *vec_arena; /* with repacking: the norm weights and biases, copied (lm_model.c) */
+    uint64_t released_bytes; /* of their mapped pages, released from the process after the copy */
 };
 
 /* Reads a small file (at most 1 MiB: configs) into an allocation of *n bytes (at least 1). */

@@ -192,6 +192,8 @@ static ingot_status bind(ingot_lm *m, lm_role role, uint32_t layer, uint32_t exp
     if (ti.dtype == INGOT_DTYPE_F32 || (linear && !hf_t && native_linear(m, ti.dtype))) {
         ING_TRY(ingot_tensor_from_file(m->be, m->f, name, &w->t, &w->buf, err));
         m->weight_bytes += ti.nbytes;
+        w->mapped = true;
+        w->findex = ti.index;
     } else {
         ING_TRY(to_f32(m, &ti, w, "", err));
     }
@@ -205,7 +207,6 @@ static ingot_status bind(ingot_lm *m, lm_role role, uint32_t layer, uint32_t exp
 
 static void unbind(lm_w *w)
 {
-    ingot_buffer_free(w->rbuf);
     ingot_buffer_free(w->buf);
     ingot_buffer_free(w->lbuf);
     memset(w, 0, sizeof *w);
@@ -368,6 +369,8 @@ static ingot_status bind_all(ingot_lm *m, ingot_error *err)
             ING_TRY(ingot_tensor_from_file(m->be, m->f, ti.name, &m->output.t, &m->output.buf,
                                            err));
             m->weight_bytes += ti.nbytes;
+            m->output.mapped = true; /* (the embedding rows then fault back in as read) */
+            m->output.findex = ti.index;
         } else {
             uint64_t nb = ti.nelem * 4;
             ING_TRY(ingot_buffer_alloc(m->be, (size_t)nb, &m->output.buf, err));
@@ -528,51 +531,141 @@ static ingot_status rope_setup(ingot_lm *m, ingot_error *err)
     return INGOT_OK;
 }
 
-/* ---- INGOT_LM_REPACK: decode copies of the Q4_K linears ---- */
+/* ---- repacked Q4_K linears ---- */
 
-/* w's rows repacked for the one-row kernel (backend_export.h) into a buffer of its own, when w
- * is a Q4_K matrix with contiguous rows on the host and no run-time LoRA. */
-static ingot_status repack_one(ingot_lm *m, lm_w *w, uint32_t *count, ingot_error *err)
+/* Whether w is a Q4_K matrix with contiguous rows on the host, K a multiple of 256 and no
+ * run-time LoRA: the linears that are repacked; *nb its bytes. */
+static bool repackable(const lm_w *w, uint64_t *nb)
 {
     const ingot_tensor *t = &w->t;
     if (!w->present || w->lora || w->rp || t->dtype != INGOT_DTYPE_Q4_K || t->rank != 2 ||
-        t->strides[1] != 1 || t->strides[0] != t->shape[1] || t->shape[1] % 256)
-        return INGOT_OK;
-    const void *src = ingot_tensor_host(t);
-    if (!src) return INGOT_OK;
-    uint64_t nblk = (uint64_t)t->shape[0] * (uint64_t)(t->shape[1] / 256), nb = nblk * 144;
-    ING_TRY(ingot_buffer_alloc(m->be, (size_t)nb, &w->rbuf, err));
-    void *dst = ingot_buffer_host(w->rbuf);
-    ingot__q4kr_pack(m->be, src, dst, (size_t)nblk);
-    w->rp = dst;
-    m->owned_bytes += nb;
-    m->repacked_bytes += nb;
+        t->strides[1] != 1 || t->strides[0] != t->shape[1] || t->shape[1] % 256 ||
+        !ingot_tensor_host(t))
+        return false;
+    *nb = (uint64_t)t->shape[0] * (uint64_t)(t->shape[1] / 256) * 144;
+    return true;
+}
+
+/* w's rows repacked (backend_export.h) into the arena at *at; then the pages of its stored bytes
+ * are released from the process (ingot_file_tensor_release): every product reads the copy from
+ * now on (ingot__lm_linear, ingot__lm_linears). */
+static void repack_one(ingot_lm *m, lm_w *w, uint8_t *arena, uint64_t *at, uint32_t *count)
+{
+    uint64_t nb;
+    if (!repackable(w, &nb)) return;
+    ingot__q4kr_pack(m->be, ingot_tensor_host(&w->t), arena + *at, (size_t)(nb / 144));
+    w->rp = arena + *at;
+    *at += (nb + 63) & ~(uint64_t)63;
     (*count)++;
+    uint64_t rel = 0;
+    if (w->mapped && ingot_file_tensor_release(m->f, w->findex, &rel, NULL) == INGOT_OK)
+        m->released_bytes += rel;
+}
+
+/* The mapped norm weights and biases (F32 vectors) of a model whose linears were repacked,
+ * copied into one owned buffer, their pages released: reading them from the mapping at run time
+ * maps back in whatever the kernel keeps in the same page-cache folio (on this VM's kernel up to
+ * 2 MiB around each: half the repacked bytes came back in one decoded token). The copies are a
+ * few KiB a layer. */
+static ingot_status copy_vectors(ingot_lm *m, ingot_error *err)
+{
+    uint64_t total = 0, at = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        uint8_t *base = pass ? ingot_buffer_host(m->vec_arena) : NULL;
+        for (uint32_t l = 0; l <= m->cfg.n_layer; l++) {
+            lm_layer *ly = &m->layers[l < m->cfg.n_layer ? l : 0];
+            lm_w *ws[] = {&ly->attn_norm, &ly->attn_norm_b, &ly->ffn_norm, &ly->ffn_norm_b,
+                          &ly->bq, &ly->bk, &ly->bv, &ly->bqkv, &ly->bo, &ly->b_up, &ly->b_down};
+            size_t n = sizeof ws / sizeof ws[0];
+            if (l == m->cfg.n_layer) ws[0] = &m->out_norm, ws[1] = &m->out_norm_b, n = 2;
+            for (size_t i = 0; i < n; i++) {
+                lm_w *w = ws[i];
+                const ingot_tensor *t = &w->t;
+                if (!w->present || !w->mapped || t->dtype != INGOT_DTYPE_F32 || t->rank != 1 ||
+                    t->strides[0] != 1 || !ingot_tensor_host(t))
+                    continue;
+                uint64_t nb = ((uint64_t)t->shape[0] * 4 + 63) & ~(uint64_t)63;
+                if (!pass) {
+                    total += nb;
+                    continue;
+                }
+                memcpy(base + at, ingot_tensor_host(t), (size_t)t->shape[0] * 4);
+                int64_t shape[1] = {t->shape[0]};
+                ING_TRY(ingot_tensor_init(&w->t, m->vec_arena, at, INGOT_DTYPE_F32, 1, shape,
+                                          err));
+                at += nb;
+                w->mapped = false;
+                uint64_t rel = 0;
+                if (ingot_file_tensor_release(m->f, w->findex, &rel, NULL) == INGOT_OK)
+                    m->released_bytes += rel;
+            }
+        }
+        if (!total) return INGOT_OK;
+        if (!pass) {
+            ING_TRY(ingot_buffer_alloc(m->be, (size_t)total, &m->vec_arena, err));
+            m->owned_bytes += total;
+        }
+    }
     return INGOT_OK;
 }
 
-/* INGOT_LM_REPACK=1 repacks every dense Q4_K linear where the backend's kernel for the repacked
- * layout runs (ingot__q4kr_pays); unset or anything else keeps them zero-copy, the default: the
- * copies double those weights' memory for a decode gain this VM could not show to be reliable
- * (docs/PERFORMANCE.md, runtime "Seventh round"). */
-static ingot_status repack_all(ingot_lm *m, ingot_error *err)
+/* Whether to repack: on unless opts->no_repack or INGOT_LM_REPACK=0 (any other value, or none,
+ * leaves it on). */
+static bool repack_wanted(const ingot_lm_opts *o)
 {
     const char *env = getenv("INGOT_LM_REPACK");
-    bool on = env && !strcmp(env, "1");
-    if (!on || !ingot__q4kr_pays(m->be)) return INGOT_OK;
-    uint32_t count = 0;
-    ING_TRY(repack_one(m, &m->output, &count, err));
-    for (uint32_t l = 0; l < m->cfg.n_layer; l++) {
-        lm_layer *ly = &m->layers[l];
-        lm_w *ws[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up,
-                      &ly->w_down};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-            ING_TRY(repack_one(m, ws[i], &count, err));
-    }
-    if (count) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "lm: %u Q4_K linears repacked for decode (%llu bytes)", count,
-                 (unsigned long long)m->repacked_bytes);
+    return !(o && o->no_repack) && !(env && !strcmp(env, "0"));
+}
+
+/* Repacks every dense Q4_K linear where the backend's kernel for the repacked layout runs
+ * (ingot__q4kr_pays: AVX-512 VNNI with VBMI; elsewhere they stay zero-copy). The copies replace
+ * the mapped weights (their pages released), so resident memory does not double; they cost
+ * their size in owned memory and a pass over those bytes at open (docs/RUNTIME.md). */
+static ingot_status repack_all(ingot_lm *m, const ingot_lm_opts *o, ingot_error *err)
+{
+    if (!repack_wanted(o) || !ingot__q4kr_pays(m->be)) return INGOT_OK;
+    /* one allocation for all (separate ones each rounded up to the huge pages the allocator
+     * asks for cost 40% more resident memory on the llama-bench model) */
+    uint64_t total = 0, nb, at = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        uint8_t *arena = pass ? m->rp_arena : NULL;
+        uint32_t count = 0;
+        for (uint32_t l = 0; l <= m->cfg.n_layer; l++) {
+            lm_layer *ly = &m->layers[l < m->cfg.n_layer ? l : 0];
+            lm_w *ws[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up,
+                          &ly->w_down};
+            size_t n = l < m->cfg.n_layer ? sizeof ws / sizeof ws[0] : 1;
+            if (l == m->cfg.n_layer) ws[0] = &m->output; /* the head last */
+            for (size_t i = 0; i < n; i++) {
+                if (!pass && repackable(ws[i], &nb)) total += (nb + 63) & ~(uint64_t)63;
+                if (pass) repack_one(m, ws[i], arena, &at, &count);
+            }
+        }
+        if (!total) return INGOT_OK;
+        if (!pass) {
+            if (total > SIZE_MAX / 2)
+                return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0,
+                                  "lm: repacked linears too large");
+            /* huge-page aligned and advised (2 MiB pages: 60 first-touch faults instead of
+             * 29,000), not zeroed: the repacking's writes on the backend's threads are the
+             * first touch (the buffer's zeroing pass and its faults were a quarter of the open) */
+            m->rp_arena = ingot__alloc_table(m->al, (size_t)total, &m->rp_raw, &m->rp_raw_bytes);
+            if (!m->rp_arena)
+                return ingot__err(err, INGOT_E_NOMEM, INGOT_NO_OFFSET, NULL, 0,
+                                  "lm: %llu bytes of repacked linears",
+                                  (unsigned long long)total);
+            m->rp_arena_bytes = (size_t)total;
+            m->owned_bytes += total;
+            m->repacked_bytes = total;
+            /* first, while nothing is released: a read of the mapping after the releases maps
+             * back the folio around it */
+            ING_TRY(copy_vectors(m, err));
+            continue;
+        }
+        char msg[200];
+        snprintf(msg, sizeof msg, "lm: %u Q4_K linears repacked (%llu bytes owned; %llu bytes of "
+                 "mapped pages released)", count, (unsigned long long)m->repacked_bytes,
+                 (unsigned long long)m->released_bytes);
         ingot__lm_notice(m, msg);
     }
     return INGOT_OK;
@@ -612,7 +705,7 @@ static ingot_status open_common(ingot_backend *b, const ingot_file *f, const ing
     if (st == INGOT_OK) st = bind_all(m, err);
     if (st == INGOT_OK) st = rope_setup(m, err);
     if (st == INGOT_OK && o && o->lora_path) st = ingot__lm_lora_apply(m, o, err);
-    if (st == INGOT_OK) st = repack_all(m, err);
+    if (st == INGOT_OK) st = repack_all(m, o, err);
     if (st != INGOT_OK) {
         ingot_lm_free(m);
         return st;
@@ -705,6 +798,9 @@ INGOT_API void ingot_lm_free(ingot_lm *m)
     unbind(&m->pos_embd.copy);
     unbind(&m->out_norm);
     unbind(&m->out_norm_b);
+    if (m->rp_arena)
+        ingot__free_table(m->al, m->rp_arena, m->rp_arena_bytes, m->rp_raw, m->rp_raw_bytes);
+    ingot_buffer_free(m->vec_arena);
     ingot_file_close(m->owned_file);
     ingot__free(m->al, m, sizeof *m);
 }

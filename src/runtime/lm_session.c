@@ -303,11 +303,14 @@ ingot_status ingot__lm_linear(ingot_lm_session *s, ingot_tensor *dst, const ingo
                               const lm_w *w, const lm_w *b, ingot_error *err)
 {
     ingot_backend *be = s->m->be;
-    if (w->rp && !w->lora) { /* one row: the repacked copy (false: several rows, run the op) */
+    if (w->rp && !w->lora) { /* the repacked copy: one row as decode's job, else the GEMM */
         const ingot_tensor *wt[1] = {&w->t}, *bt[1] = {b && b->present ? &b->t : NULL};
         const void *rp[1] = {w->rp};
         ingot_tensor *d1[1] = {dst};
         if (ingot__linear_multi(be, 1, d1, x, wt, bt, rp)) return INGOT_OK;
+        bool done = false;
+        ING_TRY(ingot__linear_q4kr(be, dst, x, &w->t, bt[0], w->rp, &done, err));
+        if (done) return INGOT_OK; /* (else: the op on the mapping, faulted back in) */
     }
     ING_TRY(ingot_op_linear(be, dst, x, &w->t, b && b->present ? &b->t : NULL, err));
     if (!w->lora) return INGOT_OK;
@@ -446,7 +449,7 @@ static ingot_status head(ingot_lm_session *s, uint32_t first, uint32_t n, ingot_
                                     c->norm_eps, err));
     else
         ING_TRY(ingot_op_rms_norm(m->be, &xn, &x, &m->out_norm.t, c->norm_eps, err));
-    /* (the head carries no LoRA: ingot__lm_linear is the op, or its repacked copy for one row) */
+    /* (the head carries no LoRA: ingot__lm_linear is the op, or its repacked copy) */
     return ingot__lm_linear(s, &lg, &xn, &m->output, NULL, err);
 }
 

@@ -282,19 +282,25 @@ typedef struct qlin_job {
     int64_t ldx, IN;
     uint8_t *xq;    /* quantized activation rows, xrow bytes apart */
     size_t xrow;
+    bool rp;        /* for repacked Q4_K rows: ordered by ingot__qx_q4kr_order */
 } qlin_job;
 
 /* Activation rows [b, e) quantized for the dot with wt (qdot.h's layout). */
 static void qlin_quant_task(void *arg, int64_t b, int64_t e)
 {
     const qlin_job *j = arg;
-    for (int64_t m = b; m < e; m++)
-        ingot__qx_quantize(j->wt, j->x + m * j->ldx, (size_t)j->IN, j->xq + (size_t)m * j->xrow);
+    for (int64_t m = b; m < e; m++) {
+        uint8_t *q = j->xq + (size_t)m * j->xrow;
+        ingot__qx_quantize(j->wt, j->x + m * j->ldx, (size_t)j->IN, q);
+        if (j->rp) ingot__qx_q4kr_order(q, (size_t)j->IN);
+    }
 }
 
-static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
-                                const ingot_tensor *w, const ingot_tensor *scale,
-                                const ingot_tensor *bias, ingot_error *err)
+/* ingot_op_qlinear on the cpu backend; rp (NULL: none): w's Q4_K rows repacked
+ * (ingot__linear_q4kr), read instead of w's data. */
+static ingot_status qlinear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                            const ingot_tensor *w, const ingot_tensor *scale,
+                            const ingot_tensor *bias, const void *rp, ingot_error *err)
 {
     int64_t OUT = w->shape[0], IN = w->shape[1];
     ingot_dtype wt = w->dtype;
@@ -349,17 +355,48 @@ static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot
         ingot__gemm_half(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), (size_t)w->strides[0],
                          (size_t)M, px, (size_t)ldx, bias != NULL, py, (size_t)ldy);
     } else {
-        qlin_job j = {wt, px, ldx, IN, s, xrow};
+        qlin_job j = {wt, px, ldx, IN, s, xrow, rp != NULL};
         if (!f32_route) ingot__cpu_run(c, M, 16, qlin_quant_task, &j);
         size_t ldw = (size_t)IN / ingot_dtype_block_elems(wt) * ingot_dtype_block_bytes(wt);
         if (wt == INGOT_DTYPE_I8) ldw = (size_t)IN;
-        if (ingot__qgemm(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w), ldw, ws,
-                         f32_route ? NULL : s, px, (size_t)ldx, (size_t)M, bias != NULL, py,
-                         (size_t)ldy) != INGOT_OK)
-            return nomem(err, "qlinear");
+        ingot_status qs = rp ? ingot__qgemm_q4kr(c->pool, (size_t)OUT, (size_t)IN, rp,
+                                                 f32_route ? NULL : s, px, (size_t)ldx,
+                                                 (size_t)M, bias != NULL, py, (size_t)ldy)
+                             : ingot__qgemm(c->pool, wt, (size_t)OUT, (size_t)IN, ing_ptr(w),
+                                            ldw, ws, f32_route ? NULL : s, px, (size_t)ldx,
+                                            (size_t)M, bias != NULL, py, (size_t)ldy);
+        if (qs != INGOT_OK) return nomem(err, "qlinear");
     }
     if (!y_ok) return ingot__ref_copy(b, dst, &ty, err);
     return INGOT_OK;
+}
+
+static ingot_status cpu_qlinear(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                const ingot_tensor *w, const ingot_tensor *scale,
+                                const ingot_tensor *bias, ingot_error *err)
+{
+    return qlinear(b, dst, x, w, scale, bias, NULL, err);
+}
+
+ingot_status ingot__linear_q4kr(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                const ingot_tensor *w, const ingot_tensor *bias, const void *rp,
+                                bool *done, ingot_error *err)
+{
+    *done = false;
+    if (!b || b->ops != &ingot__backend_cpu || !rp || !w || !x || !dst ||
+        w->dtype != INGOT_DTYPE_Q4_K || w->rank != 2 || !ingot__qdot_k_ok(w->dtype,
+                                                                         (size_t)w->shape[1]) ||
+        !f32_host(x) || !f32_host(dst) || !dst->buf->writable || x->rank < 1 ||
+        dst->rank != x->rank || (bias && (!f32_host(bias) || bias->rank != 1 ||
+                                          bias->shape[0] != w->shape[0])))
+        return INGOT_OK;
+    for (uint32_t i = 0; i < x->rank; i++)
+        if (dst->shape[i] != (i + 1 == x->rank ? w->shape[0] : x->shape[i]) ||
+            (i + 1 == x->rank && x->shape[i] != w->shape[1]))
+            return INGOT_OK;
+    *done = true;
+    if (ing_nelem(dst) == 0) return INGOT_OK;
+    return qlinear(b, dst, x, w, NULL, bias, rp, err);
 }
 
 /* ---- several linears on one activation row as one job (backend_export.h) ---- */

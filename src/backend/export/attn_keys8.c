@@ -212,8 +212,15 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
     j.causal = p && p->causal;
     int64_t rows = q->shape[0] * H * j.Lq, work = (j.Lk + 1) * (D + Dv);
     if (rows <= 0) return true;
-    int64_t chunk = work >= 65536 ? 1 : 65536 / work; /* fixed by the shape alone */
-    ingot__cpu_run(ingot_backend_ctx(b), rows, chunk, k8_rows, &j);
+    int64_t chunk = work >= 65536 ? 1 : 65536 / work;
+    cpu_ctx *c = ingot_backend_ctx(b);
+    /* decode (one query row a head, a short context): the heads split over every thread once
+     * they carry 16K multiply-adds together, so the workers share them instead of waiting while
+     * one thread runs them all (at most 1 + the threads' count of tasks). Each row is computed
+     * alone, so the split does not change a bit. */
+    int64_t th = c->threads > 1 ? (int64_t)c->threads : 1;
+    if (th > 1 && rows * work >= 16384 && chunk * th > rows) chunk = (rows + th - 1) / th;
+    ingot__cpu_run(c, rows, chunk, k8_rows, &j);
     return true;
 #else
     (void)b, (void)dst, (void)q, (void)k, (void)v, (void)p;

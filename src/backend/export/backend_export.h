@@ -30,20 +30,30 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
  * only on the cpu backend, for one f32 row x and 1 to 8 weights [out, len(x)] of the block
  * dtypes its quantized dots take (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) or F16 / BF16 with unit column
  * stride, mixed, one-row contiguous f32 dst and f32 biases; each dst gets the bits the op gives
- * it. Otherwise returns false and does
- * nothing (run the ops). dst must not overlap x or one another. */
+ * it. Otherwise returns false and does nothing (run the ops). dst must not overlap x or one
+ * another. */
 /* rp (NULL: none) gives, for a Q4_K weight w[i], its rows repacked by the kernels'
- * ingot__q4kr_repack (the runtime's decode copy, INGOT_LM_REPACK): read instead of w[i]'s data,
+ * ingot__q4kr_repack (the runtime's repacked linears): read instead of w[i]'s data,
  * with the same results (rp[i] NULL: w[i] as stored). */
 bool ingot__linear_multi(ingot_backend *b, uint32_t n, ingot_tensor *const dst[],
                          const ingot_tensor *x, const ingot_tensor *const w[],
                          const ingot_tensor *const bias[], const void *const rp[]);
 
-/* Repacked Q4_K (the runtime's INGOT_LM_REPACK): whether backend b is the cpu backend and the
- * level in effect reads repacked rows with its SIMD kernel (AVX-512 VNNI with VBMI: where it does
- * not, repacking does not pay), and the repacking itself (nblocks super-blocks of 144 bytes, src
- * to dst, on b's threads; the layout is the cpu kernels' ingot__q4kr_repack). */
+/* Repacked Q4_K (the runtime's layout for dense Q4_K linears): whether backend b is the cpu
+ * backend and the level in effect reads repacked rows with its SIMD kernel (AVX-512 VNNI with
+ * VBMI: where it does not, repacking does not pay), and the repacking itself (nblocks
+ * super-blocks of 144 bytes, src to dst, on b's threads; the layout is the cpu kernels'
+ * ingot__q4kr_repack). */
 bool ingot__q4kr_pays(const ingot_backend *b);
+/* ingot_op_linear(b, dst, x, w, bias) for a Q4_K weight w whose rows were repacked to rp
+ * (ingot__q4kr_pack; w gives the shape, its data is not read): any number of rows, decode and
+ * prefill, each row the bits the op gives it (kernels.h, ingot__qgemm_q4kr). Sets *done and runs
+ * only on the cpu backend for host f32 x / dst / bias of the shapes the op takes (dst not
+ * overlapping x); otherwise *done = false and nothing is done (run the op on w's stored data).
+ * NOMEM if scratch cannot be had. */
+ingot_status ingot__linear_q4kr(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *x,
+                                const ingot_tensor *w, const ingot_tensor *bias, const void *rp,
+                                bool *done, ingot_error *err);
 void ingot__q4kr_pack(ingot_backend *b, const void *src, void *dst, size_t nblocks);
 
 #endif

@@ -72,6 +72,7 @@ typedef struct {
     size_t panel;     /* per-worker panel bytes */
     ingot__pool *pool;
     bool acc;
+    bool rp;          /* Q4_K rows repacked by ingot__q4kr_repack (ingot__amx_gemm_q4kr) */
     atomic_int failed;
     float *Y;
 } amx_job;
@@ -378,6 +379,31 @@ AMX_TGT static void half_panel(const amx_job *j, size_t m0, size_t mr, uint16_t 
             }
             continue;
         }
+        if (j->rp) { /* repacked Q4_K: the same values as below, read from their new places */
+            for (size_t k = 0; k < K; k += 256) {
+                const uint8_t *blk = w + k / 256 * 144, *qs = blk + 16;
+                uint64_t scf = 0, mnf = 0;
+                for (int i = 0; i < 6; i++) {
+                    scf |= (uint64_t)blk[i] << 8 * i;
+                    mnf |= (uint64_t)blk[8 + i] << 8 * i;
+                }
+                float d = f16f(blk + 6), dmin = f16f(blk + 14);
+                for (size_t sb = 0; sb < 8; sb++) {
+                    __m512 s1 = _mm512_set1_ps(d * (float)(scf >> 6 * sb & 63));
+                    __m512 s2 = _mm512_set1_ps(dmin * (float)(mnf >> 6 * sb & 63));
+                    __m128i q = _mm_loadu_si128(
+                        (const __m128i *)(const void *)(qs + sb / 4 * 64 + sb % 4 * 16));
+                    __m128i lo = _mm_and_si128(q, _mm_set1_epi8(15));
+                    __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15));
+                    __m512 vl = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo));
+                    __m512 vh = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi));
+                    size_t e = k + sb * 32;
+                    split16(_mm512_sub_ps(_mm512_mul_ps(s1, vl), s2), h, l, CHUNKED(e));
+                    split16(_mm512_sub_ps(_mm512_mul_ps(s1, vh), s2), h, l, CHUNKED(e + 16));
+                }
+            }
+            continue;
+        }
         if (j->wt == INGOT_DTYPE_Q4_K || j->wt == INGOT_DTYPE_Q5_K) {
             /* (d sc) q - (dmin mn) per 32, as ingot_dequantize; Q5_K: bit k of qh[l] is the
              * fifth bit of element 32 k + l */
@@ -578,11 +604,12 @@ static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 static ingot_status amx_pass(ingot__pool *pool, amx_kind kind, ingot_dtype wt, size_t M,
                              size_t K, const void *W, size_t ldw, const float *wscale,
                              const void *xq, size_t xstride, const float *X, size_t ldx,
-                             size_t nx, bool accumulate, float *Y, size_t ldy)
+                             size_t nx, bool accumulate, float *Y, size_t ldy, bool rp)
 {
     size_t nxb = (nx + 15) / 16, nb = K / 32;
     amx_job j = {.wt = wt, .M = M, .K = K, .ldw = ldw, .nx = nx, .nxb = nxb, .ldy = ldy,
-                 .nb = nb, .W = W, .wscale = wscale, .pool = pool, .acc = accumulate, .Y = Y};
+                 .nb = nb, .W = W, .wscale = wscale, .pool = pool, .acc = accumulate, .Y = Y,
+                 .rp = rp};
     atomic_init(&j.failed, 0);
     j.kind = kind;
     bool half = j.kind == K_BF16 || j.kind == K_DEC;
@@ -610,10 +637,10 @@ static ingot_status amx_pass(ingot__pool *pool, amx_kind kind, ingot_dtype wt, s
     return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
 }
 
-ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+static ingot_status amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
                              const void *W, size_t ldw, const float *wscale, const void *xq,
                              size_t xstride, const float *X, size_t ldx, size_t nx,
-                             bool accumulate, float *Y, size_t ldy)
+                             bool accumulate, float *Y, size_t ldy, bool rp)
 {
     if (M == 0 || nx == 0) return INGOT_OK;
     ingot__pool *own = NULL;
@@ -633,10 +660,28 @@ ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t
         size_t n = nx - n0 < NXC ? nx - n0 : NXC;
         st = amx_pass(pool, kind, wt, M, K, W, ldw, wscale,
                       xq ? (const uint8_t *)xq + n0 * xstride : NULL, xstride,
-                      X ? X + n0 * ldx : NULL, ldx, n, accumulate, Y + n0 * ldy, ldy);
+                      X ? X + n0 * ldx : NULL, ldx, n, accumulate, Y + n0 * ldy, ldy, rp);
     }
     ingot__pool_destroy(own);
     return st;
+}
+
+ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+                             const void *W, size_t ldw, const float *wscale, const void *xq,
+                             size_t xstride, const float *X, size_t ldx, size_t nx,
+                             bool accumulate, float *Y, size_t ldy)
+{
+    return amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, xstride, X, ldx, nx, accumulate, Y, ldy,
+                    false);
+}
+
+ingot_status ingot__amx_gemm_q4kr(ingot__pool *pool, size_t M, size_t K, const void *W,
+                                  size_t ldw, const float *X, size_t ldx, size_t nx,
+                                  bool accumulate, float *Y, size_t ldy)
+{
+    if (!X) return INGOT_E_UNSUPPORTED;
+    return amx_gemm(pool, INGOT_DTYPE_Q4_K, M, K, W, ldw, NULL, NULL, 0, X, ldx, nx, accumulate,
+                    Y, ldy, true);
 }
 #else
 bool ingot__amx_ok(ingot_dtype wt, size_t K, size_t nx, bool have_f32)
@@ -652,6 +697,15 @@ ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t
 {
     (void)pool, (void)wt, (void)M, (void)K, (void)W, (void)ldw, (void)wscale, (void)xq;
     (void)xstride, (void)X, (void)ldx, (void)nx, (void)accumulate, (void)Y, (void)ldy;
+    return INGOT_E_UNSUPPORTED;
+}
+
+ingot_status ingot__amx_gemm_q4kr(ingot__pool *pool, size_t M, size_t K, const void *W,
+                                  size_t ldw, const float *X, size_t ldx, size_t nx,
+                                  bool accumulate, float *Y, size_t ldy)
+{
+    (void)pool, (void)M, (void)K, (void)W, (void)ldw, (void)X, (void)ldx, (void)nx;
+    (void)accumulate, (void)Y, (void)ldy;
     return INGOT_E_UNSUPPORTED;
 }
 #endif

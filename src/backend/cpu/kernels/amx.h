@@ -30,5 +30,11 @@ ingot_status ingot__amx_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t
                              const void *W, size_t ldw, const float *wscale, const void *xq,
                              size_t xstride, const float *X, size_t ldx, size_t nx,
                              bool accumulate, float *Y, size_t ldy);
+/* ingot__amx_gemm for Q4_K weights whose rows were repacked by ingot__q4kr_repack (kernels.h),
+ * with f32 activations X (ingot__amx_ok(Q4_K, K, nx, true)): decoded to the same bf16 panels,
+ * so the same results. */
+ingot_status ingot__amx_gemm_q4kr(ingot__pool *pool, size_t M, size_t K, const void *W,
+                                  size_t ldw, const float *X, size_t ldx, size_t nx,
+                                  bool accumulate, float *Y, size_t ldy);
 
 #endif

@@ -182,18 +182,27 @@ typedef struct ingot__qseg {
 } ingot__qseg;
 #define INGOT__QSEG_MAX 8
 void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, size_t nseg);
-/* Repacked Q4_K (the runtime's decode copy, INGOT_LM_REPACK): the 144-byte super-blocks of GGML
+/* Repacked Q4_K (the runtime's layout for dense Q4_K linears): the 144-byte super-blocks of GGML
  * Q4_K with the same values rearranged inside each block, so that the AVX-512 VNNI kernel takes
  * fewer instructions per block (docs/BACKEND.md): bytes 0-5 the eight 6-bit sub-block scales
  * (scale k at bits 6k..6k+5, little-endian), 6-7 d (f16), 8-13 the eight 6-bit mins likewise,
  * 14-15 dmin, then byte 16 + 64h + 16L + e (h < 2, L < 4, e < 16) holds element e of sub-block
- * 4h + L in its low nibble and element 16 + e in its high nibble. Only ingot__qgemv_multi reads
- * it (segments with rp); its activations are ingot__qx_quantize(Q4_K) reordered by
- * ingot__qx_q4kr_order. */
+ * 4h + L in its low nibble and element 16 + e in its high nibble. ingot__qgemv_multi (segments
+ * with rp) and ingot__qgemm_q4kr read it; the dots take activations ingot__qx_quantize(Q4_K)
+ * reordered by ingot__qx_q4kr_order. */
 void ingot__q4kr_repack(const void *src, void *dst, size_t nblocks);
 /* The inverse (tests; the scalar route of the repacked dot). */
 void ingot__q4kr_unpack(const void *src, void *dst, size_t nblocks);
 void ingot__qx_q4kr_order(void *xq, size_t K);
+/* ingot__qgemm(pool, INGOT_DTYPE_Q4_K, M, K, W, K / 256 * 144, NULL, xq, X, ldx, nx, ...) for W's
+ * rows repacked by ingot__q4kr_repack (the runtime's layout for every use of a repacked linear):
+ * the same routes and the same bits. The routes that read xq (fewer than
+ * INGOT__QGEMM_DEQUANT_ROWS rows, or no X) take its rows ordered by ingot__qx_q4kr_order and
+ * run the repacked dot; the prefill routes decode the repacked blocks (AMX: to bf16 panels;
+ * elsewhere unpacked a row at a time, then dequantized as before). */
+ingot_status ingot__qgemm_q4kr(ingot__pool *pool, size_t M, size_t K, const void *W,
+                               const void *xq, const float *X, size_t ldx, size_t nx,
+                               bool accumulate, float *Y, size_t ldy);
 /* True when the level in effect runs repacked Q4_K with its SIMD kernel (AVX-512 VNNI with
  * VBMI); elsewhere a scalar route runs it (correct, slow: repacking then does not pay). */
 bool ingot__q4kr_fast(void);

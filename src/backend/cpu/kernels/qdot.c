@@ -389,13 +389,19 @@ void ingot__q4kr_unpack(const void *src, void *dst, size_t nblocks)
             out[8 + i] = (uint8_t)(mn[i] | (mn[4 + i] >> 4) << 6);
             out[12 + i] = (uint8_t)((sc[4 + i] & 15) | (mn[4 + i] & 15) << 4);
         }
-        memset(out + 16, 0, 128);
-        for (int k = 0; k < 8; k++) {
-            int h = k / 4, L = k % 4, sh = 4 * (k & 1);
-            for (int e = 0; e < 16; e++) {
-                int v = s[16 + 64 * h + 16 * L + e];
-                out[16 + 32 * (k / 2) + e] |= (uint8_t)((v & 15) << sh);
-                out[16 + 32 * (k / 2) + 16 + e] |= (uint8_t)((v >> 4) << sh);
+        /* GGML byte e (< 16) of pair p: element e of sub-blocks 2p (low nibble) and 2p + 1
+         * (high); byte 16 + e: their element 16 + e. Eight bytes at a time (the prefill route
+         * below the AMX level unpacks every row it multiplies). */
+        const uint64_t m4 = 0x0F0F0F0F0F0F0F0Full;
+        for (int p = 0; p < 4; p++) {
+            const uint8_t *a = s + 16 + 64 * (p / 2) + 32 * (p % 2), *c = a + 16;
+            for (int half = 0; half < 16; half += 8) {
+                uint64_t x, y;
+                memcpy(&x, a + half, 8); /* sub-block 2p */
+                memcpy(&y, c + half, 8); /* sub-block 2p + 1 */
+                uint64_t lo = (x & m4) | (y & m4) << 4, hi = (x >> 4 & m4) | (y & ~m4);
+                memcpy(out + 16 + 32 * p + half, &lo, 8);
+                memcpy(out + 16 + 32 * p + 16 + half, &hi, 8);
             }
         }
         memcpy(o, out, 144);
@@ -480,6 +486,7 @@ typedef struct {
     const uint8_t *W;
     const float *X;
     bool acc;
+    bool rp; /* repacked Q4_K rows (ingot__qgemm_q4kr): unpacked a row at a time first */
     float *Y;
     ingot__pool *pool_;
     atomic_int failed;
@@ -490,22 +497,28 @@ static void dq_task(void *ctx, size_t t, unsigned worker)
     dq_job *j = ctx;
     size_t r0 = t * j->rows, n = j->M - r0 < j->rows ? j->M - r0 : j->rows;
     size_t gs = ingot__sgemm_scratch_bytes();
-    uint8_t *s = ingot__pool_scratch(j->pool_, worker, gs + j->rows * j->K * sizeof(float));
+    size_t pb = j->rows * j->K * sizeof(float), rb = j->rp ? (j->ldw + 63) & ~(size_t)63 : 0;
+    uint8_t *s = ingot__pool_scratch(j->pool_, worker, gs + pb + rb);
     if (!s) {
         atomic_store(&j->failed, 1);
         return;
     }
     float *panel = (float *)(void *)(s + gs);
-    for (size_t r = 0; r < n; r++)
-        (void)ingot_dequantize(j->wt, j->W + (r0 + r) * j->ldw, j->ldw, panel + r * j->K, j->K,
-                               NULL);
+    for (size_t r = 0; r < n; r++) {
+        const uint8_t *w = j->W + (r0 + r) * j->ldw;
+        if (j->rp) { /* back to GGML's order: the same values, so the same bits */
+            ingot__q4kr_unpack(w, s + gs + pb, j->ldw / 144);
+            w = s + gs + pb;
+        }
+        (void)ingot_dequantize(j->wt, w, j->ldw, panel + r * j->K, j->K, NULL);
+    }
     ingot__sgemm_serial(false, true, j->nx, n, j->K, 1.0f, j->X, j->ldx, panel, j->K,
                         j->acc ? 1.0f : 0.0f, j->Y + r0, j->ldy, s);
 }
 
-ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+static ingot_status dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
                                  const void *W, size_t ldw, const float *X, size_t ldx, size_t nx,
-                                 bool accumulate, float *Y, size_t ldy)
+                                 bool accumulate, float *Y, size_t ldy, bool rp)
 {
     if (M == 0 || nx == 0) return INGOT_OK;
     ingot__pool *own = NULL;
@@ -526,11 +539,19 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
                 .X = X,
                 .acc = accumulate,
                 .Y = Y,
+                .rp = rp,
                 .pool_ = pool};
     atomic_init(&j.failed, 0);
     ingot__pool_run(pool, dq_task, &j, (M + rows - 1) / rows);
     ingot__pool_destroy(own);
     return atomic_load(&j.failed) ? INGOT_NOMEM : INGOT_OK;
+}
+
+ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
+                                 const void *W, size_t ldw, const float *X, size_t ldx, size_t nx,
+                                 bool accumulate, float *Y, size_t ldy)
+{
+    return dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy, false);
 }
 
 bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx)
@@ -539,17 +560,18 @@ bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx)
     return wt != INGOT_DTYPE_I8 && ingot__qdot_k_ok(wt, K) && nx >= INGOT__QGEMM_DEQUANT_ROWS;
 }
 
-ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
+static ingot_status qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                           size_t ldw, const float *wscale, const void *xq, const float *X,
-                          size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy)
+                          size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy, bool rp)
 {
     if (M == 0 || nx == 0) return INGOT_OK;
     if (ingot__get_isa() == INGOT__ISA_AMX && ingot__amx_ok(wt, K, nx, X != NULL))
-        return ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K), X, ldx,
-                               nx, accumulate, Y, ldy);
+        return rp ? ingot__amx_gemm_q4kr(pool, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy)
+                  : ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K),
+                                    X, ldx, nx, accumulate, Y, ldy);
     if (X && wt != INGOT_DTYPE_I8 && nx >= INGOT__QGEMM_DEQUANT_ROWS)
-        return ingot__dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy);
-    qjob j = {pick(ingot__get_isa(), wt),
+        return dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy, rp);
+    qjob j = {rp ? pick_q4kr() : pick(ingot__get_isa(), wt),
               wt,
               M,
               K,
@@ -575,6 +597,21 @@ ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
     }
     ingot__pool_run(pool, qtask, &j, (M + j.rows - 1) / j.rows);
     return INGOT_OK;
+}
+
+ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
+                          size_t ldw, const float *wscale, const void *xq, const float *X,
+                          size_t ldx, size_t nx, bool accumulate, float *Y, size_t ldy)
+{
+    return qgemm(pool, wt, M, K, W, ldw, wscale, xq, X, ldx, nx, accumulate, Y, ldy, false);
+}
+
+ingot_status ingot__qgemm_q4kr(ingot__pool *pool, size_t M, size_t K, const void *W,
+                               const void *xq, const float *X, size_t ldx, size_t nx,
+                               bool accumulate, float *Y, size_t ldy)
+{
+    return qgemm(pool, INGOT_DTYPE_Q4_K, M, K, W, K / 256 * 144, NULL, xq, X, ldx, nx, accumulate,
+                 Y, ldy, true);
 }
 
 /* ---- several one-row products as one job ---- */

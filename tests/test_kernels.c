@@ -1116,13 +1116,49 @@ TEST(q4k_repacked_rows)
     ingot__pool_destroy(p3);
 }
 
+/* The repacking itself at every level: the AVX-512 one (qx_avx512.c: nibbles 64 bytes a step,
+ * the scale fields by word arithmetic) writes the scalar loop's bytes, from a separate buffer and
+ * in place, for super-blocks of arbitrary bytes (every scale and min bit pattern), and unpacking
+ * gives the input back. */
+TEST(q4k_repack_levels_same_bytes)
+{
+    static const size_t counts[] = {1, 2, 3, 7, 37, 300};
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        size_t n = counts[ci], bytes = n * 144;
+        uint8_t *src = malloc(bytes), *ref = malloc(bytes), *out = malloc(bytes),
+                *back = malloc(bytes);
+        for (size_t i = 0; i < bytes; i++) src[i] = (uint8_t)(rng_next() >> 56);
+        ASSERT_TRUE(level_on(INGOT__ISA_SCALAR));
+        ingot__q4kr_repack(src, ref, n);
+        int levels = 0;
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            levels++;
+            memset(out, 0xA5, bytes);
+            ingot__q4kr_repack(src, out, n);
+            CHECK(memcmp(out, ref, bytes) == 0, "%s, %zu blocks: repacked bytes differ",
+                  ingot__isa_name((ingot__isa)isa), n);
+            memcpy(out, src, bytes);
+            ingot__q4kr_repack(out, out, n); /* in place */
+            CHECK(memcmp(out, ref, bytes) == 0, "%s, %zu blocks: in place differs",
+                  ingot__isa_name((ingot__isa)isa), n);
+            ingot__q4kr_unpack(out, back, n);
+            CHECK(memcmp(back, src, bytes) == 0, "%s, %zu blocks: no round trip",
+                  ingot__isa_name((ingot__isa)isa), n);
+        }
+        ASSERT_TRUE(levels >= 1);
+        ingot__set_isa(ingot__cpu_isa());
+        free(src), free(ref), free(out), free(back);
+    }
+}
+
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset),
           T(qdot_rows_same_bits_any_offset), T(gemv_streams_same_bits), T(qx_quantize_rounding),
           T(q8_0_ggml_blocks),
           T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
-          T(amx_tiles_against_dots), T(q4k_repacked_rows),
+          T(amx_tiles_against_dots), T(q4k_repacked_rows), T(q4k_repack_levels_same_bytes),
           T(pool_runs_every_task_once),
           /* last, so that the tests above draw the same random data as before them */
           T(sgemm_block_edges_rows_first), T(q4_0_activation_rearranged_edges))

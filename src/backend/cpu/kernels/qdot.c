@@ -333,24 +333,34 @@ static ingot__qdot_fn pick(ingot__isa isa, ingot_dtype wt)
 
 /* ---- repacked Q4_K (kernels.h) ---- */
 
+void ingot__q4kr_head(const uint8_t *s, uint8_t *out)
+{
+    uint8_t sc[8], mn[8];
+    ingot__k_scale_min(s + 4, sc, mn);
+    uint64_t scf = 0, mnf = 0;
+    for (int k = 0; k < 8; k++) {
+        scf |= (uint64_t)sc[k] << 6 * k;
+        mnf |= (uint64_t)mn[k] << 6 * k;
+    }
+    for (int i = 0; i < 6; i++) {
+        out[i] = (uint8_t)(scf >> 8 * i);
+        out[8 + i] = (uint8_t)(mnf >> 8 * i);
+    }
+    memcpy(out + 6, s, 2);      /* d */
+    memcpy(out + 14, s + 2, 2); /* dmin */
+}
+
 void ingot__q4kr_repack(const void *src, void *dst, size_t nblocks)
 {
+    /* the nibbles 64 bytes a step at the AVX-512 levels (qx_avx512.c, the same bytes) */
+    if (ingot__get_isa() >= INGOT__ISA_AVX512 && ingot__isa_supported(INGOT__ISA_AVX512) &&
+        ingot__q4kr_repack_avx512(src, dst, nblocks))
+        return;
     const uint8_t *s = src;
     uint8_t *o = dst;
     for (size_t b = 0; b < nblocks; b++, s += 144, o += 144) {
-        uint8_t sc[8], mn[8], out[144];
-        ingot__k_scale_min(s + 4, sc, mn);
-        uint64_t scf = 0, mnf = 0;
-        for (int k = 0; k < 8; k++) {
-            scf |= (uint64_t)sc[k] << 6 * k;
-            mnf |= (uint64_t)mn[k] << 6 * k;
-        }
-        for (int i = 0; i < 6; i++) {
-            out[i] = (uint8_t)(scf >> 8 * i);
-            out[8 + i] = (uint8_t)(mnf >> 8 * i);
-        }
-        memcpy(out + 6, s, 2);      /* d */
-        memcpy(out + 14, s + 2, 2); /* dmin */
+        uint8_t out[144];
+        ingot__q4kr_head(s, out);
         const uint8_t *qs = s + 16;
         const uint64_t m4 = 0x0F0F0F0F0F0F0F0Full;
         for (int k = 0; k < 8; k++) { /* sub-block k: GGML bytes 32 (k / 2) .., nibble k & 1 */

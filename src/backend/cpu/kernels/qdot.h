@@ -80,4 +80,11 @@ static inline void ingot__k_scale_min(const uint8_t *s, uint8_t sc[8], uint8_t m
     }
 }
 
+/* Repacked Q4_K (kernels.h): a super-block's first 16 bytes in the repacked layout (the scales
+ * and mins as two 48-bit fields, d, dmin) from GGML's block s; and the whole repacking on
+ * AVX-512 F/BW (qx_avx512.c: the same bytes as qdot.c's loop, src == dst allowed), false where
+ * it is not compiled in. */
+void ingot__q4kr_head(const uint8_t *s, uint8_t *out);
+bool ingot__q4kr_repack_avx512(const void *src, void *dst, size_t nblocks);
+
 #endif

@@ -1116,6 +1116,59 @@ TEST(q4k_repacked_rows)
     ingot__pool_destroy(p3);
 }
 
+/* ingot__qgemv_multi's tasks (qdot.c): the job's last rows go in smaller tasks when it is split
+ * over threads. Jobs above the split threshold (256 KiB of weights), one to three segments of
+ * several dtypes with the last one large, small or of a row count that is not a multiple of 8,
+ * accumulating into y: at 1, 2 and 3 threads every row is written once with the bits of the
+ * one-thread job (a row skipped or computed twice by the task arithmetic shows). */
+TEST(qgemv_multi_task_tails)
+{
+    static const struct {
+        ingot_dtype wt[3];
+        size_t M[3], nseg, K;
+    } cases[] = {
+        {{INGOT_DTYPE_Q8_0}, {300}, 1, 1024},
+        {{INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q4_K}, {1024, 256, 256}, 3, 1024},
+        {{INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q4_K}, {2816, 2816}, 2, 1024},
+        {{INGOT_DTYPE_Q6_K, INGOT_DTYPE_Q8_0}, {700, 13}, 2, 2048},
+        {{INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q8_0}, {257, 9, 1001}, 3, 2048},
+        {{INGOT_DTYPE_Q4_K}, {32000}, 1, 256},
+    };
+    ingot__pool *pools[3] = {NULL, ingot__pool_create(NULL, 2), ingot__pool_create(NULL, 3)};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t K = cases[c].K, nseg = cases[c].nseg, total = 0;
+        uint8_t *w[3], *xq[3];
+        ingot__qseg seg[3];
+        float *X = malloc(K * 4);
+        for (size_t i = 0; i < K; i++) X[i] = frand();
+        for (size_t s = 0; s < nseg; s++) {
+            ingot_dtype wt = cases[c].wt[s];
+            size_t M = cases[c].M[s], ldw = K / ingot_dtype_block_elems(wt) *
+                                            ingot_dtype_block_bytes(wt);
+            w[s] = malloc(M * ldw);
+            fill_weights(wt, w[s], M, K, NULL);
+            xq[s] = aligned_alloc(64, ingot__qx_bytes(wt, K));
+            ingot__qx_quantize(wt, X, K, xq[s]);
+            seg[s] = (ingot__qseg){wt, w[s], xq[s], ldw, M, NULL, true, false};
+            total += M;
+        }
+        float *want = malloc(total * 4), *got = malloc(total * 4);
+        for (int pi = 0; pi < 3; pi++) {
+            float *y = pi ? got : want;
+            for (size_t i = 0; i < total; i++) y[i] = 0.25f * (float)(i % 7);
+            for (size_t s = 0, o = 0; s < nseg; o += seg[s].M, s++) seg[s].Y = y + o;
+            ingot__qgemv_multi(pools[pi], K, seg, nseg);
+            if (pi)
+                CHECK(memcmp(got, want, total * 4) == 0,
+                      "case %zu, %d threads: rows differ from the one-thread job", c, pi + 1);
+        }
+        for (size_t s = 0; s < nseg; s++) free(w[s]), free(xq[s]);
+        free(X), free(want), free(got);
+    }
+    ingot__pool_destroy(pools[1]);
+    ingot__pool_destroy(pools[2]);
+}
+
 /* The repacking itself at every level: the AVX-512 one (qx_avx512.c: nibbles 64 bytes a step,
  * the scale fields by word arithmetic) writes the scalar loop's bytes, from a separate buffer and
  * in place, for super-blocks of arbitrary bytes (every scale and min bit pattern), and unpacking
@@ -1158,7 +1211,7 @@ RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blo
           T(q8_0_ggml_blocks),
           T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
-          T(amx_tiles_against_dots), T(q4k_repacked_rows), T(q4k_repack_levels_same_bytes),
+          T(amx_tiles_against_dots), T(q4k_repacked_rows), T(qgemv_multi_task_tails), T(q4k_repack_levels_same_bytes),
           T(pool_runs_every_task_once),
           /* last, so that the tests above draw the same random data as before them */
           T(sgemm_block_edges_rows_first), T(q4_0_activation_rearranged_edges))

@@ -553,6 +553,54 @@ TEST(test_cpu_rowops_equal_ref)
     free(r2);
 }
 
+/* One-position RoPE (decode) keeps the angles of its last position for the next call
+ * (cpu_rowops.c): a sequence of calls that changes one key at a time (position, theta, head
+ * size, the mode, several positions in between, the same position again) gives ref's bits at
+ * every call, on one cpu instance. */
+TEST(test_cpu_rope_one_position_calls)
+{
+    enum { H = 4, DMAX = 64 };
+    float x[H * DMAX], out[2][H * DMAX];
+    for (int i = 0; i < H * DMAX; i++) x[i] = frand() * 2;
+    ingot_backend *be[2];
+    ASSERT_OK(ingot_backend_new("ref", NULL, &be[0], NULL));
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be[1], NULL));
+    static const struct {
+        int32_t pos[2];
+        int S, D, mode;
+        double theta;
+    } calls[] = {
+        {{5}, 1, 64, 0, 10000.0},   {{5}, 1, 64, 1, 10000.0},  {{6}, 1, 64, 0, 10000.0},
+        {{6}, 1, 64, 0, 500000.0},  {{6}, 1, 32, 0, 500000.0}, {{6}, 1, 34, 0, 500000.0},
+        {{6}, 1, 32, 0, 500000.0},  {{9, 6}, 2, 32, 0, 500000.0}, {{6}, 1, 32, 0, 500000.0},
+        {{5}, 1, 64, 0, 10000.0},   {{-3}, 1, 64, 1, 10000.0}, {{5}, 1, 64, 0, 10000.0},
+    };
+    for (size_t c = 0; c < sizeof calls / sizeof *calls; c++) {
+        int S = calls[c].S, D = calls[c].D;
+        for (int k = 0; k < 2; k++) {
+            memset(out[k], 0, sizeof out[k]);
+            ingot_buffer *bx, *bp, *bd;
+            ASSERT_OK(ingot_buffer_wrap(be[k], x, sizeof x, false, &bx, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], (void *)calls[c].pos, sizeof calls[c].pos, false,
+                                        &bp, NULL));
+            ASSERT_OK(ingot_buffer_wrap(be[k], out[k], sizeof out[k], true, &bd, NULL));
+            int64_t sh[3] = {H / S, S, D}, ps[1] = {S};
+            ingot_tensor tx, tp, td;
+            ASSERT_OK(ingot_tensor_init(&tx, bx, 0, INGOT_DTYPE_F32, 3, sh, NULL));
+            ASSERT_OK(ingot_tensor_init(&tp, bp, 0, INGOT_DTYPE_I32, 1, ps, NULL));
+            ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 3, sh, NULL));
+            ASSERT_OK(ingot_op_rope(be[k], &td, &tx, &tp, calls[c].theta,
+                                    (ingot_rope_mode)calls[c].mode, NULL));
+            ingot_buffer_free(bx);
+            ingot_buffer_free(bp);
+            ingot_buffer_free(bd);
+        }
+        CHECK(!memcmp(out[0], out[1], sizeof out[0]), "rope call %zu: cpu differs from ref", c);
+    }
+    ingot_backend_free(be[0]);
+    ingot_backend_free(be[1]);
+}
+
 /* RMSNorm rows (cpu_rowops.c) against ref's double definition: within one f32 rounding (the
  * double sums are added in another order), bit-identical for 1, 2 and 3 threads and for any
  * number of rows (a row's bits do not depend on the batch it came in: KV decode equals the full
@@ -791,6 +839,7 @@ TEST(test_cleanup) { cleanup(); }
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
           T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
           T(test_cpu_attention_rows_independent),
-          T(test_cpu_rowops_equal_ref), T(test_cpu_rms_norm_matches_ref),
+          T(test_cpu_rowops_equal_ref), T(test_cpu_rope_one_position_calls),
+          T(test_cpu_rms_norm_matches_ref),
           T(test_cpu_layer_norm_matches_ref),
           T(test_cpu_silu_accuracy), T(test_cpu_copy_views_equal_ref), T(test_cleanup))

@@ -9,6 +9,8 @@
 #include "backend_internal.h"
 #include "cpu/kernels/kernels.h"
 
+#define INGOT__CPU_ROPE_MAX_HALF 2048 /* RoPE pairs per row the fast path takes */
+
 typedef struct cpu_ctx {
     ingot__pool *pool; /* the kernels' persistent pool: the instance's only threads */
     uint32_t threads;
@@ -17,6 +19,13 @@ typedef struct cpu_ctx {
      * through their strides, and quantized activations of qlinear. */
     void *scratch;
     size_t scratch_size;
+    /* RoPE at one position (decode rotates the queries and keys of every layer at the same
+     * position): the cos and sin of its angles, kept from the first such call for the next ones
+     * with the same position, theta and head size (cpu_rowops.c; the same doubles either way). */
+    bool rope_valid;
+    double rope_p, rope_theta;
+    int64_t rope_d;
+    double rope_cs[INGOT__CPU_ROPE_MAX_HALF], rope_sn[INGOT__CPU_ROPE_MAX_HALF];
 } cpu_ctx;
 
 /* Runs fn(arg, begin, end) over [0, n) in chunks of `chunk` on the pool (the caller included);

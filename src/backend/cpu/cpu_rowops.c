@@ -27,7 +27,7 @@
 #endif
 
 #define CHUNK 16384 /* elements per task */
-#define MAX_HALF 2048 /* RoPE pairs per row kept on the stack */
+#define MAX_HALF INGOT__CPU_ROPE_MAX_HALF /* RoPE pairs per row kept on the stack */
 
 static bool f32c(const ingot_tensor *t)
 {
@@ -139,6 +139,7 @@ typedef struct rope_job {
     int64_t H, half, xs0, xs1, ds0, ds1, pstride, pes;
     ingot_dtype pdt;
     ingot_rope_mode mode;
+    const double *cs, *sn; /* one position: its cos and sin, computed (NULL: from freq) */
 } rope_job;
 
 static void rope_task(void *arg, int64_t b, int64_t e)
@@ -148,11 +149,16 @@ static void rope_task(void *arg, int64_t b, int64_t e)
     int64_t half = j->half;
     bool il = j->mode == INGOT_ROPE_INTERLEAVED;
     for (int64_t s = b; s < e; s++) {
-        double p = (double)ing_ldi(j->pdt, j->pp + s * j->pstride * j->pes);
-        for (int64_t i = 0; i < half; i++) {
-            double ang = p * j->freq[i]; /* ref: p * pow(theta, -2i/d), the same double */
-            cs[i] = cos(ang);
-            sn[i] = sin(ang);
+        const double *cv = cs, *sv = sn;
+        if (j->cs) {
+            cv = j->cs, sv = j->sn;
+        } else {
+            double p = (double)ing_ldi(j->pdt, j->pp + s * j->pstride * j->pes);
+            for (int64_t i = 0; i < half; i++) {
+                double ang = p * j->freq[i]; /* ref: p * pow(theta, -2i/d), the same double */
+                cs[i] = cos(ang);
+                sn[i] = sin(ang);
+            }
         }
         for (int64_t h = 0; h < j->H; h++) {
             const float *xr = (const float *)(const void *)j->px + h * j->xs0 + s * j->xs1;
@@ -160,8 +166,8 @@ static void rope_task(void *arg, int64_t b, int64_t e)
             for (int64_t i = 0; i < half; i++) {
                 int64_t i0 = il ? 2 * i : i, i1 = il ? 2 * i + 1 : i + half;
                 double x0 = xr[i0], x1 = xr[i1];
-                dr[i0] = (float)(x0 * cs[i] - x1 * sn[i]);
-                dr[i1] = (float)(x0 * sn[i] + x1 * cs[i]);
+                dr[i0] = (float)(x0 * cv[i] - x1 * sv[i]);
+                dr[i1] = (float)(x0 * sv[i] + x1 * cv[i]);
             }
         }
     }
@@ -178,12 +184,31 @@ ingot_status ingot__cpu_rope(ingot_backend *b, ingot_tensor *dst, const ingot_te
         !pd || (uintptr_t)px % 4 || (uintptr_t)pd % 4 || x->strides[2] != 1 ||
         dst->strides[2] != 1 || half > MAX_HALF)
         return ingot__ref_rope(b, dst, x, pos, theta, mode, err);
+    int64_t S = x->shape[1];
+    rope_job j = {px, pp, pd, NULL, x->shape[0], half, x->strides[0], x->strides[1],
+                  dst->strides[0], dst->strides[1], pos->strides[0],
+                  (int64_t)ing_esize(pos->dtype), pos->dtype, mode, NULL, NULL};
+    cpu_ctx *c = ingot_backend_ctx(b);
+    double p0 = S == 1 ? (double)ing_ldi(pos->dtype, pp) : 0;
+    if (S == 1 && c->rope_valid && c->rope_p == p0 && c->rope_theta == theta &&
+        c->rope_d == d) {
+        j.cs = c->rope_cs, j.sn = c->rope_sn; /* the angles of the previous call */
+        rope_task(&j, 0, 1);
+        return INGOT_OK;
+    }
     double freq[MAX_HALF];
     for (int64_t i = 0; i < half; i++) freq[i] = pow(theta, -2.0 * (double)i / (double)d);
-    rope_job j = {px, pp, pd, freq, x->shape[0], half, x->strides[0], x->strides[1],
-                  dst->strides[0], dst->strides[1], pos->strides[0],
-                  (int64_t)ing_esize(pos->dtype), pos->dtype, mode};
-    int64_t S = x->shape[1], per = j.H * half + 1; /* pairs per position */
+    j.freq = freq;
+    if (S == 1) { /* the angles, kept for the next call at this position */
+        for (int64_t i = 0; i < half; i++) {
+            double ang = p0 * freq[i]; /* as rope_task computes it */
+            c->rope_cs[i] = cos(ang);
+            c->rope_sn[i] = sin(ang);
+        }
+        c->rope_valid = true, c->rope_p = p0, c->rope_theta = theta, c->rope_d = d;
+        j.cs = c->rope_cs, j.sn = c->rope_sn;
+    }
+    int64_t per = j.H * half + 1; /* pairs per position */
     if (S < 2 || S * per < 8192) rope_task(&j, 0, S);
     else ingot__cpu_run(ingot_backend_ctx(b), S, (4096 + per - 1) / per, rope_task, &j);
     return INGOT_OK;

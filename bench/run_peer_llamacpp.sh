@@ -8,6 +8,8 @@
 # Needs NLC (node-llama-cpp's folder, see peer_llamacpp.mjs for the npm command); the models
 # (llama.cpp's llama-bench shape with a vocabulary, which llama.cpp requires) are written into
 # DIR (build/lm-peer) by bench_lm --vocab-from unless present. Holds /tmp/ingot-bench.lock per run.
+# Both sides keep the KV cache in f16 (llama.cpp's default cache type; ingot's --kv f16, KV=f32
+# for ingot's own default).
 set -euo pipefail
 : "${NLC:?set NLC to the node-llama-cpp folder (see bench/peer_llamacpp.mjs)}"
 ING=${ING:-build/tools/cli/ingot}
@@ -17,6 +19,7 @@ VOCAB=${VOCAB:-../shared/fixtures/tokenizers/llama.cpp/ggml-vocab-llama-spm.gguf
 ROUNDS=${ROUNDS:-3}
 REPS=${REPS:-3}
 TYPES=${TYPES:-Q4_K Q8_0 F16}
+KV=${KV:-f16}
 THREADS=${THREADS:-1 2}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$DIR"
@@ -27,8 +30,8 @@ for dt in $TYPES; do
     for t in $THREADS; do
         for r in $(seq "$ROUNDS"); do
             flock /tmp/ingot-bench.lock "$ING" bench generate "$DIR/llama-$dt.gguf" \
-                --threads "$t" --prompt-tokens 128 --decode-tokens 32 --reps "$REPS" --json |
-                sed "s/^{/{\"build\": \"ingot\", \"round\": $r, /"
+                --threads "$t" --prompt-tokens 128 --decode-tokens 32 --reps "$REPS" --kv "$KV" \
+                --json | sed "s/^{/{\"build\": \"ingot\", \"round\": $r, /"
             flock /tmp/ingot-bench.lock node "$HERE/peer_llamacpp.mjs" "$DIR/llama-$dt.gguf" \
                 --threads "$t" --prompt-tokens 128 --decode-tokens 32 --reps "$REPS" |
                 sed "s/^{/{\"build\": \"llama.cpp\", \"round\": $r, /"

@@ -941,7 +941,7 @@ int ingot_cli_bench_generate(int argc, char **argv)
     drop_cache(a.model);
     double cold = first_token(&a, be), warm = first_token(&a, be);
     if (a.json) {
-        printf("{\"model\": \"%s\", \"threads\": %u, \"weight_bytes\": %llu, "
+        printf("{\"model\": \"%s\", \"threads\": %u, \"kv\": \"%s\", \"weight_bytes\": %llu, "
                "\"flops_per_token\": %llu, \"read_bytes_per_s\": %.4g, \"sgemm_flops_per_s\": "
                "%.4g, \"prefill_tokens\": %u, \"prefill_tokens_per_s\": %.2f, "
                "\"prefill_bound_tokens_per_s\": %.2f, \"prefill_ratio\": %.3f, "
@@ -952,16 +952,17 @@ int ingot_cli_bench_generate(int argc, char **argv)
                "\"decode_tokens_per_s_median\": %.2f, \"decode_cpu_tokens_per_s\": %.2f, "
                "\"read_cpu_bytes_per_s\": %.4g, \"sgemm_cpu_flops_per_s\": %.4g, "
                "\"prefill_cpu_ratio\": %.3f, \"decode_cpu_ratio\": %.3f}\n",
-               a.model, threads, (unsigned long long)est.weight_bytes,
-               (unsigned long long)est.flops_per_token, bw, gf, prompt, best_pre, pre_bound,
+               a.model, threads, a.kv == INGOT_DTYPE_F16 ? "f16" : "f32",
+               (unsigned long long)est.weight_bytes, (unsigned long long)est.flops_per_token, bw,
+               gf, prompt, best_pre, pre_bound,
                pre_bound ? best_pre / pre_bound : 0, decode, best_dec, dec_bound,
                dec_bound ? best_dec / dec_bound : 0, cold, warm, reps, med_pre, cpu_pre, med_dec,
                cpu_dec, bw_cpu, gf_cpu, pre_bound_cpu ? cpu_pre / pre_bound_cpu : 0,
                dec_bound_cpu ? cpu_dec / dec_bound_cpu : 0);
     } else {
-        printf("ingot bench generate %s: %u threads, %.1f MB of weights per token, %.1f MFLOP "
-               "per token\n", a.model, threads, est.weight_bytes / 1e6,
-               est.flops_per_token / 1e6);
+        printf("ingot bench generate %s: %u threads, KV cache %s, %.1f MB of weights per token, "
+               "%.1f MFLOP per token\n", a.model, threads, a.kv == INGOT_DTYPE_F16 ? "f16" : "f32",
+               est.weight_bytes / 1e6, est.flops_per_token / 1e6);
         printf("  read bandwidth %.1f GB/s -> decode bound %.1f tokens/s; decode %.1f tokens/s "
                "(%.2f of the bound)\n", bw / 1e9, dec_bound, best_dec,
                dec_bound ? best_dec / dec_bound : 0);

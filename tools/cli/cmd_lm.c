@@ -866,7 +866,7 @@ int ingot_cli_bench_generate(int argc, char **argv)
     if (parse_args(k, rest, true, &a) || prompt < 1 || decode < 2) {
         fprintf(stderr, "usage: ingot bench generate MODEL [--threads N] [--json] "
                         "[--prompt-tokens P] [--decode-tokens D] [--reps R] "
-                        "[--config config.json]\n");
+                        "[--kv f32|f16] [--config config.json]\n");
         return 2;
     }
     ingot_backend *be = NULL;

@@ -1126,11 +1126,11 @@ TEST(q4k_repacked_rows)
     ingot__pool_destroy(p3);
 }
 
-/* ingot__qgemv_multi's tasks (qdot.c): the job's last rows go in smaller tasks when it is split
- * over threads. Jobs above the split threshold (256 KiB of weights), one to three segments of
- * several dtypes with the last one large, small or of a row count that is not a multiple of 8,
- * accumulating into y: at 1, 2 and 3 threads every row is written once with the bits of the
- * one-thread job (a row skipped or computed twice by the task arithmetic shows). */
+/* ingot__qgemv_multi's tasks (qdot.c) when a job is split over threads: jobs above the split
+ * threshold (256 KiB of weights), one to three segments of several dtypes with the last one
+ * large, small or of a row count that is not a multiple of 8, accumulating into y: at 1, 2 and
+ * 3 threads every row is written once with the bits of the one-thread job (a row skipped or
+ * computed twice by the task arithmetic shows). */
 TEST(qgemv_multi_task_tails)
 {
     static const struct {

@@ -451,8 +451,6 @@ bool ingot__q4kr_fast(void) { return pick_q4kr() != sc_q4kr; }
  * tasks break the streams the prefetchers follow: 64 KiB ran Q8_0 decode 5% slower at 2
  * threads on the Xeon, 128-512 KiB within noise of each other (docs/PERFORMANCE.md). */
 #define TASK_BYTES ((size_t)256 << 10)
-/* Pieces each of a one-row product's last tasks is cut into (ingot__qgemv_multi). */
-#define TAIL_SPLIT 4
 
 typedef struct {
     ingot__qdot_fn fn;
@@ -635,9 +633,6 @@ typedef struct {
     ingot__qx x[INGOT__QSEG_MAX];
     size_t rows[INGOT__QSEG_MAX];      /* rows per task of each segment */
     size_t first[INGOT__QSEG_MAX + 1]; /* its first task */
-    /* the job's last rows, from row tail_row of the last segment on, in tasks of tail_rows
-     * rows from its task tail_task on (see ingot__qgemv_multi) */
-    size_t nseg, tail_task, tail_row, tail_rows;
 } qmjob;
 
 static void qmtask(void *ctx, size_t t, unsigned worker)
@@ -647,10 +642,7 @@ static void qmtask(void *ctx, size_t t, unsigned worker)
     size_t s = 0;
     while (t >= j->first[s + 1]) s++;
     const ingot__qseg *g = &j->seg[s];
-    size_t r = j->rows[s], lt = t - j->first[s], lo = lt * r;
-    if (s + 1 == j->nseg && lt >= j->tail_task) /* the job's last rows, in smaller tasks */
-        r = j->tail_rows, lo = j->tail_row + (lt - j->tail_task) * r;
-    size_t hi = g->M - lo < r ? g->M : lo + r;
+    size_t r = j->rows[s], lo = (t - j->first[s]) * r, hi = g->M - lo < r ? g->M : lo + r;
     if (!j->fn[s]) { /* F16 / BF16 */
         ingot__half_rows(g->wt, (const uint8_t *)g->W + lo * g->ldw, g->ldw / 2, hi - lo, j->K,
                          g->xq, g->acc, g->Y + lo);
@@ -691,22 +683,6 @@ void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, siz
         if (r < 16) r = 16;
         j.rows[s] = r;
         j.first[s + 1] = j.first[s] + (seg[s].M + r - 1) / r;
-    }
-    /* The last `threads` tasks of the job are cut in TAIL_SPLIT: the threads' last tasks then
-     * end closer together (a thread that runs out of tasks waits for the others' last one, and
-     * its read stream stands idle meanwhile). */
-    size_t L = nseg - 1, nt = j.first[nseg] - j.first[L], thr = ingot__pool_threads(pool);
-    j.nseg = nseg;
-    j.tail_task = nt, j.tail_row = seg[L].M, j.tail_rows = j.rows[L];
-    if (thr > 1 && bytes > SMALL_BYTES) {
-        size_t tt = nt > thr ? nt - thr : 0, left = seg[L].M - tt * j.rows[L];
-        size_t tr = (left + thr * TAIL_SPLIT - 1) / (thr * TAIL_SPLIT);
-        tr = (tr + 7) / 8 * 8;
-        if (tr < 16) tr = 16;
-        if (tr < j.rows[L]) {
-            j.tail_task = tt, j.tail_row = tt * j.rows[L], j.tail_rows = tr;
-            j.first[nseg] = j.first[L] + tt + (left + tr - 1) / tr;
-        }
     }
     ingot__pool_run(pool, qmtask, &j, j.first[nseg]);
 }

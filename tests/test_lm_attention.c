@@ -144,7 +144,17 @@ TEST(keys8_matches_definition)
         {2, 4, 4, 3, 70, 16, 16, false},   {1, 6, 2, 4, 129, 16, 24, true},
         {1, 4, 1, 2, 100, 64, 64, true},   {1, 2, 2, 1, 77, 128, 128, true},
         {1, 3, 3, 6, 6, 40, 8, false},     {1, 2, 1, 1, 300, 8, 40, true},
+        /* decode with grouped heads (four query heads of a KV head a task at AVX-512) */
+        {1, 16, 4, 1, 1, 64, 64, true},    {1, 16, 4, 1, 3, 64, 64, true},
+        {1, 16, 4, 1, 4, 64, 64, true},    {1, 16, 4, 1, 5, 64, 64, true},
+        {1, 16, 4, 1, 63, 64, 64, true},   {1, 16, 4, 1, 64, 64, 64, true},
+        {1, 16, 4, 1, 65, 64, 64, true},   {1, 16, 4, 1, 160, 64, 64, false},
+        {2, 8, 2, 1, 130, 128, 128, true}, {1, 32, 4, 1, 77, 128, 128, true},
+        {1, 8, 2, 1, 300, 256, 256, true}, {1, 4, 1, 1, 33, 64, 64, true},
     };
+    fprintf(stderr, "  decode kernel (four query heads a task): %s\n",
+            ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX512 ? "ran (AVX-512)"
+                                                             : "not here (below AVX-512)");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const shape *s = &shapes[i];
         float *out = malloc((size_t)(s->B * s->H * s->Lq * s->Dv) * 4);
@@ -157,17 +167,103 @@ TEST(keys8_matches_definition)
 TEST(keys8_same_bits_any_thread_count)
 {
     if (!have_avx2()) return;
-    shape s = {1, 8, 4, 33, 160, 8, 8, true};
-    size_t no = (size_t)(s.B * s.H * s.Lq * s.Dv);
-    float *a = malloc(no * 4), *b = malloc(no * 4);
-    ASSERT_TRUE(a && b);
-    uint64_t seed = rng;
-    ASSERT_EQ(run_shape(&s, 1, a), 0);
-    rng = seed; /* same inputs */
-    ASSERT_EQ(run_shape(&s, 3, b), 0);
-    ASSERT_MEM(a, b, no * 4);
-    free(a);
-    free(b);
+    static const shape shapes[] = {{1, 8, 4, 33, 160, 8, 8, true},
+                                   {1, 16, 4, 1, 160, 64, 64, true}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const shape *s = &shapes[i];
+        size_t no = (size_t)(s->B * s->H * s->Lq * s->Dv);
+        float *a = malloc(no * 4), *b = malloc(no * 4);
+        ASSERT_TRUE(a && b);
+        uint64_t seed = rng;
+        ASSERT_EQ(run_shape(s, 1, a), 0);
+        rng = seed; /* same inputs */
+        ASSERT_EQ(run_shape(s, 3, b), 0);
+        ASSERT_MEM(a, b, no * 4);
+        free(a);
+        free(b);
+    }
+}
+
+/* f16 bits of v, which must be 0 or a normal half exactly (the test's values are) */
+static uint16_t half_of(float v)
+{
+    uint32_t x;
+    memcpy(&x, &v, 4);
+    if (!(x & 0x7fffffff)) return (uint16_t)(x >> 16);
+    return (uint16_t)((x >> 16 & 0x8000) | (((x >> 23 & 0xff) - 112) << 10) | (x >> 13 & 0x3ff));
+}
+
+/* Decode straight from an F16 KV cache (the runtime's --kv f16): at the AVX-512 levels the
+ * decode kernel reads the halves in place and matches the definition on their values, the same
+ * bits at 1 and 3 threads; it declines below AVX-512, for more than one query row and for F16
+ * queries (the runtime then casts the cache to F32 and runs the other paths). */
+TEST(decode_reads_f16_cache)
+{
+    static const shape shapes[] = {{1, 16, 4, 1, 1, 64, 64, true},
+                                   {1, 16, 4, 1, 67, 64, 64, true},
+                                   {2, 8, 2, 1, 200, 128, 128, false},
+                                   {1, 8, 1, 1, 130, 256, 256, true}};
+    bool avx512 = ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX512;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const shape *s = &shapes[i];
+        size_t nq = (size_t)(s->B * s->H * s->D), nk = (size_t)(s->B * s->Hk * s->Lk * s->D);
+        size_t no = (size_t)(s->B * s->H * s->Dv);
+        float *q = malloc(nq * 4), *kf = malloc(nk * 4), *vf = malloc(nk * 4);
+        double *ref = malloc(no * sizeof *ref);
+        ASSERT_TRUE(q && kf && vf && ref);
+        for (size_t e = 0; e < nq; e++) q[e] = 2.0f * urand();
+        for (size_t e = 0; e < nk; e++) /* multiples of 1/1024 in [-2, 2]: exact halves */
+            kf[e] = (float)(int)(2048.0f * urand()) / 1024.0f,
+            vf[e] = (float)(int)(1024.0f * urand()) / 1024.0f;
+        reference(s, q, kf, vf, ref);
+        float *out[2] = {NULL, NULL};
+        for (int th = 0; th < 2; th++) {
+            ingot_backend_opts bo = {0};
+            bo.threads = th ? 3 : 1;
+            ingot_backend *be = NULL;
+            ingot_buffer *bq, *bk, *bv, *bd;
+            ASSERT_OK(ingot_backend_new("cpu", &bo, &be, NULL));
+            ASSERT_OK(ingot_buffer_alloc(be, nq * 4, &bq, NULL));
+            ASSERT_OK(ingot_buffer_alloc(be, nk * 2, &bk, NULL));
+            ASSERT_OK(ingot_buffer_alloc(be, nk * 2, &bv, NULL));
+            ASSERT_OK(ingot_buffer_alloc(be, no * 4, &bd, NULL));
+            memcpy(ingot_buffer_host(bq), q, nq * 4);
+            uint16_t *kh = ingot_buffer_host(bk), *vh = ingot_buffer_host(bv);
+            for (size_t e = 0; e < nk; e++) kh[e] = half_of(kf[e]), vh[e] = half_of(vf[e]);
+            ingot_tensor tq, tk, tv, td;
+            int64_t ks[4] = {s->B, s->Hk, s->Lk, s->D};
+            t4(&tq, bq, 0, s->B, s->H, 1, s->D);
+            ASSERT_OK(ingot_tensor_init(&tk, bk, 0, INGOT_DTYPE_F16, 4, ks, NULL));
+            ASSERT_OK(ingot_tensor_init(&tv, bv, 0, INGOT_DTYPE_F16, 4, ks, NULL));
+            t4(&td, bd, 0, s->B, s->H, 1, s->Dv);
+            ingot_attn_params p = {0};
+            p.causal = s->causal;
+            bool ran = ingot__attention_keys8(be, &td, &tq, &tk, &tv, &p);
+            CHECK(ran == avx512, "shape %zu: f16 cache %s", i, ran ? "taken" : "declined");
+            if (ran) {
+                out[th] = malloc(no * 4);
+                memcpy(out[th], ingot_buffer_host(bd), no * 4);
+                double worst = 0;
+                for (size_t e = 0; e < no; e++)
+                    worst = fmax(worst, fabs(out[th][e] - ref[e]) / fmax(1.0, fabs(ref[e])));
+                CHECK(worst <= 2e-6, "shape %zu: f16 cache %.3g from the reference", i, worst);
+            }
+            /* two query rows: not decode, declined */
+            t4(&tq, bq, 0, s->B, s->H / 2, 2, s->D);
+            t4(&td, bd, 0, s->B, s->H / 2, 2, s->Dv);
+            CHECK(!ingot__attention_keys8(be, &td, &tq, &tk, &tv, &p), "shape %zu: f16 prefill",
+                  i);
+            ingot_buffer_free(bq);
+            ingot_buffer_free(bk);
+            ingot_buffer_free(bv);
+            ingot_buffer_free(bd);
+            ingot_backend_free(be);
+        }
+        if (out[0] && out[1])
+            CHECK(!memcmp(out[0], out[1], no * 4), "shape %zu: 1 and 3 threads differ", i);
+        free(out[0]), free(out[1]), free(q), free(kf), free(vf), free(ref);
+    }
+    if (!avx512) fprintf(stderr, "  (below AVX-512: the f16 cache is declined, as checked)\n");
 }
 
 /* Strided views as the runtime passes them: q rows [n, H*hd] seen as [1, H, n, hd], keys in a
@@ -261,4 +357,4 @@ TEST(keys8_declines)
 }
 
 RUN_TESTS(T(keys8_matches_definition), T(keys8_same_bits_any_thread_count),
-          T(keys8_strided_views), T(keys8_declines))
+          T(keys8_strided_views), T(keys8_declines), T(decode_reads_f16_cache))

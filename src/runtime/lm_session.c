@@ -351,36 +351,24 @@ ingot_status ingot__lm_linears(ingot_lm_session *s, uint32_t n, ingot_tensor *co
     return INGOT_OK;
 }
 
-ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingot_tensor *q,
-                                 uint32_t n, ingot_error *err)
+/* q rows [n, H*hd] as [1, H, n, hd], the cache's keys K and values V as [1, Hkv, L, hd], the
+ * output rows likewise: the runtime's kernels where they apply, else (with op) the backend's
+ * op; *ran says whether it ran. */
+static ingot_status attend(ingot_lm_session *s, const ingot_tensor *q, uint32_t n, uint32_t L,
+                           const ingot_tensor *K, const ingot_tensor *V, bool op, bool *ran,
+                           ingot_error *err)
 {
     const ingot_lm_config *c = &s->m->cfg;
     ingot_backend *be = s->m->be;
-    uint32_t L = s->pos + n, Hk = c->n_head_kv, hd = c->head_dim;
-    ingot_tensor K, V;
-    ingot__lm_kv_view(s, layer, false, 0, L, &K);
-    ingot__lm_kv_view(s, layer, true, 0, L, &V);
-    if (s->kv_dtype != INGOT_DTYPE_F32) {
-        /* F16 cache: this layer's keys and values to F32 scratch first */
-        ingot_tensor kf = K, vf = V;
-        kf.buf = vf.buf = s->kvf;
-        kf.dtype = vf.dtype = INGOT_DTYPE_F32;
-        kf.offset = 0;
-        vf.offset = (uint64_t)Hk * s->n_ctx * hd * 4;
-        ING_TRY(ingot_op_cast(be, &kf, &K, err));
-        ING_TRY(ingot_op_cast(be, &vf, &V, err));
-        K = kf;
-        V = vf;
-    }
-    /* q rows [n, H*hd] as [1, H, n, hd]; the cache as [1, Hkv, L, hd]; out rows likewise */
-    ingot_tensor qv = *q, kv = K, vv = V, dv;
+    int64_t Hk = c->n_head_kv, hd = c->head_dim;
+    ingot_tensor qv = *q, kv = *K, vv = *V, dv;
     qv.rank = kv.rank = vv.rank = 4;
     int64_t qs[4] = {1, c->n_head, n, hd}, qst[4] = {(int64_t)n * q->strides[0],
                                                      (int64_t)hd * q->strides[1], q->strides[0],
                                                      q->strides[1]};
     memcpy(qv.shape, qs, sizeof qs);
     memcpy(qv.strides, qst, sizeof qst);
-    int64_t ks[4] = {1, Hk, L, hd}, kst[4] = {Hk * K.strides[0], K.strides[0], K.strides[1], 1};
+    int64_t ks[4] = {1, Hk, L, hd}, kst[4] = {Hk * K->strides[0], K->strides[0], K->strides[1], 1};
     memcpy(kv.shape, ks, sizeof ks);
     memcpy(kv.strides, kst, sizeof kst);
     memcpy(vv.shape, ks, sizeof ks);
@@ -393,11 +381,46 @@ ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingo
     ingot_attn_params ap = {0};
     ap.causal = true; /* bottom-right: query i sees keys 0 .. pos + i */
     /* prefill rows with head sizes of 16k: the op's blocked kernel at the AVX-512 levels (16
-     * query rows share each key block); else eight keys per step, else the op */
+     * query rows share each key block); else eight keys per step (or, decoding, four query
+     * heads of a KV head at a time), else the op */
     bool blocked = n >= 16 && hd % 16 == 0 && hd <= 256 &&
                    ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX512;
+    *ran = true;
     if (!blocked && ingot__attention_keys8(be, &dv, &qv, &kv, &vv, &ap)) return INGOT_OK;
+    if (!op) {
+        *ran = false;
+        return INGOT_OK;
+    }
     return ingot_op_attention(be, &dv, &qv, &kv, &vv, &ap, err);
+}
+
+ingot_status ingot__lm_attention(ingot_lm_session *s, uint32_t layer, const ingot_tensor *q,
+                                 uint32_t n, ingot_error *err)
+{
+    const ingot_lm_config *c = &s->m->cfg;
+    ingot_backend *be = s->m->be;
+    uint32_t L = s->pos + n, Hk = c->n_head_kv, hd = c->head_dim;
+    ingot_tensor K, V;
+    ingot__lm_kv_view(s, layer, false, 0, L, &K);
+    ingot__lm_kv_view(s, layer, true, 0, L, &V);
+    bool ran = false;
+    if (s->kv_dtype != INGOT_DTYPE_F32 && n == 1) { /* decode reads an F16 cache in place */
+        ING_TRY(attend(s, q, n, L, &K, &V, false, &ran, err));
+        if (ran) return INGOT_OK;
+    }
+    if (s->kv_dtype != INGOT_DTYPE_F32) {
+        /* F16 cache: this layer's keys and values to F32 scratch first */
+        ingot_tensor kf = K, vf = V;
+        kf.buf = vf.buf = s->kvf;
+        kf.dtype = vf.dtype = INGOT_DTYPE_F32;
+        kf.offset = 0;
+        vf.offset = (uint64_t)Hk * s->n_ctx * hd * 4;
+        ING_TRY(ingot_op_cast(be, &kf, &K, err));
+        ING_TRY(ingot_op_cast(be, &vf, &V, err));
+        K = kf;
+        V = vf;
+    }
+    return attend(s, q, n, L, &K, &V, true, &ran, err);
 }
 
 /* ---- embedding rows, output head, eval ---- */

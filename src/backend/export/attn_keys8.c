@@ -5,7 +5,9 @@
  * several accumulators. Head sizes of 8 or 16 (the small llama2.c models) leave the cpu
  * backend's per-key kernel mostly idle; this one runs them 4-6x faster. Same semantics and the
  * same row-per-task split as ingot_op_attention on the cpu backend; it declines (false) where it
- * does not apply, and the caller runs the op.
+ * does not apply, and the caller runs the op. Decode steps with grouped query heads take an
+ * AVX-512 kernel of their own (below): four query heads per pass over their KV head's keys and
+ * values, from an F32 or F16 cache.
  */
 #include "cpu/cpu.h"
 #include "cpu/cpu_vexp.h"
@@ -14,13 +16,18 @@
 #include <immintrin.h>
 #define K8_X86 1
 #define K8_TARGET __attribute__((target("avx2,fma")))
+#define K16_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma,f16c")))
+#include "cpu/kernels/tree16.h"
 #endif
 
 #define K8_BLOCK 64    /* keys per block of scores (on the stack) */
 #define K8_MAX_DV 1024 /* accumulator on the stack */
+#define K16_MAX_D 256  /* decode kernel: head sizes up to this, multiples of 64 */
 
 typedef struct k8_job {
     const float *q, *k, *v;
+    const uint16_t *kh, *vh; /* the decode kernel's F16 keys and values (half) */
+    bool half;
     float *d;
     int64_t qs[4], ks[4], vs[4], ds[4];
     int64_t H, Lq, D, Lk, Dv, grp;
@@ -170,11 +177,151 @@ K8_TARGET static void k8_rows(void *arg, int64_t begin, int64_t end)
 }
 #endif
 
-static bool k8_operand(const ingot_tensor *t)
+/* ---- decode: one query row a head, four query heads of one KV head together ----
+ * Scores of four keys for four query heads as sixteen 16-lane partial sums reduced by one
+ * transposed tree (each key row loaded once for the four heads), the online softmax on 16 lanes
+ * a head, and the weighted values accumulated for the four heads from each value row loaded
+ * once: the grouped-query decode step, where the eight-key kernel above re-reads a KV head's
+ * keys and values for every query head and reduces each score on its own. A task is one group of
+ * four query heads; a row's bits depend only on the row. */
+#define K16_G 4 /* query heads a pass */
+#define K16_UNROLL _Pragma("GCC unroll 16")
+
+K16_TARGET static inline __m512 k16_sum16(const __m512 *p)
+{
+    __m512i r;
+#define ADDF(a, b)                                                                                 \
+    _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
+    const __m512i *pi = (const __m512i *)(const void *)p;
+    TREE16(__m512i, ADDF, _mm512_shuffle_i32x4, SHI, r, pi);
+#undef ADDF
+    return _mm512_castsi512_ps(r);
+}
+
+/* 16 keys' or values' elements from F32 or F16 storage (the cache as the runtime keeps it) */
+K16_TARGET static inline __attribute__((always_inline)) __m512 k16_ld(const float *f,
+                                                                      const uint16_t *h,
+                                                                      int64_t i, bool half)
+{
+    return half ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(h + i)))
+                : _mm512_loadu_ps(f + i);
+}
+
+K16_TARGET static inline __attribute__((always_inline)) void
+k16_body(const k8_job *j, int64_t begin, int64_t end, bool half)
+{
+    _Alignas(64) float acc[K16_G][K16_MAX_D], sc[K16_G][K8_BLOCK], sv[16];
+    const int64_t D = j->D, last = j->Lk - 1;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t b = r / (j->H / K16_G), hg = r % (j->H / K16_G), h0 = hg * K16_G;
+        int64_t hk = h0 / j->grp;
+        const float *q[K16_G];
+        for (int g = 0; g < K16_G; g++) q[g] = j->q + b * j->qs[0] + (h0 + g) * j->qs[1];
+        int64_t kb = b * j->ks[0] + hk * j->ks[1], vb = b * j->vs[0] + hk * j->vs[1];
+        float mx[K16_G], sum[K16_G];
+        for (int g = 0; g < K16_G; g++) {
+            mx[g] = -INFINITY, sum[g] = 0.0f;
+            for (int64_t e = 0; e < D; e++) acc[g][e] = 0.0f;
+        }
+        for (int64_t j0 = 0; j0 <= last; j0 += K8_BLOCK) {
+            int64_t n = last + 1 - j0 < K8_BLOCK ? last + 1 - j0 : K8_BLOCK;
+            for (int64_t t = 0; t < n; t += 4) { /* keys past the last repeat it (unused) */
+                int64_t kr[4];
+                for (int k = 0; k < 4; k++)
+                    kr[k] = kb + (j0 + (t + k < n ? t + k : n - 1)) * j->ks[2];
+                __m512 a[16];
+                K16_UNROLL
+                for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
+                for (int64_t c = 0; c < D; c += 16) {
+                    __m512 kv[4], qv[K16_G];
+                    K16_UNROLL
+                    for (int k = 0; k < 4; k++) kv[k] = k16_ld(j->k, j->kh, kr[k] + c, half);
+                    K16_UNROLL
+                    for (int g = 0; g < K16_G; g++) qv[g] = _mm512_loadu_ps(q[g] + c);
+                    K16_UNROLL
+                    for (int k = 0; k < 4; k++)
+                        K16_UNROLL
+                        for (int g = 0; g < K16_G; g++)
+                            a[k * K16_G + g] = _mm512_fmadd_ps(kv[k], qv[g], a[k * K16_G + g]);
+                }
+                _mm512_store_ps(sv, _mm512_mul_ps(k16_sum16(a), _mm512_set1_ps(j->scale)));
+                for (int k = 0; k < 4 && t + k < n; k++)
+                    for (int g = 0; g < K16_G; g++) sc[g][t + k] = sv[k * K16_G + g];
+            }
+            for (int g = 0; g < K16_G; g++) { /* online softmax over the block, 16 lanes */
+                __m512 vmx = _mm512_set1_ps(-INFINITY);
+                for (int64_t t = 0; t < n; t += 16) {
+                    __mmask16 m = (__mmask16)(n - t >= 16 ? 0xFFFF : (1u << (n - t)) - 1);
+                    vmx = _mm512_mask_max_ps(vmx, m, vmx, _mm512_loadu_ps(sc[g] + t));
+                }
+                float bmx = _mm512_reduce_max_ps(vmx);
+                if (bmx > mx[g]) { /* a new maximum: rescale what was summed so far */
+                    float corr = mx[g] == -INFINITY ? 0.0f : expf(mx[g] - bmx);
+                    sum[g] *= corr;
+                    __m512 cv = _mm512_set1_ps(corr);
+                    for (int64_t e = 0; e < D; e += 16)
+                        _mm512_store_ps(acc[g] + e, _mm512_mul_ps(_mm512_load_ps(acc[g] + e), cv));
+                    mx[g] = bmx;
+                }
+                __m512 vsum = _mm512_setzero_ps(), vm = _mm512_set1_ps(mx[g]);
+                for (int64_t t = 0; t < n; t += 16) {
+                    __mmask16 m = (__mmask16)(n - t >= 16 ? 0xFFFF : (1u << (n - t)) - 1);
+                    __m512 x = _mm512_maskz_loadu_ps(m, sc[g] + t);
+                    __m512 pz = _mm512_maskz_mov_ps(
+                        m, cpu_vexp16(_mm512_max_ps(_mm512_sub_ps(x, vm), _mm512_set1_ps(-87.3f))));
+                    vsum = _mm512_add_ps(vsum, pz);
+                    _mm512_mask_storeu_ps(sc[g] + t, m, pz);
+                }
+                sum[g] += _mm512_reduce_add_ps(vsum);
+            }
+            for (int64_t c = 0; c < D; c += 64) { /* values: 64 columns of four heads at a time */
+                __m512 o[K16_G][4];
+                K16_UNROLL
+                for (int g = 0; g < K16_G; g++)
+                    K16_UNROLL
+                    for (int u = 0; u < 4; u++) o[g][u] = _mm512_load_ps(acc[g] + c + 16 * u);
+                int64_t vr = vb + j0 * j->vs[2] + c;
+                for (int64_t t = 0; t < n; t++, vr += j->vs[2]) {
+                    __m512 vv[4];
+                    K16_UNROLL
+                    for (int u = 0; u < 4; u++) vv[u] = k16_ld(j->v, j->vh, vr + 16 * u, half);
+                    K16_UNROLL
+                    for (int g = 0; g < K16_G; g++) {
+                        __m512 w = _mm512_set1_ps(sc[g][t]);
+                        K16_UNROLL
+                        for (int u = 0; u < 4; u++) o[g][u] = _mm512_fmadd_ps(w, vv[u], o[g][u]);
+                    }
+                }
+                K16_UNROLL
+                for (int g = 0; g < K16_G; g++)
+                    K16_UNROLL
+                    for (int u = 0; u < 4; u++) _mm512_store_ps(acc[g] + c + 16 * u, o[g][u]);
+            }
+        }
+        for (int g = 0; g < K16_G; g++) {
+            float inv = sum[g] > 0.0f ? 1.0f / sum[g] : 0.0f;
+            float *out = j->d + b * j->ds[0] + (h0 + g) * j->ds[1];
+            for (int64_t e = 0; e < D; e++) out[e * j->ds[3]] = acc[g][e] * inv;
+        }
+    }
+}
+
+K16_TARGET static void k16_groups(void *arg, int64_t begin, int64_t end)
+{
+    k16_body(arg, begin, end, false);
+}
+
+K16_TARGET static void k16_groups_half(void *arg, int64_t begin, int64_t end)
+{
+    k16_body(arg, begin, end, true);
+}
+
+static bool k8_operand(const ingot_tensor *t, bool half)
 {
     const uint8_t *p = t->buf ? ingot_buffer_host(t->buf) : NULL;
-    return t->rank == 4 && t->dtype == INGOT_DTYPE_F32 && p &&
-           (uintptr_t)(p + t->offset) % 4 == 0 && t->strides[3] == 1;
+    size_t es = half ? 2 : 4;
+    return t->rank == 4 && t->dtype == (half ? INGOT_DTYPE_F16 : INGOT_DTYPE_F32) && p &&
+           (uintptr_t)(p + t->offset) % es == 0 && t->strides[3] == 1;
 }
 
 bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *q,
@@ -182,19 +329,28 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
                             const ingot_attn_params *p)
 {
 #ifdef K8_X86
+    bool half = k && k->dtype == INGOT_DTYPE_F16; /* the decode kernel's F16 cache */
     if (!b || b->ops != &ingot__backend_cpu || ingot__get_isa() < INGOT__ISA_AVX2 || !q || !k ||
-        !v || !dst || !k8_operand(q) || !k8_operand(k) || !k8_operand(v) || !k8_operand(dst))
+        !v || !dst || !k8_operand(q, false) || !k8_operand(k, half) || !k8_operand(v, half) ||
+        !k8_operand(dst, false))
         return false;
     int64_t D = q->shape[3], Dv = v->shape[3], H = q->shape[1], Hk = k->shape[1];
     if (D <= 0 || D % 8 || Dv <= 0 || Dv % 8 || Dv > K8_MAX_DV || Hk <= 0 || H % Hk ||
         k->shape[3] != D || q->shape[2] > k->shape[2] || !dst->buf->writable)
         return false;
+    /* decode (one query row): four query heads of one KV head a task, at the AVX-512 levels */
+    bool dec = q->shape[2] == 1 && D == Dv && D % 64 == 0 && D <= K16_MAX_D &&
+               (H / Hk) % K16_G == 0 && ingot__get_isa() >= INGOT__ISA_AVX512;
+    if (half && !dec) return false;
     k8_job j;
+    j.half = half;
     const uint8_t *base[4] = {ingot_buffer_host(q->buf), ingot_buffer_host(k->buf),
                               ingot_buffer_host(v->buf), ingot_buffer_host(dst->buf)};
     j.q = (const float *)(const void *)(base[0] + q->offset);
     j.k = (const float *)(const void *)(base[1] + k->offset);
     j.v = (const float *)(const void *)(base[2] + v->offset);
+    j.kh = (const uint16_t *)(const void *)(base[1] + k->offset);
+    j.vh = (const uint16_t *)(const void *)(base[2] + v->offset);
     j.d = (float *)(void *)((uint8_t *)ingot_buffer_host(dst->buf) + dst->offset);
     for (int a = 0; a < 4; a++) {
         j.qs[a] = q->strides[a];
@@ -212,8 +368,13 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
     j.causal = p && p->causal;
     int64_t rows = q->shape[0] * H * j.Lq, work = (j.Lk + 1) * (D + Dv);
     if (rows <= 0) return true;
+    cpu_ctx *cx = ingot_backend_ctx(b);
+    if (dec) {
+        ingot__cpu_run(cx, q->shape[0] * (H / K16_G), 1, half ? k16_groups_half : k16_groups, &j);
+        return true;
+    }
     int64_t chunk = work >= 65536 ? 1 : 65536 / work;
-    cpu_ctx *c = ingot_backend_ctx(b);
+    cpu_ctx *c = cx;
     /* decode (one query row a head, a short context): the heads split over every thread once
      * they carry 16K multiply-adds together, so the workers share them instead of waiting while
      * one thread runs them all (at most 1 + the threads' count of tasks). Each row is computed

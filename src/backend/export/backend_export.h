@@ -19,7 +19,10 @@ void ingot__buffer_rebind(ingot_buffer *buf, void *host, size_t n, bool writable
  * of eight keys per vector step (attn_keys8.c): the runtime's path for small head sizes, where
  * the op's per-key kernel is slow. Runs and returns true only on the cpu backend at the AVX2
  * level or above, for host F32 [B, H, L, D] operands with unit last stride, D and Dv multiples
- * of 8 and shapes the op accepts; otherwise returns false and does nothing (run the op). */
+ * of 8 and shapes the op accepts; otherwise returns false and does nothing (run the op).
+ * Decode (one query row, D = Dv a multiple of 64 up to 256, query heads a multiple of four per
+ * KV head) at the AVX-512 levels takes four query heads of a KV head a task, and there k and v
+ * may also be F16 (the runtime's f16 cache, read in place); F16 is declined elsewhere. */
 bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *q,
                             const ingot_tensor *k, const ingot_tensor *v,
                             const ingot_attn_params *p);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu/kernels/qdot.h"
+#include "cpu/kernels/tree16.h"
 
 #define F TGT static inline
 #define FA TGT static inline __attribute__((always_inline))
@@ -402,33 +403,6 @@ F __m512i two16(int a, int b)
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)a)),
                               _mm256_set1_epi16((short)b), 1);
 }
-
-/* The transposed tree of gemv.c's dot16_avx512: sixteen vectors of 16 lanes to one vector of
- * their sixteen lane sums, in order, in 30 shuffles and 15 additions (sixteen horizontal sums
- * take 64 shuffles); lane i is added to lane i + 8, then + 4, + 2, + 1, the order of hsum_f32
- * (_mm512_reduce_add_ps), so the float form gives each vector's hsum_f32 bits. */
-#define TREE16(T, ADD, SH4, SH, CAST_OUT, p)                                                       \
-    do {                                                                                           \
-        T q_[8], s4_[4], u_[2];                                                                    \
-        UNROLL                                                                                     \
-        for (int j = 0; j < 8; j++)                                                                \
-            q_[j] = ADD(SH4(p[2 * j], p[2 * j + 1], 0x44), SH4(p[2 * j], p[2 * j + 1], 0xEE));     \
-        UNROLL                                                                                     \
-        for (int j = 0; j < 4; j++)                                                                \
-            s4_[j] = ADD(SH4(q_[2 * j], q_[2 * j + 1], 0x88),                                   \
-                         SH4(q_[2 * j], q_[2 * j + 1], 0xDD));                                  \
-        UNROLL                                                                                     \
-        for (int j = 0; j < 2; j++)                                                                \
-            u_[j] = ADD(SH(s4_[2 * j], s4_[2 * j + 1], 0x44),                                   \
-                        SH(s4_[2 * j], s4_[2 * j + 1], 0xEE));                                  \
-        T v_ = ADD(SH(u_[0], u_[1], 0x88), SH(u_[0], u_[1], 0xDD));                                \
-        const __m512i order_ =                                                                     \
-            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);               \
-        CAST_OUT = _mm512_permutexvar_epi32(order_, v_);                                           \
-    } while (0)
-
-#define SHI(a, b, imm)                                                                             \
-    _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm))
 
 F __m512i sum16x16(const __m512i *p)
 {

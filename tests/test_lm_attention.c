@@ -321,6 +321,77 @@ TEST(keys8_strided_views)
     ingot_backend_free(be);
 }
 
+/* The decode kernel on the runtime's views (the query row [1, H*hd] as [1, H, 1, hd], the first L
+ * positions of a cache [Hk, CTX, hd], the output row likewise), F32 and F16 caches, against the
+ * definition on the cache's values. Only where the kernel runs (AVX-512). */
+TEST(decode_strided_cache_views)
+{
+    if (ingot_cpu_isa_current() < INGOT_CPU_ISA_AVX512) return;
+    enum { H = 8, HK = 2, HD = 64, CTX = 100, L = 70 };
+    for (int half = 0; half < 2; half++) {
+        size_t es = half ? 2 : 4;
+        ingot_backend *be = NULL;
+        ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
+        ingot_buffer *bq, *bk, *bv, *bo;
+        ASSERT_OK(ingot_buffer_alloc(be, H * HD * 4, &bq, NULL));
+        ASSERT_OK(ingot_buffer_alloc(be, HK * CTX * HD * es, &bk, NULL));
+        ASSERT_OK(ingot_buffer_alloc(be, HK * CTX * HD * es, &bv, NULL));
+        ASSERT_OK(ingot_buffer_alloc(be, H * HD * 4, &bo, NULL));
+        float *q = ingot_buffer_host(bq), *k = malloc(HK * CTX * HD * 4),
+              *v = malloc(HK * CTX * HD * 4);
+        ASSERT_TRUE(k && v);
+        for (int i = 0; i < H * HD; i++) q[i] = urand();
+        for (int i = 0; i < HK * CTX * HD; i++)
+            k[i] = (float)(int)(1024.0f * urand()) / 512.0f,
+            v[i] = (float)(int)(1024.0f * urand()) / 1024.0f;
+        if (half) {
+            uint16_t *kh = ingot_buffer_host(bk), *vh = ingot_buffer_host(bv);
+            for (int i = 0; i < HK * CTX * HD; i++) kh[i] = half_of(k[i]), vh[i] = half_of(v[i]);
+        } else {
+            memcpy(ingot_buffer_host(bk), k, HK * CTX * HD * 4);
+            memcpy(ingot_buffer_host(bv), v, HK * CTX * HD * 4);
+        }
+        int64_t qs[4] = {1, H, 1, HD}, qst[4] = {H * HD, HD, H * HD, 1};
+        int64_t ks[4] = {1, HK, L, HD}, kst[4] = {HK * CTX * HD, CTX * HD, HD, 1};
+        ingot_dtype kd = half ? INGOT_DTYPE_F16 : INGOT_DTYPE_F32;
+        ingot_tensor tq, tk, tv, to;
+        ASSERT_OK(ingot_tensor_init_strided(&tq, bq, 0, INGOT_DTYPE_F32, 4, qs, qst, NULL));
+        ASSERT_OK(ingot_tensor_init_strided(&tk, bk, 0, kd, 4, ks, kst, NULL));
+        ASSERT_OK(ingot_tensor_init_strided(&tv, bv, 0, kd, 4, ks, kst, NULL));
+        ASSERT_OK(ingot_tensor_init_strided(&to, bo, 0, INGOT_DTYPE_F32, 4, qs, qst, NULL));
+        ingot_attn_params p = {0};
+        p.causal = true;
+        ASSERT_TRUE(ingot__attention_keys8(be, &to, &tq, &tk, &tv, &p));
+        const float *o = ingot_buffer_host(bo);
+        double worst = 0;
+        for (int h = 0; h < H; h++) {
+            const float *qr = q + h * HD;
+            const float *kb = k + (h / (H / HK)) * CTX * HD, *vb = v + (h / (H / HK)) * CTX * HD;
+            double w[L], mx = -INFINITY, sum = 0;
+            for (int t = 0; t < L; t++) {
+                double d = 0;
+                for (int e = 0; e < HD; e++) d += (double)qr[e] * kb[t * HD + e];
+                w[t] = d / sqrt((double)HD);
+                mx = fmax(mx, w[t]);
+            }
+            for (int t = 0; t < L; t++) sum += (w[t] = exp(w[t] - mx));
+            for (int e = 0; e < HD; e++) {
+                double r = 0;
+                for (int t = 0; t < L; t++) r += w[t] * vb[t * HD + e];
+                worst = fmax(worst, fabs(o[h * HD + e] - r / sum));
+            }
+        }
+        CHECK(worst <= 2e-6, "%s cache views: %.3g from the reference", half ? "f16" : "f32",
+              worst);
+        free(k), free(v);
+        ingot_buffer_free(bq);
+        ingot_buffer_free(bk);
+        ingot_buffer_free(bv);
+        ingot_buffer_free(bo);
+        ingot_backend_free(be);
+    }
+}
+
 /* Where it does not apply it returns false and leaves dst alone (the runtime runs the op). */
 TEST(keys8_declines)
 {
@@ -357,4 +428,5 @@ TEST(keys8_declines)
 }
 
 RUN_TESTS(T(keys8_matches_definition), T(keys8_same_bits_any_thread_count),
-          T(keys8_strided_views), T(keys8_declines), T(decode_reads_f16_cache))
+          T(keys8_strided_views), T(keys8_declines), T(decode_reads_f16_cache),
+          T(decode_strided_cache_views))

@@ -152,7 +152,8 @@ TEST(repacked_products_every_level)
 
 /* ---- a generated all-Q4_K Llama ---- */
 
-enum { DIM = 256, LAYERS = 2, HEADS = 4, KVH = 2, FFN = 512, VOCAB = 2048 };
+/* four query heads of 64 to one KV head: decode attention takes the grouped-heads kernel */
+enum { DIM = 256, LAYERS = 2, HEADS = 4, KVH = 1, FFN = 512, VOCAB = 2048 };
 
 /* Random valid Q4_K blocks (d, dmin moderate, random 6-bit scales and nibbles) or F32 values. */
 static void fill(ingot_dtype dt, uint8_t *p, size_t nelem)

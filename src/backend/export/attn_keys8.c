@@ -189,13 +189,9 @@ K8_TARGET static void k8_rows(void *arg, int64_t begin, int64_t end)
 
 K16_TARGET static inline __m512 k16_sum16(const __m512 *p)
 {
-    __m512i r;
-#define ADDF(a, b)                                                                                 \
-    _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
-    const __m512i *pi = (const __m512i *)(const void *)p;
-    TREE16(__m512i, ADDF, _mm512_shuffle_i32x4, SHI, r, pi);
-#undef ADDF
-    return _mm512_castsi512_ps(r);
+    __m512 r;
+    TREE16_PS(r, p);
+    return r;
 }
 
 /* 16 keys' or values' elements from F32 or F16 storage (the cache as the runtime keeps it) */

@@ -413,13 +413,9 @@ F __m512i sum16x16(const __m512i *p)
 
 F __m512 sum16x16_ps(const __m512 *p)
 {
-    __m512i r;
-#define ADDF(a, b)                                                                                 \
-    _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
-    const __m512i *pi = (const __m512i *)(const void *)p;
-    TREE16(__m512i, ADDF, _mm512_shuffle_i32x4, SHI, r, pi);
-#undef ADDF
-    return _mm512_castsi512_ps(r);
+    __m512 r;
+    TREE16_PS(r, p);
+    return r;
 }
 
 /* The per-row sum of a row's per-super-block terms t[0..n): lane j of a 16-lane sum takes the

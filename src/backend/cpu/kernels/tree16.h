@@ -36,4 +36,15 @@
 #define SHI(a, b, imm)                                                                             \
     _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm))
 
+/* The float form: out (an __m512) = the sixteen lane sums of the __m512 vectors p[0..16). */
+#define TREE16_ADDF(a, b)                                                                          \
+    _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
+#define TREE16_PS(out, p)                                                                          \
+    do {                                                                                           \
+        __m512i r_;                                                                                \
+        const __m512i *pi_ = (const __m512i *)(const void *)(p);                                   \
+        TREE16(__m512i, TREE16_ADDF, _mm512_shuffle_i32x4, SHI, r_, pi_);                          \
+        out = _mm512_castsi512_ps(r_);                                                             \
+    } while (0)
+
 #endif

@@ -186,6 +186,7 @@ K8_TARGET static void k8_rows(void *arg, int64_t begin, int64_t end)
  * four query heads; a row's bits depend only on the row. */
 #define K16_G 4 /* query heads a pass */
 #define K16_UNROLL _Pragma("GCC unroll 16")
+_Static_assert(K16_G == 4, "four query heads a pass: the score stores below take four");
 
 K16_TARGET static inline __m512 k16_sum16(const __m512 *p)
 {
@@ -206,7 +207,7 @@ K16_TARGET static inline __attribute__((always_inline)) __m512 k16_ld(const floa
 K16_TARGET static inline __attribute__((always_inline)) void
 k16_body(const k8_job *j, int64_t begin, int64_t end, bool half)
 {
-    _Alignas(64) float acc[K16_G][K16_MAX_D], sc[K16_G][K8_BLOCK], sv[16];
+    _Alignas(64) float acc[K16_G][K16_MAX_D], sc[K16_G][K8_BLOCK];
     const int64_t D = j->D, last = j->Lk - 1;
     for (int64_t r = begin; r < end; r++) {
         int64_t b = r / (j->H / K16_G), hg = r % (j->H / K16_G), h0 = hg * K16_G;
@@ -235,14 +236,17 @@ k16_body(const k8_job *j, int64_t begin, int64_t end, bool half)
                     K16_UNROLL
                     for (int g = 0; g < K16_G; g++) qv[g] = _mm512_loadu_ps(q[g] + c);
                     K16_UNROLL
-                    for (int k = 0; k < 4; k++)
+                    for (int g = 0; g < K16_G; g++)
                         K16_UNROLL
-                        for (int g = 0; g < K16_G; g++)
-                            a[k * K16_G + g] = _mm512_fmadd_ps(kv[k], qv[g], a[k * K16_G + g]);
+                        for (int k = 0; k < 4; k++)
+                            a[g * 4 + k] = _mm512_fmadd_ps(kv[k], qv[g], a[g * 4 + k]);
                 }
-                _mm512_store_ps(sv, _mm512_mul_ps(k16_sum16(a), _mm512_set1_ps(j->scale)));
-                for (int k = 0; k < 4 && t + k < n; k++)
-                    for (int g = 0; g < K16_G; g++) sc[g][t + k] = sv[k * K16_G + g];
+                /* lanes 4g .. 4g + 3: head g's scores of the four keys (past n: unused) */
+                __m512 sv = _mm512_mul_ps(k16_sum16(a), _mm512_set1_ps(j->scale));
+                _mm_storeu_ps(sc[0] + t, _mm512_castps512_ps128(sv));
+                _mm_storeu_ps(sc[1] + t, _mm512_extractf32x4_ps(sv, 1));
+                _mm_storeu_ps(sc[2] + t, _mm512_extractf32x4_ps(sv, 2));
+                _mm_storeu_ps(sc[3] + t, _mm512_extractf32x4_ps(sv, 3));
             }
             for (int g = 0; g < K16_G; g++) { /* online softmax over the block, 16 lanes */
                 __m512 vmx = _mm512_set1_ps(-INFINITY);

@@ -502,5 +502,28 @@ TEST(test_checksum_covers_packed)
     free(im.img);
 }
 
-RUN_TESTS(T(test_round_trip_both_forms), T(test_forms_and_minor), T(test_golden_v1_0),
+/* The writer option "version" (ingot convert --opt version=1.0) chooses the form. */
+TEST(test_version_option)
+{
+    static const char *const s[] = {"a", "b"};
+    static const size_t l[] = {1, 1};
+    for (int k = 0; k < 3; k++) {
+        ingot_writer_opts wo = {.format = "ingot", .ingot_v1_0 = k == 2};
+        ingot_writer *w;
+        ASSERT_OK(ingot_writer_new(&wo, &w, NULL));
+        ASSERT_ST(ingot_writer_set_option(w, "layout", "1.0", NULL), INGOT_UNSUPPORTED);
+        ASSERT_ST(ingot_writer_set_option(w, "version", "1.2", NULL), INGOT_BAD_METADATA);
+        ASSERT_OK(ingot_writer_set_option(w, "version", k == 0 ? "1.0" : "1.1", NULL));
+        ASSERT_OK(ingot_writer_set_string_array(w, "s", INGOT_META_STRING,
+                                                (const void *const *)s, l, 2));
+        image im;
+        ASSERT_OK(ingot_writer_begin_mem(w, NULL));
+        ASSERT_OK(ingot_writer_commit_mem(w, (void **)&im.img, &im.size, NULL));
+        ingot_writer_free(w);
+        ASSERT_U64(ing_ld16(im.img + HDR_MINOR), k == 0 ? 0 : 1);
+        free(im.img);
+    }
+}
+
+RUN_TESTS(T(test_version_option), T(test_round_trip_both_forms), T(test_forms_and_minor), T(test_golden_v1_0),
           T(test_reject_rules), T(test_flag_rules), T(test_checksum_covers_packed))

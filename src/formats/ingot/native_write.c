@@ -368,6 +368,21 @@ static ingot_status init(ingot_writer *w, ingot_error *err)
     return INGOT_OK;
 }
 
+/* Option "version": "1.1" (the default: string/bytes arrays packed) or "1.0" (the reference
+ * form, for readers before minor 1); the same as ingot_writer_opts.ingot_v1_0. */
+static ingot_status set_option(ingot_writer *w, const char *key, const char *value,
+                               ingot_error *err)
+{
+    if (strcmp(key, "version") != 0)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, key, strlen(key),
+                          "ingot has one option, \"version\"");
+    if (strcmp(value, "1.0") != 0 && strcmp(value, "1.1") != 0)
+        return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, key, strlen(key),
+                          "version must be 1.0 or 1.1, not \"%s\"", value);
+    w->ingot_v1_0 = value[2] == '0';
+    return INGOT_OK;
+}
+
 const ingot__writer_ops ingot__writer_native = {
     .init = init,
     .check_tensor = NULL,
@@ -375,4 +390,5 @@ const ingot__writer_ops ingot__writer_native = {
     .before_tensor = before_tensor,
     .finish = finish,
     .free_state = free_state,
+    .set_option = set_option,
 };

@@ -95,7 +95,9 @@ static void add(ingot_writer *w, const char *name, ingot_dtype dt, uint32_t rank
                 const uint64_t *shape, const ingot_tensor_opts *to)
 {
     ingot_error e;
-    ingot_status st = ingot_writer_add_tensor(w, name, dt, rank, shape, to, pattern, &e);
+    static const uint8_t bools[4096]; /* BOOL data must be 0 or 1 (the writer checks) */
+    ingot_status st = ingot_writer_add_tensor(w, name, dt, rank, shape, to,
+                                              dt == INGOT_DTYPE_BOOL ? bools : pattern, &e);
     if (st != INGOT_OK) die(name, st);
 }
 

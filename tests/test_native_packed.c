@@ -363,10 +363,18 @@ TEST(test_reject_rules)
     ing_st64(img + p.ent + MET_VALUE, (pool_size - 4 * 41 + 4) & ~3ull);
     EXPECT(&p, INGOT_BAD_ARRAY, p.ent + MET_COUNT, "column end past the pool");
     RESET();
-    /* 3. off[0] = 0 */
+    /* 3. off[0] = 0 (element 0 is empty here, so 1 also breaks the order: below, an array
+     * where only this rule catches it) */
     ing_st32(img + p.col, 1);
     EXPECT(&p, INGOT_BAD_ARRAY, p.col, "first offset");
     RESET();
+    {
+        packed q;
+        ASSERT_EQ(build_one(&q, &a[2]), 0); /* ["only"]: off = 0, 5 */
+        ing_st32(q.im.img + q.col, 1);     /* element 0 would read "nly" */
+        EXPECT(&q, INGOT_BAD_ARRAY, q.col, "first offset of [\"only\"]");
+        free(q.im.img);
+    }
     /* 4. per element, every lane: decreasing, past the pool, empty string, no NUL */
     uint64_t room = ing_ld64(img + HDR_POOL) + pool_size - p.blob;
     for (uint64_t i = 0; i < p.count; i++) {

@@ -1022,8 +1022,9 @@ static uint64_t str_elems(const ingot_native *r, const uint8_t *refs, uint64_t c
 /* ---- packed string/bytes arrays (docs/FORMAT.md §7.1) ---- */
 
 /* The column's rules for offsets [k, count] (off[k] = prev, checked), yes or no, in the portable
- * code: each offset at least the previous one (strings: greater) and at most `last`, and for
- * strings the blob byte before each is 0. Reads stay in [blob - 1, blob + last): an offset is
+ * code: each offset at least the previous one (strings: greater), and for strings the blob byte
+ * before each is 0. With off[0] = 0 and off[count] = last <= room checked by the caller, order
+ * alone keeps every offset in [0, last]. Reads stay in [blob - 1, blob + last): an offset is
  * clamped to `last`, and the byte before the blob is the column's. */
 static bool col_sw(const uint8_t *col, uint64_t k, uint64_t count, const uint8_t *blob,
                    uint32_t last, bool str)
@@ -1034,14 +1035,14 @@ static bool col_sw(const uint8_t *col, uint64_t k, uint64_t count, const uint8_t
     if (str) {
         for (uint64_t i = k + 1; i <= count; i++) {
             uint32_t o = ing_ld32(col + 4 * i);
-            bad |= (uint32_t)(o <= prev) | (uint32_t)(o > last);
+            bad |= (uint32_t)(o <= prev);
             nul |= b1[o < last ? o : last];
             prev = o;
         }
     } else {
         for (uint64_t i = k + 1; i <= count; i++) {
             uint32_t o = ing_ld32(col + 4 * i);
-            bad |= (uint32_t)(o < prev) | (uint32_t)(o > last);
+            bad |= (uint32_t)(o < prev);
             prev = o;
         }
     }
@@ -1050,7 +1051,7 @@ static bool col_sw(const uint8_t *col, uint64_t k, uint64_t count, const uint8_t
 
 #ifdef HAVE_X86_512
 /* col_sw with AVX-512, sixteen offsets a step: each compared with the one before it (a second
- * load one lane on) and with `last`; for strings a gather reads the dword that ends at each NUL
+ * load one lane on); for strings a gather reads the dword that ends at each NUL
  * position (offset clamped to `last`; blob - 4 and on lies in the pool, the column being at least
  * 8 bytes). last < 2^31: the gather's indices are signed. The tail goes to col_sw. */
 __attribute__((target("avx512f,avx512bw"))) static bool col512(const uint8_t *col,
@@ -1066,7 +1067,6 @@ __attribute__((target("avx512f,avx512bw"))) static bool col512(const uint8_t *co
         __m512i cur = _mm512_loadu_si512((const void *)(col + 4 * k));
         __m512i nxt = _mm512_loadu_si512((const void *)(col + 4 * k + 4));
         bad |= str ? _mm512_cmple_epu32_mask(nxt, cur) : _mm512_cmplt_epu32_mask(nxt, cur);
-        bad |= _mm512_cmpgt_epu32_mask(nxt, v_last);
         if (str)
             nul = _mm512_or_si512(nul, _mm512_i32gather_epi32(_mm512_min_epu32(nxt, v_last),
                                                               (const void *)(blob - 4), 1));
@@ -1081,7 +1081,6 @@ __attribute__((target("avx2"))) static bool col256(const uint8_t *col, uint64_t 
 {
     const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
     const __m256i v_last = _mm256_set1_epi32((int)last);
-    const __m256i s_last = _mm256_xor_si256(v_last, sign);
     __m256i bad = _mm256_setzero_si256(), nul = _mm256_setzero_si256();
     uint64_t k = 0;
     for (; k + 8 <= count; k += 8) {
@@ -1091,7 +1090,6 @@ __attribute__((target("avx2"))) static bool col256(const uint8_t *col, uint64_t 
         /* strings: nxt > cur, else nxt >= cur, i.e. not cur > nxt */
         if (str) bad = _mm256_or_si256(bad, _mm256_andnot_si256(_mm256_cmpgt_epi32(sn, sc), sign));
         else bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(sc, sn));
-        bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(sn, s_last));
         if (str)
             nul = _mm256_or_si256(nul, _mm256_i32gather_epi32((const int *)(const void *)(blob - 4),
                                                               _mm256_min_epu32(nxt, v_last), 1));

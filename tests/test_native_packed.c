@@ -4,6 +4,7 @@
  * the header checksum over the packed bytes. Expected offsets and values are computed here from
  * the elements and the rules, not taken from the reader. */
 #include "harness.h"
+#include "ingot/convert.h"
 #include "ingot/native.h"
 #include "native_layout.h"
 #include "utf8.h"
@@ -533,5 +534,45 @@ TEST(test_version_option)
     }
 }
 
-RUN_TESTS(T(test_version_option), T(test_round_trip_both_forms), T(test_forms_and_minor), T(test_golden_v1_0),
+/* ingot convert of a GGUF vocabulary: the tokens packed (or references with version=1.0), every
+ * token the GGUF's. */
+TEST(test_convert_gguf_vocab)
+{
+    ingot_file *g;
+    ASSERT_OK(ingot_file_open(INGOT_FIXTURES "/gguf/ggml-vocab-llama-spm.gguf", NULL, &g, NULL));
+    ingot_meta_info gm;
+    ASSERT_OK(ingot_file_meta_find(g, "tokenizer.ggml.tokens", &gm));
+    ASSERT_TRUE(gm.count > 30000);
+    for (int v10 = 0; v10 < 2; v10++) {
+        char out[700];
+        snprintf(out, sizeof out, "%s/test_native_packed_vocab%d.ingot", INGOT_BINARY_DIR, v10);
+        ingot_convert_plan *p;
+        ASSERT_OK(ingot_convert_plan_new(g, &p, NULL));
+        const char *opt[1] = {"version=1.0"};
+        ingot_convert_opts o = {.no_fsync = true, .options = opt, .n_options = v10 ? 1 : 0};
+        ASSERT_OK(ingot_convert_run(p, out, &o, NULL, NULL));
+        ingot_convert_plan_free(p);
+        ingot_file *f;
+        ASSERT_OK(ingot_file_open(out, NULL, &f, NULL));
+        ASSERT_STR(ingot_file_version(f), v10 ? "1.0" : "1.1");
+        ingot_meta_info m;
+        ASSERT_OK(ingot_file_meta_find(f, "tokenizer.ggml.tokens", &m));
+        ASSERT_U64(m.count, gm.count);
+        int bad = 0;
+        for (uint64_t k = 0; k < m.count; k++) {
+            const char *a, *b;
+            size_t al, bl;
+            if (ingot_file_meta_array_string(f, m.index, k, &a, &al) ||
+                ingot_file_meta_array_string(g, gm.index, k, &b, &bl) || al != bl ||
+                memcmp(a, b, al) || a[al] != 0)
+                bad++;
+        }
+        ASSERT_EQ(bad, 0);
+        ingot_file_close(f);
+        remove(out);
+    }
+    ingot_file_close(g);
+}
+
+RUN_TESTS(T(test_convert_gguf_vocab), T(test_version_option), T(test_round_trip_both_forms), T(test_forms_and_minor), T(test_golden_v1_0),
           T(test_reject_rules), T(test_flag_rules), T(test_checksum_covers_packed))

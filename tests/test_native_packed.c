@@ -336,85 +336,102 @@ TEST(test_reject_rules)
     find_levels();
     arr a[N_ARR];
     arrays(a);
-    /* 40 elements of 0..7 bytes (steps of 16 and 8 and a tail) */
-    arr s40 = {"s", INGOT_META_STRING, 40, big_p, big_l};
+    /* 40 elements of 0..7 bytes (steps of 16 and 8 and a tail); 300 of them (the VBMI pass's
+     * 128-byte windows); 200 with a 100-byte element every 9 (windows too wide for a half step) */
     arr b40 = {"s", INGOT_META_BYTES, 40, big_p, big_l};
+    static char longs[200][101];
+    static const char *lp[200];
+    static size_t ll[200];
+    for (int k = 0; k < 200; k++) {
+        size_t n = k % 9 == 4 ? 100 : big_l[k];
+        memset(longs[k], 'a' + k % 26, n);
+        if (n < 100) memcpy(longs[k], big_p[k], n);
+        lp[k] = longs[k];
+        ll[k] = n;
+    }
+    arr sets[3] = {{"s", INGOT_META_STRING, 40, big_p, big_l},
+                   {"s", INGOT_META_STRING, 300, big_p, big_l},
+                   {"s", INGOT_META_STRING, 200, lp, ll}};
     packed p;
-    ASSERT_EQ(build_one(&p, &s40), 0);
-    uint8_t *img = p.im.img;
-    size_t size = p.im.size;
-    uint8_t *orig = malloc(size);
-    memcpy(orig, img, size);
-#define RESET() memcpy(img, orig, size)
+    uint8_t *img, *orig;
+    size_t size;
     ingot_error e;
     int dis = 0;
-    ASSERT_ST(open_all(&p.im, true, &e, &dis), INGOT_OK);
+    for (int set = 0; set < 3; set++) {
+        ASSERT_EQ(build_one(&p, &sets[set]), 0);
+        img = p.im.img;
+        size = p.im.size;
+        orig = malloc(size);
+        memcpy(orig, img, size);
+    #define RESET() memcpy(img, orig, size)
+        ASSERT_ST(open_all(&p.im, true, &e, &dis), INGOT_OK);
 
-    /* 1. value a multiple of 4 */
-    ing_st64(img + p.ent + MET_VALUE, ing_ld64(img + p.ent + MET_VALUE) + 2);
-    EXPECT(&p, INGOT_BAD_ALIGN, p.ent + MET_VALUE, "value % 4");
-    RESET();
-    /* 2. the column inside the pool */
-    uint64_t pool_size = ing_ld64(img + HDR_POOL_SIZE);
-    ing_st64(img + p.ent + MET_COUNT, pool_size / 4);
-    EXPECT(&p, INGOT_BAD_ARRAY, p.ent + MET_COUNT, "count past the pool");
-    ing_st64(img + p.ent + MET_COUNT, UINT64_MAX);
-    EXPECT(&p, INGOT_BAD_ARRAY, p.ent + MET_COUNT, "count 2^64-1");
-    RESET();
-    ing_st64(img + p.ent + MET_VALUE, (pool_size - 4 * 41 + 4) & ~3ull);
-    EXPECT(&p, INGOT_BAD_ARRAY, p.ent + MET_COUNT, "column end past the pool");
-    RESET();
-    /* 3. off[0] = 0 (element 0 is empty here, so 1 also breaks the order: below, an array
-     * where only this rule catches it) */
-    ing_st32(img + p.col, 1);
-    EXPECT(&p, INGOT_BAD_ARRAY, p.col, "first offset");
-    RESET();
-    {
-        packed q;
-        ASSERT_EQ(build_one(&q, &a[2]), 0); /* ["only"]: off = 0, 5 */
-        ing_st32(q.im.img + q.col, 1);     /* element 0 would read "nly" */
-        EXPECT(&q, INGOT_BAD_ARRAY, q.col, "first offset of [\"only\"]");
-        free(q.im.img);
-    }
-    /* 4. per element, every lane: decreasing, past the pool, empty string, no NUL */
-    uint64_t room = ing_ld64(img + HDR_POOL) + pool_size - p.blob;
-    for (uint64_t i = 0; i < p.count; i++) {
-        uint64_t at = p.col + 4 * (i + 1), o = off_at(&p, i + 1), prev = off_at(&p, i);
-        if (prev > 0) {
-            ing_st32(img + at, (uint32_t)prev - 1);
-            EXPECT(&p, INGOT_BAD_ARRAY, at, "decreasing offset");
-            RESET();
+        /* 1. value a multiple of 4 */
+        ing_st64(img + p.ent + MET_VALUE, ing_ld64(img + p.ent + MET_VALUE) + 2);
+        EXPECT(&p, INGOT_BAD_ALIGN, p.ent + MET_VALUE, "value % 4");
+        RESET();
+        /* 2. the column inside the pool */
+        uint64_t pool_size = ing_ld64(img + HDR_POOL_SIZE);
+        ing_st64(img + p.ent + MET_COUNT, pool_size / 4);
+        EXPECT(&p, INGOT_BAD_ARRAY, p.ent + MET_COUNT, "count past the pool");
+        ing_st64(img + p.ent + MET_COUNT, UINT64_MAX);
+        EXPECT(&p, INGOT_BAD_ARRAY, p.ent + MET_COUNT, "count 2^64-1");
+        RESET();
+        ing_st64(img + p.ent + MET_VALUE, (pool_size - 4 * 41 + 4) & ~3ull);
+        EXPECT(&p, INGOT_BAD_ARRAY, p.ent + MET_COUNT, "column end past the pool");
+        RESET();
+        /* 3. off[0] = 0 (element 0 is empty here, so 1 also breaks the order: below, an array
+         * where only this rule catches it) */
+        ing_st32(img + p.col, 1);
+        EXPECT(&p, INGOT_BAD_ARRAY, p.col, "first offset");
+        RESET();
+        {
+            packed q;
+            ASSERT_EQ(build_one(&q, &a[2]), 0); /* ["only"]: off = 0, 5 */
+            ing_st32(q.im.img + q.col, 1);     /* element 0 would read "nly" */
+            EXPECT(&q, INGOT_BAD_ARRAY, q.col, "first offset of [\"only\"]");
+            free(q.im.img);
         }
-        ing_st32(img + at, (uint32_t)room + 1);
-        EXPECT(&p, INGOT_BAD_ARRAY, at, "offset past the pool");
-        ing_st32(img + at, 0xFFFFFFFFu);
-        EXPECT(&p, INGOT_BAD_ARRAY, at, "offset 2^32-1");
-        RESET();
-        ing_st32(img + at, (uint32_t)prev);
-        EXPECT(&p, INGOT_BAD_STRING, at, "empty string element");
-        RESET();
-        img[p.blob + o - 1] = 'x';
-        EXPECT(&p, INGOT_BAD_STRING, p.blob + o - 1, "no NUL");
-        RESET();
-        /* 5. UTF-8: a stray continuation byte at the element's first byte, a truncated 4-byte
-         * sequence at its last text byte */
-        if (o - prev >= 2) {
-            img[p.blob + prev] = 0x80;
-            EXPECT(&p, INGOT_BAD_STRING, p.blob + prev, "bad UTF-8");
+        /* 4. per element, every lane: decreasing, past the pool, empty string, no NUL */
+        uint64_t room = ing_ld64(img + HDR_POOL) + pool_size - p.blob;
+        for (uint64_t i = 0; i < p.count; i++) {
+            uint64_t at = p.col + 4 * (i + 1), o = off_at(&p, i + 1), prev = off_at(&p, i);
+            if (prev > 0) {
+                ing_st32(img + at, (uint32_t)prev - 1);
+                EXPECT(&p, INGOT_BAD_ARRAY, at, "decreasing offset");
+                RESET();
+            }
+            ing_st32(img + at, (uint32_t)room + 1);
+            EXPECT(&p, INGOT_BAD_ARRAY, at, "offset past the pool");
+            ing_st32(img + at, 0xFFFFFFFFu);
+            EXPECT(&p, INGOT_BAD_ARRAY, at, "offset 2^32-1");
             RESET();
-            memset(img + p.blob + prev, 'a', o - prev - 1);
-            img[p.blob + o - 2] = 0xF0;
-            EXPECT(&p, INGOT_BAD_STRING, p.blob + o - 2, "truncated sequence");
+            ing_st32(img + at, (uint32_t)prev);
+            EXPECT(&p, INGOT_BAD_STRING, at, "empty string element");
             RESET();
+            img[p.blob + o - 1] = 'x';
+            EXPECT(&p, INGOT_BAD_STRING, p.blob + o - 1, "no NUL");
+            RESET();
+            /* 5. UTF-8: a stray continuation byte at the element's first byte, a truncated 4-byte
+             * sequence at its last text byte */
+            if (o - prev >= 2) {
+                img[p.blob + prev] = 0x80;
+                EXPECT(&p, INGOT_BAD_STRING, p.blob + prev, "bad UTF-8");
+                RESET();
+                memset(img + p.blob + prev, 'a', o - prev - 1);
+                img[p.blob + o - 2] = 0xF0;
+                EXPECT(&p, INGOT_BAD_STRING, p.blob + o - 2, "truncated sequence");
+                RESET();
+            }
         }
+        /* the first broken rule wins: a decreasing offset before a missing NUL */
+        ing_st32(img + p.col + 4 * 20, off_at(&p, 19) > 0 ? off_at(&p, 19) - 1 : 0);
+        img[p.blob + off_at(&p, 10) - 1] = 'x';
+        EXPECT(&p, INGOT_BAD_STRING, p.blob + off_at(&p, 10) - 1, "element 9's NUL first");
+        RESET();
+        free(orig);
+        free(img);
     }
-    /* the first broken rule wins: a decreasing offset before a missing NUL */
-    ing_st32(img + p.col + 4 * 20, off_at(&p, 19) > 0 ? off_at(&p, 19) - 1 : 0);
-    img[p.blob + off_at(&p, 10) - 1] = 'x';
-    EXPECT(&p, INGOT_BAD_STRING, p.blob + off_at(&p, 10) - 1, "element 9's NUL first");
-    RESET();
-    free(orig);
-    free(img);
 
     /* bytes: no NUL rule, empty elements allowed, the order and bounds rules hold */
     ASSERT_EQ(build_one(&p, &b40), 0);
@@ -574,5 +591,6 @@ TEST(test_convert_gguf_vocab)
     ingot_file_close(g);
 }
 
-RUN_TESTS(T(test_convert_gguf_vocab), T(test_version_option), T(test_round_trip_both_forms), T(test_forms_and_minor), T(test_golden_v1_0),
-          T(test_reject_rules), T(test_flag_rules), T(test_checksum_covers_packed))
+RUN_TESTS(T(test_convert_gguf_vocab), T(test_version_option), T(test_round_trip_both_forms),
+          T(test_forms_and_minor), T(test_golden_v1_0), T(test_reject_rules), T(test_flag_rules),
+          T(test_checksum_covers_packed))

@@ -5,7 +5,9 @@
  * Files (generated once into --dir/bench_open/, reused while they exist):
  *   t1000.ingot   1000 tensors with llama.cpp names (BF16/F32/F16 matrices, F16 vectors), 16 MiB
  *   vocab.ingot   1003 tensors + the 32k-token vocab of ../shared/fixtures (tokens, scores,
- *                 token types) + 20 scalar KVs; vocab.gguf: the same model as GGUF
+ *                 token types) + 20 scalar KVs, the tokens packed (v1.1, FORMAT.md §7.1; an older
+ *                 vocab.ingot is rewritten); vocab_v10.ingot: the same with the tokens as v1.0
+ *                 16-byte references (ingot_v1_0); vocab.gguf: the same model as GGUF
  *   small.gguf    12 tensors, 200 KB; small.safetensors and small.npy (one 200 KB array) beside it;
  *                 tiny.gguf: the 704-byte fixture gguf_align64.gguf
  *   m1000.npz     1000 F32 members written by numpy's np.savez (/usr/bin/python3), 16 KiB each
@@ -120,10 +122,12 @@ static void tensor_name(char *name, size_t cap, int i)
 
 /* n tensors of about `bytes` in all; with vocab, its three arrays; format "ingot", "gguf" or
  * "safetensors" (safetensors gets no metadata but general.name). */
+static bool write_v10; /* .ingot string arrays as v1.0 references */
+
 static void write_model(const char *path, const char *format, int n, uint64_t bytes,
                         const ingot_file *vocab)
 {
-    ingot_writer_opts wo = {.format = format, .no_fsync = true};
+    ingot_writer_opts wo = {.format = format, .no_fsync = true, .ingot_v1_0 = write_v10};
     ingot_writer *w;
     ingot_error e;
     if (ingot_writer_new(&wo, &w, &e)) die("writer", &e);
@@ -224,7 +228,8 @@ static const char *py_time =
     "print('%.3f' % ((clk() - t) / iters * 1e6))\n";
 
 typedef struct {
-    char dir[512], t1000[600], vocab_ingot[600], vocab_gguf[600], small_gguf[600], tiny_gguf[600],
+    char dir[512], t1000[600], vocab_ingot[600], vocab_v10[600], vocab_gguf[600], small_gguf[600],
+        tiny_gguf[600],
         small_st[600], small_npy[600], npz[600], pt[600], npz_s[600], pt_s[600];
 } files;
 
@@ -235,6 +240,7 @@ static void make_files(files *fs, const char *dir)
 #define F(field, name) snprintf(fs->field, sizeof fs->field, "%s/" name, fs->dir)
     F(t1000, "t1000.ingot");
     F(vocab_ingot, "vocab.ingot");
+    F(vocab_v10, "vocab_v10.ingot");
     F(vocab_gguf, "vocab.gguf");
     F(small_gguf, "small.gguf");
     F(small_st, "small.safetensors");
@@ -246,12 +252,21 @@ static void make_files(files *fs, const char *dir)
 #undef F
     snprintf(fs->tiny_gguf, sizeof fs->tiny_gguf, "%s/gguf/gguf_align64.gguf", FIXTURES);
     if (!exists(fs->t1000)) write_model(fs->t1000, "ingot", 1000, 16u << 20, NULL);
-    if (!exists(fs->vocab_ingot) || !exists(fs->vocab_gguf)) {
+    bool packed = false; /* vocab.ingot in the packed form (older runs wrote references) */
+    ingot_file *old;
+    if (exists(fs->vocab_ingot) && ingot_file_open(fs->vocab_ingot, NULL, &old, NULL) == 0) {
+        packed = strcmp(ingot_file_version(old), "1.1") == 0;
+        ingot_file_close(old);
+    }
+    if (!packed || !exists(fs->vocab_v10) || !exists(fs->vocab_gguf)) {
         ingot_file *v;
         ingot_error e;
         if (ingot_file_open(FIXTURES "/gguf/ggml-vocab-llama-spm.gguf", NULL, &v, &e))
             die("vocab fixture", &e);
         write_model(fs->vocab_ingot, "ingot", 1003, 16u << 20, v);
+        write_v10 = true;
+        write_model(fs->vocab_v10, "ingot", 1003, 16u << 20, v);
+        write_v10 = false;
         write_model(fs->vocab_gguf, "gguf", 1003, 16u << 20, v);
         ingot_file_close(v);
     }
@@ -578,9 +593,14 @@ int main(int argc, char **argv)
     if (strstr(cases, "native"))
         open_case("native, 1000 tensors", fs.t1000, "blk.50.ffn_up.weight", reps, iters, NULL,
                   NULL, NULL);
-    if (strstr(cases, "vocab"))
-        open_case("native, 1003 tensors + 32k vocab", fs.vocab_ingot, "blk.50.ffn_up.weight",
-                  reps, iters / 4 + 1, NULL, fs.vocab_gguf, "GGUF open, same model");
+    if (strstr(cases, "vocab")) {
+        open_case("native, 1003 tensors + 32k vocab, packed (v1.1)", fs.vocab_ingot,
+                  "blk.50.ffn_up.weight", reps, iters / 4 + 1, NULL, fs.vocab_gguf,
+                  "GGUF open, same model");
+        open_case("native, 1003 tensors + 32k vocab, v1.0 references", fs.vocab_v10,
+                  "blk.50.ffn_up.weight", reps, iters / 4 + 1, NULL, fs.vocab_gguf,
+                  "GGUF open, same model");
+    }
     if (strstr(cases, "vocab"))
         open_case("GGUF, 1003 tensors + 32k vocab", fs.vocab_gguf, "blk.50.ffn_up.weight", reps,
                   iters / 4 + 1, NULL, NULL, NULL);

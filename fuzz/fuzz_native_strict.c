@@ -117,12 +117,13 @@ static void walk(const ingot_native *r, const ingot_native *h, const uint8_t *d,
             FZ_ST(ingot_native_meta_array_read(r, i, m.type, m.count, 1, buf), INGOT_RANGE);
             FZ_ST(ingot_native_meta_array_string(r, i, 0, &s, &len), INGOT_WRONG_TYPE);
         } else {
-            FZ_CHECK(m.count <= size / 16);
+            FZ_CHECK(m.count <= size / 4); /* 4 bytes of offsets a packed element at least */
             for (uint64_t k = 0; k < m.count; k++) {
                 FZ_ST(ingot_native_meta_array_string(r, i, k, &s, &len), INGOT_OK);
                 FZ_CHECK(fz_inside(s, len, d, size));
                 if (m.type == INGOT_META_STRING)
-                    FZ_CHECK(fz_inside(s, (uint64_t)len + 1, d, size) && s[len] == 0);
+                    FZ_CHECK(fz_inside(s, (uint64_t)len + 1, d, size) && s[len] == 0 &&
+                             fz_utf8((const uint8_t *)s, len, true));
             }
             FZ_ST(ingot_native_meta_array_string(r, i, m.count, &s, &len), INGOT_RANGE);
             FZ_ST(ingot_native_meta_array_read(r, i, m.type, 0, 0, buf), INGOT_WRONG_TYPE);

@@ -220,7 +220,7 @@ static void check_array(const ingot_file *f, const ctx *c, const ingot_meta_info
         FZ_ST(ingot_file_meta_array_string(f, i, 0, &s, &len), INGOT_WRONG_TYPE);
         return;
     }
-    FZ_CHECK(n <= c->size / 16);
+    FZ_CHECK(n <= c->size / 4); /* a packed element takes 4 bytes of offsets at least */
     for (uint64_t k = 0; k < n; k++) {
         const char *s = NULL;
         size_t len = SIZE_MAX;

@@ -116,6 +116,7 @@ typedef struct {
     mdesc m[MAX_M];
     size_t nm;
     uint64_t seed;
+    bool v10; /* the writer's ingot_v1_0 option: string/bytes arrays as v1.0 references */
 } desc;
 
 /* Name pieces: ASCII, 2-, 3- and 4-byte UTF-8, shared prefixes so sorting matters. */
@@ -373,7 +374,7 @@ static ingot_status set_meta(ingot_writer *w, const mdesc *m)
 static void write_desc(const desc *d, uint64_t order, uint64_t chunk_seed, void **out,
                        size_t *size)
 {
-    ingot_writer_opts o = {.alignment = d->alignment, .no_fsync = true};
+    ingot_writer_opts o = {.alignment = d->alignment, .no_fsync = true, .ingot_v1_0 = d->v10};
     ingot_writer *w = NULL;
     ingot_error e;
     fz_err_reset(&e);
@@ -449,7 +450,13 @@ static void check_file(const desc *d, const uint8_t *buf, size_t size)
     fz_err_check(&e, st);
     FZ_ST(st, INGOT_OK); /* VERIFY_ALL: header CRC (also in fuzz builds), tensor CRCs, padding */
     FZ_CHECK(ingot_file_alignment(f) == d->alignment);
-    FZ_CHECK(strcmp(ingot_file_version(f), "1.0") == 0);
+    /* minor 1 exactly when a string/bytes array was written packed (FORMAT.md §8) */
+    bool packed = false;
+    for (size_t i = 0; i < d->nm; i++)
+        packed |= !d->v10 && d->m[i].expect == INGOT_OK && d->m[i].is_array &&
+                  (d->m[i].type == INGOT_META_STRING || d->m[i].type == INGOT_META_BYTES);
+    FZ_CHECK(strcmp(ingot_file_version(f), packed ? "1.1" : "1.0") == 0);
+    FZ_CHECK(fz_ld32(buf + 16) == (packed ? 1u : 0u)); /* flags_required: packed arrays */
 
     uint64_t idx = 0, end = fz_ld64(buf + 160); /* data offset (FORMAT.md §4) */
     for (size_t i = 0; i < d->nt; i++) {
@@ -564,6 +571,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     d.alignment = aligns[a >> 3];
     d.seed = u64(&s);
     uint8_t chunks = u8(&s);
+    d.v10 = chunks & 0x80; /* bits 0-6 choose the chunk sizes */
     size_t nt = u8(&s) % (MAX_T + 1), nm = u8(&s) % (MAX_M + 1);
     if (d.alignment >= 4096 && nt > 3) nt = 3; /* padding is checked byte by byte: keep it cheap */
     uint64_t order = u64(&s);

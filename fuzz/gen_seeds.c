@@ -95,7 +95,9 @@ static void add(ingot_writer *w, const char *name, ingot_dtype dt, uint32_t rank
                 const uint64_t *shape, const ingot_tensor_opts *to)
 {
     ingot_error e;
-    ingot_status st = ingot_writer_add_tensor(w, name, dt, rank, shape, to, pattern, &e);
+    static const uint8_t bools[4096]; /* BOOL data must be 0 or 1 (the writer checks) */
+    ingot_status st = ingot_writer_add_tensor(w, name, dt, rank, shape, to,
+                                              dt == INGOT_DTYPE_BOOL ? bools : pattern, &e);
     if (st != INGOT_OK) die(name, st);
 }
 
@@ -239,15 +241,48 @@ static void gen_files(void)
     uint8_t *v = malloc(base_n);
     if (!v) exit(1);
     memcpy(v, base, base_n);
-    v[10] = 1; /* minor 1: layout rules relax for unknown minors */
+    v[10] = 2; /* minor 2: layout rules relax for unknown minors */
     fix_crc(v);
-    put(out_dir, "minor1.ingot", v, base_n);
+    put(out_dir, "minor2.ingot", v, base_n);
     memcpy(v, base, base_n);
     v[20] = 0x5a; /* unknown optional flags are ignored */
     fix_crc(v);
     put(out_dir, "optflags.ingot", v, base_n);
     free(v);
     ingot_writer_free_mem(NULL, base, base_n);
+}
+
+/* packed string/bytes arrays (FORMAT.md §7.1): a vocabulary-like array long enough for every
+ * vector step and tail, empty strings, NULs inside, non-ASCII; and the same as v1.0 references */
+static void gen_packed(void)
+{
+    static char text[300 * 8];
+    const void *p[300];
+    size_t l[300], at = 0;
+    static const char *const parts[] = {"a", "\xc3\xa9", "\xe2\x96\x81", "\xf0\x9f\x98\x80", ""};
+    for (int k = 0; k < 300; k++) {
+        p[k] = text + at;
+        size_t n = 0;
+        for (int j = 0; j < k % 3; j++) {
+            const char *s = parts[(k + j) % 5];
+            memcpy(text + at + n, s, strlen(s));
+            n += strlen(s);
+        }
+        if (k % 17 == 5) text[at + n++] = 0; /* a NUL inside */
+        l[k] = n;
+        at += n;
+    }
+    for (int v10 = 0; v10 < 2; v10++) {
+        ingot_writer_opts o = {.alignment = 64, .no_fsync = true, .ingot_v1_0 = v10};
+        ingot_writer *w;
+        if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) die("writer", INGOT_MISUSE);
+        M(ingot_writer_set_string_array(w, "tokenizer.tokens", INGOT_META_STRING, p, l, 300));
+        M(ingot_writer_set_string_array(w, "tokenizer.bytes", INGOT_META_BYTES, p, l, 37));
+        M(ingot_writer_set_string_array(w, "tokenizer.none", INGOT_META_STRING, NULL, NULL, 0));
+        uint64_t s1[1] = {4};
+        add(w, "w", INGOT_DTYPE_F32, 1, s1, NULL);
+        finish(w, v10 ? "packed_v10.ingot" : "packed.ingot", NULL, NULL);
+    }
 }
 
 static void gen_roundtrip(const char *dir)
@@ -284,6 +319,7 @@ int main(int argc, char **argv)
         }
     out_dir = argv[1];
     gen_files();
+    gen_packed();
     gen_roundtrip(argv[2]);
     printf("wrote %d seeds\n", n_written);
     return 0;

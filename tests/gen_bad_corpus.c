@@ -147,7 +147,7 @@ static bool gen_finish(ingot_writer *w, gbuf *g)
 /* The valid base file every bad file is derived from. */
 static bool gen_base(gbuf *g)
 {
-    ingot_writer_opts o = {.alignment = 64};
+    ingot_writer_opts o = {.alignment = 64, .ingot_v1_0 = true};
     ingot_writer *w;
     if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) return false;
     if (!gen_describe_base(w)) {
@@ -999,7 +999,7 @@ enum { REL_SET = -1, REL_PAST_END, REL_OVERLAP, REL_ADD };
 
 static void mk_relaxed(gx *x, const gcase *c)
 {
-    g_relax(x->g, 1, 8, 8, 0);
+    g_relax(x->g, 2, 8, 8, 0);
     unsigned w = c->width ? c->width : 8;
     uint64_t v = c->value;
     if (c->idx == REL_PAST_END && c->field == HDR_DATA) {
@@ -1019,7 +1019,7 @@ static void mk_relaxed(gx *x, const gcase *c)
 static void mk_relaxed_data_low(gx *x, const gcase *c)
 {
     (void)c;
-    g_relax(x->g, 1, 8, 8, 0);
+    g_relax(x->g, 2, 8, 8, 0);
     uint64_t end = g_names(x->g) + g_hdr(x->g, HDR_NAMES_SIZE);
     gst(x->g, HDR_DATA, 8, (end - 1) / 64 * 64);
     x_at(x, HDR_DATA, "header");
@@ -1095,7 +1095,7 @@ static void mk_data_pad(gx *x, const gcase *c)
  * 128, so that the names fit in the padding before the data). */
 static void mk_tiny(gx *x, const gcase *c)
 {
-    ingot_writer_opts o = {.alignment = c->value == 4 ? 128 : 64};
+    ingot_writer_opts o = {.alignment = c->value == 4 ? 128 : 64, .ingot_v1_0 = true};
     ingot_writer *w;
     if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) gen_die("writer");
     static const uint8_t one[1] = {1};
@@ -1162,9 +1162,9 @@ static const gcase gen_cases[] = {
     HDR("hdr_size_193.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 193),
     HDR("hdr_size_200_minor0.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, 200),
     HDR("hdr_size_u32max.ingot", BAD_HEADER_SIZE, HDR_HEADER_SIZE, 4, UINT32_MAX),
-    REL("minor1_hdr_size_196.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4, 196),
-    REL("minor1_hdr_size_184.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4, 184),
-    REL("minor1_hdr_size_past_end.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4,
+    REL("minor2_hdr_size_196.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4, 196),
+    REL("minor2_hdr_size_184.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4, 184),
+    REL("minor2_hdr_size_past_end.ingot", BAD_HEADER_SIZE, REL_SET, HDR_HEADER_SIZE, 4,
         0xfffffff8u),
     /* feature flags and reserved fields */
     HDR("hdr_flags_required_1.ingot", BAD_FLAGS, HDR_FLAGS_REQUIRED, 4, 1),
@@ -1242,13 +1242,13 @@ static const gcase gen_cases[] = {
     HDRADD_R("sec_pool_size_plus64.ingot", BAD_LAYOUT, HDR_POOL_SIZE, 64, HDR_NAMES),
     HDRADD("sec_names_plus1.ingot", BAD_LAYOUT, HDR_NAMES, 1),
     HDR_R("sec_names_size_huge.ingot", TRUNCATED, HDR_NAMES_SIZE, 8, 1ull << 40, HDR_NAMES),
-    REL("minor1_tensor_table_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_TENSOR_TABLE, 0, 0),
-    REL("minor1_sections_overlap.ingot", BAD_LAYOUT, REL_OVERLAP, HDR_NAME_INDEX, 0, 0),
-    REL("minor1_shapes_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_SHAPES, 0, 0),
-    REL("minor1_dims_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_DIMS, 0, 0),
-    REL("minor1_dims_over_shapes.ingot", BAD_LAYOUT, REL_OVERLAP, HDR_DIMS, 0, 0),
-    REL("minor1_params_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_PARAMS, 0, 0),
-    REL("minor1_params_unaligned.ingot", BAD_LAYOUT, REL_ADD, HDR_PARAMS, 0, 4),
+    REL("minor2_tensor_table_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_TENSOR_TABLE, 0, 0),
+    REL("minor2_sections_overlap.ingot", BAD_LAYOUT, REL_OVERLAP, HDR_NAME_INDEX, 0, 0),
+    REL("minor2_shapes_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_SHAPES, 0, 0),
+    REL("minor2_dims_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_DIMS, 0, 0),
+    REL("minor2_dims_over_shapes.ingot", BAD_LAYOUT, REL_OVERLAP, HDR_DIMS, 0, 0),
+    REL("minor2_params_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_PARAMS, 0, 0),
+    REL("minor2_params_unaligned.ingot", BAD_LAYOUT, REL_ADD, HDR_PARAMS, 0, 4),
     /* data offset and size */
     HDRADD("data_off_plus8_misaligned.ingot", BAD_ALIGN, HDR_DATA, 8),
     HDRADD("data_off_plus64.ingot", BAD_LAYOUT, HDR_DATA, 64),
@@ -1257,8 +1257,8 @@ static const gcase gen_cases[] = {
     FN("data_off_2p40.ingot", BAD_LAYOUT, mk_data_off_huge, -1, NULL, 0, 0, 0),
     HDRADD("data_size_plus1.ingot", BAD_LAYOUT, HDR_DATA_SIZE, 1),
     HDRADD("data_size_minus1.ingot", BAD_LAYOUT, HDR_DATA_SIZE, UINT64_MAX),
-    REL("minor1_data_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_DATA, 0, 0),
-    FN("minor1_data_inside_pool.ingot", BAD_LAYOUT, mk_relaxed_data_low, -1, NULL, 0, 0, 0),
+    REL("minor2_data_past_end.ingot", TRUNCATED, REL_PAST_END, HDR_DATA, 0, 0),
+    FN("minor2_data_inside_pool.ingot", BAD_LAYOUT, mk_relaxed_data_low, -1, NULL, 0, 0, 0),
     FN("pad_before_data_first.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 0),
     FN("pad_before_data_last.ingot", BAD_LAYOUT, mk_pad_before_data, -1, NULL, 0, 0, 1),
     /* row 7: shape record dtypes (codes 1..22 and 258..298 with gaps) */
@@ -1466,18 +1466,18 @@ static bool gen_case(const gcase *c, gbuf *g, gx *x)
 
 static bool gen_good_empty(gbuf *g)
 {
-    ingot_writer_opts o = {.alignment = 64};
+    ingot_writer_opts o = {.alignment = 64, .ingot_v1_0 = true};
     ingot_writer *w;
     if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) return false;
     return gen_finish(w, g);
 }
 
-/* A future minor version (1.1) with every relaxation a reader must accept: longer header, gaps
+/* A future minor version (1.2) with every relaxation a reader must accept: longer header, gaps
  * between sections, data one alignment unit late, nonzero reserved fields, optional flags. */
-static bool gen_good_minor1(gbuf *g)
+static bool gen_good_minor2(gbuf *g)
 {
     if (!gen_base(g)) return false;
-    g_relax(g, 1, 8, 8, 1);
+    g_relax(g, 2, 8, 8, 1);
     gst(g, HDR_RESERVED0, 4, 7);
     gst(g, HDR_RESERVED1, 8, 0x1122334455667788ull);
     gst(g, HDR_RESERVED2, 4, 9);
@@ -1491,7 +1491,7 @@ static bool gen_good_minor1(gbuf *g)
  * names; alignment 128. */
 static bool gen_good_edges(gbuf *g)
 {
-    ingot_writer_opts o = {.alignment = 128};
+    ingot_writer_opts o = {.alignment = 128, .ingot_v1_0 = true};
     ingot_writer *w;
     if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) return false;
     static const uint64_t r8[8] = {1, 1, 1, 1, 1, 1, 1, 2};
@@ -1523,7 +1523,7 @@ typedef struct {
 static const ggood gen_goods[] = {
     {"base.ingot", gen_base},
     {"empty.ingot", gen_good_empty},
-    {"minor1_relaxed.ingot", gen_good_minor1},
+    {"minor2_relaxed.ingot", gen_good_minor2},
     {"edges.ingot", gen_good_edges},
 };
 

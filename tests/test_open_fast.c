@@ -33,7 +33,8 @@ static void make_elem(char *s, int k)
 
 static int build_rot(strfile *f, int rot)
 {
-    ingot_writer_opts wo = {.format = "ingot"};
+    /* the reference form of v1.0 (the packed form of v1.1: test_native_packed.c) */
+    ingot_writer_opts wo = {.format = "ingot", .ingot_v1_0 = true};
     ingot_writer *w;
     ingot_error e;
     if (ingot_writer_new(&wo, &w, &e)) return 1;

@@ -346,9 +346,9 @@ INGOT_API const char *ingot_file_format(const ingot_file *f);
 /** Size of the file in bytes (fstat at open, or the buffer size). */
 INGOT_API uint64_t ingot_file_size(const ingot_file *f);
 /** Format version as the format spells it (static or file-owned storage, valid until close):
- *  "1.0" for .ingot, "3" for GGUF v3, "100" for .mag; a range such as "0.20-0.21" where the
- *  file is valid, byte for byte, in several versions (Burnpack); "-" for unversioned formats
- *  (safetensors). */
+ *  "1.0" or "1.1" for .ingot, "3" for GGUF v3, "100" for .mag; a range such as "0.20-0.21"
+ *  where the file is valid, byte for byte, in several versions (Burnpack); "-" for unversioned
+ *  formats (safetensors). */
 INGOT_API const char *ingot_file_version(const ingot_file *f);
 /** Data alignment the file guarantees for every tensor (1 if the format has none). */
 INGOT_API uint64_t ingot_file_alignment(const ingot_file *f);

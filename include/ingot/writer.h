@@ -61,6 +61,10 @@ typedef struct ingot_writer_opts {
     uint32_t alignment;               /**< tensor data alignment; 0 = 256; power of two 64..65536 */
     const ingot_allocator *allocator; /**< NULL: libc */
     bool no_fsync;                    /**< skip fsync (tests, scratch files); rename stays atomic */
+    /** .ingot only: write string/bytes arrays in the v1.0 reference form (16 bytes per element),
+     *  for readers older than format minor 1. Default: the packed v1.1 form (docs/FORMAT.md §7.1,
+     *  §8), which such readers refuse with BAD_FLAGS. */
+    bool ingot_v1_0;
 } ingot_writer_opts;
 
 /** Per-tensor options; NULL for none. */

@@ -39,6 +39,7 @@ ingot_status ingot__writer_create(const ingot__writer_ops *ops, const ingot_writ
     w->ops = ops;
     w->alignment = align;
     w->no_fsync = opts && opts->no_fsync;
+    w->ingot_v1_0 = opts && opts->ingot_v1_0;
     w->af.fd = -1;
     w->af.dir_fd = -1;
     if (ops->init) {

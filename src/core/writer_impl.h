@@ -84,6 +84,7 @@ struct ingot_writer {
     const ingot__writer_ops *ops;
     uint32_t alignment;
     bool no_fsync;
+    bool ingot_v1_0; /* .ingot: string/bytes arrays in the v1.0 reference form */
     int state;
 
     ingot__wmeta *meta;

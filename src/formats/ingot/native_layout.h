@@ -10,7 +10,8 @@
  *   dims                n_dims x u64: the records' dimensions in record order
  *   param ids           n_params x u64, n_params = 0 or n_tensors: per tensor in table order
  *   metadata table      n_meta x 32-byte entries (MET_*), sorted by key bytes
- *   pool                metadata keys, string values (each followed by NUL), bytes, arrays
+ *   pool                metadata keys, string values (each followed by NUL), bytes, arrays;
+ *                       string/bytes arrays as 16-byte references or packed (u32 offsets, blob)
  *   names               the tensor names in table order, each followed by NUL, no gaps
  *   zero padding        up to data_offset, a multiple of the alignment
  *   data                tensors in table order, each at a multiple of the alignment, zero padding
@@ -22,7 +23,9 @@
 #define ING_MAGIC "\x89INGOT\r\n"
 #define ING_MAGIC_LEN 8
 #define ING_VERSION_MAJOR 1
-#define ING_VERSION_MINOR 0 /* the newest minor this code knows */
+#define ING_VERSION_MINOR 1 /* the newest minor this code knows */
+/* flags_required bit 0 (minor >= 1): metadata entries may use the packed array form */
+#define ING_FREQ_PACKED 0x01u
 
 #define ING_HDR_SIZE 192
 #define HDR_MAGIC 0
@@ -83,6 +86,8 @@
 #define MET_COUNT 16
 #define MET_VALUE 24
 #define MET_FLAG_ARRAY 0x01u
+/* v1.1: a string/bytes array as count + 1 u32 offsets, then the elements back to back */
+#define MET_FLAG_PACKED 0x02u
 
 #define ING_STRREF_SIZE 16 /* string/bytes array element: u64 pool offset, u64 length */
 

@@ -34,6 +34,7 @@ struct ingot_native {
     uint64_t data_off, data_size;
     uint64_t max_nbytes; /* the largest size of a shape record */
     uint32_t minor, alignment;
+    uint32_t freq; /* flags_required: ING_FREQ_PACKED or 0 */
 };
 
 _Static_assert(sizeof(struct ingot_native) <= INGOT_NATIVE_WORKSPACE, "workspace too small");
@@ -127,9 +128,13 @@ static ingot_status check_header(ingot_native *r, const uint8_t *h, ingot_error 
         return HERR(INGOT_BAD_HEADER_SIZE, HDR_HEADER_SIZE, "header size %llu (expected %d)",
                     (unsigned long long)r->header_size, ING_HDR_SIZE);
     uint32_t freq = ing_ld32(h + HDR_FLAGS_REQUIRED);
-    if (freq != 0)
+    if (freq & ~ING_FREQ_PACKED)
         return HERR(INGOT_BAD_FLAGS, HDR_FLAGS_REQUIRED,
-                    "required feature flags 0x%x unknown to this reader", freq);
+                    "required feature flags 0x%x unknown to this reader", freq & ~ING_FREQ_PACKED);
+    if (freq && r->minor < 1)
+        return HERR(INGOT_BAD_FLAGS, HDR_FLAGS_REQUIRED,
+                    "required flag 0x%x (packed arrays) in a minor-0 file", freq);
+    r->freq = freq;
     /* flags_optional: unknown bits are ignored by design. */
     if (known) {
         static const struct { uint8_t at, size; } resv[3] = {
@@ -1014,6 +1019,183 @@ static uint64_t str_elems(const ingot_native *r, const uint8_t *refs, uint64_t c
     return kind;
 }
 
+/* ---- packed string/bytes arrays (docs/FORMAT.md §7.1) ---- */
+
+/* The column's rules for offsets [k, count] (off[k] = prev, checked), yes or no, in the portable
+ * code: each offset at least the previous one (strings: greater), and for strings the blob byte
+ * before each is 0. With off[0] = 0 and off[count] = last <= room checked by the caller, order
+ * alone keeps every offset in [0, last]. Reads stay in [blob - 1, blob + last): an offset is
+ * clamped to `last`, and the byte before the blob is the column's. */
+static bool col_sw(const uint8_t *col, uint64_t k, uint64_t count, const uint8_t *blob,
+                   uint32_t last, bool str)
+{
+    const uint8_t *b1 = blob - 1;
+    uint32_t prev = ing_ld32(col + 4 * k), bad = 0;
+    uint8_t nul = 0;
+    if (str) {
+        for (uint64_t i = k + 1; i <= count; i++) {
+            uint32_t o = ing_ld32(col + 4 * i);
+            bad |= (uint32_t)(o <= prev);
+            nul |= b1[o < last ? o : last];
+            prev = o;
+        }
+    } else {
+        for (uint64_t i = k + 1; i <= count; i++) {
+            uint32_t o = ing_ld32(col + 4 * i);
+            bad |= (uint32_t)(o < prev);
+            prev = o;
+        }
+    }
+    return !bad && !nul;
+}
+
+#ifdef HAVE_X86_512
+/* col_sw with AVX-512, sixteen offsets a step: each compared with the one before it (a second
+ * load one lane on); for strings a gather reads the dword that ends at each NUL
+ * position (offset clamped to `last`; blob - 4 and on lies in the pool, the column being at least
+ * 8 bytes). last < 2^31: the gather's indices are signed. The tail goes to col_sw. */
+__attribute__((target("avx512f,avx512bw"))) static bool col512(const uint8_t *col,
+                                                               uint64_t count,
+                                                               const uint8_t *blob, uint32_t last,
+                                                               bool str)
+{
+    const __m512i v_last = _mm512_set1_epi32((int)last);
+    __mmask16 bad = 0;
+    __m512i nul = _mm512_setzero_si512();
+    uint64_t k = 0;
+    for (; k + 16 <= count; k += 16) {
+        __m512i cur = _mm512_loadu_si512((const void *)(col + 4 * k));
+        __m512i nxt = _mm512_loadu_si512((const void *)(col + 4 * k + 4));
+        bad |= str ? _mm512_cmple_epu32_mask(nxt, cur) : _mm512_cmplt_epu32_mask(nxt, cur);
+        if (str)
+            nul = _mm512_or_si512(nul, _mm512_i32gather_epi32(_mm512_min_epu32(nxt, v_last),
+                                                              (const void *)(blob - 4), 1));
+    }
+    if (bad || _mm512_test_epi32_mask(nul, _mm512_set1_epi32((int)0xFF000000u))) return false;
+    return col_sw(col, k, count, blob, last, str);
+}
+
+/* col512 with AVX2, eight offsets a step; unsigned order by flipping the sign bit. */
+__attribute__((target("avx2"))) static bool col256(const uint8_t *col, uint64_t count,
+                                                   const uint8_t *blob, uint32_t last, bool str)
+{
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i v_last = _mm256_set1_epi32((int)last);
+    __m256i bad = _mm256_setzero_si256(), nul = _mm256_setzero_si256();
+    uint64_t k = 0;
+    for (; k + 8 <= count; k += 8) {
+        __m256i cur = _mm256_loadu_si256((const __m256i *)(const void *)(col + 4 * k));
+        __m256i nxt = _mm256_loadu_si256((const __m256i *)(const void *)(col + 4 * k + 4));
+        __m256i sc = _mm256_xor_si256(cur, sign), sn = _mm256_xor_si256(nxt, sign);
+        /* strings: nxt > cur, else nxt >= cur, i.e. not cur > nxt */
+        if (str) bad = _mm256_or_si256(bad, _mm256_andnot_si256(_mm256_cmpgt_epi32(sn, sc), sign));
+        else bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(sc, sn));
+        if (str)
+            nul = _mm256_or_si256(nul, _mm256_i32gather_epi32((const int *)(const void *)(blob - 4),
+                                                              _mm256_min_epu32(nxt, v_last), 1));
+    }
+    if (!_mm256_testz_si256(bad, bad) ||
+        !_mm256_testz_si256(nul, _mm256_set1_epi32((int)0xFF000000u)))
+        return false;
+    return col_sw(col, k, count, blob, last, str);
+}
+#endif
+
+/* Every rule of a packed array whose column lies in the pool, yes or no: a no sends the caller to
+ * packed_exact, which names the first broken rule. */
+static bool packed_fast(const uint8_t *col, uint64_t count, const uint8_t *blob, uint64_t room,
+                        bool str)
+{
+    uint64_t last = ing_ld32(col + 4 * count);
+    if (ing_ld32(col) != 0 || last > room) return false;
+    if (count == 0) return true;
+    if (str && last == 0) return false; /* a string holds at least its NUL */
+    bool ok;
+#ifdef HAVE_X86_512
+    int level = ingot__utf8_level();
+    if (level >= 3 && last < 0x80000000u) ok = col512(col, count, blob, (uint32_t)last, str);
+    else if (level >= 2 && last < 0x80000000u) ok = col256(col, count, blob, (uint32_t)last, str);
+    else
+#endif
+        ok = col_sw(col, 0, count, blob, (uint32_t)last, str);
+    return ok && (!str || ingot__utf8_valid(blob, (size_t)last, true));
+}
+
+/* The rules of §7.1 after the column's bounds, one by one in order: the first broken one, with
+ * the file offset of its field or byte. */
+static ingot_status packed_exact(const ingot_native *r, const uint8_t *col, uint64_t count,
+                                 const uint8_t *blob, uint64_t room, bool str, const uint8_t *key,
+                                 uint64_t klen, ingot_error *err)
+{
+    const char *k = (const char *)key;
+    uint64_t col_at = r->pool_off + (uint64_t)(col - pool(r));
+    uint64_t blob_at = col_at + 4 * (count + 1);
+    uint64_t prev = ing_ld32(col);
+    if (prev != 0)
+        return ERR(INGOT_BAD_ARRAY, col_at, k, klen, "packed array: first offset %llu is not 0",
+                   (unsigned long long)prev);
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t o = ing_ld32(col + 4 * (i + 1)), at = col_at + 4 * (i + 1);
+        if (o < prev || o > room)
+            return ERR(INGOT_BAD_ARRAY, at, k, klen,
+                       "packed array: element %llu ends at %llu, %s %llu", (unsigned long long)i,
+                       (unsigned long long)o, o < prev ? "before its start" : "past the pool, room",
+                       (unsigned long long)(o < prev ? prev : room));
+        if (str && o == prev)
+            return ERR(INGOT_BAD_STRING, at, k, klen,
+                       "packed string %llu has no byte for its NUL", (unsigned long long)i);
+        if (str && blob[o - 1] != 0)
+            return ERR(INGOT_BAD_STRING, blob_at + o - 1, k, klen,
+                       "packed string %llu is not NUL-terminated", (unsigned long long)i);
+        prev = o;
+    }
+    if (str) {
+        size_t ok = ingot__utf8_prefix(blob, (size_t)prev, true);
+        if (ok != prev) {
+            /* the element holding the first bad byte: the last one starting at or before it */
+            uint64_t lo = 0, hi = count;
+            while (hi - lo > 1) {
+                uint64_t mid = lo + (hi - lo) / 2;
+                if (ing_ld32(col + 4 * mid) <= ok) lo = mid;
+                else hi = mid;
+            }
+            return ERR(INGOT_BAD_STRING, blob_at + ok, k, klen,
+                       "packed string %llu is not valid UTF-8 (blob byte %llu)",
+                       (unsigned long long)lo, (unsigned long long)ok);
+        }
+    }
+    return INGOT_OK;
+}
+
+/* A packed STRING or BYTES array of `count` elements whose column starts at pool offset val,
+ * for the metadata entry at file offset at. */
+static ingot_status check_packed(const ingot_native *r, uint64_t at, const uint8_t *key,
+                                 uint64_t klen, bool str, uint64_t count, uint64_t val,
+                                 ingot_error *err)
+{
+    if (val & 3)
+        return ERR(INGOT_BAD_ALIGN, at + MET_VALUE, (const char *)key, klen,
+                   "packed array at pool offset %llu is not a multiple of 4",
+                   (unsigned long long)val);
+    if (count >= r->pool_size / 4 || val > r->pool_size - 4 * (count + 1))
+        return ERR(INGOT_BAD_ARRAY, at + MET_COUNT, (const char *)key, klen,
+                   "packed array of %llu elements: its offsets at pool offset %llu run past the "
+                   "pool of %llu bytes",
+                   (unsigned long long)count, (unsigned long long)val,
+                   (unsigned long long)r->pool_size);
+    const uint8_t *col = pool(r) + val, *blob = col + 4 * (count + 1);
+    uint64_t room = r->pool_size - val - 4 * (count + 1);
+    if (packed_fast(col, count, blob, room, str)) {
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+        /* The fast pass must never accept what the exact one rejects. */
+        if (packed_exact(r, col, count, blob, room, str, key, klen, 0) != INGOT_OK)
+            __builtin_trap();
+#endif
+        return INGOT_OK;
+    }
+    return packed_exact(r, col, count, blob, room, str, key, klen, err);
+}
+
 static ingot_status check_meta(const ingot_native *r, ingot_error *err)
 {
     const uint8_t *prev = 0;
@@ -1035,8 +1217,17 @@ static ingot_status check_meta(const ingot_native *r, ingot_error *err)
         uint32_t type = e[MET_TYPE], fl = e[MET_FLAGS];
         if (type < INGOT_META_U8 || type > INGOT_META_BYTES)
             return MERR(INGOT_BAD_TYPE, MET_TYPE, "unknown metadata type %u", type);
-        if (fl & ~MET_FLAG_ARRAY)
-            return MERR(INGOT_BAD_FLAGS, MET_FLAGS, "unknown metadata flags 0x%x", fl);
+        uint32_t fl_ok = MET_FLAG_ARRAY | (r->freq & ING_FREQ_PACKED ? MET_FLAG_PACKED : 0);
+        if (fl & ~fl_ok)
+            return MERR(INGOT_BAD_FLAGS, MET_FLAGS, "metadata flags 0x%x%s", fl,
+                        fl & ~(MET_FLAG_ARRAY | MET_FLAG_PACKED)
+                            ? " unknown"
+                            : ": packed without the header's required flag 0x1");
+        if ((fl & MET_FLAG_PACKED) &&
+            (!(fl & MET_FLAG_ARRAY) || (type != INGOT_META_STRING && type != INGOT_META_BYTES)))
+            return MERR(INGOT_BAD_FLAGS, MET_FLAGS,
+                        "packed flag on a %s of type %u (only string and bytes arrays)",
+                        fl & MET_FLAG_ARRAY ? "array" : "scalar", type);
         if (ing_ld16(e + MET_RESERVED))
             return MERR(INGOT_BAD_FLAGS, MET_RESERVED, "reserved field is not zero");
         uint64_t count = ing_ld64(e + MET_COUNT), val = ing_ld64(e + MET_VALUE);
@@ -1073,6 +1264,10 @@ static ingot_status check_meta(const ingot_native *r, ingot_error *err)
                     if (pool(r)[val + k] > 1)
                         return MERR(INGOT_BAD_METADATA, MET_VALUE, "bool element %llu is %u",
                                     (unsigned long long)k, pool(r)[val + k]);
+            continue;
+        }
+        if (fl & MET_FLAG_PACKED) {
+            ING_TRY(check_packed(r, at, key, klen, type == INGOT_META_STRING, count, val, err));
             continue;
         }
         uint64_t bytes;
@@ -1373,7 +1568,15 @@ ingot_status ingot_native_meta_array_string(const ingot_native *r, uint64_t inde
     if (!(e[MET_FLAGS] & MET_FLAG_ARRAY) ||
         (e[MET_TYPE] != INGOT_META_STRING && e[MET_TYPE] != INGOT_META_BYTES))
         return INGOT_WRONG_TYPE;
-    if (elem >= ing_ld64(e + MET_COUNT)) return INGOT_RANGE;
+    uint64_t count = ing_ld64(e + MET_COUNT);
+    if (elem >= count) return INGOT_RANGE;
+    if (e[MET_FLAGS] & MET_FLAG_PACKED) {
+        const uint8_t *col = pool(r) + ing_ld64(e + MET_VALUE);
+        uint32_t a = ing_ld32(col + 4 * elem), b = ing_ld32(col + 4 * elem + 4);
+        *s = (const char *)col + 4 * (count + 1) + a;
+        *len = (size_t)(b - a) - (e[MET_TYPE] == INGOT_META_STRING ? 1 : 0);
+        return INGOT_OK;
+    }
     const uint8_t *ref = pool(r) + ing_ld64(e + MET_VALUE) + elem * ING_STRREF_SIZE;
     *s = (const char *)pool(r) + ing_ld64(ref);
     *len = (size_t)ing_ld64(ref + 8);

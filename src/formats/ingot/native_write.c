@@ -92,6 +92,17 @@ static void pool_align8(pool_t *p)
     p->len += pad;
 }
 
+/* Whether string/bytes array m is written packed (docs/FORMAT.md §7.1, §8): unless the writer
+ * was asked for v1.0, whenever its blob (the elements, each string with its NUL) fits u32
+ * offsets. */
+static bool packs(const ingot_writer *w, const ingot__wmeta *m)
+{
+    if (!m->is_array || !m->lens || w->ingot_v1_0) return false;
+    uint64_t blob = m->blob_len;
+    return blob <= UINT32_MAX && m->count <= UINT32_MAX - blob &&
+           blob + (m->type == INGOT_META_STRING ? m->count : 0) <= UINT32_MAX;
+}
+
 /* Lays out the pool (metadata keys and values in key order); with mt set, also fills the
  * metadata entries. */
 static void layout_pool(ingot_writer *w, pool_t *p, uint8_t *mt, const uint32_t *meta_order)
@@ -104,6 +115,19 @@ static void layout_pool(ingot_writer *w, pool_t *p, uint8_t *mt, const uint32_t 
         bool str = m->type == INGOT_META_STRING;
         if (!m->is_array && (m->type == INGOT_META_STRING || m->type == INGOT_META_BYTES)) {
             value = pool_put(p, m->blob, m->blob_len, str);
+        } else if (packs(w, m)) {
+            /* the column of count + 1 offsets relative to the blob, then the blob */
+            pool_align8(p);
+            value = p->len;
+            uint64_t col = p->len, at = 0, rel = 0;
+            p->len += (m->count + 1) * 4;
+            if (p->out) ing_st32(p->out + col, 0);
+            for (uint64_t j = 0; j < m->count; j++) {
+                pool_put(p, m->blob + at, m->lens[j], str);
+                at += m->lens[j];
+                rel += m->lens[j] + (str ? 1 : 0);
+                if (p->out) ing_st32(p->out + col + 4 * (j + 1), (uint32_t)rel);
+            }
         } else if (m->is_array && m->lens) {
             pool_align8(p);
             value = p->len;
@@ -126,7 +150,8 @@ static void layout_pool(ingot_writer *w, pool_t *p, uint8_t *mt, const uint32_t 
             ing_st64(e + MET_KEY_OFF, koff);
             ing_st32(e + MET_KEY_LEN, m->key_len);
             e[MET_TYPE] = (uint8_t)m->type;
-            e[MET_FLAGS] = m->is_array ? MET_FLAG_ARRAY : 0;
+            e[MET_FLAGS] = (uint8_t)((m->is_array ? MET_FLAG_ARRAY : 0) |
+                                     (packs(w, m) ? MET_FLAG_PACKED : 0));
             ing_st64(e + MET_COUNT, m->count);
             ing_st64(e + MET_VALUE, value);
         }
@@ -244,7 +269,11 @@ static ingot_status begin(ingot_writer *w, uint64_t *total, ingot_error *err)
 
     memcpy(hdr + HDR_MAGIC, ING_MAGIC, ING_MAGIC_LEN);
     ing_st16(hdr + HDR_MAJOR, ING_VERSION_MAJOR);
-    ing_st16(hdr + HDR_MINOR, ING_VERSION_MINOR);
+    /* minor 1 and its required flag only when an array is packed: any other file is v1.0 */
+    bool packed = false;
+    for (size_t k = 0; k < m; k++) packed |= packs(w, &w->meta[k]);
+    ing_st16(hdr + HDR_MINOR, packed ? 1 : 0);
+    ing_st32(hdr + HDR_FLAGS_REQUIRED, packed ? ING_FREQ_PACKED : 0);
     ing_st32(hdr + HDR_HEADER_SIZE, ING_HDR_SIZE);
     ing_st32(hdr + HDR_ALIGNMENT, w->alignment);
     ing_st64(hdr + HDR_FILE_SIZE, file_size);
@@ -339,6 +368,21 @@ static ingot_status init(ingot_writer *w, ingot_error *err)
     return INGOT_OK;
 }
 
+/* Option "version": "1.1" (the default: string/bytes arrays packed) or "1.0" (the reference
+ * form, for readers before minor 1); the same as ingot_writer_opts.ingot_v1_0. */
+static ingot_status set_option(ingot_writer *w, const char *key, const char *value,
+                               ingot_error *err)
+{
+    if (strcmp(key, "version") != 0)
+        return ingot__err(err, INGOT_UNSUPPORTED, INGOT_NO_OFFSET, key, strlen(key),
+                          "ingot has one option, \"version\"");
+    if (strcmp(value, "1.0") != 0 && strcmp(value, "1.1") != 0)
+        return ingot__err(err, INGOT_BAD_METADATA, INGOT_NO_OFFSET, key, strlen(key),
+                          "version must be 1.0 or 1.1, not \"%s\"", value);
+    w->ingot_v1_0 = value[2] == '0';
+    return INGOT_OK;
+}
+
 const ingot__writer_ops ingot__writer_native = {
     .init = init,
     .check_tensor = NULL,
@@ -346,4 +390,5 @@ const ingot__writer_ops ingot__writer_native = {
     .before_tensor = before_tensor,
     .finish = finish,
     .free_state = free_state,
+    .set_option = set_option,
 };

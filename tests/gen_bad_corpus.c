@@ -145,9 +145,11 @@ static bool gen_finish(ingot_writer *w, gbuf *g)
 }
 
 /* The valid base file every bad file is derived from. */
-static bool gen_base(gbuf *g)
+/* The base file (v1.0 form; with packed, the writer's default v1.1 form: its string and bytes
+ * arrays packed, flags_required bit 0, minor 1). */
+static bool gen_base_form(gbuf *g, bool packed)
 {
-    ingot_writer_opts o = {.alignment = 64, .ingot_v1_0 = true};
+    ingot_writer_opts o = {.alignment = 64, .ingot_v1_0 = !packed};
     ingot_writer *w;
     if (ingot_writer_new(&o, &w, NULL) != INGOT_OK) return false;
     if (!gen_describe_base(w)) {
@@ -156,6 +158,8 @@ static bool gen_base(gbuf *g)
     }
     return gen_finish(w, g);
 }
+
+static bool gen_base(gbuf *g) { return gen_base_form(g, false); }
 
 #ifndef GEN_BASE_ONLY
 
@@ -622,6 +626,73 @@ static void mk_mval_nul(gx *x, const gcase *c)
     }
     x->g->b[v + len] = 'x';
     x_at(x, e + MET_VALUE, c->key);
+}
+
+/* ---- rows on the packed base (v1.1, docs/FORMAT.md §7.1) ---- */
+
+/* Replaces the row's file by the base written with packed arrays. */
+static void use_packed(gx *x)
+{
+    static gbuf pb;
+    static bool have;
+    if (!have) {
+        if (!gen_base_form(&pb, true)) gen_die("the packed base file");
+        have = true;
+    }
+    *x->g = pb;
+}
+
+static void mk_pk_met(gx *x, const gcase *c)
+{
+    use_packed(x);
+    mk_met(x, c);
+}
+
+static void mk_pk_mval_shift(gx *x, const gcase *c)
+{
+    use_packed(x);
+    mk_mval_shift(x, c);
+}
+
+/* Packed array c->key: field 0: offset c->idx := value; field 1: offset c->idx := offset
+ * c->idx - 1 - value (value 0: an empty element); field 2: offset c->idx := the room after the
+ * column + value (past the pool); field 3: blob byte value := c->idx. Reported at that offset or
+ * byte, where = the key. */
+static void mk_pk_off(gx *x, const gcase *c)
+{
+    use_packed(x);
+    uint64_t e = g_met(x->g, c->key), col = g_mval(x->g, e);
+    uint64_t n = gld(x->g, e + MET_COUNT, 8), at = col + 4 * (uint64_t)c->idx;
+    uint64_t room = g_pool(x->g) + g_hdr(x->g, HDR_POOL_SIZE) - (col + 4 * (n + 1));
+    switch (c->field) {
+    case 0: gst(x->g, at, 4, c->value); break;
+    case 1: gst(x->g, at, 4, gld(x->g, at - 4, 4) - c->value); break;
+    case 2: gst(x->g, at, 4, room + c->value); break;
+    default:
+        at = col + 4 * (n + 1) + c->value;
+        x->g->b[at] = (uint8_t)c->idx;
+        break;
+    }
+    x_at(x, at, c->key);
+}
+
+/* On the packed base: the header's flags_required := value (field 0; reported at the first
+ * packed entry's flags, "g.blobs[]"), or minor := 0 (field 1; reported at flags_required), or
+ * entry c->key's flags := value (field 2). */
+static void mk_pk_flags(gx *x, const gcase *c)
+{
+    use_packed(x);
+    if (c->field == 0) {
+        gst(x->g, HDR_FLAGS_REQUIRED, 4, c->value);
+        x_at(x, g_met(x->g, "g.blobs[]") + MET_FLAGS, "g.blobs[]");
+    } else if (c->field == 1) {
+        gst(x->g, HDR_MINOR, 2, 0);
+        x_at(x, HDR_FLAGS_REQUIRED, "header");
+    } else {
+        uint64_t e = g_met(x->g, c->key);
+        gst(x->g, e + MET_FLAGS, 1, c->value);
+        x_at(x, e + MET_FLAGS, c->key);
+    }
 }
 
 /* Header field += value (mod 2^64). */
@@ -1427,6 +1498,28 @@ static const gcase gen_cases[] = {
     FN("strarr_elem_utf8_bad.ingot", BAD_STRING, mk_mval_bytes, 2, "g.strs[]", 1, 1, 0x41),
     FN("bytesarr_elem_off_past_pool.ingot", BAD_STRING, mk_sref, 0, "g.blobs[]", 0, 0, 1),
     FN("bytesarr_elem_len_1gib.ingot", BAD_STRING, mk_sref, 1, "g.blobs[]", 8, 8, 1ull << 30),
+    /* rows 5, 6, 14: packed string and bytes arrays (v1.1; "g.strs[]" is ab, "" and a 2-byte
+     * character: offsets 0, 3, 4, 7; "g.blobs[]" is ff 00 and nothing: 0, 2, 2) */
+    FN("pk_strarr_misaligned.ingot", BAD_ALIGN, mk_pk_mval_shift, -1, "g.strs[]", 0, 0, 2),
+    {"pk_strarr_count_past_pool.ingot", INGOT_BAD_ARRAY, false, mk_pk_met, -1, "g.strs[]",
+     MET_COUNT, 8, 1000, NO_REP},
+    {"pk_strarr_count_u64max.ingot", INGOT_BAD_ARRAY, false, mk_pk_met, -1, "g.strs[]",
+     MET_COUNT, 8, UINT64_MAX, NO_REP},
+    FN("pk_strarr_first_offset_1.ingot", BAD_ARRAY, mk_pk_off, 0, "g.strs[]", 0, 0, 1),
+    FN("pk_strarr_offset_decreasing.ingot", BAD_ARRAY, mk_pk_off, 2, "g.strs[]", 1, 0, 1),
+    FN("pk_strarr_last_past_pool.ingot", BAD_ARRAY, mk_pk_off, 3, "g.strs[]", 2, 0, 1),
+    FN("pk_strarr_elem_no_nul_byte.ingot", BAD_STRING, mk_pk_off, 2, "g.strs[]", 1, 0, 0),
+    FN("pk_strarr_elem_not_nul_terminated.ingot", BAD_STRING, mk_pk_off, 'x', "g.strs[]", 3, 0,
+       2),
+    FN("pk_strarr_elem_utf8_bad.ingot", BAD_STRING, mk_pk_off, 0xff, "g.strs[]", 3, 0, 4),
+    FN("pk_bytesarr_offset_decreasing.ingot", BAD_ARRAY, mk_pk_off, 2, "g.blobs[]", 1, 0, 2),
+    FN("pk_bytesarr_last_past_pool.ingot", BAD_ARRAY, mk_pk_off, 2, "g.blobs[]", 2, 0, 1),
+    FN("pk_flag_without_required_bit.ingot", BAD_FLAGS, mk_pk_flags, -1, NULL, 0, 0, 0),
+    FN("pk_required_bit_in_minor0.ingot", BAD_FLAGS, mk_pk_flags, -1, NULL, 1, 0, 0),
+    FN("pk_flag_on_u16_array.ingot", BAD_FLAGS, mk_pk_flags, -1, "f.u16[]", 2, 0,
+       MET_FLAG_ARRAY | MET_FLAG_PACKED),
+    FN("pk_flag_on_string_scalar.ingot", BAD_FLAGS, mk_pk_flags, -1, "e.string", 2, 0,
+       MET_FLAG_PACKED),
     /* row 21: checksums */
     FN("crc_header_field_flipped.ingot", BAD_CHECKSUM, mk_hdr_crc, -1, NULL, 0, 0, 0),
     FN("crc_header_content_changed.ingot", BAD_CHECKSUM, mk_hdr_content, -1, NULL, 0, 0, 0),

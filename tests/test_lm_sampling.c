@@ -72,6 +72,53 @@ TEST(greedy_is_the_first_maximum)
     ingot_sampler_free(s);
 }
 
+/* Greedy without penalties reads the logits directly (sampling.c): over 1003 logits (past the
+ * eight-lane steps) with ties, NaN, -inf and +inf at the front, the back and in between, it picks
+ * what the general path picks (the same sampler settings plus a frequency penalty and an empty
+ * history, which change nothing but the route): the first of the largest. */
+TEST(greedy_direct_matches_the_general_path)
+{
+    enum { NV = 1003 };
+    ingot_sampler_params p = {0}, q = {0};
+    q.frequency_penalty = 0.5;
+    ingot_sampler *a = NULL, *b = NULL;
+    ASSERT_OK(ingot_sampler_new(&p, NV, NULL, &a, NULL));
+    ASSERT_OK(ingot_sampler_new(&q, NV, NULL, &b, NULL));
+    static float l[NV];
+    uint32_t x = 12345;
+    for (int round = 0; round < 400; round++) {
+        for (int i = 0; i < NV; i++) {
+            x = x * 1664525u + 1013904223u;
+            l[i] = (float)(x >> 20) / 64.0f - 32.0f; /* coarse: ties happen */
+        }
+        int pos[3] = {round % NV, NV - 1 - round % 7, (round * 131) % NV};
+        switch (round % 6) {
+        case 1: l[pos[0]] = NAN, l[pos[1]] = NAN; break;
+        case 2: l[pos[2]] = INFINITY, l[pos[1]] = INFINITY; break;
+        case 3: for (int i = 0; i < NV; i++) l[i] = i % 3 ? -INFINITY : NAN;
+                l[pos[0]] = 1.0f; break;
+        case 4: l[pos[1]] = 1e30f, l[pos[0]] = 1e30f; break;
+        case 5: for (int i = 0; i < NV; i++) l[i] = -INFINITY;
+                l[NV - 1] = -1.0f; break;
+        default: break;
+        }
+        int32_t ta = -1, tb = -2;
+        ASSERT_OK(ingot_sampler_sample(a, l, NULL, 0, &ta, NULL));
+        ASSERT_OK(ingot_sampler_sample(b, l, NULL, 0, &tb, NULL));
+        CHECK(ta == tb, "round %d: direct greedy %d, general path %d", round, ta, tb);
+        int32_t want = -1;
+        for (int i = 0; i < NV; i++)
+            if (l[i] == l[i] && l[i] != -INFINITY && (want < 0 || l[i] > l[want])) want = i;
+        CHECK(ta == want, "round %d: %d, the first maximum is %d", round, ta, want);
+    }
+    for (int i = 0; i < NV; i++) l[i] = i % 2 ? -INFINITY : NAN;
+    int32_t t;
+    ASSERT_ST(ingot_sampler_sample(a, l, NULL, 0, &t, NULL), INGOT_E_RANGE);
+    ASSERT_ST(ingot_sampler_sample(b, l, NULL, 0, &t, NULL), INGOT_E_RANGE);
+    ingot_sampler_free(a);
+    ingot_sampler_free(b);
+}
+
 TEST(temperature_frequencies)
 {
     int all[7] = {0, 1, 2, 3, 4, 5, 7};
@@ -287,7 +334,8 @@ TEST(generate_same_tokens_for_any_thread_count)
     ASSERT_TRUE(memcmp(out[0], out[3], sizeof out[0]) != 0);
 }
 
-RUN_TESTS(T(greedy_is_the_first_maximum), T(temperature_frequencies), T(top_k_keeps_the_k_best),
+RUN_TESTS(T(greedy_is_the_first_maximum), T(greedy_direct_matches_the_general_path),
+          T(temperature_frequencies), T(top_k_keeps_the_k_best),
           T(top_p_keeps_while_the_mass_before_is_below_p),
           T(min_p_drops_tokens_below_a_fraction_of_the_best), T(penalties),
           T(seeds_reproduce_and_differ), T(bad_parameters_are_range),

@@ -12,7 +12,7 @@
  * before its first use, and when there is a single A block (small M) into one panel-sized buffer
  * that stays in L1 instead of a 3 MB block. The AVX-512 level (12 x 32 tiles) walks C along its
  * rows instead, with a 1 MB B block in L2 and the next C tile prefetched during the current one
- * (see KC5).
+ * (see KC5); so does the AVX2 level where a core's L2 is larger than 1 MiB (see L2_LARGE).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -42,6 +42,15 @@
  * 0.81-0.91 -> 0.90-0.95 against KC 256 / NC 3072 in the second round. */
 #define KC5 512
 #define NC5 512
+/* The AVX2 level where a core's L2 is larger than L2_LARGE (ingot__cpu_l2_bytes; Intel's server
+ * cores: 2 MB on the Xeon of issue 16) walks C along its rows as the AVX-512 level does, with a
+ * B block of KC2L x NC2L floats in L2 and the next C tile prefetched during the current one
+ * (docs/PERFORMANCE.md, issue 16, "Ninth round"). Up to L2_LARGE (Zen: 512 KB to 1 MB) it keeps
+ * the column walk and the KC / NC / MC 120 blocks measured on Zen (issue 5). */
+#define L2_LARGE ((size_t)1 << 20)
+#define KC2L 384
+#define NC2L 768
+#define MC2L 72
 
 typedef struct {
     bool ta, tb;
@@ -60,6 +69,7 @@ typedef struct {
     size_t mr, nr, mc; /* tile and A block of the level */
     size_t kcb, ncb;   /* k and column blocks of the level (kcb * ncb <= KC * NC) */
     bool rowfirst;     /* A panels outside, B panels inside (AVX-512; see KC5) */
+    bool nextc;        /* the micro-kernel prefetches the next C tile (AVX-512, AVX2L) */
     atomic_int failed;
 } job;
 
@@ -250,11 +260,13 @@ static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size
 }
 
 #ifdef HAVE_X86
+/* 6 x 16: 12 ymm accumulators. Its own tile's rows are prefetched before the k loop unless the
+ * previous call did (pre); with cn, the first six passes of the 4-k loop prefetch one row each
+ * of the next tile (the rows-first walk of a large L2: see L2_LARGE). */
 AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                  float alpha, float beta, size_t mr, size_t nr, const float *cn,
                                  bool pre)
 {
-    (void)cn, (void)pre;
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -277,11 +289,22 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
         av = _mm256_broadcast_ss(a + (o) * MR2 + 5);                                               \
         c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);                    \
     } while (0)
-    for (size_t r = 0; r < mr; r++) {
-        PREFETCH(c + r * ldc, 0);
-        PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
-    }
+    if (!pre)
+        for (size_t r = 0; r < mr; r++) {
+            PREFETCH(c + r * ldc, 0);
+            PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+        }
     size_t k = 0;
+    if (cn)
+        for (size_t r = 0; r < MR2 && k + 4 <= kc; r++, k += 4, a += 4 * MR2, b += 4 * NR2) {
+            PREFETCH(b, 8 * NR2 * sizeof(float));
+            PREFETCH(cn + r * ldc, 0);
+            PREFETCH(cn + r * ldc, (NR2 - 1) * sizeof(float));
+            STEP(0);
+            STEP(1);
+            STEP(2);
+            STEP(3);
+        }
     for (; k + 4 <= kc; k += 4, a += 4 * MR2, b += 4 * NR2) {
         PREFETCH(b, 8 * NR2 * sizeof(float));
         STEP(0);
@@ -438,8 +461,9 @@ AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, 
 }
 #endif
 
-/* cn: the tile of C the next call computes (NULL: none); pre: this call's tile was prefetched
- * by the previous call (AVX-512 only: the other kernels prefetch their own tile). */
+/* cn: the tile of C the next call computes (NULL: none, or not to be prefetched: the AVX2
+ * level's column walk, job.nextc); pre: this call's tile was prefetched by the previous call
+ * (AVX-512 and AVX2; the scalar kernel prefetches nothing). */
 typedef void (*ukr_fn)(size_t, const float *, const float *, float *, size_t, float, float, size_t,
                        size_t, const float *, bool);
 
@@ -473,7 +497,8 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
                             size_t nr = nc - jr < NR ? nc - jr : NR;
                             if (ic == m0 && ir == 0) pack_b(j, pc, kc, jc + jr, nr, bp + jr * kc);
                             float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
-                            const float *cn = jr + NR < nc   ? ct + NR
+                            const float *cn = !j->nextc      ? NULL
+                                              : jr + NR < nc ? ct + NR
                                               : ir + MR < mc ? j->C + (ic + ir + MR) * j->ldc + jc
                                                              : NULL;
                             ukr(kc, ap + ir * kc, bp + jr * kc, ct, j->ldc, j->alpha, beta, mr, nr,
@@ -492,7 +517,8 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
                         size_t mr = mc - ir < MR ? mc - ir : MR;
                         float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
                         /* the next tile: MR rows down, or the top of the next panel's */
-                        const float *cn = ir + MR < mc        ? ct + MR * j->ldc
+                        const float *cn = !j->nextc           ? NULL
+                                          : ir + MR < mc        ? ct + MR * j->ldc
                                           : jr + NR < nc      ? j->C + ic * j->ldc + jc + jr + NR
                                                               : NULL;
                         ukr(kc, ap + ir * kc, bpanel, ct, j->ldc, j->alpha, beta, mr, nr, cn, pre);
@@ -682,6 +708,28 @@ static void small_task(void *ctx, size_t t, unsigned worker)
 #define AP_FLOATS ((size_t)MC_MAX * KC)
 #define BP_FLOATS ((size_t)KC * NC)
 _Static_assert(48 * KC5 <= AP_FLOATS && KC5 * NC5 <= BP_FLOATS, "AVX-512 blocks fit the scratch");
+_Static_assert(MC2L * KC2L <= AP_FLOATS && KC2L * NC2L <= BP_FLOATS, "AVX2L blocks fit the scratch");
+_Static_assert(MC2L % MR2 == 0 && NC2L % NR2 == 0, "AVX2L blocks are whole tiles");
+
+bool ingot__sgemm_avx2_large_l2(void) { return ingot__cpu_l2_bytes() > L2_LARGE; }
+
+/* Tile, blocks and walk of the level in effect. */
+static void set_blocks(job *j)
+{
+    bool wide = j->isa >= INGOT__ISA_AVX512;
+    j->mr = wide ? MR5 : MR2, j->nr = wide ? NR5 : NR2;
+    if (wide) {
+        /* AVX-512: an A block of 48 rows (48 KB), small beside AVX2's 120: on the Xeon of
+         * issue 16 (thread CPU time, best of 15) MC = 36-60 ran 0.89-1.03x OpenBLAS SkylakeX
+         * at 1024^3 and 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384
+         * were no better. */
+        j->mc = 48, j->kcb = KC5, j->ncb = NC5, j->rowfirst = j->nextc = true;
+    } else if (j->isa >= INGOT__ISA_AVX2 && ingot__sgemm_avx2_large_l2()) {
+        j->mc = MC2L, j->kcb = KC2L, j->ncb = NC2L, j->rowfirst = j->nextc = true;
+    } else {
+        j->mc = 120, j->kcb = KC, j->ncb = NC, j->rowfirst = j->nextc = false;
+    }
+}
 #define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))
 
 size_t ingot__sgemm_scratch_bytes(void)
@@ -716,10 +764,7 @@ void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t 
     if (M == 0 || N == 0 || K == 0) return;
     job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .isa = ingot__get_isa()};
-    bool wide = j.isa >= INGOT__ISA_AVX512;
-    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
-    j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
-    j.rowfirst = wide;
+    set_blocks(&j);
     float *ap = scratch;
     block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
 }
@@ -743,13 +788,7 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .pool = pool,
              .isa = ingot__get_isa()};
-    /* AVX-512: an A block of 48 rows (48 KB), small beside AVX2's 120: on the Xeon of issue 16
-     * (thread CPU time, best of 15) MC = 36-60 ran 0.89-1.03x OpenBLAS SkylakeX at 1024^3 and
-     * 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384 were no better. */
-    bool wide = j.isa >= INGOT__ISA_AVX512;
-    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
-    j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
-    j.rowfirst = wide;
+    set_blocks(&j);
     atomic_init(&j.failed, 0);
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */

@@ -344,6 +344,104 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
     _mm256_storeu_ps(acc + 5 * NR2, c50), _mm256_storeu_ps(acc + 5 * NR2 + 8, c51);
     store_tile(acc, NR2, c, ldc, alpha, beta, mr, nr);
 }
+/* The large-L2 AVX2 kernel (job.nextc; see L2_LARGE): the 6 x 16 tile of ukr_avx2 with its k
+ * loop in assembly, as the AVX-512 one (ukr_avx512_acc): ymm0-11 the accumulators (row r in
+ * ymm(2r), ymm(2r + 1)), ymm12-13 B, ymm14-15 the broadcasts, one pointer step per four k, and
+ * every line of the B panel (which streams from L2 in the rows-first walk) prefetched 8 k ahead.
+ * Each C element is the same chain of FMAs in k order as ukr_avx2's (the same bits). */
+#define U2_ROW(o, r, c0, c1, t)                                                                    \
+    "vbroadcastss 24*" #o "+4*" #r "(%[a]), %%ymm" #t "\n\t"                                       \
+    "vfmadd231ps %%ymm12, %%ymm" #t ", %%ymm" #c0 "\n\t"                                           \
+    "vfmadd231ps %%ymm13, %%ymm" #t ", %%ymm" #c1 "\n\t"
+#define U2_STEP(o)                                                                                 \
+    "vmovaps 64*" #o "(%[b]), %%ymm12\n\t"                                                         \
+    "vmovaps 64*" #o "+32(%[b]), %%ymm13\n\t"                                                      \
+    U2_ROW(o, 0, 0, 1, 14) U2_ROW(o, 1, 2, 3, 15) U2_ROW(o, 2, 4, 5, 14)                           \
+    U2_ROW(o, 3, 6, 7, 15) U2_ROW(o, 4, 8, 9, 14) U2_ROW(o, 5, 10, 11, 15)
+#define U2_ZERO(x) "vxorps %%ymm" #x ", %%ymm" #x ", %%ymm" #x "\n\t"
+#define U2_SAVE(x) "vmovaps %%ymm" #x ", 32*" #x "(%[t])\n\t"
+#define U2_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* t[r * 16 + q] = sum over k < kc of a[k * 6 + r] * b[k * 16 + q], fused in k order; the first
+ * six passes of the 4-k loop each prefetch one row (two lines) of the next C tile cn, rows
+ * ldcb bytes apart. */
+AVX2_TARGET static void ukr_avx2l_acc(size_t kc, const float *a, const float *b, float *t,
+                                      const float *cn, size_t ldcb)
+{
+    size_t n4 = kc / 4, n1 = kc % 4, np = cn ? MR2 : 0;
+    uintptr_t pc = (uintptr_t)cn; /* an integer: the rows may lie past C (prefetch never faults) */
+    __asm__ volatile(U2_ALL(U2_ZERO)
+                     "test %[n4], %[n4]\n\t"
+                     "jz 2f\n\t"
+                     "1:\n\t"
+                     "prefetcht0 512(%[b])\n\t"
+                     "prefetcht0 576(%[b])\n\t"
+                     "prefetcht0 640(%[b])\n\t"
+                     "prefetcht0 704(%[b])\n\t"
+                     "test %[np], %[np]\n\t"
+                     "jz 5f\n\t"
+                     "prefetcht0 (%[pc])\n\t"
+                     "prefetcht0 60(%[pc])\n\t"
+                     "add %[ldcb], %[pc]\n\t"
+                     "dec %[np]\n\t"
+                     "5:\n\t"
+                     U2_STEP(0) U2_STEP(1) U2_STEP(2) U2_STEP(3)
+                     "add $96, %[a]\n\t"
+                     "add $256, %[b]\n\t"
+                     "dec %[n4]\n\t"
+                     "jnz 1b\n\t"
+                     "2:\n\t"
+                     "test %[n1], %[n1]\n\t"
+                     "jz 4f\n\t"
+                     "3:\n\t"
+                     U2_STEP(0)
+                     "add $24, %[a]\n\t"
+                     "add $64, %[b]\n\t"
+                     "dec %[n1]\n\t"
+                     "jnz 3b\n\t"
+                     "4:\n\t"
+                     U2_ALL(U2_SAVE)
+                     : [a] "+r"(a), [b] "+r"(b), [n4] "+r"(n4), [n1] "+r"(n1), [np] "+r"(np),
+                       [pc] "+r"(pc)
+                     : [t] "r"(t), [ldcb] "r"(ldcb)
+                     : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+                       "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+                       "xmm15");
+}
+#undef U2_ROW
+#undef U2_STEP
+#undef U2_ZERO
+#undef U2_SAVE
+#undef U2_ALL
+
+AVX2_TARGET static void ukr_avx2l(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                  float alpha, float beta, size_t mr, size_t nr, const float *cn,
+                                  bool pre)
+{
+    if (!pre)
+        for (size_t r = 0; r < mr; r++) {
+            PREFETCH(c + r * ldc, 0);
+            PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+        }
+    _Alignas(32) float t[MR2 * NR2];
+    ukr_avx2l_acc(kc, a, b, t, cn, ldc * sizeof(float));
+    if (mr == MR2 && nr == NR2) {
+        __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+        for (size_t r = 0; r < MR2; r++) {
+            float *cr = c + r * ldc;
+            __m256 v0 = _mm256_mul_ps(va, _mm256_load_ps(t + r * NR2));
+            __m256 v1 = _mm256_mul_ps(va, _mm256_load_ps(t + r * NR2 + 8));
+            if (beta != 0.0f) {
+                v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr), v0);
+                v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8), v1);
+            }
+            _mm256_storeu_ps(cr, v0);
+            _mm256_storeu_ps(cr + 8, v1);
+        }
+        return;
+    }
+    store_tile(t, NR2, c, ldc, alpha, beta, mr, nr);
+}
 /* 12 x 32: 24 zmm accumulators, two zmm of B per k, each A element broadcast once into a
  * register that feeds two FMAs. The k loop is written in assembly: compiled from intrinsics,
  * GCC hoisted the broadcasts of the unrolled steps ahead of their FMAs, ran out of the 32
@@ -474,7 +572,7 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
     ukr_fn ukr = ukr_scalar;
 #ifdef HAVE_X86
     if (j->isa >= INGOT__ISA_AVX512) ukr = ukr_avx512;
-    else if (j->isa >= INGOT__ISA_AVX2) ukr = ukr_avx2;
+    else if (j->isa >= INGOT__ISA_AVX2) ukr = j->nextc ? ukr_avx2l : ukr_avx2;
 #endif
     size_t MR = j->mr, NR = j->nr, MC = j->mc;
     /* One A block: every B panel is used once, right after packing, so one panel's buffer

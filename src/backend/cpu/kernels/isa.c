@@ -121,7 +121,7 @@ static atomic_size_t l2_cpu, l2_set;
 static size_t l2_probe(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d, max = __get_cpuid_max(0, &b);
+    unsigned a, b, c, d, max = (unsigned)__get_cpuid_max(0, &b);
     bool intel = false;
     if (__get_cpuid(0, &a, &b, &c, &d))
         intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e; /* "GenuineIntel" */
@@ -138,7 +138,7 @@ static size_t l2_probe(void)
                        ((size_t)c + 1);
         }
     /* Leaf 0x80000006 (AMD and Intel): ECX[31:16] the L2 size in KB. */
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000006u &&
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000006u &&
         __get_cpuid(0x80000006u, &a, &b, &c, &d) && c >> 16)
         return (size_t)(c >> 16) * 1024;
 #endif

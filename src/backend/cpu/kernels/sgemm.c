@@ -70,6 +70,7 @@ typedef struct {
     size_t kcb, ncb;   /* k and column blocks of the level (kcb * ncb <= KC * NC) */
     bool rowfirst;     /* A panels outside, B panels inside (AVX-512; see KC5) */
     bool nextc;        /* the micro-kernel prefetches the next C tile (AVX-512, AVX2L) */
+    bool bgroup;       /* rows-first: B panels packed BGROUP at a time (AVX2L) */
     atomic_int failed;
 } job;
 
@@ -136,6 +137,20 @@ AVX2_TARGET static void pack_b_panel_avx2(const job *j, size_t pc, size_t kc, si
     for (; k < kc; k++)
         for (size_t c = 0; c < NR; c++) bp[k * NR + c] = j->B[(col + c) * j->ldb + pc + k];
 }
+/* np full NR-wide panels of B (not transposed) from column col: each row of the np panels read
+ * in one run, the next rows prefetched 8 ahead (all np x 64 bytes of each). */
+AVX2_TARGET static void pack_b_panels_avx2(const job *j, size_t pc, size_t kc, size_t col,
+                                           size_t np, float *bp)
+{
+    size_t NR = j->nr, step = kc * NR;
+    const float *src = j->B + pc * j->ldb + col;
+    for (size_t k = 0; k < kc; k++, src += j->ldb) {
+        for (size_t p = 0; p < np; p++) PREFETCH(src, (8 * j->ldb + p * NR) * sizeof(float));
+        for (size_t p = 0; p < np; p++)
+            for (size_t h = 0; h < NR; h += 8)
+                _mm256_store_ps(bp + p * step + k * NR + h, _mm256_loadu_ps(src + p * NR + h));
+    }
+}
 /* One full MR-high panel of A (not transposed; MR 6 or 12): 8 k at a time, rows 0-7 by one 8 x 8
  * register transpose and the rest (2 or 4 rows, padded with zeros) by another, each k's MR
  * values stored together. At the AVX-512 level's 512-column B blocks A is packed 8 times at
@@ -199,6 +214,30 @@ static void pack_b(const job *j, size_t pc, size_t kc, size_t col, size_t nr, fl
     }
 }
 
+/* The rows-first walk packs B panels as the first A panel of a block reaches them; with
+ * j->bgroup (the large-L2 AVX2 blocks), BGROUP panels at a time where B is not transposed:
+ * each row of B is then read in runs of BGROUP x 64 bytes instead of 64, so a B panel costs a
+ * quarter of the pages and strided misses (at 144 x 1536 x 768 packing one panel at a time took
+ * 11.5% of the time against OpenBLAS's 3.3%). Otherwise, or at the AVX-512 level, one panel;
+ * cols: the columns left in the B block from col. */
+#define BGROUP 4
+static void pack_b_group(const job *j, size_t pc, size_t kc, size_t col, size_t cols, float *bp)
+{
+    size_t NR = j->nr;
+#ifdef HAVE_X86
+    if (j->bgroup && !j->tb && cols >= 2 * NR) {
+        size_t np = cols / NR < BGROUP ? cols / NR : BGROUP; /* full panels */
+        pack_b_panels_avx2(j, pc, kc, col, np, bp);
+        if (np < BGROUP && cols > np * NR)
+            pack_b(j, pc, kc, col + np * NR, cols - np * NR, bp + np * NR * kc);
+        return;
+    }
+#endif
+    size_t n = j->bgroup ? (cols < BGROUP * NR ? cols : BGROUP * NR) : (cols < NR ? cols : NR);
+    for (size_t c = 0; c < n; c += NR)
+        pack_b(j, pc, kc, col + c, n - c < NR ? n - c : NR, bp + c * kc);
+}
+
 static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, float *ap)
 {
     size_t MR = j->mr;
@@ -260,13 +299,13 @@ static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size
 }
 
 #ifdef HAVE_X86
-/* 6 x 16: 12 ymm accumulators. Its own tile's rows are prefetched before the k loop unless the
- * previous call did (pre); with cn, the first six passes of the 4-k loop prefetch one row each
- * of the next tile (the rows-first walk of a large L2: see L2_LARGE). */
+/* 6 x 16: 12 ymm accumulators; its own tile's rows are prefetched before the k loop (cn, pre:
+ * not used; the large-L2 blocks run ukr_avx2l). */
 AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                  float alpha, float beta, size_t mr, size_t nr, const float *cn,
                                  bool pre)
 {
+    (void)cn, (void)pre;
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -289,22 +328,11 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
         av = _mm256_broadcast_ss(a + (o) * MR2 + 5);                                               \
         c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);                    \
     } while (0)
-    if (!pre)
-        for (size_t r = 0; r < mr; r++) {
-            PREFETCH(c + r * ldc, 0);
-            PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
-        }
+    for (size_t r = 0; r < mr; r++) {
+        PREFETCH(c + r * ldc, 0);
+        PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+    }
     size_t k = 0;
-    if (cn)
-        for (size_t r = 0; r < MR2 && k + 4 <= kc; r++, k += 4, a += 4 * MR2, b += 4 * NR2) {
-            PREFETCH(b, 8 * NR2 * sizeof(float));
-            PREFETCH(cn + r * ldc, 0);
-            PREFETCH(cn + r * ldc, (NR2 - 1) * sizeof(float));
-            STEP(0);
-            STEP(1);
-            STEP(2);
-            STEP(3);
-        }
     for (; k + 4 <= kc; k += 4, a += 4 * MR2, b += 4 * NR2) {
         PREFETCH(b, 8 * NR2 * sizeof(float));
         STEP(0);
@@ -365,6 +393,8 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
 /* t[r * 16 + q] = sum over k < kc of a[k * 6 + r] * b[k * 16 + q], fused in k order; the first
  * six passes of the 4-k loop each prefetch one row (two lines) of the next C tile cn, rows
  * ldcb bytes apart. */
+#pragma GCC diagnostic push /* one asm string of about 5 KB, past C99's 4095 */
+#pragma GCC diagnostic ignored "-Woverlength-strings"
 AVX2_TARGET static void ukr_avx2l_acc(size_t kc, const float *a, const float *b, float *t,
                                       const float *cn, size_t ldcb)
 {
@@ -408,6 +438,7 @@ AVX2_TARGET static void ukr_avx2l_acc(size_t kc, const float *a, const float *b,
                        "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
                        "xmm15");
 }
+#pragma GCC diagnostic pop
 #undef U2_ROW
 #undef U2_STEP
 #undef U2_ZERO
@@ -593,7 +624,8 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
                         size_t mr = mc - ir < MR ? mc - ir : MR;
                         for (size_t jr = 0; jr < nc; jr += NR) {
                             size_t nr = nc - jr < NR ? nc - jr : NR;
-                            if (ic == m0 && ir == 0) pack_b(j, pc, kc, jc + jr, nr, bp + jr * kc);
+                            if (ic == m0 && ir == 0 && (!j->bgroup || jr % (BGROUP * NR) == 0))
+                                pack_b_group(j, pc, kc, jc + jr, nc - jr, bp + jr * kc);
                             float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
                             const float *cn = !j->nextc      ? NULL
                                               : jr + NR < nc ? ct + NR
@@ -821,11 +853,11 @@ static void set_blocks(job *j)
          * issue 16 (thread CPU time, best of 15) MC = 36-60 ran 0.89-1.03x OpenBLAS SkylakeX
          * at 1024^3 and 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384
          * were no better. */
-        j->mc = 48, j->kcb = KC5, j->ncb = NC5, j->rowfirst = j->nextc = true;
+        j->mc = 48, j->kcb = KC5, j->ncb = NC5, j->rowfirst = j->nextc = true, j->bgroup = false;
     } else if (j->isa >= INGOT__ISA_AVX2 && ingot__sgemm_avx2_large_l2()) {
-        j->mc = MC2L, j->kcb = KC2L, j->ncb = NC2L, j->rowfirst = j->nextc = true;
+        j->mc = MC2L, j->kcb = KC2L, j->ncb = NC2L, j->rowfirst = j->nextc = j->bgroup = true;
     } else {
-        j->mc = 120, j->kcb = KC, j->ncb = NC, j->rowfirst = j->nextc = false;
+        j->mc = 120, j->kcb = KC, j->ncb = NC, j->rowfirst = j->nextc = j->bgroup = false;
     }
 }
 #define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))

@@ -29,9 +29,10 @@
  * times the f32 GEMM with both of the AVX2 level's block choices (ingot__set_l2_bytes: 512 KiB
  * gives Zen's blocks, 2 MiB the large-L2 ones, whatever this CPU's L2) and OpenBLAS (core as
  * OPENBLAS_CORETYPE says, printed), the three in turn within every rep, the first one rotating:
- * 1024^3 and 4096^3, B as is (as `ingot bench gemm`) and B^T, operands from malloc (as `ingot
- * bench gemm`'s); one thread by thread CPU time, more by the wall clock. Per contender: the
- * median and best GFLOP/s, and the median over reps of OpenBLAS time / its time.
+ * 1024^3, 4096^3 and 256 x 4096 x 4096 (prefill-shaped), B as is (as `ingot bench gemm`) and
+ * B^T, operands from malloc (as `ingot bench gemm`'s); one thread by thread CPU time, more by
+ * the wall clock. Per contender: the median and best GFLOP/s, and the median over reps of
+ * OpenBLAS time / its time.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -477,30 +478,34 @@ static int sgemm_l2_mode(int reps, unsigned threads, const char *levels)
         bool want = levels ? strstr(levels, ingot__isa_name((ingot__isa)l)) != NULL
                            : l == (int)ingot__get_isa();
         if (!want || ingot__set_isa((ingot__isa)l) != (ingot__isa)l) continue;
-        for (size_t n = 1024; n <= 4096; n *= 4)
+        /* M x n x n: 1024^3, 4096^3, and a prefill-shaped 256 x 4096 x 4096 */
+        static const size_t shapes[3][2] = {{1024, 1024}, {4096, 4096}, {256, 4096}};
+        for (int si = 0; si < 3; si++)
             for (int tb = 0; tb < 2; tb++) {
-                float *A = malloc(n * n * 4), *B = malloc(n * n * 4), *C = malloc(n * n * 4);
+                size_t m = shapes[si][0], n = shapes[si][1];
+                float *A = malloc(m * n * 4), *B = malloc(n * n * 4), *C = malloc(m * n * 4);
                 if (!A || !B || !C) return 1;
-                fill(A, n * n, 11, 1.0f);
+                fill(A, m * n, 11, 1.0f);
                 fill(B, n * n, 12, 1.0f);
-                int rp = n >= 4096 ? (reps + 2) / 3 : reps;
-                double t[3][256], fl = 2.0 * (double)n * (double)n * (double)n;
+                int rp = si == 1 ? (reps + 2) / 3 : reps;
+                double t[3][256], fl = 2.0 * (double)m * (double)n * (double)n;
                 for (int k = -1; k < rp; k++) /* k = -1: warm-up, not kept */
                     for (int q = 0; q < 3; q++) {
                         int w = (q + (k < 0 ? 0 : k)) % 3;
                         double t0 = threads == 1 ? bench_thread_cpu_s() : bench_now_s();
                         if (w < 2) {
                             ingot__set_l2_bytes(l2s[w]);
-                            ingot__sgemm(pool, false, tb, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+                            ingot__sgemm(pool, false, tb, m, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
                         } else {
-                            ob_sgemm(ROW_MAJOR, NO_TRANS, tb ? TRANS : NO_TRANS, (int)n, (int)n,
+                            ob_sgemm(ROW_MAJOR, NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n,
                                      (int)n, 1.0f, A, (int)n, B, (int)n, 0.0f, C, (int)n);
                         }
                         double t1 = threads == 1 ? bench_thread_cpu_s() : bench_now_s();
                         if (k >= 0) t[w][k] = t1 - t0;
                     }
                 ingot__set_l2_bytes(0);
-                printf("  %-11s %zu^3%s:", ingot__isa_name((ingot__isa)l), n, tb ? " B^T" : "    ");
+                printf("  %-11s %4zu x %zu^2%s:", ingot__isa_name((ingot__isa)l), m, n,
+                       tb ? " B^T" : "    ");
                 for (int w = 0; w < 3; w++) {
                     double g[256], r[256], best = 0;
                     for (int k = 0; k < rp; k++) {

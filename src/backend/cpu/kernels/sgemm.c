@@ -838,7 +838,7 @@ static void small_task(void *ctx, size_t t, unsigned worker)
 #define AP_FLOATS ((size_t)MC_MAX * KC)
 #define BP_FLOATS ((size_t)KC * NC)
 _Static_assert(48 * KC5 <= AP_FLOATS && KC5 * NC5 <= BP_FLOATS, "AVX-512 blocks fit the scratch");
-_Static_assert(MC2L * KC2L <= AP_FLOATS && KC2L * NC2L <= BP_FLOATS, "AVX2L blocks fit the scratch");
+_Static_assert(MC2L * KC2L <= AP_FLOATS && KC2L * NC2L <= BP_FLOATS, "AVX2L blocks fit scratch");
 _Static_assert(MC2L % MR2 == 0 && NC2L % NR2 == 0, "AVX2L blocks are whole tiles");
 
 bool ingot__sgemm_avx2_large_l2(void) { return ingot__cpu_l2_bytes() > L2_LARGE; }

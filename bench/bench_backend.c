@@ -24,6 +24,15 @@
  *   sgemm    1024^3, 2048^3, 4096^3 with B^T (the backend's linear) against OpenBLAS with one
  *            thread (OPENBLAS_CORETYPE as set by the caller, printed): best and median of the
  *            per-rep ratios.
+ *
+ * `bench_backend --sgemm-l2 [--reps N] [--threads N] [--levels a,b,...]` (issue 16, ninth round)
+ * times the f32 GEMM with both of the AVX2 level's block choices (ingot__set_l2_bytes: 512 KiB
+ * gives Zen's blocks, 2 MiB the large-L2 ones, whatever this CPU's L2) and OpenBLAS (core as
+ * OPENBLAS_CORETYPE says, printed), the three in turn within every rep, the first one rotating:
+ * 1024^3, 4096^3 and 256 x 4096 x 4096 (prefill-shaped), B as is (as `ingot bench gemm`) and
+ * B^T, operands from malloc (as `ingot bench gemm`'s); one thread by thread CPU time, more by
+ * the wall clock. Per contender: the median and best GFLOP/s, and the median over reps of
+ * OpenBLAS time / its time.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -447,13 +456,81 @@ static int kernels_mode(int reps, const char *levels, const char *types_only)
     return 0;
 }
 
+/* --sgemm-l2: see the top of the file. */
+static int sgemm_l2_mode(int reps, unsigned threads, const char *levels)
+{
+    if (!ob_sgemm) {
+        fprintf(stderr, "bench_backend --sgemm-l2: OpenBLAS (libopenblas.so.0) not loaded\n");
+        return 1;
+    }
+    if (threads < 1) threads = 1;
+    ob_threads((int)threads);
+    ingot__pool *pool = ingot__pool_create(NULL, threads);
+    if (!pool) return 1;
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    printf("sgemm, AVX2 blocks by L2 size, %u thread(s), %s, OpenBLAS core %s "
+           "(OPENBLAS_CORETYPE=%s), this CPU's L2 %zu bytes:\n",
+           threads, threads == 1 ? "thread CPU time" : "wall clock", ob_core(),
+           env ? env : "unset", ingot__cpu_l2_bytes());
+    static const char *const names[3] = {"L2 512K (Zen's)", "L2 2M (large)", "OpenBLAS"};
+    static const size_t l2s[2] = {512 * 1024, 2 * 1024 * 1024};
+    for (int l = 0; l < INGOT__ISA_COUNT; l++) {
+        bool want = levels ? strstr(levels, ingot__isa_name((ingot__isa)l)) != NULL
+                           : l == (int)ingot__get_isa();
+        if (!want || ingot__set_isa((ingot__isa)l) != (ingot__isa)l) continue;
+        /* M x n x n: 1024^3, 4096^3, and a prefill-shaped 256 x 4096 x 4096 */
+        static const size_t shapes[3][2] = {{1024, 1024}, {4096, 4096}, {256, 4096}};
+        for (int si = 0; si < 3; si++)
+            for (int tb = 0; tb < 2; tb++) {
+                size_t m = shapes[si][0], n = shapes[si][1];
+                float *A = malloc(m * n * 4), *B = malloc(n * n * 4), *C = malloc(m * n * 4);
+                if (!A || !B || !C) return 1;
+                fill(A, m * n, 11, 1.0f);
+                fill(B, n * n, 12, 1.0f);
+                int rp = si == 1 ? (reps + 2) / 3 : reps;
+                double t[3][256], fl = 2.0 * (double)m * (double)n * (double)n;
+                for (int k = -1; k < rp; k++) /* k = -1: warm-up, not kept */
+                    for (int q = 0; q < 3; q++) {
+                        int w = (q + (k < 0 ? 0 : k)) % 3;
+                        double t0 = threads == 1 ? bench_thread_cpu_s() : bench_now_s();
+                        if (w < 2) {
+                            ingot__set_l2_bytes(l2s[w]);
+                            ingot__sgemm(pool, false, tb, m, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+                        } else {
+                            ob_sgemm(ROW_MAJOR, NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n,
+                                     (int)n, 1.0f, A, (int)n, B, (int)n, 0.0f, C, (int)n);
+                        }
+                        double t1 = threads == 1 ? bench_thread_cpu_s() : bench_now_s();
+                        if (k >= 0) t[w][k] = t1 - t0;
+                    }
+                ingot__set_l2_bytes(0);
+                printf("  %-11s %4zu x %zu^2%s:", ingot__isa_name((ingot__isa)l), m, n,
+                       tb ? " B^T" : "    ");
+                for (int w = 0; w < 3; w++) {
+                    double g[256], r[256], best = 0;
+                    for (int k = 0; k < rp; k++) {
+                        g[k] = fl / t[w][k] * 1e-9, r[k] = t[2][k] / t[w][k];
+                        best = g[k] > best ? g[k] : best;
+                    }
+                    printf(" %s %.1f (best %.1f)", names[w], bench_median(g, rp), best);
+                    if (w < 2) printf(" ratio %.3f;", bench_median(r, rp));
+                }
+                printf(" GFLOP/s, %d reps\n", rp);
+                free(A), free(B), free(C);
+            }
+    }
+    ingot__set_isa(ingot__cpu_isa());
+    ingot__pool_destroy(pool);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     unsigned only = 0;
     int reps = 15;
     bool use_ob = true;
     const char *dir = BENCH_DEFAULT_DIR, *levels = NULL, *types_only = NULL;
-    bool kernels = false;
+    bool kernels = false, sgemm_l2 = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) only = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
@@ -462,11 +539,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--kernels")) kernels = true;
         else if (!strcmp(argv[i], "--levels") && i + 1 < argc) levels = argv[++i];
         else if (!strcmp(argv[i], "--types") && i + 1 < argc) types_only = argv[++i];
+        else if (!strcmp(argv[i], "--sgemm-l2")) sgemm_l2 = true;
         else {
             fprintf(stderr, "usage: bench_backend [--threads N] [--reps N] [--dir DIR] "
                             "[--no-openblas]\n"
                             "       bench_backend --kernels [--reps N] [--levels a,b,...] "
-                            "[--types T,T,...] [--no-openblas]\n");
+                            "[--types T,T,...] [--no-openblas]\n"
+                            "       bench_backend --sgemm-l2 [--reps N] [--threads N] "
+                            "[--levels a,b,...]\n");
             return 2;
         }
     }
@@ -474,6 +554,7 @@ int main(int argc, char **argv)
     if (reps > 256) reps = 256;
     if (use_ob) load_openblas();
     if (kernels) return kernels_mode(reps, levels, types_only);
+    if (sgemm_l2) return sgemm_l2_mode(reps, only, levels);
     const char *env = getenv("OPENBLAS_CORETYPE");
     printf("bench_backend: kernels isa %s; OpenBLAS %s (OPENBLAS_CORETYPE=%s); %d reps\n",
            ingot__isa_name(ingot__get_isa()), ob_core ? ob_core() : "not loaded",

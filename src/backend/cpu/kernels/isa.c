@@ -6,6 +6,7 @@
  */
 #define _DEFAULT_SOURCE /* syscall() */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -112,6 +113,71 @@ bool ingot__cpu_prefetch(void)
 #else
     return false;
 #endif
+}
+
+/* L2 size of one core (ingot__cpu_l2_bytes): 0 = not read yet, SIZE_MAX = not known. */
+static atomic_size_t l2_cpu, l2_set;
+
+static size_t l2_probe(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d, max = (unsigned)__get_cpuid_max(0, &b);
+    bool intel = false;
+    if (__get_cpuid(0, &a, &b, &c, &d))
+        intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e; /* "GenuineIntel" */
+    /* Leaf 4 (Intel SDM vol. 2A, "Deterministic Cache Parameters"): one sub-leaf per cache;
+     * EAX[4:0] type (0: no more, 1 data, 3 unified), EAX[7:5] level; size = ways x partitions x
+     * line size x sets, from EBX[31:22], EBX[21:12], EBX[11:0] and ECX, each minus one. */
+    if (intel && max >= 4)
+        for (unsigned i = 0; i < 16; i++) {
+            __cpuid_count(4, i, a, b, c, d);
+            unsigned type = a & 31, level = a >> 5 & 7;
+            if (type == 0) break;
+            if (level == 2 && (type == 1 || type == 3))
+                return (size_t)((b >> 22) + 1) * ((b >> 12 & 0x3ff) + 1) * ((b & 0xfff) + 1) *
+                       ((size_t)c + 1);
+        }
+    /* Leaf 0x80000006 (AMD and Intel): ECX[31:16] the L2 size in KB. */
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000006u &&
+        __get_cpuid(0x80000006u, &a, &b, &c, &d) && c >> 16)
+        return (size_t)(c >> 16) * 1024;
+#endif
+    return 0;
+}
+
+/* INGOT_L2_BYTES: digits, then an optional K or M (x 1024, x 1048576); 0 if absent or not that. */
+static size_t l2_env(void)
+{
+    const char *e = getenv("INGOT_L2_BYTES");
+    if (!e || *e < '0' || *e > '9') return 0;
+    size_t v = 0;
+    for (; *e >= '0' && *e <= '9'; e++) {
+        if (v > SIZE_MAX / 16) return 0;
+        v = v * 10 + (size_t)(*e - '0');
+    }
+    size_t mul = *e == 'K' ? 1024 : *e == 'M' ? 1048576 : 1;
+    if (mul > 1) e++;
+    if (*e || v > SIZE_MAX / mul) return 0;
+    return v * mul;
+}
+
+size_t ingot__cpu_l2_bytes(void)
+{
+    size_t s = atomic_load_explicit(&l2_set, memory_order_relaxed);
+    if (s) return s;
+    s = atomic_load_explicit(&l2_cpu, memory_order_relaxed);
+    if (!s) {
+        s = l2_env();
+        if (!s) s = l2_probe();
+        if (!s) s = SIZE_MAX;
+        atomic_store_explicit(&l2_cpu, s, memory_order_relaxed);
+    }
+    return s == SIZE_MAX ? 0 : s;
+}
+
+void ingot__set_l2_bytes(size_t bytes)
+{
+    atomic_store_explicit(&l2_set, bytes, memory_order_relaxed);
 }
 
 /* Read streams per one-row GEMV task (ingot__gemv_streams): 0 = not chosen yet. */

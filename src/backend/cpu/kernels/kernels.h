@@ -112,6 +112,16 @@ void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t 
                          const float *A, size_t lda, const float *B, size_t ldb, float beta,
                          float *C, size_t ldc, void *scratch);
 
+/* The L2 cache of one core in bytes (CPUID leaf 4 on Intel, 0x80000006 elsewhere; 0 if not
+ * known), or the override: INGOT_L2_BYTES (read once; a decimal byte count, K or M suffix) or
+ * ingot__set_l2_bytes (0: back to the CPU's or the variable's). The AVX2 f32 GEMM picks its
+ * blocks by it (sgemm.c: ingot__sgemm_avx2_large_l2). */
+size_t ingot__cpu_l2_bytes(void);
+void ingot__set_l2_bytes(size_t bytes);
+/* True when the AVX2 f32 GEMM at the current L2 size (ingot__cpu_l2_bytes) takes the large-L2
+ * blocks (rows-first walk; see sgemm.c); false: the blocks measured on Zen. */
+bool ingot__sgemm_avx2_large_l2(void);
+
 /* ---- f32 GEMV: y[M] = alpha * A[M,N] . x[N] + beta * y  (trans: y[N] = alpha*A^T.x + beta*y) */
 void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha, const float *A,
                   size_t lda, const float *x, float beta, float *y);

@@ -12,7 +12,7 @@
  * before its first use, and when there is a single A block (small M) into one panel-sized buffer
  * that stays in L1 instead of a 3 MB block. The AVX-512 level (12 x 32 tiles) walks C along its
  * rows instead, with a 1 MB B block in L2 and the next C tile prefetched during the current one
- * (see KC5).
+ * (see KC5); so does the AVX2 level where a core's L2 is larger than 1 MiB (see L2_LARGE).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -42,6 +42,15 @@
  * 0.81-0.91 -> 0.90-0.95 against KC 256 / NC 3072 in the second round. */
 #define KC5 512
 #define NC5 512
+/* The AVX2 level where a core's L2 is larger than L2_LARGE (ingot__cpu_l2_bytes; Intel's server
+ * cores: 2 MB on the Xeon of issue 16) walks C along its rows as the AVX-512 level does, with a
+ * B block of KC2L x NC2L floats in L2 and the next C tile prefetched during the current one
+ * (docs/PERFORMANCE.md, issue 16, "Ninth round"). Up to L2_LARGE (Zen: 512 KB to 1 MB) it keeps
+ * the column walk and the KC / NC / MC 120 blocks measured on Zen (issue 5). */
+#define L2_LARGE ((size_t)1 << 20)
+#define KC2L 384
+#define NC2L 768
+#define MC2L 72
 
 typedef struct {
     bool ta, tb;
@@ -60,6 +69,8 @@ typedef struct {
     size_t mr, nr, mc; /* tile and A block of the level */
     size_t kcb, ncb;   /* k and column blocks of the level (kcb * ncb <= KC * NC) */
     bool rowfirst;     /* A panels outside, B panels inside (AVX-512; see KC5) */
+    bool nextc;        /* the micro-kernel prefetches the next C tile (AVX-512, AVX2L) */
+    bool bgroup;       /* rows-first: B panels packed BGROUP at a time (AVX2L) */
     atomic_int failed;
 } job;
 
@@ -126,6 +137,20 @@ AVX2_TARGET static void pack_b_panel_avx2(const job *j, size_t pc, size_t kc, si
     for (; k < kc; k++)
         for (size_t c = 0; c < NR; c++) bp[k * NR + c] = j->B[(col + c) * j->ldb + pc + k];
 }
+/* np full NR-wide panels of B (not transposed) from column col: each row of the np panels read
+ * in one run, the next rows prefetched 8 ahead (all np x 64 bytes of each). */
+AVX2_TARGET static void pack_b_panels_avx2(const job *j, size_t pc, size_t kc, size_t col,
+                                           size_t np, float *bp)
+{
+    size_t NR = j->nr, step = kc * NR;
+    const float *src = j->B + pc * j->ldb + col;
+    for (size_t k = 0; k < kc; k++, src += j->ldb) {
+        for (size_t p = 0; p < np; p++) PREFETCH(src, (8 * j->ldb + p * NR) * sizeof(float));
+        for (size_t p = 0; p < np; p++)
+            for (size_t h = 0; h < NR; h += 8)
+                _mm256_store_ps(bp + p * step + k * NR + h, _mm256_loadu_ps(src + p * NR + h));
+    }
+}
 /* One full MR-high panel of A (not transposed; MR 6 or 12): 8 k at a time, rows 0-7 by one 8 x 8
  * register transpose and the rest (2 or 4 rows, padded with zeros) by another, each k's MR
  * values stored together. At the AVX-512 level's 512-column B blocks A is packed 8 times at
@@ -189,6 +214,31 @@ static void pack_b(const job *j, size_t pc, size_t kc, size_t col, size_t nr, fl
     }
 }
 
+/* The rows-first walk packs B panels as the first A panel of a block reaches them; with
+ * j->bgroup (the large-L2 AVX2 blocks), BGROUP panels at a time where B is not transposed:
+ * each row of B is then read in runs of 1 KB instead of 64 bytes, one page and one strided
+ * miss per 16 panels instead of one per panel (issue 16, ninth round: 256 x 4096 x 4096 ran
+ * 0.84x OpenBLAS Haswell with one panel at a time, 0.90 with 4, 0.93 with 8, 0.94 with 16,
+ * 0.93 with all 48 of a block). Otherwise, or at the AVX-512 level, one panel; cols: the
+ * columns left in the B block from col. */
+#define BGROUP 16
+static void pack_b_group(const job *j, size_t pc, size_t kc, size_t col, size_t cols, float *bp)
+{
+    size_t NR = j->nr;
+#ifdef HAVE_X86
+    if (j->bgroup && !j->tb && cols >= 2 * NR) {
+        size_t np = cols / NR < BGROUP ? cols / NR : BGROUP; /* full panels */
+        pack_b_panels_avx2(j, pc, kc, col, np, bp);
+        if (np < BGROUP && cols > np * NR)
+            pack_b(j, pc, kc, col + np * NR, cols - np * NR, bp + np * NR * kc);
+        return;
+    }
+#endif
+    size_t n = j->bgroup ? (cols < BGROUP * NR ? cols : BGROUP * NR) : (cols < NR ? cols : NR);
+    for (size_t c = 0; c < n; c += NR)
+        pack_b(j, pc, kc, col + c, n - c < NR ? n - c : NR, bp + c * kc);
+}
+
 static void pack_a(const job *j, size_t ic, size_t mc, size_t pc, size_t kc, float *ap)
 {
     size_t MR = j->mr;
@@ -250,6 +300,8 @@ static void ukr_scalar(size_t kc, const float *a, const float *b, float *c, size
 }
 
 #ifdef HAVE_X86
+/* 6 x 16: 12 ymm accumulators; its own tile's rows are prefetched before the k loop (cn, pre:
+ * not used; the large-L2 blocks run ukr_avx2l). */
 AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                  float alpha, float beta, size_t mr, size_t nr, const float *cn,
                                  bool pre)
@@ -320,6 +372,107 @@ AVX2_TARGET static void ukr_avx2(size_t kc, const float *a, const float *b, floa
     _mm256_storeu_ps(acc + 4 * NR2, c40), _mm256_storeu_ps(acc + 4 * NR2 + 8, c41);
     _mm256_storeu_ps(acc + 5 * NR2, c50), _mm256_storeu_ps(acc + 5 * NR2 + 8, c51);
     store_tile(acc, NR2, c, ldc, alpha, beta, mr, nr);
+}
+/* The large-L2 AVX2 kernel (job.nextc; see L2_LARGE): the 6 x 16 tile of ukr_avx2 with its k
+ * loop in assembly, as the AVX-512 one (ukr_avx512_acc): ymm0-11 the accumulators (row r in
+ * ymm(2r), ymm(2r + 1)), ymm12-13 B, ymm14-15 the broadcasts, one pointer step per four k, and
+ * every line of the B panel (which streams from L2 in the rows-first walk) prefetched 8 k ahead.
+ * Each C element is the same chain of FMAs in k order as ukr_avx2's (the same bits). */
+#define U2_ROW(o, r, c0, c1, t)                                                                    \
+    "vbroadcastss 24*" #o "+4*" #r "(%[a]), %%ymm" #t "\n\t"                                       \
+    "vfmadd231ps %%ymm12, %%ymm" #t ", %%ymm" #c0 "\n\t"                                           \
+    "vfmadd231ps %%ymm13, %%ymm" #t ", %%ymm" #c1 "\n\t"
+#define U2_STEP(o)                                                                                 \
+    "vmovaps 64*" #o "(%[b]), %%ymm12\n\t"                                                         \
+    "vmovaps 64*" #o "+32(%[b]), %%ymm13\n\t"                                                      \
+    U2_ROW(o, 0, 0, 1, 14) U2_ROW(o, 1, 2, 3, 15) U2_ROW(o, 2, 4, 5, 14)                           \
+    U2_ROW(o, 3, 6, 7, 15) U2_ROW(o, 4, 8, 9, 14) U2_ROW(o, 5, 10, 11, 15)
+#define U2_ZERO(x) "vxorps %%ymm" #x ", %%ymm" #x ", %%ymm" #x "\n\t"
+#define U2_SAVE(x) "vmovaps %%ymm" #x ", 32*" #x "(%[t])\n\t"
+#define U2_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* t[r * 16 + q] = sum over k < kc of a[k * 6 + r] * b[k * 16 + q], fused in k order; the first
+ * six passes of the 4-k loop each prefetch one row (two lines) of the next C tile cn, rows
+ * ldcb bytes apart. */
+#pragma GCC diagnostic push /* one asm string of about 5 KB, past C99's 4095 */
+#pragma GCC diagnostic ignored "-Woverlength-strings"
+AVX2_TARGET static void ukr_avx2l_acc(size_t kc, const float *a, const float *b, float *t,
+                                      const float *cn, size_t ldcb)
+{
+    size_t n4 = kc / 4, n1 = kc % 4, np = cn ? MR2 : 0;
+    uintptr_t pc = (uintptr_t)cn; /* an integer: the rows may lie past C (prefetch never faults) */
+    __asm__ volatile(U2_ALL(U2_ZERO)
+                     "test %[n4], %[n4]\n\t"
+                     "jz 2f\n\t"
+                     "1:\n\t"
+                     "prefetcht0 512(%[b])\n\t"
+                     "prefetcht0 576(%[b])\n\t"
+                     "prefetcht0 640(%[b])\n\t"
+                     "prefetcht0 704(%[b])\n\t"
+                     "test %[np], %[np]\n\t"
+                     "jz 5f\n\t"
+                     "prefetcht0 (%[pc])\n\t"
+                     "prefetcht0 60(%[pc])\n\t"
+                     "add %[ldcb], %[pc]\n\t"
+                     "dec %[np]\n\t"
+                     "5:\n\t"
+                     U2_STEP(0) U2_STEP(1) U2_STEP(2) U2_STEP(3)
+                     "add $96, %[a]\n\t"
+                     "add $256, %[b]\n\t"
+                     "dec %[n4]\n\t"
+                     "jnz 1b\n\t"
+                     "2:\n\t"
+                     "test %[n1], %[n1]\n\t"
+                     "jz 4f\n\t"
+                     "3:\n\t"
+                     U2_STEP(0)
+                     "add $24, %[a]\n\t"
+                     "add $64, %[b]\n\t"
+                     "dec %[n1]\n\t"
+                     "jnz 3b\n\t"
+                     "4:\n\t"
+                     U2_ALL(U2_SAVE)
+                     : [a] "+r"(a), [b] "+r"(b), [n4] "+r"(n4), [n1] "+r"(n1), [np] "+r"(np),
+                       [pc] "+r"(pc)
+                     : [t] "r"(t), [ldcb] "r"(ldcb)
+                     : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+                       "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+                       "xmm15");
+}
+#pragma GCC diagnostic pop
+#undef U2_ROW
+#undef U2_STEP
+#undef U2_ZERO
+#undef U2_SAVE
+#undef U2_ALL
+
+AVX2_TARGET static void ukr_avx2l(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                  float alpha, float beta, size_t mr, size_t nr, const float *cn,
+                                  bool pre)
+{
+    if (!pre)
+        for (size_t r = 0; r < mr; r++) {
+            PREFETCH(c + r * ldc, 0);
+            PREFETCH(c + r * ldc, (nr - 1) * sizeof(float));
+        }
+    _Alignas(32) float t[MR2 * NR2];
+    ukr_avx2l_acc(kc, a, b, t, cn, ldc * sizeof(float));
+    if (mr == MR2 && nr == NR2) {
+        __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+        for (size_t r = 0; r < MR2; r++) {
+            float *cr = c + r * ldc;
+            __m256 v0 = _mm256_mul_ps(va, _mm256_load_ps(t + r * NR2));
+            __m256 v1 = _mm256_mul_ps(va, _mm256_load_ps(t + r * NR2 + 8));
+            if (beta != 0.0f) {
+                v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr), v0);
+                v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8), v1);
+            }
+            _mm256_storeu_ps(cr, v0);
+            _mm256_storeu_ps(cr + 8, v1);
+        }
+        return;
+    }
+    store_tile(t, NR2, c, ldc, alpha, beta, mr, nr);
 }
 /* 12 x 32: 24 zmm accumulators, two zmm of B per k, each A element broadcast once into a
  * register that feeds two FMAs. The k loop is written in assembly: compiled from intrinsics,
@@ -438,8 +591,9 @@ AVX512_TARGET static void ukr_avx512(size_t kc, const float *a, const float *b, 
 }
 #endif
 
-/* cn: the tile of C the next call computes (NULL: none); pre: this call's tile was prefetched
- * by the previous call (AVX-512 only: the other kernels prefetch their own tile). */
+/* cn: the tile of C the next call computes (NULL: none, or not to be prefetched: the AVX2
+ * level's column walk, job.nextc); pre: this call's tile was prefetched by the previous call
+ * (AVX-512 and AVX2; the scalar kernel prefetches nothing). */
 typedef void (*ukr_fn)(size_t, const float *, const float *, float *, size_t, float, float, size_t,
                        size_t, const float *, bool);
 
@@ -450,7 +604,7 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
     ukr_fn ukr = ukr_scalar;
 #ifdef HAVE_X86
     if (j->isa >= INGOT__ISA_AVX512) ukr = ukr_avx512;
-    else if (j->isa >= INGOT__ISA_AVX2) ukr = ukr_avx2;
+    else if (j->isa >= INGOT__ISA_AVX2) ukr = j->nextc ? ukr_avx2l : ukr_avx2;
 #endif
     size_t MR = j->mr, NR = j->nr, MC = j->mc;
     /* One A block: every B panel is used once, right after packing, so one panel's buffer
@@ -471,9 +625,11 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
                         size_t mr = mc - ir < MR ? mc - ir : MR;
                         for (size_t jr = 0; jr < nc; jr += NR) {
                             size_t nr = nc - jr < NR ? nc - jr : NR;
-                            if (ic == m0 && ir == 0) pack_b(j, pc, kc, jc + jr, nr, bp + jr * kc);
+                            if (ic == m0 && ir == 0 && (!j->bgroup || jr % (BGROUP * NR) == 0))
+                                pack_b_group(j, pc, kc, jc + jr, nc - jr, bp + jr * kc);
                             float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
-                            const float *cn = jr + NR < nc   ? ct + NR
+                            const float *cn = !j->nextc      ? NULL
+                                              : jr + NR < nc ? ct + NR
                                               : ir + MR < mc ? j->C + (ic + ir + MR) * j->ldc + jc
                                                              : NULL;
                             ukr(kc, ap + ir * kc, bp + jr * kc, ct, j->ldc, j->alpha, beta, mr, nr,
@@ -492,7 +648,8 @@ static void block_gemm(const job *j, size_t m0, size_t m1, size_t n0, size_t n1,
                         size_t mr = mc - ir < MR ? mc - ir : MR;
                         float *ct = j->C + (ic + ir) * j->ldc + jc + jr;
                         /* the next tile: MR rows down, or the top of the next panel's */
-                        const float *cn = ir + MR < mc        ? ct + MR * j->ldc
+                        const float *cn = !j->nextc           ? NULL
+                                          : ir + MR < mc        ? ct + MR * j->ldc
                                           : jr + NR < nc      ? j->C + ic * j->ldc + jc + jr + NR
                                                               : NULL;
                         ukr(kc, ap + ir * kc, bpanel, ct, j->ldc, j->alpha, beta, mr, nr, cn, pre);
@@ -682,6 +839,28 @@ static void small_task(void *ctx, size_t t, unsigned worker)
 #define AP_FLOATS ((size_t)MC_MAX * KC)
 #define BP_FLOATS ((size_t)KC * NC)
 _Static_assert(48 * KC5 <= AP_FLOATS && KC5 * NC5 <= BP_FLOATS, "AVX-512 blocks fit the scratch");
+_Static_assert(MC2L * KC2L <= AP_FLOATS && KC2L * NC2L <= BP_FLOATS, "AVX2L blocks fit scratch");
+_Static_assert(MC2L % MR2 == 0 && NC2L % NR2 == 0, "AVX2L blocks are whole tiles");
+
+bool ingot__sgemm_avx2_large_l2(void) { return ingot__cpu_l2_bytes() > L2_LARGE; }
+
+/* Tile, blocks and walk of the level in effect. */
+static void set_blocks(job *j)
+{
+    bool wide = j->isa >= INGOT__ISA_AVX512;
+    j->mr = wide ? MR5 : MR2, j->nr = wide ? NR5 : NR2;
+    if (wide) {
+        /* AVX-512: an A block of 48 rows (48 KB), small beside AVX2's 120: on the Xeon of
+         * issue 16 (thread CPU time, best of 15) MC = 36-60 ran 0.89-1.03x OpenBLAS SkylakeX
+         * at 1024^3 and 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384
+         * were no better. */
+        j->mc = 48, j->kcb = KC5, j->ncb = NC5, j->rowfirst = j->nextc = true, j->bgroup = false;
+    } else if (j->isa >= INGOT__ISA_AVX2 && ingot__sgemm_avx2_large_l2()) {
+        j->mc = MC2L, j->kcb = KC2L, j->ncb = NC2L, j->rowfirst = j->nextc = j->bgroup = true;
+    } else {
+        j->mc = 120, j->kcb = KC, j->ncb = NC, j->rowfirst = j->nextc = j->bgroup = false;
+    }
+}
 #define SCRATCH_BYTES ((AP_FLOATS + BP_FLOATS) * sizeof(float))
 
 size_t ingot__sgemm_scratch_bytes(void)
@@ -716,10 +895,7 @@ void ingot__sgemm_serial(bool trans_a, bool trans_b, size_t M, size_t N, size_t 
     if (M == 0 || N == 0 || K == 0) return;
     job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .isa = ingot__get_isa()};
-    bool wide = j.isa >= INGOT__ISA_AVX512;
-    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
-    j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
-    j.rowfirst = wide;
+    set_blocks(&j);
     float *ap = scratch;
     block_gemm(&j, 0, M, 0, N, ap, ap + AP_FLOATS);
 }
@@ -743,13 +919,7 @@ ingot_status ingot__sgemm(ingot__pool *pool, bool trans_a, bool trans_b, size_t 
     job j = {.ta = trans_a, .tb = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
              .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .pool = pool,
              .isa = ingot__get_isa()};
-    /* AVX-512: an A block of 48 rows (48 KB), small beside AVX2's 120: on the Xeon of issue 16
-     * (thread CPU time, best of 15) MC = 36-60 ran 0.89-1.03x OpenBLAS SkylakeX at 1024^3 and
-     * 2048^3, 72-96 0.81-0.96x, 144 0.82-0.89x, 288 0.83x; KC = 192 / 384 were no better. */
-    bool wide = j.isa >= INGOT__ISA_AVX512;
-    j.mr = wide ? MR5 : MR2, j.nr = wide ? NR5 : NR2, j.mc = wide ? 48 : 120;
-    j.kcb = wide ? KC5 : KC, j.ncb = wide ? NC5 : NC;
-    j.rowfirst = wide;
+    set_blocks(&j);
     atomic_init(&j.failed, 0);
     size_t threads = ingot__pool_threads(pool);
     /* Small problems are not worth waking workers for. */

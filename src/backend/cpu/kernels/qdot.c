@@ -451,6 +451,11 @@ bool ingot__q4kr_fast(void) { return pick_q4kr() != sc_q4kr; }
  * tasks break the streams the prefetchers follow: 64 KiB ran Q8_0 decode 5% slower at 2
  * threads on the Xeon, 128-512 KiB within noise of each other (docs/PERFORMANCE.md). */
 #define TASK_BYTES ((size_t)256 << 10)
+/* One-row jobs under this many weight bytes go in one task per thread: the runtime's q/k/v and o
+ * products of the llama-bench shape (885 and 590 KB) ran their steps 0.91x and 0.82x as long
+ * (medians of 12 alternated pairs, two threads) than in four tasks a thread, each task a new set
+ * of read streams the prefetchers must find (docs/PERFORMANCE.md). */
+#define FEW_TASKS_BYTES ((size_t)1 << 20)
 
 typedef struct {
     ingot__qdot_fn fn;
@@ -671,9 +676,11 @@ void ingot__qgemv_multi(ingot__pool *pool, size_t K, const ingot__qseg *seg, siz
         }
         bytes += seg[s].M * seg[s].ldw;
     }
-    /* tasks of about bytes / (threads * TASKS_PER_THREAD), at most TASK_BYTES, in multiples of
-     * 8 rows; one task per segment when the whole is small (waking workers costs more) */
-    size_t parts = (size_t)ingot__pool_threads(pool) * TASKS_PER_THREAD;
+    /* tasks of about bytes / (threads * TASKS_PER_THREAD) (under FEW_TASKS_BYTES: one a
+     * thread), at most TASK_BYTES, in multiples of 8 rows; one task per segment when the whole
+     * is small (waking workers costs more) */
+    size_t parts = (size_t)ingot__pool_threads(pool);
+    if (bytes >= FEW_TASKS_BYTES) parts *= TASKS_PER_THREAD;
     size_t tb = bytes > SMALL_BYTES ? (bytes + parts - 1) / parts : bytes;
     if (bytes > SMALL_BYTES && tb > TASK_BYTES) tb = TASK_BYTES;
     j.first[0] = 0;

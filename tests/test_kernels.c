@@ -11,6 +11,7 @@
 #include "cpu/kernels/amx.h"
 #include "cpu/kernels/kernels.h"
 #include "harness.h"
+#include "support/ref_gemm.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rng_next(void)
@@ -43,34 +44,6 @@ static bool level_on(int isa)
     }
     if (!ingot__isa_supported((ingot__isa)isa)) return false;
     return ingot__set_isa((ingot__isa)isa) == (ingot__isa)isa;
-}
-
-/* Normalised mean squared error of got against ref. */
-static double nmse(const float *got, const double *ref, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = got[i] - ref[i];
-        num += d * d;
-        den += ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
-static void ref_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A,
-                     size_t lda, const float *B, size_t ldb, float beta, const float *C0,
-                     size_t ldc, double *out)
-{
-    for (size_t i = 0; i < M; i++)
-        for (size_t j = 0; j < N; j++) {
-            double s = 0;
-            for (size_t k = 0; k < K; k++) {
-                double a = ta ? A[k * lda + i] : A[i * lda + k];
-                double b = tb ? B[j * ldb + k] : B[k * ldb + j];
-                s += a * b;
-            }
-            out[i * N + j] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)C0[i * ldc + j]);
-        }
 }
 
 TEST(sgemm_shapes_isas_threads)
@@ -106,7 +79,7 @@ TEST(sgemm_shapes_isas_threads)
                     for (size_t i = 0; i < M * ldc; i++) C0[i] = beta == 0.0f ? NAN : frand();
                     memcpy(C1, C0, M * ldc * sizeof *C0);
                     memcpy(C2, C0, M * ldc * sizeof *C0);
-                    ref_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C0, ldc, R);
+                    ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C0, ldc, R);
                     CHECK(ingot__sgemm(NULL, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C1,
                                        ldc) == INGOT_OK, "sgemm 1 thread");
                     CHECK(ingot__sgemm(pool2, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C2,
@@ -143,7 +116,7 @@ TEST(sgemm_large_blocks_cross)
     for (size_t i = 0; i < K * N; i++) B[i] = frand();
     ingot__pool *pool = ingot__pool_create(NULL, 2);
     /* reference on a sample of rows (the full double loop would dominate the test's time) */
-    for (size_t i = 0; i < M; i += 37) ref_gemm(false, false, 1, N, K, 1.0f, A + i * K, K, B, N, 0.0f, NULL, 0, R + i * N);
+    for (size_t i = 0; i < M; i += 37) ref_sgemm(false, false, 1, N, K, 1.0f, A + i * K, K, B, N, 0.0f, NULL, 0, R + i * N);
     for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
         if (!level_on(isa)) continue;
         ASSERT_OK(ingot__sgemm(pool, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
@@ -186,7 +159,7 @@ TEST(sgemm_block_edges_rows_first)
         for (size_t i = 0; i < arows * lda; i++) A[i] = frand();
         for (size_t i = 0; i < brows * ldb; i++) B[i] = frand();
         for (size_t i = 0; i < M * ldc; i++) C0[i] = frand();
-        ref_gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C0, ldc, R);
+        ref_sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C0, ldc, R);
         for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
             if (!level_on(isa)) continue;
             for (int t = 0; t < 3; t++) {
@@ -243,7 +216,7 @@ TEST(sgemm_small_m_streaming)
                     for (size_t i = 0; i < M * ldc; i++) C0[i] = frand();
                     memcpy(C1, C0, M * ldc * 4);
                     memcpy(C2, C0, M * ldc * 4);
-                    ref_gemm(false, tb, M, N, K, 1.5f, A, lda, B, ldb, beta, C0, ldc, R);
+                    ref_sgemm(false, tb, M, N, K, 1.5f, A, lda, B, ldb, beta, C0, ldc, R);
                     ASSERT_EQ(ingot__sgemm(NULL, false, tb, M, N, K, 1.5f, A, lda, B, ldb, beta,
                                            C1, ldc), INGOT_OK);
                     ASSERT_EQ(ingot__sgemm(pool2, false, tb, M, N, K, 1.5f, A, lda, B, ldb, beta,

@@ -10,6 +10,7 @@
 #include "cpu/kernels/amx.h"
 #include "cpu/kernels/kernels.h"
 #include "harness.h"
+#include "support/ref_gemm.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint64_t rng_next(void)
@@ -92,18 +93,6 @@ TEST(qx_quantize_same_bits_every_level)
             }
     }
     fprintf(stderr, "qx_quantize: %d level comparisons\n", compared);
-}
-
-/* Normalised mean squared error of got against ref. */
-static double nmse(const float *got, const double *ref, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = got[i] - ref[i];
-        num += d * d;
-        den += ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
 }
 
 static uint16_t f16_bits(float v)

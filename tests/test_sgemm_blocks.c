@@ -11,36 +11,13 @@
 
 #include "cpu/kernels/kernels.h"
 #include "harness.h"
+#include "support/ref_gemm.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) /* uniform in [-1, 1) */
 {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-static double nmse(const float *got, const double *ref, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = got[i] - ref[i];
-        num += d * d, den += ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
-static void ref_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A,
-                     size_t lda, const float *B, size_t ldb, float beta, const float *C0,
-                     size_t ldc, double *out)
-{
-    for (size_t i = 0; i < M; i++)
-        for (size_t j = 0; j < N; j++) {
-            double s = 0;
-            for (size_t k = 0; k < K; k++)
-                s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) *
-                     (double)(tb ? B[j * ldb + k] : B[k * ldb + j]);
-            out[i * N + j] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)C0[i * ldc + j]);
-        }
 }
 
 TEST(l2_size_and_override)
@@ -96,7 +73,7 @@ TEST(sgemm_both_l2_choices)
         for (size_t i = 0; i < arows * lda; i++) A[i] = frand();
         for (size_t i = 0; i < brows * ldb; i++) B[i] = frand();
         for (size_t i = 0; i < M * ldc; i++) C0[i] = frand();
-        ref_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C0, ldc, R);
+        ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C0, ldc, R);
         for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
             if (!ingot__isa_supported((ingot__isa)isa)) continue;
             ASSERT_EQ(ingot__set_isa((ingot__isa)isa), isa);

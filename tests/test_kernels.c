@@ -116,7 +116,8 @@ TEST(sgemm_large_blocks_cross)
     for (size_t i = 0; i < K * N; i++) B[i] = frand();
     ingot__pool *pool = ingot__pool_create(NULL, 2);
     /* reference on a sample of rows (the full double loop would dominate the test's time) */
-    for (size_t i = 0; i < M; i += 37) ref_sgemm(false, false, 1, N, K, 1.0f, A + i * K, K, B, N, 0.0f, NULL, 0, R + i * N);
+    for (size_t i = 0; i < M; i += 37)
+        ref_sgemm(false, false, 1, N, K, 1.0f, A + i * K, K, B, N, 0.0f, NULL, 0, R + i * N);
     for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
         if (!level_on(isa)) continue;
         ASSERT_OK(ingot__sgemm(pool, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
@@ -1194,7 +1195,8 @@ RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blo
           T(q8_0_ggml_blocks),
           T(qdot_levels_conformance), T(qdot_threads_bitwise),
           T(gemm_half_levels), T(gemm_half_rows_independent), T(qgemm_prefill_through_f32),
-          T(amx_tiles_against_dots), T(q4k_repacked_rows), T(qgemv_multi_task_tails), T(q4k_repack_levels_same_bytes),
+          T(amx_tiles_against_dots), T(q4k_repacked_rows), T(qgemv_multi_task_tails),
+          T(q4k_repack_levels_same_bytes),
           T(pool_runs_every_task_once),
           /* last, so that the tests above draw the same random data as before them */
           T(sgemm_block_edges_rows_first), T(q4_0_activation_rearranged_edges))

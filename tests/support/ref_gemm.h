@@ -1,7 +1,8 @@
 /*
  * ref_gemm.h - the double-precision references of the f32 kernel tests (test_kernels.c,
- * test_sgemm_blocks.c, test_kernels_prefill.c): a GEMM with both transposes and alpha/beta, and the normalised mean
- * squared error of a float result against it. Header-only: each test program takes its copy.
+ * test_sgemm_blocks.c, test_kernels_prefill.c): a GEMM with both transposes and alpha/beta, and
+ * the normalised mean squared error of a float result against it. Header-only: each test
+ * program takes its copy.
  */
 #ifndef INGOT_TEST_REF_GEMM_H
 #define INGOT_TEST_REF_GEMM_H

@@ -8,21 +8,8 @@
 #include "harness.h"
 #include "ingot/native.h"
 #include "native_layout.h"
+#include "support/utf8_levels.h"
 #include "utf8.h"
-
-static int levels[INGOT__UTF8_TOP + 1], n_levels;
-
-static void find_levels(void)
-{
-    int last = -1;
-    n_levels = 0;
-    for (int l = 0; l <= INGOT__UTF8_TOP; l++) {
-        int got = ingot__utf8_limit(l);
-        if (got != last) levels[n_levels++] = got;
-        last = got;
-    }
-    ingot__utf8_limit(INGOT__UTF8_TOP);
-}
 
 typedef struct {
     uint8_t *img;

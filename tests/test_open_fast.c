@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "ingot/native.h"
 #include "native_layout.h"
+#include "support/utf8_levels.h"
 #include "utf8.h"
 
 /* The AVX-512 reference pass: the first eight by the portable code, 24 steps of eight, a tail of
@@ -60,20 +61,6 @@ static int build_rot(strfile *f, int rot)
 }
 
 static int build(strfile *f) { return build_rot(f, 0); }
-
-static int levels[INGOT__UTF8_TOP + 1], n_levels;
-
-static void find_levels(void)
-{
-    int last = -1;
-    n_levels = 0;
-    for (int l = 0; l <= INGOT__UTF8_TOP; l++) {
-        int got = ingot__utf8_limit(l);
-        if (got != last) levels[n_levels++] = got;
-        last = got;
-    }
-    ingot__utf8_limit(INGOT__UTF8_TOP);
-}
 
 /* Opens the image (header CRC not checked: the cases damage the header) at every level; the
  * status and message must be the same at each, and are returned from the last. */

@@ -41,6 +41,9 @@ static bool level_on(int isa)
             if (!ingot__isa_supported((ingot__isa)l))
                 fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l)), none = 0;
         fprintf(stderr, "%s\n", none ? " none" : "");
+        fprintf(stderr, "streaming kernels: prefetch %s, read streams %u (quantized) / %u (F16, "
+                "BF16)\n", ingot__cpu_prefetch() ? "on" : "off", ingot__gemv_streams(),
+                ingot__gemv_streams_half());
     }
     if (!ingot__isa_supported((ingot__isa)isa)) return false;
     return ingot__set_isa((ingot__isa)isa) == (ingot__isa)isa;
@@ -641,7 +644,8 @@ TEST(gemv_streams_same_bits)
                 for (size_t r = 0; r < M; r++) /* each row alone */
                     gemv_rows(wt, w + r * ldw, ldw, ws + r, 1, K, X, xq, false, y1 + r);
                 for (unsigned ns = 2; ns <= 8; ns *= 2) {
-                    CHECK(ingot__set_gemv_streams(ns) == ns, "streams %u not set", ns);
+                    CHECK(ingot__set_gemv_streams(ns) == ns && ingot__gemv_streams_half() == ns,
+                          "streams %u not set", ns);
                     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
                         for (int acc = 0; acc < 2; acc++) {
                             size_t c = counts[ci];

@@ -571,15 +571,15 @@ static void half_row(ingot__isa isa, bool bf, const uint8_t *w, size_t K, const 
 }
 
 /* Rows [0, rows) of W (ldw elements apart) against one activation row x: y[r] (+)= W[r] . x.
- * At the AVX-512 levels the rows are read as up to four streams (ingot__gemv_streams, in the
- * order of ingot__stream_row), each row still reduced as half_row reduces it alone. */
+ * At the AVX-512 levels the rows are read as up to four streams (ingot__gemv_streams_half,
+ * in the order of ingot__stream_row), each row still reduced as half_row reduces it alone. */
 static void half_rows1(ingot__isa isa, bool bf, const uint8_t *W, size_t ldw, size_t rows,
                        size_t K, const float *x, bool accumulate, float *y)
 {
     size_t ns = 1, g = 0;
 #ifdef HAVE_X86
     if (isa >= INGOT__ISA_AVX512) {
-        ns = ingot__gemv_streams();
+        ns = ingot__gemv_streams_half();
         ns = ns > 4 ? 4 : ns;
         g = ns > 1 ? rows / ns * ns : 0;
         const bool pf = ingot__cpu_prefetch();

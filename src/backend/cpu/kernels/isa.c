@@ -95,24 +95,53 @@ bool ingot__cpu_vbmi(void)
 #endif
 }
 
-/* Software prefetch in the streaming kernels: on Intel it lifts the quantized GEMVs from about
- * 0.5-0.85 to 0.85-1.0 of the read rate (Xeon, one thread); on AMD Zen it slowed every kernel
- * (docs/PERFORMANCE.md), so it is only used on Intel. */
-bool ingot__cpu_prefetch(void)
+/* The CPU's vendor and family (CPUID leaf 0 and 1), read once: 0 unknown, 1 Intel, 2 AMD with
+ * family >= 0x1A (Zen 5), 3 other AMD. */
+static int cpu_kind(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     static atomic_int v = -1;
     int r = atomic_load_explicit(&v, memory_order_relaxed);
     if (r < 0) {
         unsigned a, b = 0, c = 0, d = 0;
-        r = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547 && d == 0x49656e69 &&
-            c == 0x6c65746e; /* "GenuineIntel" */
+        r = 0;
+        if (__get_cpuid(0, &a, &b, &c, &d)) {
+            if (b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e) /* "GenuineIntel" */
+                r = 1;
+            else if (b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163) { /* "AuthenticAMD" */
+                unsigned fam = 0;
+                if (__get_cpuid(1, &a, &b, &c, &d)) {
+                    fam = (a >> 8) & 15;
+                    if (fam == 15) fam += (a >> 20) & 255;
+                }
+                r = fam >= 0x1A ? 2 : 3;
+            }
+        }
         atomic_store_explicit(&v, r, memory_order_relaxed);
     }
     return r;
 #else
-    return false;
+    return 0;
 #endif
+}
+
+/* Software prefetch in the streaming kernels: on Intel it lifts the quantized GEMVs from about
+ * 0.5-0.85 to 0.85-1.0 of the read rate (Xeon, one thread), on Zen 5 (AMD family 0x1A) from
+ * 0.65-0.74 to 0.78-0.9 at two threads; on the Zen 4 of issue 5 (its AVX2 kernels) it slowed
+ * every kernel, so other CPUs go without (docs/PERFORMANCE.md). INGOT_PREFETCH=0|1 (read at
+ * first use) overrides it. */
+bool ingot__cpu_prefetch(void)
+{
+    static atomic_int v = -1;
+    int r = atomic_load_explicit(&v, memory_order_relaxed);
+    if (r < 0) {
+        int k = cpu_kind();
+        r = k == 1 || k == 2;
+        const char *env = getenv("INGOT_PREFETCH");
+        if (env && (!strcmp(env, "0") || !strcmp(env, "1"))) r = env[0] == '1';
+        atomic_store_explicit(&v, r, memory_order_relaxed);
+    }
+    return r;
 }
 
 /* L2 size of one core (ingot__cpu_l2_bytes): 0 = not read yet, SIZE_MAX = not known. */
@@ -180,26 +209,34 @@ void ingot__set_l2_bytes(size_t bytes)
     atomic_store_explicit(&l2_set, bytes, memory_order_relaxed);
 }
 
-/* Read streams per one-row GEMV task (ingot__gemv_streams): 0 = not chosen yet. */
-static atomic_uint streams;
+/* Read streams per one-row GEMV task: [0] the quantized dots (ingot__gemv_streams), [1] the
+ * F16 / BF16 ones (ingot__gemv_streams_half); 0 = not chosen yet. */
+static atomic_uint streams[2];
 
-unsigned ingot__gemv_streams(void)
+static unsigned streams_get(int half)
 {
-    unsigned s = atomic_load_explicit(&streams, memory_order_relaxed);
+    unsigned s = atomic_load_explicit(&streams[half], memory_order_relaxed);
     if (s) return s;
-    s = ingot__cpu_prefetch() ? 4 : 1;
+    /* Intel: 4 for both; Zen 5: 1 for the quantized dots (4 read 0.6-0.9x as fast as 1) and 4
+     * for F16 / BF16 (1.0-1.05 of the read rate, against 0.51-0.55 with one); elsewhere 1 */
+    int k = cpu_kind();
+    s = k == 1 || (k == 2 && half) ? 4 : 1;
     const char *env = getenv("INGOT_GEMV_STREAMS");
     if (env && (!strcmp(env, "1") || !strcmp(env, "2") || !strcmp(env, "4") || !strcmp(env, "8")))
         s = (unsigned)(env[0] - '0');
     unsigned expect = 0; /* a concurrent ingot__set_gemv_streams wins */
-    atomic_compare_exchange_strong(&streams, &expect, s);
-    return atomic_load_explicit(&streams, memory_order_relaxed);
+    atomic_compare_exchange_strong(&streams[half], &expect, s);
+    return atomic_load_explicit(&streams[half], memory_order_relaxed);
 }
+
+unsigned ingot__gemv_streams(void) { return streams_get(0); }
+unsigned ingot__gemv_streams_half(void) { return streams_get(1); }
 
 unsigned ingot__set_gemv_streams(unsigned s)
 {
-    s = s >= 8 ? 8 : s >= 4 ? 4 : s >= 2 ? 2 : s; /* 0: back to the default */
-    atomic_store_explicit(&streams, s, memory_order_relaxed);
+    s = s >= 8 ? 8 : s >= 4 ? 4 : s >= 2 ? 2 : s; /* 0: back to the defaults */
+    atomic_store_explicit(&streams[0], s, memory_order_relaxed);
+    atomic_store_explicit(&streams[1], s, memory_order_relaxed);
     return s ? s : ingot__gemv_streams();
 }
 

@@ -42,16 +42,19 @@ ingot__isa ingot__set_isa(ingot__isa isa);
 ingot__isa ingot__get_isa(void);
 /* Whether the CPU and OS have AVX-512 VBMI (vpmultishiftqb: the repacked Q4_K kernel). */
 bool ingot__cpu_vbmi(void);
-/* Whether the streaming kernels prefetch ahead (on Intel CPUs: see isa.c). */
+/* Whether the streaming kernels prefetch ahead (Intel CPUs and AMD Zen 5; INGOT_PREFETCH=0|1
+ * overrides it: see isa.c). */
 bool ingot__cpu_prefetch(void);
-/* Read streams per task of a one-row GEMV (decode): the 512-bit quantized and F16 / BF16 dots
- * read a run of rows as this many sub-ranges in turn, one row (or step) of each, so that a core
- * keeps as many sequential streams in flight (the hardware prefetchers follow each within a
- * page); each row is still reduced as it is alone (the same bits). 4 on Intel (where the kernels
- * prefetch), else 1; INGOT_GEMV_STREAMS=1, 2, 4 or 8 sets it (1: one stream, as before). */
+/* Read streams per task of a one-row GEMV (decode): the 512-bit quantized dots read a run of
+ * rows as this many sub-ranges in turn, one row (or step) of each, so that a core keeps as many
+ * sequential streams in flight (the hardware prefetchers follow each within a page); each row
+ * is still reduced as it is alone (the same bits). 4 on Intel, else 1. The F16 / BF16 dots take
+ * ingot__gemv_streams_half: 4 on Intel and Zen 5, else 1. INGOT_GEMV_STREAMS=1, 2, 4 or 8 sets
+ * both (1: one stream). */
 unsigned ingot__gemv_streams(void);
-/* Sets it (rounded down to 1, 2, 4 or 8; 0: back to the default, re-reading the environment);
- * returns the value in effect (tests, benchmarks). */
+unsigned ingot__gemv_streams_half(void);
+/* Sets both (rounded down to 1, 2, 4 or 8; 0: back to the defaults, re-reading the
+ * environment); returns the quantized dots' value in effect (tests, benchmarks). */
 unsigned ingot__set_gemv_streams(unsigned s);
 /* The order in which a kernel of ns streams reads rows [0, rows): the rows split into ns
  * sub-ranges (sub-range s from row s * q + min(s, rem), q = rows / ns, rem = rows % ns, the first

@@ -41,8 +41,9 @@ static bool level_on(int isa)
             if (!ingot__isa_supported((ingot__isa)l))
                 fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l)), none = 0;
         fprintf(stderr, "%s\n", none ? " none" : "");
-        fprintf(stderr, "streaming kernels: prefetch %s, read streams %u (quantized) / %u (F16, "
-                "BF16)\n", ingot__cpu_prefetch() ? "on" : "off", ingot__gemv_streams(),
+        fprintf(stderr, "streaming kernels: quantized: prefetch %s, %u read streams; F16 / BF16: "
+                "prefetch %s, %u read streams\n", ingot__cpu_prefetch() ? "on" : "off",
+                ingot__gemv_streams(), ingot__cpu_prefetch_half() ? "on" : "off",
                 ingot__gemv_streams_half());
     }
     if (!ingot__isa_supported((ingot__isa)isa)) return false;

@@ -428,7 +428,7 @@ AVX2_TARGET static void half_rows_avx2_bf16(const uint8_t *w, size_t K, const fl
 AVX2_TARGET static void half_row_avx2(bool bf, const uint8_t *w, size_t K, const float *X,
                                       size_t ldx, size_t nx, float *out)
 {
-    const bool pf = ingot__cpu_prefetch();
+    const bool pf = ingot__cpu_prefetch_half();
     if (bf) half_rows_avx2_bf16(w, K, X, ldx, nx, out, pf);
     else half_rows_avx2_f16(w, K, X, ldx, nx, out, pf);
 }
@@ -445,7 +445,7 @@ AVX512_TARGET static inline __m512 widen16(bool bf, const uint8_t *p)
 AVX512_TARGET static void half_row_avx512(bool bf, const uint8_t *w, size_t K, const float *X,
                                           size_t ldx, size_t nx, float *out)
 {
-    const bool pf = ingot__cpu_prefetch();
+    const bool pf = ingot__cpu_prefetch_half();
     __m512 a[HX][4];
     for (size_t i = 0; i < HX; i++) a[i][0] = a[i][1] = a[i][2] = a[i][3] = _mm512_setzero_ps();
     size_t k = 0;
@@ -582,7 +582,7 @@ static void half_rows1(ingot__isa isa, bool bf, const uint8_t *W, size_t ldw, si
         ns = ingot__gemv_streams_half();
         ns = ns > 4 ? 4 : ns;
         g = ns > 1 ? rows / ns * ns : 0;
-        const bool pf = ingot__cpu_prefetch();
+        const bool pf = ingot__cpu_prefetch_half();
         if (pf && g && rows >= 2 * ns) /* the sub-ranges' first 8 KiB, as qdot's stream_heads */
             for (size_t s = 1; s < ns; s++) {
                 const uint8_t *p = W + ingot__stream_row(rows, ns, s) * ldw * 2;

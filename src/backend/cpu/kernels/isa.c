@@ -126,23 +126,28 @@ static int cpu_kind(void)
 }
 
 /* Software prefetch in the streaming kernels: on Intel it lifts the quantized GEMVs from about
- * 0.5-0.85 to 0.85-1.0 of the read rate (Xeon, one thread), on Zen 5 (AMD family 0x1A) from
- * 0.65-0.74 to 0.78-0.9 at two threads; on the Zen 4 of issue 5 (its AVX2 kernels) it slowed
+ * 0.5-0.85 to 0.85-1.0 of the read rate (Xeon, one thread), on Zen 5 (AMD family 0x1A) the
+ * quantized decode 1.2-1.7x; there the F16 / BF16 dots, reading four streams, ran 0.85-0.95x as
+ * fast with it (ingot__cpu_prefetch_half); on the Zen 4 of issue 5 (its AVX2 kernels) it slowed
  * every kernel, so other CPUs go without (docs/PERFORMANCE.md). INGOT_PREFETCH=0|1 (read at
- * first use) overrides it. */
-bool ingot__cpu_prefetch(void)
+ * first use) sets both. [0] quantized, [1] F16 / BF16; -1 = not chosen yet. */
+static atomic_int prefetch[2] = {-1, -1};
+
+static bool prefetch_get(int half)
 {
-    static atomic_int v = -1;
-    int r = atomic_load_explicit(&v, memory_order_relaxed);
+    int r = atomic_load_explicit(&prefetch[half], memory_order_relaxed);
     if (r < 0) {
         int k = cpu_kind();
-        r = k == 1 || k == 2;
+        r = k == 1 || (k == 2 && !half);
         const char *env = getenv("INGOT_PREFETCH");
         if (env && (!strcmp(env, "0") || !strcmp(env, "1"))) r = env[0] == '1';
-        atomic_store_explicit(&v, r, memory_order_relaxed);
+        atomic_store_explicit(&prefetch[half], r, memory_order_relaxed);
     }
     return r;
 }
+
+bool ingot__cpu_prefetch(void) { return prefetch_get(0); }
+bool ingot__cpu_prefetch_half(void) { return prefetch_get(1); }
 
 /* L2 size of one core (ingot__cpu_l2_bytes): 0 = not read yet, SIZE_MAX = not known. */
 static atomic_size_t l2_cpu, l2_set;

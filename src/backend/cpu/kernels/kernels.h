@@ -42,9 +42,11 @@ ingot__isa ingot__set_isa(ingot__isa isa);
 ingot__isa ingot__get_isa(void);
 /* Whether the CPU and OS have AVX-512 VBMI (vpmultishiftqb: the repacked Q4_K kernel). */
 bool ingot__cpu_vbmi(void);
-/* Whether the streaming kernels prefetch ahead (Intel CPUs and AMD Zen 5; INGOT_PREFETCH=0|1
- * overrides it: see isa.c). */
+/* Whether the streaming kernels prefetch ahead: the quantized dots on Intel CPUs and AMD Zen 5,
+ * the F16 / BF16 ones (ingot__cpu_prefetch_half) on Intel; INGOT_PREFETCH=0|1 sets both (see
+ * isa.c). */
 bool ingot__cpu_prefetch(void);
+bool ingot__cpu_prefetch_half(void);
 /* Read streams per task of a one-row GEMV (decode): the 512-bit quantized dots read a run of
  * rows as this many sub-ranges in turn, one row (or step) of each, so that a core keeps as many
  * sequential streams in flight (the hardware prefetchers follow each within a page); each row

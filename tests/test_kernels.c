@@ -1194,6 +1194,40 @@ TEST(q4k_repack_levels_same_bytes)
     }
 }
 
+TEST(half_to_f32_every_level)
+{
+    /* The prefill route's widening of F16 / BF16 weight panels: every 16-bit pattern, at every
+     * level, runs of 1..70 elements from every start (the 16-, 8- and 1-element steps), the
+     * same bits as ingot_dequantize (a NaN only as a NaN: vcvtph2ps quiets it), nothing written
+     * past the run. */
+    static const ingot_dtype types[] = {INGOT_DTYPE_F16, INGOT_DTYPE_BF16};
+    uint16_t *h = malloc(65536 * 2);
+    float *ref = malloc(65536 * 4), *got = malloc((65536 + 1) * 4);
+    for (size_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (int ti = 0; ti < 2; ti++) {
+        ingot_dtype wt = types[ti];
+        ASSERT_OK(ingot_dequantize(wt, h, 65536 * 2, ref, 65536, NULL));
+        for (int isa = 0; isa < INGOT__ISA_COUNT; isa++) {
+            if (!level_on(isa)) continue;
+            for (size_t n = 1; n <= 70; n++)
+                for (size_t at = 0; at + n <= 65536; at += n == 70 ? 1 : 4099) {
+                    got[at + n] = -7.0f;
+                    ingot__half_to_f32(wt, h + at, got + at, n);
+                    CHECK(got[at + n] == -7.0f, "%s %s: wrote past %zu elements",
+                          ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), n);
+                }
+            size_t bad = 65536;
+            for (size_t i = 0; i < 65536 && bad == 65536; i++)
+                if (isnan(ref[i]) ? !isnan(got[i]) : memcmp(&ref[i], &got[i], 4) != 0) bad = i;
+            CHECK(bad == 65536, "%s %s: 0x%04zx widened to %a, ingot_dequantize %a",
+                  ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa), bad,
+                  (double)got[bad % 65536], (double)ref[bad % 65536]);
+        }
+        ingot__set_isa(ingot__cpu_isa());
+    }
+    free(h), free(ref), free(got);
+}
+
 RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blocks_cross),
           T(sgemm_small_m_streaming), T(sgemv_both_ways), T(sgemv_rows_same_bits_any_offset),
           T(qdot_rows_same_bits_any_offset), T(gemv_streams_same_bits), T(qx_quantize_rounding),
@@ -1204,4 +1238,5 @@ RUN_TESTS(T(isa_levels_and_cap), T(sgemm_shapes_isas_threads), T(sgemm_large_blo
           T(q4k_repack_levels_same_bytes),
           T(pool_runs_every_task_once),
           /* last, so that the tests above draw the same random data as before them */
-          T(sgemm_block_edges_rows_first), T(q4_0_activation_rearranged_edges))
+          T(sgemm_block_edges_rows_first), T(q4_0_activation_rearranged_edges),
+          T(half_to_f32_every_level))

@@ -646,6 +646,40 @@ static void half_task(void *ctx, size_t t, unsigned worker)
     }
 }
 
+#ifdef HAVE_X86
+AVX512_TARGET static void widen_avx512(bool bf, const uint8_t *p, float *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, widen16(bf, p + 2 * i));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, widen8(bf, p + 2 * i));
+    for (; i < n; i++) y[i] = half_at(bf, p, i);
+}
+
+AVX2_TARGET static void widen_avx2(bool bf, const uint8_t *p, float *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, widen8(bf, p + 2 * i));
+    for (; i < n; i++) y[i] = half_at(bf, p, i);
+}
+#endif
+
+void ingot__half_to_f32(ingot_dtype wt, const void *src, float *dst, size_t n)
+{
+    bool bf = wt == INGOT_DTYPE_BF16;
+#ifdef HAVE_X86
+    ingot__isa isa = ingot__get_isa();
+    if (isa >= INGOT__ISA_AVX512) {
+        widen_avx512(bf, src, dst, n);
+        return;
+    }
+    if (isa >= INGOT__ISA_AVX2) {
+        widen_avx2(bf, src, dst, n);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++) dst[i] = half_at(bf, src, i);
+}
+
 void ingot__gemm_half(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K, const void *W,
                       size_t ldw, size_t nx, const float *X, size_t ldx, bool accumulate,
                       float *Y, size_t ldy)

@@ -180,6 +180,10 @@ ingot_status ingot__qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
  * apart), each reduced as ingot__gemm_half reduces it for nx = 1. */
 void ingot__half_rows(ingot_dtype wt, const void *W, size_t ldw, size_t rows, size_t K,
                       const float *x, bool accumulate, float *y);
+/* dst[i] = src[i] widened exactly for i < n, src F16 or BF16 (vcvtph2ps / a shift at the SIMD
+ * levels: the prefill route's weight panels; ingot_dequantize's scalar loop was a third of a
+ * 2-thread F16 prefill on Zen 5). */
+void ingot__half_to_f32(ingot_dtype wt, const void *src, float *dst, size_t n);
 /* Several one-row products with the same activation row x[K] as one pool job (decode: the q, k
  * and v projections, or gate and up): for each segment s, Y_s[m] = sum_k deq(W_s)[m, k] *
  * deq(x)[k] (+ Y_s[m] if acc) for m < M_s, W_s of dtype wt_s (not I8) with rows ldw_s bytes

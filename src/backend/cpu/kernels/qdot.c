@@ -525,7 +525,10 @@ static void dq_task(void *ctx, size_t t, unsigned worker)
             ingot__q4kr_unpack(w, s + gs + pb, j->ldw / 144);
             w = s + gs + pb;
         }
-        (void)ingot_dequantize(j->wt, w, j->ldw, panel + r * j->K, j->K, NULL);
+        if (j->wt == INGOT_DTYPE_F16 || j->wt == INGOT_DTYPE_BF16)
+            ingot__half_to_f32(j->wt, w, panel + r * j->K, j->K);
+        else
+            (void)ingot_dequantize(j->wt, w, j->ldw, panel + r * j->K, j->K, NULL);
     }
     ingot__sgemm_serial(false, true, j->nx, n, j->K, 1.0f, j->X, j->ldx, panel, j->K,
                         j->acc ? 1.0f : 0.0f, j->Y + r0, j->ldy, s);

@@ -129,6 +129,17 @@ static bool have_avx2(void)
     return ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX2;
 }
 
+/* The levels whose kernels the tests below run: the CPU's best (AVX-512: the 16-lane decode
+ * kernel) and AVX2 (its 8-lane form), those the CPU has; n of them into lv. */
+static int kernel_levels(ingot_cpu_isa lv[2])
+{
+    int n = 0;
+    ingot_cpu_isa best = ingot_cpu_isa_current();
+    if (best >= INGOT_CPU_ISA_AVX2) lv[n++] = best;
+    if (best >= INGOT_CPU_ISA_AVX512) lv[n++] = INGOT_CPU_ISA_AVX2;
+    return n;
+}
+
 TEST(keys8_matches_definition)
 {
     if (!have_avx2()) {
@@ -152,16 +163,21 @@ TEST(keys8_matches_definition)
         {2, 8, 2, 1, 130, 128, 128, true}, {1, 32, 4, 1, 77, 128, 128, true},
         {1, 8, 2, 1, 300, 256, 256, true}, {1, 4, 1, 1, 33, 64, 64, true},
     };
-    fprintf(stderr, "  decode kernel (four query heads a task): %s\n",
-            ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX512 ? "ran (AVX-512)"
-                                                             : "not here (below AVX-512)");
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const shape *s = &shapes[i];
-        float *out = malloc((size_t)(s->B * s->H * s->Lq * s->Dv) * 4);
-        ASSERT_TRUE(out);
-        CHECK(run_shape(s, 1, out) == 0, "shape %zu", i);
-        free(out);
+    ingot_cpu_isa lv[2], best = ingot_cpu_isa_current();
+    int nl = kernel_levels(lv);
+    fprintf(stderr, "  decode kernel (four query heads a task): ran %s\n",
+            nl == 2 ? "the AVX-512 and the AVX2 forms" : "the AVX2 form (no AVX-512 here)");
+    for (int li = 0; li < nl; li++) {
+        ingot_cpu_isa_set_cap(lv[li]);
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const shape *s = &shapes[i];
+            float *out = malloc((size_t)(s->B * s->H * s->Lq * s->Dv) * 4);
+            ASSERT_TRUE(out);
+            CHECK(run_shape(s, 1, out) == 0, "shape %zu (level %d)", i, (int)lv[li]);
+            free(out);
+        }
     }
+    ingot_cpu_isa_set_cap(best);
 }
 
 TEST(keys8_same_bits_any_thread_count)
@@ -169,19 +185,25 @@ TEST(keys8_same_bits_any_thread_count)
     if (!have_avx2()) return;
     static const shape shapes[] = {{1, 8, 4, 33, 160, 8, 8, true},
                                    {1, 16, 4, 1, 160, 64, 64, true}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const shape *s = &shapes[i];
-        size_t no = (size_t)(s->B * s->H * s->Lq * s->Dv);
-        float *a = malloc(no * 4), *b = malloc(no * 4);
-        ASSERT_TRUE(a && b);
-        uint64_t seed = rng;
-        ASSERT_EQ(run_shape(s, 1, a), 0);
-        rng = seed; /* same inputs */
-        ASSERT_EQ(run_shape(s, 3, b), 0);
-        ASSERT_MEM(a, b, no * 4);
-        free(a);
-        free(b);
+    ingot_cpu_isa lv[2], best = ingot_cpu_isa_current();
+    int nl = kernel_levels(lv);
+    for (int li = 0; li < nl; li++) {
+        ingot_cpu_isa_set_cap(lv[li]);
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const shape *s = &shapes[i];
+            size_t no = (size_t)(s->B * s->H * s->Lq * s->Dv);
+            float *a = malloc(no * 4), *b = malloc(no * 4);
+            ASSERT_TRUE(a && b);
+            uint64_t seed = rng;
+            ASSERT_EQ(run_shape(s, 1, a), 0);
+            rng = seed; /* same inputs */
+            ASSERT_EQ(run_shape(s, 3, b), 0);
+            ASSERT_MEM(a, b, no * 4);
+            free(a);
+            free(b);
+        }
     }
+    ingot_cpu_isa_set_cap(best);
 }
 
 /* f16 bits of v, which must be 0 or a normal half exactly (the test's values are) */
@@ -193,17 +215,30 @@ static uint16_t half_of(float v)
     return (uint16_t)((x >> 16 & 0x8000) | (((x >> 23 & 0xff) - 112) << 10) | (x >> 13 & 0x3ff));
 }
 
-/* Decode straight from an F16 KV cache (the runtime's --kv f16): at the AVX-512 levels the
- * decode kernel reads the halves in place and matches the definition on their values, the same
- * bits at 1 and 3 threads; it declines below AVX-512, for more than one query row and for F16
+/* Decode straight from an F16 KV cache (the runtime's --kv f16): at the AVX-512 and AVX2 levels
+ * the decode kernel reads the halves in place and matches the definition on their values, the
+ * same bits at 1 and 3 threads; it declines below AVX2, for more than one query row and for F16
  * queries (the runtime then casts the cache to F32 and runs the other paths). */
+static void f16_cache_shapes(void);
 TEST(decode_reads_f16_cache)
+{
+    ingot_cpu_isa lv[2], best = ingot_cpu_isa_current();
+    int nl = kernel_levels(lv);
+    for (int li = 0; li < nl; li++) {
+        ingot_cpu_isa_set_cap(lv[li]);
+        f16_cache_shapes();
+    }
+    ingot_cpu_isa_set_cap(best);
+    if (!nl) f16_cache_shapes(); /* below AVX2: declined, as checked there */
+}
+
+static void f16_cache_shapes(void)
 {
     static const shape shapes[] = {{1, 16, 4, 1, 1, 64, 64, true},
                                    {1, 16, 4, 1, 67, 64, 64, true},
                                    {2, 8, 2, 1, 200, 128, 128, false},
                                    {1, 8, 1, 1, 130, 256, 256, true}};
-    bool avx512 = ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX512;
+    bool kernel = ingot_cpu_isa_current() >= INGOT_CPU_ISA_AVX2;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const shape *s = &shapes[i];
         size_t nq = (size_t)(s->B * s->H * s->D), nk = (size_t)(s->B * s->Hk * s->Lk * s->D);
@@ -239,7 +274,7 @@ TEST(decode_reads_f16_cache)
             ingot_attn_params p = {0};
             p.causal = s->causal;
             bool ran = ingot__attention_keys8(be, &td, &tq, &tk, &tv, &p);
-            CHECK(ran == avx512, "shape %zu: f16 cache %s", i, ran ? "taken" : "declined");
+            CHECK(ran == kernel, "shape %zu: f16 cache %s", i, ran ? "taken" : "declined");
             if (ran) {
                 out[th] = malloc(no * 4);
                 memcpy(out[th], ingot_buffer_host(bd), no * 4);
@@ -263,7 +298,7 @@ TEST(decode_reads_f16_cache)
             CHECK(!memcmp(out[0], out[1], no * 4), "shape %zu: 1 and 3 threads differ", i);
         free(out[0]), free(out[1]), free(q), free(kf), free(vf), free(ref);
     }
-    if (!avx512) fprintf(stderr, "  (below AVX-512: the f16 cache is declined, as checked)\n");
+    if (!kernel) fprintf(stderr, "  (below AVX2: the f16 cache is declined, as checked)\n");
 }
 
 /* Strided views as the runtime passes them: q rows [n, H*hd] seen as [1, H, n, hd], keys in a
@@ -323,12 +358,15 @@ TEST(keys8_strided_views)
 
 /* The decode kernel on the runtime's views (the query row [1, H*hd] as [1, H, 1, hd], the first L
  * positions of a cache [Hk, CTX, hd], the output row likewise), F32 and F16 caches, against the
- * definition on the cache's values. Only where the kernel runs (AVX-512). */
+ * definition on the cache's values. Where the kernel runs (AVX-512 and AVX2: both forms). */
 TEST(decode_strided_cache_views)
 {
-    if (ingot_cpu_isa_current() < INGOT_CPU_ISA_AVX512) return;
+    ingot_cpu_isa lv[2], best = ingot_cpu_isa_current();
+    int nl = kernel_levels(lv);
     enum { H = 8, HK = 2, HD = 64, CTX = 100, L = 70 };
-    for (int half = 0; half < 2; half++) {
+    for (int run = 0; run < 2 * nl; run++) {
+        int half = run % 2;
+        ingot_cpu_isa_set_cap(lv[run / 2]);
         size_t es = half ? 2 : 4;
         ingot_backend *be = NULL;
         ASSERT_OK(ingot_backend_new("cpu", NULL, &be, NULL));
@@ -390,6 +428,7 @@ TEST(decode_strided_cache_views)
         ingot_buffer_free(bo);
         ingot_backend_free(be);
     }
+    ingot_cpu_isa_set_cap(best);
 }
 
 /* Where it does not apply it returns false and leaves dst alone (the runtime runs the op). */

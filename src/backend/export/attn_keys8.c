@@ -5,9 +5,9 @@
  * several accumulators. Head sizes of 8 or 16 (the small llama2.c models) leave the cpu
  * backend's per-key kernel mostly idle; this one runs them 4-6x faster. Same semantics and the
  * same row-per-task split as ingot_op_attention on the cpu backend; it declines (false) where it
- * does not apply, and the caller runs the op. Decode steps with grouped query heads take an
- * AVX-512 kernel of their own (below): four query heads per pass over their KV head's keys and
- * values, from an F32 or F16 cache.
+ * does not apply, and the caller runs the op. Decode steps with grouped query heads take a
+ * kernel of their own (below; AVX-512, and an AVX2 form): four query heads per pass over their
+ * KV head's keys and values, from an F32 or F16 cache.
  */
 #include "cpu/cpu.h"
 #include "cpu/cpu_vexp.h"
@@ -15,7 +15,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define K8_X86 1
-#define K8_TARGET __attribute__((target("avx2,fma")))
+#define K8_TARGET __attribute__((target("avx2,fma,f16c")))
 #define K16_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma,f16c")))
 #include "cpu/kernels/tree16.h"
 #endif
@@ -316,6 +316,133 @@ K16_TARGET static void k16_groups_half(void *arg, int64_t begin, int64_t end)
     k16_body(arg, begin, end, true);
 }
 
+/* ---- the same decode step at the AVX2 levels (the AMD machines without AVX-512): four query
+ * heads of one KV head a task, two keys a step, their eight 8-lane partial sums reduced together
+ * by horizontal adds (lane 2g + k: head g, key k), the online softmax on 8 lanes a head, the
+ * values 16 columns of the four heads at a time; F16 caches read in place by vcvtph2ps. */
+K8_TARGET static inline __attribute__((always_inline)) __m256 k8d_ld(const float *f,
+                                                                     const uint16_t *h,
+                                                                     int64_t i, bool half)
+{
+    return half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(h + i)))
+                : _mm256_loadu_ps(f + i);
+}
+
+K8_TARGET static inline __attribute__((always_inline)) void
+k8d_body(const k8_job *j, int64_t begin, int64_t end, bool half)
+{
+    _Alignas(32) float acc[K16_G][K16_MAX_D], sc[K16_G][K8_BLOCK + 8];
+    const int64_t D = j->D, last = j->Lk - 1;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t r = begin; r < end; r++) {
+        int64_t b = r / (j->H / K16_G), hg = r % (j->H / K16_G), h0 = hg * K16_G;
+        int64_t hk = h0 / j->grp;
+        const float *q[K16_G];
+        for (int g = 0; g < K16_G; g++) q[g] = j->q + b * j->qs[0] + (h0 + g) * j->qs[1];
+        int64_t kb = b * j->ks[0] + hk * j->ks[1], vb = b * j->vs[0] + hk * j->vs[1];
+        float mx[K16_G], sum[K16_G];
+        for (int g = 0; g < K16_G; g++) {
+            mx[g] = -INFINITY, sum[g] = 0.0f;
+            for (int64_t e = 0; e < D; e++) acc[g][e] = 0.0f;
+        }
+        for (int64_t j0 = 0; j0 <= last; j0 += K8_BLOCK) {
+            int64_t n = last + 1 - j0 < K8_BLOCK ? last + 1 - j0 : K8_BLOCK;
+            for (int64_t t = 0; t < n; t += 2) { /* a key past the last repeats it (unused) */
+                int64_t k0 = kb + (j0 + t) * j->ks[2];
+                int64_t k1 = kb + (j0 + (t + 1 < n ? t + 1 : t)) * j->ks[2];
+                __m256 a[8];
+                K16_UNROLL
+                for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
+                for (int64_t c = 0; c < D; c += 8) {
+                    __m256 kv0 = k8d_ld(j->k, j->kh, k0 + c, half);
+                    __m256 kv1 = k8d_ld(j->k, j->kh, k1 + c, half);
+                    K16_UNROLL
+                    for (int g = 0; g < K16_G; g++) {
+                        __m256 qv = _mm256_loadu_ps(q[g] + c);
+                        a[2 * g] = _mm256_fmadd_ps(kv0, qv, a[2 * g]);
+                        a[2 * g + 1] = _mm256_fmadd_ps(kv1, qv, a[2 * g + 1]);
+                    }
+                }
+                __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+                __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+                __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+                __m256 sv = _mm256_mul_ps(_mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                                                        _mm256_permute2f128_ps(u0, u1, 0x31)),
+                                          _mm256_set1_ps(j->scale));
+                _Alignas(32) float o8[8];
+                _mm256_store_ps(o8, sv);
+                for (int g = 0; g < K16_G; g++) sc[g][t] = o8[2 * g], sc[g][t + 1] = o8[2 * g + 1];
+            }
+            for (int g = 0; g < K16_G; g++) /* the lanes past n that the 8-lane loads read */
+                for (int64_t t = n; t < ((n + 7) & ~(int64_t)7); t++) sc[g][t] = 0.0f;
+            for (int g = 0; g < K16_G; g++) { /* online softmax over the block, 8 lanes */
+                __m256 vmx = _mm256_set1_ps(-INFINITY);
+                for (int64_t t = 0; t < n; t += 8) {
+                    __m256 x = _mm256_loadu_ps(sc[g] + t);
+                    if (n - t < 8)
+                        x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x,
+                                             _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                                                 _mm256_set1_epi32((int)(n - t)), lane)));
+                    vmx = _mm256_max_ps(vmx, x);
+                }
+                float bmx = hmax8(vmx);
+                if (bmx > mx[g]) { /* a new maximum: rescale what was summed so far */
+                    float corr = mx[g] == -INFINITY ? 0.0f : expf(mx[g] - bmx);
+                    sum[g] *= corr;
+                    __m256 cv = _mm256_set1_ps(corr);
+                    for (int64_t e = 0; e < D; e += 8)
+                        _mm256_store_ps(acc[g] + e, _mm256_mul_ps(_mm256_load_ps(acc[g] + e), cv));
+                    mx[g] = bmx;
+                }
+                __m256 vsum = _mm256_setzero_ps(), vm = _mm256_set1_ps(mx[g]);
+                for (int64_t t = 0; t < n; t += 8) {
+                    __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(sc[g] + t), vm));
+                    if (n - t < 8)
+                        p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                                                 _mm256_set1_epi32((int)(n - t)), lane)));
+                    vsum = _mm256_add_ps(vsum, p);
+                    _mm256_storeu_ps(sc[g] + t, p);
+                }
+                sum[g] += hsum8(vsum);
+            }
+            for (int64_t c = 0; c < D; c += 16) { /* values: 16 columns of four heads at a time */
+                __m256 o[K16_G][2];
+                K16_UNROLL
+                for (int g = 0; g < K16_G; g++)
+                    o[g][0] = _mm256_load_ps(acc[g] + c), o[g][1] = _mm256_load_ps(acc[g] + c + 8);
+                int64_t vr = vb + j0 * j->vs[2] + c;
+                for (int64_t t = 0; t < n; t++, vr += j->vs[2]) {
+                    __m256 v0 = k8d_ld(j->v, j->vh, vr, half), v1 = k8d_ld(j->v, j->vh, vr + 8, half);
+                    K16_UNROLL
+                    for (int g = 0; g < K16_G; g++) {
+                        __m256 w = _mm256_broadcast_ss(&sc[g][t]);
+                        o[g][0] = _mm256_fmadd_ps(w, v0, o[g][0]);
+                        o[g][1] = _mm256_fmadd_ps(w, v1, o[g][1]);
+                    }
+                }
+                K16_UNROLL
+                for (int g = 0; g < K16_G; g++)
+                    _mm256_store_ps(acc[g] + c, o[g][0]), _mm256_store_ps(acc[g] + c + 8, o[g][1]);
+            }
+        }
+        for (int g = 0; g < K16_G; g++) {
+            float inv = sum[g] > 0.0f ? 1.0f / sum[g] : 0.0f;
+            float *out = j->d + b * j->ds[0] + (h0 + g) * j->ds[1];
+            for (int64_t e = 0; e < D; e++) out[e * j->ds[3]] = acc[g][e] * inv;
+        }
+    }
+}
+
+K8_TARGET static void k8d_groups(void *arg, int64_t begin, int64_t end)
+{
+    k8d_body(arg, begin, end, false);
+}
+
+K8_TARGET static void k8d_groups_half(void *arg, int64_t begin, int64_t end)
+{
+    k8d_body(arg, begin, end, true);
+}
+
 static bool k8_operand(const ingot_tensor *t, bool half)
 {
     const uint8_t *p = t->buf ? ingot_buffer_host(t->buf) : NULL;
@@ -338,9 +465,10 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
     if (D <= 0 || D % 8 || Dv <= 0 || Dv % 8 || Dv > K8_MAX_DV || Hk <= 0 || H % Hk ||
         k->shape[3] != D || q->shape[2] > k->shape[2] || !dst->buf->writable)
         return false;
-    /* decode (one query row): four query heads of one KV head a task, at the AVX-512 levels */
+    /* decode (one query row): four query heads of one KV head a task (AVX-512 or AVX2) */
     bool dec = q->shape[2] == 1 && D == Dv && D % 64 == 0 && D <= K16_MAX_D &&
-               (H / Hk) % K16_G == 0 && ingot__get_isa() >= INGOT__ISA_AVX512;
+               (H / Hk) % K16_G == 0;
+    bool wide = ingot__get_isa() >= INGOT__ISA_AVX512;
     if (half && !dec) return false;
     k8_job j;
     j.half = half;
@@ -370,7 +498,10 @@ bool ingot__attention_keys8(ingot_backend *b, ingot_tensor *dst, const ingot_ten
     if (rows <= 0) return true;
     cpu_ctx *cx = ingot_backend_ctx(b);
     if (dec) {
-        ingot__cpu_run(cx, q->shape[0] * (H / K16_G), 1, half ? k16_groups_half : k16_groups, &j);
+        ingot__cpu_run(cx, q->shape[0] * (H / K16_G), 1,
+                       wide ? (half ? k16_groups_half : k16_groups)
+                            : (half ? k8d_groups_half : k8d_groups),
+                       &j);
         return true;
     }
     int64_t chunk = work >= 65536 ? 1 : 65536 / work;

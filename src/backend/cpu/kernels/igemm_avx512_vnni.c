@@ -60,14 +60,18 @@ TGT static void decode_unit(const ig_job *j, const uint8_t *row, size_t ub, uint
     case INGOT_DTYPE_Q8_0: {
         const uint8_t *p = row + ub * 34;
         float d = h2f(p);
-        for (int e = 0; e < 32; e++) u[e] = p[2 + e] ^ 0x80;
+        __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + 2));
+        _mm256_storeu_si256((__m256i *)(void *)u, _mm256_xor_si256(q, _mm256_set1_epi8(-128)));
         s[0] = d, o[0] = -128.0f * d;
         return;
     }
     case INGOT_DTYPE_Q4_0: {
         const uint8_t *p = row + ub * 18;
         float d = h2f(p);
-        for (int e = 0; e < 16; e++) u[e] = p[2 + e] & 15, u[16 + e] = p[2 + e] >> 4;
+        __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(p + 2));
+        const __m128i m4 = _mm_set1_epi8(15);
+        _mm_storeu_si128((__m128i *)(void *)u, _mm_and_si128(q, m4));
+        _mm_storeu_si128((__m128i *)(void *)(u + 16), _mm_and_si128(_mm_srli_epi16(q, 4), m4));
         s[0] = d, o[0] = -8.0f * d;
         return;
     }
@@ -92,19 +96,27 @@ TGT static void decode_unit(const ig_job *j, const uint8_t *row, size_t ub, uint
             ingot__k_scale_min(p + 4, sc, mn);
             d = h2f(p), dmin = h2f(p + 2);
         }
-        const uint8_t *qh = p + 16, *qs = p + (q5 ? 48 : 16);
+        const uint8_t *qs = p + (q5 ? 48 : 16);
+        const __m256i m4 = _mm256_set1_epi8(15), b4 = _mm256_set1_epi8(16);
+        const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(const void *)(p + 16))
+                              : _mm256_setzero_si256();
         for (int k = 0; k < 8; k++) {
             uint8_t *uk = u + (size_t)k * 512;
+            __m256i v;
             if (j->rp) { /* element e of sub-block 4h + L at 16 + 64h + 16L + e, low nibble */
-                const uint8_t *b = qs + 64 * (k / 4) + 16 * (k % 4);
-                for (int e = 0; e < 16; e++) uk[e] = b[e] & 15, uk[16 + e] = b[e] >> 4;
+                __m128i b = _mm_loadu_si128(
+                    (const __m128i *)(const void *)(qs + 64 * (k / 4) + 16 * (k % 4)));
+                v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), m4);
             } else {
-                const uint8_t *b = qs + 32 * (k / 2);
-                int sh = 4 * (k & 1);
-                for (int e = 0; e < 32; e++) uk[e] = (uint8_t)(b[e] >> sh & 15);
+                __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * (k / 2)));
+                v = _mm256_and_si256(k & 1 ? _mm256_srli_epi16(b, 4) : b, m4);
             }
-            if (q5)
-                for (int e = 0; e < 32; e++) uk[e] |= (uint8_t)((qh[e] >> k & 1) << 4);
+            if (q5) { /* bit k of qh[e]: 16 */
+                __m256i bit = _mm256_set1_epi8((char)(1 << k));
+                __m256i hi = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+                v = _mm256_or_si256(v, _mm256_and_si256(hi, b4));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)uk, v);
             s[16 * k] = d * (float)sc[k], o[16 * k] = -(dmin * (float)mn[k]);
         }
         return;

@@ -572,7 +572,7 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
 
 bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx)
 {
-    /* at every level (AMX tiles or f32 GEMM on dequantized panels) */
+    /* at every level (AMX tiles, the AVX-512 VNNI int8 GEMM, f32 GEMM on dequantized panels) */
     return wt != INGOT_DTYPE_I8 && ingot__qdot_k_ok(wt, K) && nx >= INGOT__QGEMM_DEQUANT_ROWS;
 }
 

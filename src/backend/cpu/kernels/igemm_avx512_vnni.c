@@ -125,21 +125,35 @@ TGT static void decode_unit(const ig_job *j, const uint8_t *row, size_t ub, uint
     }
 }
 
-/* Rows [r0, r0 + n) of W (n <= 16; rows past n zero) into group g of the panel: the blocks
- * a unit at a time into tmp (row r at tmp + 32 r), then transposed 4 bytes at a time. */
+/* Where row r of a 16-row group lies in tmp before the transpose (in 32-byte slots): the three
+ * permute stages of decode_group leave slot bits 0, 3, 2, 1 as lane bits 3, 2, 1, 0, so slot
+ * s(r) puts row r in lane r. */
+static size_t slot(size_t r) { return (r & 7) << 1 | r >> 3; }
+
+/* Rows [r0, r0 + n) of W (n <= 16; rows past n zero) into a group of the panel: the blocks a
+ * unit at a time into tmp (row r in slot s(r)), then each block's 16 x 8 dwords transposed
+ * by three stages of two-source permutes, stage k swapping register bit k with lane bit k
+ * (24 vpermt2d a block: a quarter of the time of 8 gathers). */
 TGT static void decode_group(const ig_job *j, size_t r0, size_t n, uint8_t *grp, uint8_t *tmp)
 {
     size_t ub = unit_blocks(j->wt);
     float *s = (float *)(void *)(tmp + ub * 512), *o = s + ub * 16;
-    const __m512i idx = _mm512_set_epi32(120, 112, 104, 96, 88, 80, 72, 64, 56, 48, 40, 32, 24,
-                                         16, 8, 0); /* row r's dword 0 */
-    for (size_t b0 = 0; b0 < j->nb; b0 += ub) {
+    __m512i ix[3][2]; /* stage k, output x: lane L from (L_k ? b : a)[L with bit k = x] */
+    for (int k = 0; k < 3; k++)
+        for (int x = 0; x < 2; x++) {
+            _Alignas(64) int32_t v[16];
+            for (int L = 0; L < 16; L++)
+                v[L] = ((L >> k & 1) << 4) | (L & ~(1 << k)) | (x << k);
+            ix[k][x] = _mm512_load_si512((const void *)v);
+        }
+    for (size_t b0 = 0, un = 0; b0 < j->nb; b0 += ub, un++) {
         for (size_t r = 0; r < 16; r++) {
+            uint8_t *u = tmp + 32 * slot(r);
             if (r < n) {
-                decode_unit(j, j->W + (r0 + r) * j->ldw, b0 / ub, tmp + 32 * r, s + r, o + r);
+                decode_unit(j, j->W + (r0 + r) * j->ldw, un, u, s + r, o + r);
             } else {
                 for (size_t k = 0; k < ub; k++) {
-                    memset(tmp + 512 * k + 32 * r, 0, 32);
+                    memset(u + 512 * k, 0, 32);
                     s[16 * k + r] = 0.0f, o[16 * k + r] = 0.0f;
                 }
             }
@@ -147,10 +161,17 @@ TGT static void decode_group(const ig_job *j, size_t r0, size_t n, uint8_t *grp,
         for (size_t k = 0; k < ub; k++) {
             uint8_t *dst = grp + (b0 + k) * GB;
             const uint8_t *src = tmp + 512 * k;
-            for (int t = 0; t < 8; t++)
-                _mm512_store_si512((void *)(dst + 64 * t),
-                                   _mm512_i32gather_epi32(
-                                       _mm512_add_epi32(idx, _mm512_set1_epi32(t)), src, 4));
+            __m512i z[8];
+            for (int p = 0; p < 8; p++) z[p] = _mm512_loadu_si512((const void *)(src + 64 * p));
+            for (int st = 0; st < 3; st++)
+                for (int p = 0; p < 8; p++) {
+                    if (p >> st & 1) continue;
+                    int q = p | 1 << st;
+                    __m512i a = z[p], b = z[q];
+                    z[p] = _mm512_permutex2var_epi32(a, ix[st][0], b);
+                    z[q] = _mm512_permutex2var_epi32(a, ix[st][1], b);
+                }
+            for (int t = 0; t < 8; t++) _mm512_store_si512((void *)(dst + 64 * t), z[t]);
             _mm512_store_ps(dst + 512, _mm512_loadu_ps(s + 16 * k));
             _mm512_store_ps(dst + 576, _mm512_loadu_ps(o + 16 * k));
         }

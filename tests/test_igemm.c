@@ -3,7 +3,7 @@
  * Q8_0, Q4_0, Q4_K (plain and repacked) and Q5_K against a double-precision product of the
  * dequantized weights and the exact f32 activations, at and around the tile, panel and pass
  * edges; results independent of the thread count; the route taken (not the f32 one); NaN rows
- * handed to the f32 route. Skipped, with a line saying so, where the CPU lacks AVX-512 VNNI.
+ * handed to the f32 route; NOMEM before any output is written. Skipped, with a line saying so, where the CPU lacks AVX-512 VNNI.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -264,6 +264,60 @@ TEST(igemm_nan_rows_take_the_f32_route)
     ingot__isa_reset();
 }
 
+/* An allocator that fails from its limit-th call on (the pool's own allocations included). */
+typedef struct {
+    int calls, limit;
+} failing;
+static void *fail_alloc(void *ctx, size_t size, size_t align)
+{
+    failing *f = ctx;
+    if (f->calls++ >= f->limit) return NULL;
+    return aligned_alloc(align < 64 ? 64 : align, (size + 63) & ~(size_t)63);
+}
+static void fail_free(void *ctx, void *p, size_t size)
+{
+    (void)ctx, (void)size;
+    free(p);
+}
+
+TEST(igemm_nomem_before_any_output)
+{
+    /* Pool scratch failing at every allocation in turn (worker 1's panel, worker 0's
+     * activations and panel): NOMEM with Y untouched, or OK with the bits of a pool that does
+     * not fail. */
+    if (!vnni_on()) return;
+    size_t M = 70, K = 512, nx = 40;
+    wmat w = make_w(INGOT_DTYPE_Q4_K, M, K);
+    float *X = make_x(nx, K), *Y = malloc(nx * M * 4), *want = malloc(nx * M * 4);
+    ASSERT_OK(ingot__qgemm(NULL, INGOT_DTYPE_Q4_K, M, K, w.W, w.ldw, NULL, NULL, X, K, nx, false,
+                           want, M));
+    int nomem = 0, ok = 0;
+    for (int limit = 0; limit < 64 && ok < 2; limit++) {
+        failing f = {0, limit};
+        ingot_allocator a = {fail_alloc, fail_free, &f};
+        ingot__pool *pool = ingot__pool_create(&a, 2);
+        if (!pool) continue;
+        for (size_t i = 0; i < nx * M; i++) Y[i] = -7.0f;
+        ingot_status st = ingot__qgemm(pool, INGOT_DTYPE_Q4_K, M, K, w.W, w.ldw, NULL, NULL, X,
+                                       K, nx, false, Y, M);
+        if (st == INGOT_NOMEM) {
+            nomem++;
+            for (size_t i = 0; i < nx * M; i++) ASSERT_TRUE(Y[i] == -7.0f);
+        } else {
+            ASSERT_OK(st);
+            ok++;
+            ASSERT_MEM(Y, want, nx * M * 4);
+        }
+        ingot__pool_destroy(pool);
+    }
+    fprintf(stderr, "  %d limits gave NOMEM (Y untouched), %d OK\n", nomem, ok);
+    ASSERT_TRUE(nomem >= 1 && ok >= 1);
+    free(X), free(Y), free(want);
+    free_w(&w);
+    ingot__isa_reset();
+}
+
 RUN_TESTS(T(igemm_each_type_against_double_at_the_edges), T(igemm_long_batches_in_passes),
           T(igemm_same_bits_for_1_2_3_threads), T(igemm_repacked_q4_k_same_bits_as_plain),
-          T(igemm_route_taken_not_the_f32_one), T(igemm_nan_rows_take_the_f32_route))
+          T(igemm_route_taken_not_the_f32_one), T(igemm_nan_rows_take_the_f32_route),
+          T(igemm_nomem_before_any_output))

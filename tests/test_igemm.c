@@ -3,7 +3,8 @@
  * Q8_0, Q4_0, Q4_K (plain and repacked) and Q5_K against a double-precision product of the
  * dequantized weights and the exact f32 activations, at and around the tile, panel and pass
  * edges; results independent of the thread count; the route taken (not the f32 one); NaN rows
- * handed to the f32 route; NOMEM before any output is written. Skipped, with a line saying so, where the CPU lacks AVX-512 VNNI.
+ * handed to the f32 route; NOMEM before any output is written. Skipped, with a line saying
+ * so, where the CPU lacks AVX-512 VNNI.
  */
 #include <math.h>
 #include <stdlib.h>

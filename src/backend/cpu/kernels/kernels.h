@@ -12,11 +12,11 @@
  * Determinism: for a fixed level, results do not depend on the thread count (work is split over
  * output rows or columns; each output element is always reduced in the same order).
  * Threads: a pool runs one job at a time, so jobs from several threads on one pool run one
- * after another; a kernel call is not one job, though: the AMX routes of ingot__qgemm grow the
- * workers' scratch and pack the activations into worker 0's between two jobs, so a pool must
- * serve one calling thread at a time for ingot__qgemm (the cpu backend's own rule: an instance
- * is used by one thread at a time). pool may be NULL: the kernel then runs on the calling
- * thread with scratch allocated for the call.
+ * after another; a kernel call is not one job, though: the AMX and AVX-512 VNNI prefill routes
+ * of ingot__qgemm grow the workers' scratch and pack the activations into worker 0's between
+ * two jobs, so a pool must serve one calling thread at a time for ingot__qgemm (the cpu
+ * backend's own rule: an instance is used by one thread at a time). pool may be NULL: the
+ * kernel then runs on the calling thread with scratch allocated for the call.
  */
 #ifndef INGOT_KERNELS_H
 #define INGOT_KERNELS_H

@@ -4,7 +4,10 @@
  * the blocked f32 GEMM on the same weights dequantized, measured in the same run. Shapes: the
  * 246 M llama-bench model's linears (q, k, v, o: 1024 / 256 rows of 1024; gate, up: 2816 x 1024;
  * down: 1024 x 2816) against NX activation rows. Thread CPU time of the calling thread plus the
- * pool's (process CPU time), median of REPS; one JSON object per dtype on stdout.
+ * pool's (process CPU time), median of REPS; one JSON object per dtype on stdout. Block types
+ * whose route at this level is not the f32 one on dequantized panels (the AMX tiles, the
+ * AVX-512 VNNI int8 GEMM) are also timed through that route (ingot__dequant_gemm,
+ * "dequant_layer_ms_cpu"), the one they had before.
  *
  *   bench_prefill [--nx NX] [--threads T] [--reps R] [--dtypes F16,Q8_0,...]
  */
@@ -13,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/qdot.h"
 #include "ingot/quant.h"
 #include "bench_util.h"
 
@@ -74,7 +77,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_prefill: unknown dtype %s\n", name);
             continue;
         }
-        double ours = 0, f32 = 0, flops = 0;
+        double ours = 0, f32 = 0, deq = 0, flops = 0;
+        bool vs_deq = wt != INGOT_DTYPE_F16 && wt != INGOT_DTYPE_I8;
         for (size_t li = 0; li < NLIN; li++) {
             size_t M = layer[li].M, K = layer[li].K;
             size_t ldw = wt == INGOT_DTYPE_F16 ? 2 * K
@@ -90,7 +94,7 @@ int main(int argc, char **argv)
             }
             for (size_t m = 0; m < M; m++) /* the f32 GEMM meets the same (decoded) weights */
                 ingot_dequantize(wt, W + m * ldw, ldw, Wf + m * K, K, NULL);
-            double t1[99], t2[99];
+            double t1[99], t2[99], t3[99];
             size_t xb = wt == INGOT_DTYPE_F16 ? 0 : ingot__qx_bytes(wt, K);
             for (int r = 0; r < reps; r++) {
                 double t0 = cpu_now();
@@ -108,16 +112,27 @@ int main(int argc, char **argv)
                 t0 = cpu_now();
                 ingot__sgemm(pool, false, true, nx, M, K, 1.0f, X, K, Wf, K, 0.0f, Y, M);
                 t2[r] = cpu_now() - t0;
+                t0 = cpu_now();
+                if (vs_deq && ingot__dequant_gemm(pool, wt, M, K, W, ldw, X, K, nx, false, Y,
+                                                  M) != INGOT_OK)
+                    return 1;
+                t3[r] = cpu_now() - t0;
             }
             qsort(t1, (size_t)reps, sizeof t1[0], bench_cmp_double);
             qsort(t2, (size_t)reps, sizeof t2[0], bench_cmp_double);
+            qsort(t3, (size_t)reps, sizeof t3[0], bench_cmp_double);
             ours += t1[reps / 2], f32 += t2[reps / 2], flops += 2.0 * (double)(M * K * nx);
+            deq += vs_deq ? t3[reps / 2] : 0.0;
         }
         printf("{\"dtype\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"nx\": %zu, "
                "\"layer_ms_cpu\": %.3f, \"gflops_per_cpu_s\": %.1f, \"f32_gemm_layer_ms_cpu\": "
-               "%.3f, \"f32_gemm_gflops_per_cpu_s\": %.1f, \"ratio\": %.3f}\n",
+               "%.3f, \"f32_gemm_gflops_per_cpu_s\": %.1f, \"ratio\": %.3f",
                name, ingot__isa_name(ingot__get_isa()), threads, nx, ours * 1e3,
                flops / ours * 1e-9, f32 * 1e3, flops / f32 * 1e-9, f32 / ours);
+        if (vs_deq)
+            printf(", \"dequant_layer_ms_cpu\": %.3f, \"vs_dequant\": %.3f", deq * 1e3,
+                   deq / ours);
+        printf("}\n");
         fflush(stdout);
     }
     ingot__pool_destroy(pool);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cpu/kernels/amx.h"
+#include "cpu/kernels/igemm.h"
 #include "cpu/kernels/kernels.h"
 #include "harness.h"
 #include "support/ref_gemm.h"
@@ -779,8 +780,9 @@ TEST(qgemm_prefill_through_f32)
      * widened to f32 a panel of rows at a time and multiplied by the blocked f32 GEMM with the
      * unquantized activations: against the double reference on the dequantized weights
      * (NMSE <= 1e-9; on AMX tiles BF16 / F16 1e-7 and the block types, whose weights are
-     * rounded to bf16 there, 5e-4), bitwise the same for 1 and 2 threads, panels of
-     * rows crossed (300 rows), accumulate adds onto y. */
+     * rounded to bf16 there, 5e-4; at AVX-512 VNNI Q8_0, Q4_0, Q4_K and Q5_K take the int8
+     * route, 1e-4, and the f32 route is checked directly), bitwise the same for 1 and 2
+     * threads, panels of rows crossed (300 rows), accumulate adds onto y. */
     static const ingot_dtype types[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
                                         INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K, INGOT_DTYPE_F16,
                                         INGOT_DTYPE_BF16};
@@ -833,11 +835,20 @@ TEST(qgemm_prefill_through_f32)
                 double e = nmse(Y1, R, nx * M);
                 /* AMX: BF16 / F16 tiles with hi + lo activations; the block types' weights
                  * rounded to bf16 there (amx.h) */
-                double lim = isa != INGOT__ISA_AMX ? 1e-9 : half ? 1e-7 : 5e-4;
+                /* AVX-512 VNNI: the block types' int8 route (igemm.h; test_igemm.c's bound),
+                 * the f32 route itself checked below */
+                bool i8 = isa == INGOT__ISA_AVX512_VNNI && !half && ingot__igemm_ok(wt, K);
+                double lim = i8 ? 1e-4 : isa != INGOT__ISA_AMX ? 1e-9 : half ? 1e-7 : 5e-4;
                 CHECK(e <= lim, "%s %s M=%zu K=%zu nx=%zu: nmse %g", ingot_dtype_name(wt),
                       ingot__isa_name((ingot__isa)isa), M, K, nx, e);
                 CHECK(memcmp(Y1, Y2, nx * M * 4) == 0, "%s %s: 1 and 2 threads differ",
                       ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa));
+                if (i8) {
+                    for (size_t i = 0; i < nx * M; i++) Y1[i] = 1.0f;
+                    ASSERT_OK(ingot__dequant_gemm(pool, wt, M, K, w, ldw, X, K, nx, true, Y1, M));
+                    e = nmse(Y1, R, nx * M);
+                    CHECK(e <= 1e-9, "%s f32 route M=%zu: nmse %g", ingot_dtype_name(wt), M, e);
+                }
             }
             ingot__set_isa(ingot__cpu_isa());
             free(w), free(X), free(Y1), free(Y2), free(row), free(R), free(xq);

@@ -12,11 +12,11 @@
  * Determinism: for a fixed level, results do not depend on the thread count (work is split over
  * output rows or columns; each output element is always reduced in the same order).
  * Threads: a pool runs one job at a time, so jobs from several threads on one pool run one
- * after another; a kernel call is not one job, though: the AMX routes of ingot__qgemm grow the
- * workers' scratch and pack the activations into worker 0's between two jobs, so a pool must
- * serve one calling thread at a time for ingot__qgemm (the cpu backend's own rule: an instance
- * is used by one thread at a time). pool may be NULL: the kernel then runs on the calling
- * thread with scratch allocated for the call.
+ * after another; a kernel call is not one job, though: the AMX and AVX-512 VNNI prefill routes
+ * of ingot__qgemm grow the workers' scratch and pack the activations into worker 0's between
+ * two jobs, so a pool must serve one calling thread at a time for ingot__qgemm (the cpu
+ * backend's own rule: an instance is used by one thread at a time). pool may be NULL: the
+ * kernel then runs on the calling thread with scratch allocated for the call.
  */
 #ifndef INGOT_KERNELS_H
 #define INGOT_KERNELS_H
@@ -168,8 +168,10 @@ void ingot__qx_quantize(ingot_dtype wt, const float *x, size_t K, void *out);
  * Prefill-sized batches take faster routes that read the f32 activations X (row stride ldx;
  * NULL: not available) instead of xq, which may then be NULL (ingot__qgemm_reads_f32): block
  * types with INGOT__QGEMM_DEQUANT_ROWS or more rows, at the AMX level decoded to bf16 panels on
- * BF16 tiles (amx.h), elsewhere dequantized to f32 a panel of rows at a time into pool scratch
- * and multiplied by the blocked f32 GEMM; the activations then enter unquantized (closer to the
+ * BF16 tiles (amx.h); at the AVX-512 VNNI level Q8_0, Q4_0, Q4_K and Q5_K through the int8 GEMM
+ * of igemm.h (X quantized per 32 elements there, NMSE about 1e-5 as the dots; X holding NaN or
+ * inf takes the next route); elsewhere dequantized to f32 a panel of rows at a time into pool
+ * scratch and multiplied by the blocked f32 GEMM, the activations unquantized (closer to the
  * exact result). At the AMX level int8 weights, and Q8_0 below that many rows, with 16 or more
  * rows run on int8 tiles. NOMEM if scratch cannot be had. */
 #define INGOT__QGEMM_DEQUANT_ROWS 32
@@ -226,7 +228,8 @@ ingot_status ingot__qgemm_q4kr(ingot__pool *pool, size_t M, size_t K, const void
  * VBMI); elsewhere a scalar route runs it (correct, slow: repacking then does not pay). */
 bool ingot__q4kr_fast(void);
 /* True when ingot__qgemm at the level in effect, given f32 activations, reads them and not
- * xq (a caller may then skip quantizing and pass xq = NULL). */
+ * xq (a caller may then skip quantizing and pass xq = NULL): the AMX tiles, the AVX-512 VNNI
+ * int8 GEMM (which quantizes X itself) and the f32 panels alike. */
 bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx);
 
 /* Quantizes x[K] (K multiple of 32) to GGML Q8_0 blocks (per 32 elements an f16 d = max|x|/127,

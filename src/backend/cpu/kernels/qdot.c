@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu/kernels/amx.h"
+#include "cpu/kernels/igemm.h"
 #include "cpu/kernels/qdot.h"
 #include "ingot/quant.h"
 
@@ -574,7 +575,7 @@ ingot_status ingot__dequant_gemm(ingot__pool *pool, ingot_dtype wt, size_t M, si
 
 bool ingot__qgemm_reads_f32(ingot_dtype wt, size_t K, size_t nx)
 {
-    /* at every level (AMX tiles or f32 GEMM on dequantized panels) */
+    /* at every level (AMX tiles, the AVX-512 VNNI int8 GEMM, f32 GEMM on dequantized panels) */
     return wt != INGOT_DTYPE_I8 && ingot__qdot_k_ok(wt, K) && nx >= INGOT__QGEMM_DEQUANT_ROWS;
 }
 
@@ -587,8 +588,16 @@ static ingot_status qgemm(ingot__pool *pool, ingot_dtype wt, size_t M, size_t K,
         return rp ? ingot__amx_gemm_q4kr(pool, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy)
                   : ingot__amx_gemm(pool, wt, M, K, W, ldw, wscale, xq, ingot__qx_bytes(wt, K),
                                     X, ldx, nx, accumulate, Y, ldy);
-    if (X && wt != INGOT_DTYPE_I8 && nx >= INGOT__QGEMM_DEQUANT_ROWS)
+    if (X && wt != INGOT_DTYPE_I8 && nx >= INGOT__QGEMM_DEQUANT_ROWS) {
+        /* AVX-512 VNNI: int8 tiles on activations quantized per 32 (igemm.h) */
+        if (ingot__get_isa() == INGOT__ISA_AVX512_VNNI && ingot__igemm_ok(wt, K)) {
+            bool taken;
+            ingot_status st = ingot__igemm(pool, wt, rp, M, K, W, ldw, X, ldx, nx, accumulate, Y,
+                                           ldy, &taken);
+            if (taken) return st;
+        }
         return dequant_gemm(pool, wt, M, K, W, ldw, X, ldx, nx, accumulate, Y, ldy, rp);
+    }
     qjob j = {rp ? pick_q4kr() : pick(ingot__get_isa(), wt),
               wt,
               M,

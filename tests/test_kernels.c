@@ -43,9 +43,10 @@ static bool level_on(int isa)
                 fprintf(stderr, " %s", ingot__isa_name((ingot__isa)l)), none = 0;
         fprintf(stderr, "%s\n", none ? " none" : "");
         fprintf(stderr, "streaming kernels: quantized: prefetch %s, %u read streams; F16 / BF16: "
-                "prefetch %s, %u read streams\n", ingot__cpu_prefetch() ? "on" : "off",
-                ingot__gemv_streams(), ingot__cpu_prefetch_half() ? "on" : "off",
-                ingot__gemv_streams_half());
+                "prefetch %s, %u read streams; f32: %u rows a pass\n",
+                ingot__cpu_prefetch() ? "on" : "off", ingot__gemv_streams(),
+                ingot__cpu_prefetch_half() ? "on" : "off", ingot__gemv_streams_half(),
+                ingot__sgemv_rows());
     }
     if (!ingot__isa_supported((ingot__isa)isa)) return false;
     return ingot__set_isa((ingot__isa)isa) == (ingot__isa)isa;
@@ -308,13 +309,19 @@ TEST(sgemv_rows_same_bits_any_offset)
             for (size_t i = 0; i < M * lda; i++) A[i] = frand();
             for (size_t i = 0; i < N; i++) x[i] = frand();
             ingot__set_isa((ingot__isa)isa);
+            ingot__set_sgemv_rows(16);
             ingot__sgemv(NULL, false, M, N, 1.0f, A, lda, x, 0.0f, y);
-            for (size_t off = 1; off <= 17; off++) {
-                ingot__sgemv(NULL, false, M - off, N, 1.0f, A + off * lda, lda, x, 0.0f, y2);
-                CHECK(memcmp(y + off, y2, (M - off) * 4) == 0,
-                      "%s sgemv N=%zu: rows from offset %zu differ",
-                      ingot__isa_name((ingot__isa)isa), N, off);
+            /* from every offset, and with 16, 8 or 1 rows read together */
+            for (unsigned pass = 16; pass >= 1; pass = pass == 16 ? 8 : pass == 8 ? 1 : 0) {
+                CHECK(ingot__set_sgemv_rows(pass) == pass, "sgemv rows %u not set", pass);
+                for (size_t off = pass == 16 ? 1 : 0; off <= 17; off++) {
+                    ingot__sgemv(NULL, false, M - off, N, 1.0f, A + off * lda, lda, x, 0.0f, y2);
+                    CHECK(memcmp(y + off, y2, (M - off) * 4) == 0,
+                          "%s sgemv N=%zu, %u rows a pass: rows from offset %zu differ",
+                          ingot__isa_name((ingot__isa)isa), N, pass, off);
+                }
             }
+            ingot__set_sgemv_rows(0);
             free(A), free(x), free(y), free(y2);
         }
     }

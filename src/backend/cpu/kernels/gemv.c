@@ -239,7 +239,8 @@ typedef struct {
     const float *A, *x;
     float *y;
     ingot__isa isa;
-    size_t rows; /* per task */
+    size_t rows;   /* per task */
+    unsigned pass; /* rows read together (ingot__sgemv_rows) */
 } gemv_job;
 
 static void gemv_task(void *ctx, size_t t, unsigned worker)
@@ -252,8 +253,8 @@ static void gemv_task(void *ctx, size_t t, unsigned worker)
         float d[16];
         size_t got = 1;
 #ifdef HAVE_X86
-        bool eight = i + 8 <= hi;
-        if (j->isa >= INGOT__ISA_AVX512 && i + 16 <= hi && j->N <= SHORT_ROW)
+        bool eight = i + 8 <= hi && j->pass >= 8;
+        if (j->isa >= INGOT__ISA_AVX512 && i + 16 <= hi && j->N <= SHORT_ROW && j->pass >= 16)
             dot16_avx512(row, j->lda, j->x, j->N, d), got = 16;
         else if (j->isa >= INGOT__ISA_AVX512 && eight) dot8_avx512(row, j->lda, j->x, j->N, d), got = 8;
         else if (j->isa >= INGOT__ISA_AVX512) d[0] = dot_avx512(row, j->x, j->N);
@@ -296,7 +297,7 @@ void ingot__sgemv(ingot__pool *pool, bool trans, size_t M, size_t N, float alpha
                   size_t lda, const float *x, float beta, float *y)
 {
     gemv_job j = {M, N, lda, alpha, beta, A, x, y, ingot__get_isa(),
-                  rows_per_task(M, N * sizeof(float), pool)};
+                  rows_per_task(M, N * sizeof(float), pool), ingot__sgemv_rows()};
     if (!trans) ingot__pool_run(pool, gemv_task, &j, (M + j.rows - 1) / j.rows);
     else ingot__pool_run(pool, gemvt_task, &j, (N + COLS_PER_TASK - 1) / COLS_PER_TASK);
 }

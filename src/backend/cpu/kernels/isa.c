@@ -245,6 +245,31 @@ unsigned ingot__set_gemv_streams(unsigned s)
     return s ? s : ingot__gemv_streams();
 }
 
+/* Rows the f32 GEMV reads together (ingot__sgemv_rows): 0 = not chosen yet. */
+static atomic_uint sgemv_rows;
+
+unsigned ingot__sgemv_rows(void)
+{
+    unsigned r = atomic_load_explicit(&sgemv_rows, memory_order_relaxed);
+    if (r) return r;
+    /* Zen 5: one row (one read stream) at a time; the F32 decode of the llama-bench model ran
+     * 1.6-1.8x as fast as with eight or sixteen (docs/PERFORMANCE.md) */
+    r = cpu_kind() == 2 ? 1 : 16;
+    const char *env = getenv("INGOT_SGEMV_ROWS");
+    if (env && (!strcmp(env, "1") || !strcmp(env, "8") || !strcmp(env, "16")))
+        r = (unsigned)atoi(env);
+    unsigned expect = 0;
+    atomic_compare_exchange_strong(&sgemv_rows, &expect, r);
+    return atomic_load_explicit(&sgemv_rows, memory_order_relaxed);
+}
+
+unsigned ingot__set_sgemv_rows(unsigned r)
+{
+    r = r >= 16 ? 16 : r >= 8 ? 8 : r; /* 0: back to the default */
+    atomic_store_explicit(&sgemv_rows, r, memory_order_relaxed);
+    return r ? r : ingot__sgemv_rows();
+}
+
 static atomic_uint supported_mask; /* 0: not probed yet */
 static atomic_int chosen = -1;     /* the level in effect; -1: not chosen yet */
 static atomic_int env_state;       /* 0 unread, 1 unset or valid, 2 set to an unknown name */

@@ -55,6 +55,13 @@ bool ingot__cpu_prefetch_half(void);
  * both (1: one stream). */
 unsigned ingot__gemv_streams(void);
 unsigned ingot__gemv_streams_half(void);
+/* Rows the f32 GEMV (ingot__sgemv, not transposed) reads together: 16 (sixteen for rows of up
+ * to 1024 elements, else eight: as many read streams), 8, or 1 (one row, one stream, at a time);
+ * each row is reduced the same way whichever (the same bits). 1 on Zen 5, else 16;
+ * INGOT_SGEMV_ROWS=1|8|16 sets it; ingot__set_sgemv_rows (tests, benchmarks; 0: the default)
+ * returns the value in effect. */
+unsigned ingot__sgemv_rows(void);
+unsigned ingot__set_sgemv_rows(unsigned r);
 /* Sets both (rounded down to 1, 2, 4 or 8; 0: back to the defaults, re-reading the
  * environment); returns the quantized dots' value in effect (tests, benchmarks). */
 unsigned ingot__set_gemv_streams(unsigned s);

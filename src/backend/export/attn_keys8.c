@@ -22,7 +22,7 @@
 
 #define K8_BLOCK 64    /* keys per block of scores (on the stack) */
 #define K8_MAX_DV 1024 /* accumulator on the stack */
-#define K16_MAX_D 256  /* decode kernel: head sizes up to this, multiples of 64 */
+#define K16_MAX_D 256  /* decode kernel: head sizes up to this, multiples of 64 (kgroup) */
 
 typedef struct k8_job {
     const float *q, *k, *v;
@@ -188,6 +188,36 @@ K8_TARGET static void k8_rows(void *arg, int64_t begin, int64_t end)
 #define K16_UNROLL _Pragma("GCC unroll 16")
 _Static_assert(K16_G == 4, "four query heads a pass: the score stores below take four");
 
+/* A decode task's group of K16_G query heads (both forms of the decode kernel below): where its
+ * query rows, keys and values are, and its running softmax state. */
+typedef struct {
+    int64_t b, h0, kb, vb; /* batch, first query head, offsets of its KV head's keys / values */
+    const float *q[K16_G];
+    float mx[K16_G], sum[K16_G];
+} kgroup;
+
+static inline void kgroup_begin(const k8_job *j, int64_t r, kgroup *g, float (*acc)[K16_MAX_D])
+{
+    int64_t per = j->H / K16_G;
+    g->b = r / per, g->h0 = r % per * K16_G;
+    int64_t hk = g->h0 / j->grp;
+    g->kb = g->b * j->ks[0] + hk * j->ks[1], g->vb = g->b * j->vs[0] + hk * j->vs[1];
+    for (int h = 0; h < K16_G; h++) {
+        g->q[h] = j->q + g->b * j->qs[0] + (g->h0 + h) * j->qs[1];
+        g->mx[h] = -INFINITY, g->sum[h] = 0.0f;
+        for (int64_t e = 0; e < j->D; e++) acc[h][e] = 0.0f;
+    }
+}
+
+static inline void kgroup_end(const k8_job *j, const kgroup *g, const float (*acc)[K16_MAX_D])
+{
+    for (int h = 0; h < K16_G; h++) {
+        float inv = g->sum[h] > 0.0f ? 1.0f / g->sum[h] : 0.0f;
+        float *out = j->d + g->b * j->ds[0] + (g->h0 + h) * j->ds[1];
+        for (int64_t e = 0; e < j->D; e++) out[e * j->ds[3]] = acc[h][e] * inv;
+    }
+}
+
 K16_TARGET static inline __m512 k16_sum16(const __m512 *p)
 {
     __m512 r;
@@ -210,16 +240,11 @@ k16_body(const k8_job *j, int64_t begin, int64_t end, bool half)
     _Alignas(64) float acc[K16_G][K16_MAX_D], sc[K16_G][K8_BLOCK];
     const int64_t D = j->D, last = j->Lk - 1;
     for (int64_t r = begin; r < end; r++) {
-        int64_t b = r / (j->H / K16_G), hg = r % (j->H / K16_G), h0 = hg * K16_G;
-        int64_t hk = h0 / j->grp;
-        const float *q[K16_G];
-        for (int g = 0; g < K16_G; g++) q[g] = j->q + b * j->qs[0] + (h0 + g) * j->qs[1];
-        int64_t kb = b * j->ks[0] + hk * j->ks[1], vb = b * j->vs[0] + hk * j->vs[1];
-        float mx[K16_G], sum[K16_G];
-        for (int g = 0; g < K16_G; g++) {
-            mx[g] = -INFINITY, sum[g] = 0.0f;
-            for (int64_t e = 0; e < D; e++) acc[g][e] = 0.0f;
-        }
+        kgroup G;
+        kgroup_begin(j, r, &G, acc);
+        const float *const *q = G.q;
+        const int64_t kb = G.kb, vb = G.vb;
+        float *mx = G.mx, *sum = G.sum;
         for (int64_t j0 = 0; j0 <= last; j0 += K8_BLOCK) {
             int64_t n = last + 1 - j0 < K8_BLOCK ? last + 1 - j0 : K8_BLOCK;
             for (int64_t t = 0; t < n; t += 4) { /* keys past the last repeat it (unused) */
@@ -298,11 +323,7 @@ k16_body(const k8_job *j, int64_t begin, int64_t end, bool half)
                     for (int u = 0; u < 4; u++) _mm512_store_ps(acc[g] + c + 16 * u, o[g][u]);
             }
         }
-        for (int g = 0; g < K16_G; g++) {
-            float inv = sum[g] > 0.0f ? 1.0f / sum[g] : 0.0f;
-            float *out = j->d + b * j->ds[0] + (h0 + g) * j->ds[1];
-            for (int64_t e = 0; e < D; e++) out[e * j->ds[3]] = acc[g][e] * inv;
-        }
+        kgroup_end(j, &G, (const float(*)[K16_MAX_D])acc);
     }
 }
 
@@ -335,16 +356,11 @@ k8d_body(const k8_job *j, int64_t begin, int64_t end, bool half)
     const int64_t D = j->D, last = j->Lk - 1;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int64_t r = begin; r < end; r++) {
-        int64_t b = r / (j->H / K16_G), hg = r % (j->H / K16_G), h0 = hg * K16_G;
-        int64_t hk = h0 / j->grp;
-        const float *q[K16_G];
-        for (int g = 0; g < K16_G; g++) q[g] = j->q + b * j->qs[0] + (h0 + g) * j->qs[1];
-        int64_t kb = b * j->ks[0] + hk * j->ks[1], vb = b * j->vs[0] + hk * j->vs[1];
-        float mx[K16_G], sum[K16_G];
-        for (int g = 0; g < K16_G; g++) {
-            mx[g] = -INFINITY, sum[g] = 0.0f;
-            for (int64_t e = 0; e < D; e++) acc[g][e] = 0.0f;
-        }
+        kgroup G;
+        kgroup_begin(j, r, &G, acc);
+        const float *const *q = G.q;
+        const int64_t kb = G.kb, vb = G.vb;
+        float *mx = G.mx, *sum = G.sum;
         for (int64_t j0 = 0; j0 <= last; j0 += K8_BLOCK) {
             int64_t n = last + 1 - j0 < K8_BLOCK ? last + 1 - j0 : K8_BLOCK;
             for (int64_t t = 0; t < n; t += 2) { /* a key past the last repeats it (unused) */
@@ -425,11 +441,7 @@ k8d_body(const k8_job *j, int64_t begin, int64_t end, bool half)
                     _mm256_store_ps(acc[g] + c, o[g][0]), _mm256_store_ps(acc[g] + c + 8, o[g][1]);
             }
         }
-        for (int g = 0; g < K16_G; g++) {
-            float inv = sum[g] > 0.0f ? 1.0f / sum[g] : 0.0f;
-            float *out = j->d + b * j->ds[0] + (h0 + g) * j->ds[1];
-            for (int64_t e = 0; e < D; e++) out[e * j->ds[3]] = acc[g][e] * inv;
-        }
+        kgroup_end(j, &G, (const float(*)[K16_MAX_D])acc);
     }
 }
 

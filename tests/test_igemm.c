@@ -1,10 +1,11 @@
 /*
  * test_igemm.c - the AVX-512 VNNI level's int8 prefill GEMM (igemm.h) through ingot__qgemm:
- * Q8_0, Q4_0, Q4_K (plain and repacked) and Q5_K against a double-precision product of the
- * dequantized weights and the exact f32 activations, at and around the tile, panel and pass
- * edges; results independent of the thread count; the route taken (not the f32 one); NaN rows
- * handed to the f32 route; NOMEM before any output is written. Skipped, with a line saying
- * so, where the CPU lacks AVX-512 VNNI.
+ * Q8_0, Q4_0, Q4_K (plain and repacked), Q5_K and Q6_K against a double-precision product of
+ * the dequantized weights and the exact f32 activations, at and around the tile, panel and pass
+ * edges (Q6_K also on random bytes: every 6-bit value, scales -128..127); results independent
+ * of the thread count; the route taken (not the f32 one); NaN rows handed to the f32 route;
+ * NOMEM before any output is written. Skipped, with a line saying so, where the CPU lacks
+ * AVX-512 VNNI.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -27,8 +28,8 @@ static float frand(void) /* uniform in [-1, 1) */
 }
 
 static const ingot_dtype types[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q4_0, INGOT_DTYPE_Q4_K,
-                                    INGOT_DTYPE_Q5_K};
-#define NTYPES 4
+                                    INGOT_DTYPE_Q5_K, INGOT_DTYPE_Q6_K};
+#define NTYPES 5
 
 /* The level the route runs at, or false (with the line) where this CPU has no AVX-512 VNNI. */
 static bool vnni_on(void)
@@ -126,7 +127,7 @@ TEST(igemm_each_type_against_double_at_the_edges)
      * 32 on; K one and several 256-blocks (and 32-blocks for Q8_0 / Q4_0) */
     static const size_t Ms[] = {1, 31, 33, 64, 65, 97}, nxs[] = {32, 37, 200};
     static const size_t Kk[] = {256, 768}, K32[] = {32, 96, 768};
-    double worst = 0;
+    double worst[NTYPES] = {0};
     int cases = 0;
     for (size_t t = 0; t < NTYPES; t++) {
         ingot_dtype wt = types[t];
@@ -147,23 +148,60 @@ TEST(igemm_each_type_against_double_at_the_edges)
                             ingot_dtype_name(wt), M, K, nx, acc, e);
                 ASSERT_TRUE(e <= NMSE_BOUND);
                 if (!acc) ASSERT_TRUE(e > 1e-9); /* int8 activations: not the exact product */
-                worst = e > worst ? e : worst;
+                worst[t] = e > worst[t] ? e : worst[t];
                 cases++;
                 free_w(&w);
             }
     }
-    fprintf(stderr, "  %d cases, worst NMSE %.3g (bound %g)\n", cases, worst, NMSE_BOUND);
+    fprintf(stderr, "  %d cases (bound %g), worst NMSE:", cases, NMSE_BOUND);
+    for (size_t t = 0; t < NTYPES; t++)
+        fprintf(stderr, " %s %.3g", ingot_dtype_name(types[t]), worst[t]);
+    fprintf(stderr, "\n");
     ingot__pool_destroy(pool);
     ingot__isa_reset();
 }
 
 TEST(igemm_long_batches_in_passes)
 {
-    /* 300 rows: two passes of the route's 256 (the second reuses the first's scratch) */
+    /* 300 rows: two passes of the route's 256 (the second reuses the first's scratch; Q6_K's
+     * 16-element sums included) */
     if (!vnni_on()) return;
-    wmat w = make_w(INGOT_DTYPE_Q4_K, 70, 512);
+    static const ingot_dtype wts[] = {INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q6_K};
+    for (int c = 0; c < 2; c++) {
+        wmat w = make_w(wts[c], 70, 512);
+        double e;
+        run_case(NULL, wts[c], &w, 300, 512 + 16, 70 + 2, true, &e);
+        ASSERT_TRUE(e <= NMSE_BOUND);
+        free_w(&w);
+    }
+    ingot__isa_reset();
+}
+
+TEST(igemm_q6_k_every_quant_and_scale)
+{
+    /* Q6_K blocks of random bytes (d a sane f16 per block): every 6-bit value, 0 and 63
+     * included, and int8 scales from -128 to 127, against the double reference; one block with
+     * all quants 0 and all 63 and scales -128 / 127, the extremes of the int32 sums. */
+    if (!vnni_on()) return;
+    size_t M = 50, K = 768, nx = 38;
+    wmat w = {M, K, K / 256 * 210, malloc(M * (K / 256 * 210)), malloc(M * K * sizeof(float))};
+    for (size_t i = 0; i < M * w.ldw; i++) w.W[i] = (uint8_t)(rng_next() >> 24);
+    for (size_t b = 0; b < M * K / 256; b++) {
+        float dv = 0.001f * (1.0f + 0.5f * frand());
+        uint16_t h;
+        ingot_f32_encode(INGOT_DTYPE_F16, &dv, 1, &h, 2, NULL);
+        memcpy(w.W + b * 210 + 208, &h, 2);
+    }
+    memset(w.W, 0xff, 192);         /* row 0, first block: every q6 63 */
+    memset(w.W + w.ldw, 0x00, 192); /* row 1, first block: every q6 0 */
+    for (int k = 0; k < 16; k++) w.W[192 + k] = (uint8_t)(k & 1 ? 0x80 : 0x7f);
+    for (int k = 0; k < 16; k++) w.W[w.ldw + 192 + k] = (uint8_t)(k & 1 ? 0x7f : 0x80);
+    for (size_t m = 0; m < M; m++)
+        ASSERT_OK(ingot_dequantize(INGOT_DTYPE_Q6_K, w.W + m * w.ldw, w.ldw, w.Wf + m * K, K,
+                                   NULL));
     double e;
-    run_case(NULL, INGOT_DTYPE_Q4_K, &w, 300, 512 + 16, 70 + 2, true, &e);
+    run_case(NULL, INGOT_DTYPE_Q6_K, &w, nx, K, M, false, &e);
+    fprintf(stderr, "  random-byte Q6_K: NMSE %.3g (bound %g)\n", e, NMSE_BOUND);
     ASSERT_TRUE(e <= NMSE_BOUND);
     free_w(&w);
     ingot__isa_reset();
@@ -247,16 +285,16 @@ TEST(igemm_nan_rows_take_the_f32_route)
     /* A NaN or inf in X: the f32 route's results, bits included (one pass and two) */
     if (!vnni_on()) return;
     static const size_t nxs[] = {40, 260};
-    for (int c = 0; c < 2; c++) {
-        size_t M = 48, K = 256, nx = nxs[c];
-        wmat w = make_w(INGOT_DTYPE_Q8_0, M, K);
+    static const ingot_dtype wts[] = {INGOT_DTYPE_Q8_0, INGOT_DTYPE_Q6_K};
+    for (int c = 0; c < 4; c++) {
+        ingot_dtype wt = wts[c / 2];
+        size_t M = 48, K = 256, nx = nxs[c % 2];
+        wmat w = make_w(wt, M, K);
         float *X = make_x(nx, K);
-        X[(nx - 1) * K + 7] = c ? INFINITY : NAN;
+        X[(nx - 1) * K + 7] = c % 2 ? INFINITY : NAN;
         float *Yi = malloc(nx * M * 4), *Yf = malloc(nx * M * 4);
-        ASSERT_OK(ingot__qgemm(NULL, INGOT_DTYPE_Q8_0, M, K, w.W, w.ldw, NULL, NULL, X, K, nx,
-                               false, Yi, M));
-        ASSERT_OK(ingot__dequant_gemm(NULL, INGOT_DTYPE_Q8_0, M, K, w.W, w.ldw, X, K, nx, false,
-                                      Yf, M));
+        ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w.W, w.ldw, NULL, NULL, X, K, nx, false, Yi, M));
+        ASSERT_OK(ingot__dequant_gemm(NULL, wt, M, K, w.W, w.ldw, X, K, nx, false, Yf, M));
         ASSERT_MEM(Yi, Yf, nx * M * 4);
         ASSERT_TRUE(!isfinite(Yi[(nx - 1) * M]));
         free(X), free(Yi), free(Yf);
@@ -287,38 +325,42 @@ TEST(igemm_nomem_before_any_output)
      * activations and panel): NOMEM with Y untouched, or OK with the bits of a pool that does
      * not fail. */
     if (!vnni_on()) return;
-    size_t M = 70, K = 512, nx = 40;
-    wmat w = make_w(INGOT_DTYPE_Q4_K, M, K);
-    float *X = make_x(nx, K), *Y = malloc(nx * M * 4), *want = malloc(nx * M * 4);
-    ASSERT_OK(ingot__qgemm(NULL, INGOT_DTYPE_Q4_K, M, K, w.W, w.ldw, NULL, NULL, X, K, nx, false,
-                           want, M));
-    int nomem = 0, ok = 0;
-    for (int limit = 0; limit < 64 && ok < 2; limit++) {
-        failing f = {0, limit};
-        ingot_allocator a = {fail_alloc, fail_free, &f};
-        ingot__pool *pool = ingot__pool_create(&a, 2);
-        if (!pool) continue;
-        for (size_t i = 0; i < nx * M; i++) Y[i] = -7.0f;
-        ingot_status st = ingot__qgemm(pool, INGOT_DTYPE_Q4_K, M, K, w.W, w.ldw, NULL, NULL, X,
-                                       K, nx, false, Y, M);
-        if (st == INGOT_NOMEM) {
-            nomem++;
-            for (size_t i = 0; i < nx * M; i++) ASSERT_TRUE(Y[i] == -7.0f);
-        } else {
-            ASSERT_OK(st);
-            ok++;
-            ASSERT_MEM(Y, want, nx * M * 4);
+    static const ingot_dtype wts[] = {INGOT_DTYPE_Q4_K, INGOT_DTYPE_Q6_K};
+    for (int c = 0; c < 2; c++) {
+        ingot_dtype wt = wts[c];
+        size_t M = 70, K = 512, nx = 40;
+        wmat w = make_w(wt, M, K);
+        float *X = make_x(nx, K), *Y = malloc(nx * M * 4), *want = malloc(nx * M * 4);
+        ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w.W, w.ldw, NULL, NULL, X, K, nx, false, want, M));
+        int nomem = 0, ok = 0;
+        for (int limit = 0; limit < 64 && ok < 2; limit++) {
+            failing f = {0, limit};
+            ingot_allocator a = {fail_alloc, fail_free, &f};
+            ingot__pool *pool = ingot__pool_create(&a, 2);
+            if (!pool) continue;
+            for (size_t i = 0; i < nx * M; i++) Y[i] = -7.0f;
+            ingot_status st =
+                ingot__qgemm(pool, wt, M, K, w.W, w.ldw, NULL, NULL, X, K, nx, false, Y, M);
+            if (st == INGOT_NOMEM) {
+                nomem++;
+                for (size_t i = 0; i < nx * M; i++) ASSERT_TRUE(Y[i] == -7.0f);
+            } else {
+                ASSERT_OK(st);
+                ok++;
+                ASSERT_MEM(Y, want, nx * M * 4);
+            }
+            ingot__pool_destroy(pool);
         }
-        ingot__pool_destroy(pool);
+        fprintf(stderr, "  %s: %d limits gave NOMEM (Y untouched), %d OK\n", ingot_dtype_name(wt),
+                nomem, ok);
+        ASSERT_TRUE(nomem >= 1 && ok >= 1);
+        free(X), free(Y), free(want);
+        free_w(&w);
     }
-    fprintf(stderr, "  %d limits gave NOMEM (Y untouched), %d OK\n", nomem, ok);
-    ASSERT_TRUE(nomem >= 1 && ok >= 1);
-    free(X), free(Y), free(want);
-    free_w(&w);
     ingot__isa_reset();
 }
 
 RUN_TESTS(T(igemm_each_type_against_double_at_the_edges), T(igemm_long_batches_in_passes),
-          T(igemm_same_bits_for_1_2_3_threads), T(igemm_repacked_q4_k_same_bits_as_plain),
-          T(igemm_route_taken_not_the_f32_one), T(igemm_nan_rows_take_the_f32_route),
-          T(igemm_nomem_before_any_output))
+          T(igemm_q6_k_every_quant_and_scale), T(igemm_same_bits_for_1_2_3_threads),
+          T(igemm_repacked_q4_k_same_bits_as_plain), T(igemm_route_taken_not_the_f32_one),
+          T(igemm_nan_rows_take_the_f32_route), T(igemm_nomem_before_any_output))

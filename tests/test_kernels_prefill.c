@@ -335,8 +335,9 @@ TEST(prefill_f32_route_every_level)
                   ingot_dtype_name(wt), ingot__isa_name((ingot__isa)isa));
             ASSERT_OK(ingot__qgemm(NULL, wt, M, K, w, row_bytes(wt, K), NULL, NULL, X, K, nx,
                                    false, Y, M));
-            /* AVX-512 VNNI: int8 activations per 32 elements (igemm.h; the bound of
-             * test_igemm.c), the f32 route still there for the other types and NaN */
+            /* AVX-512 VNNI: int8 activations per 32 elements for all five types, Q6_K
+             * included (igemm.h; the bound of test_igemm.c); the f32 route, still there for
+             * NaN, checked beside it */
             bool i8 = isa == INGOT__ISA_AVX512_VNNI && ingot__igemm_ok(wt, K);
             double e = nmse(Y, R, nx * M),
                    lim = isa == INGOT__ISA_AMX ? 2e-5 : i8 ? 1e-4 : 1e-9;

@@ -9,8 +9,8 @@
 #include "cpu/kernels/qdot.h"
 
 /* Whether the route takes weights of dtype wt with rows of K elements: the CPU has AVX-512
- * VNNI, the compiler can target it, and wt is Q8_0 or Q4_0 (K a multiple of 32) or Q4_K or Q5_K
- * (K a multiple of 256), K <= 65536. */
+ * VNNI, the compiler can target it, and wt is Q8_0 or Q4_0 (K a multiple of 32) or Q4_K, Q5_K
+ * or Q6_K (K a multiple of 256), K <= 65536. */
 bool ingot__igemm_ok(ingot_dtype wt, size_t K);
 
 /* Y[i * ldy + m] (+)= sum_k deq(W)[m, k] X[i * ldx + k] for m < M, i < nx (ingot__qgemm's
@@ -20,7 +20,9 @@ bool ingot__igemm_ok(ingot_dtype wt, size_t K);
  * a panel of unsigned bytes u with an f32 scale s and offset o per row and 32-block (w = s u +
  * o: Q8_0 u = q + 128, o = -128 d; Q4_0 u = nibble, o = -8 d; Q4_K / Q5_K u = the 4 or 5 bits,
  * s = d sc, o = -dmin m), and y = sum over blocks of s dx isum + o sx, isum the exact int32 dot
- * (vpdpbusd), each block flushed to f32 in block order: every output element is reduced the
+ * (vpdpbusd), each block flushed to f32 in block order (Q6_K: u = the 6 bits, s = d sc per 16
+ * elements, the offset -32 s folded into the int32 sum, y = sum over 16-element halves of
+ * s dx (isum16 - 32 sum16(q)), each half flushed in order): every output element is reduced the
  * same way wherever it lies, so results do not depend on the thread count, the tiles or the
  * passes. Error: that of the int8 activations (NMSE about 1e-5 against the exact product, as
  * the dots at decode). *taken false (nothing written, INGOT_OK): X holds NaN or inf, which the

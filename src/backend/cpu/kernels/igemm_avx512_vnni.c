@@ -1,7 +1,8 @@
 /*
  * igemm_avx512_vnni.c - the int8 prefill GEMM of the AVX-512 VNNI level (igemm.h): Q8_0, Q4_0,
- * Q4_K (plain and repacked) and Q5_K weights decoded to unsigned bytes in 16-row groups, f32
- * activations quantized per 32 elements, vpdpbusd tiles of 32 weight rows x 6 activation rows.
+ * Q4_K (plain and repacked), Q5_K and Q6_K weights decoded to unsigned bytes in 16-row groups,
+ * f32 activations quantized per 32 elements, vpdpbusd tiles of 32 weight rows x 6 activation
+ * rows (Q6_K's flushed per 16 elements, its scales' span).
  * The AMX level has its own tiles (amx.c); other levels and types keep the f32 route (qdot.c).
  */
 #include <stdatomic.h>
@@ -15,7 +16,9 @@
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 
 /* One 16-row group's 32-block in the panel: 8 x 64 bytes of u (zmm t holds bytes 4t..4t+3 of
- * each row, row r in dword r: what vpdpbusd multiplies), then 16 scales s and 16 offsets o. */
+ * each row, row r in dword r: what vpdpbusd multiplies), then 16 scales s and 16 offsets o
+ * (Q6_K: the scales of the block's first and second 16 elements; its offset, -32 times the
+ * scale, is in the int32 sums, which start at -32 times the activations' 16-element sums). */
 #define GB 640
 #define PROWS 64 /* weight rows per task (a multiple of the 32-row tile) */
 #define NR 6     /* activation rows per tile */
@@ -30,6 +33,7 @@ typedef struct {
     float *Y;
     int8_t *xq;     /* [nx][xs] */
     float *dx, *sx; /* [nx][nb]: the block scale and scale times the sum of q */
+    int32_t *x16;   /* Q6_K, else NULL: [nx][2 nb], -32 times the sum of q of each 16 */
     size_t lead, panel; /* worker 0's bytes before its panel; panel (and decode) bytes */
     ingot__pool *pool;
     atomic_int bad; /* activations with NaN or inf */
@@ -50,7 +54,7 @@ TGT static float h2f(const uint8_t *p)
 /* Blocks decoded at a time: one super-block for the K-quants, one block otherwise. */
 static size_t unit_blocks(ingot_dtype wt)
 {
-    return wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K ? 8 : 1;
+    return wt == INGOT_DTYPE_Q4_K || wt == INGOT_DTYPE_Q5_K || wt == INGOT_DTYPE_Q6_K ? 8 : 1;
 }
 
 TGT static void decode_unit(const ig_job *j, const uint8_t *row, size_t ub, uint8_t *u, float *s,
@@ -118,6 +122,26 @@ TGT static void decode_unit(const ig_job *j, const uint8_t *row, size_t ub, uint
             }
             _mm256_storeu_si256((__m256i *)(void *)uk, v);
             s[16 * k] = d * (float)sc[k], o[16 * k] = -(dmin * (float)mn[k]);
+        }
+        return;
+    }
+    case INGOT_DTYPE_Q6_K: { /* u = the 6 bits (0..63), w = d sc16 (u - 32) */
+        const uint8_t *p = row + ub * 210;
+        const int8_t *sc = (const int8_t *)(const void *)(p + 192);
+        float d = h2f(p + 208);
+        const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+        /* block k = 4h + q, its element l (as ingot_dequantize): the low 4 bits nibble q / 2
+         * of ql[64h + 32(q % 2) + l], the high 2 bits pair q of qh[32h + l] */
+        for (int k = 0; k < 8; k++) {
+            int h = k / 4, q = k % 4;
+            const uint8_t *ql = p + 64 * h + 32 * (q & 1), *qh = p + 128 + 32 * h;
+            __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)ql);
+            __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)qh);
+            lo = _mm256_and_si256(_mm256_srl_epi16(lo, _mm_cvtsi32_si128(4 * (q >> 1))), m4);
+            hi = _mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * q)), m2);
+            _mm256_storeu_si256((__m256i *)(void *)(u + (size_t)k * 512),
+                                _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
+            s[16 * k] = d * (float)sc[2 * k], o[16 * k] = d * (float)sc[2 * k + 1];
         }
         return;
     }
@@ -247,9 +271,83 @@ TGT static void tile_n(const ig_job *j, const uint8_t *pa, size_t i0, int nr, si
     }
 }
 
+/* Q6_K's tile: each 32-block's int32 sums in two halves of 16 elements (t = 0..3, 4..7),
+ * each starting at -32 times its activations' sum of q and flushed with its own scale
+ * (y += s16 dx isum16), first half then second, in block order. */
+__attribute__((always_inline)) TGT static inline void tile6(const ig_job *j, const uint8_t *pa,
+                                                            size_t i0, int nr, size_t m0,
+                                                            size_t mr)
+{
+    const size_t nb = j->nb, xs = j->xs;
+    const uint8_t *pb = pa + nb * GB;
+    const int8_t *xq = j->xq + i0 * xs;
+    const float *dx = j->dx + i0 * nb;
+    const int32_t *x16 = j->x16 + i0 * 2 * nb;
+    __m512 c0[NR], c1[NR];
+#pragma GCC unroll 6
+    for (int i = 0; i < nr; i++) c0[i] = c1[i] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; b++, pa += GB, pb += GB) {
+#pragma GCC unroll 2
+        for (int hf = 0; hf < 2; hf++) {
+            __m512i s0[NR], s1[NR];
+#pragma GCC unroll 6
+            for (int i = 0; i < nr; i++)
+                s0[i] = s1[i] = _mm512_set1_epi32(x16[i * 2 * nb + 2 * b + hf]);
+#pragma GCC unroll 4
+            for (int t = 4 * hf; t < 4 * hf + 4; t++) {
+                __m512i a0 = _mm512_load_si512((const void *)(pa + 64 * t));
+                __m512i a1 = _mm512_load_si512((const void *)(pb + 64 * t));
+#pragma GCC unroll 6
+                for (int i = 0; i < nr; i++) {
+                    int32_t v;
+                    memcpy(&v, xq + i * xs + 32 * b + 4 * t, 4);
+                    __m512i bx = _mm512_set1_epi32(v);
+                    s0[i] = _mm512_dpbusd_epi32(s0[i], a0, bx);
+                    s1[i] = _mm512_dpbusd_epi32(s1[i], a1, bx);
+                }
+            }
+            __m512 sw0 = _mm512_load_ps(pa + 512 + 64 * hf);
+            __m512 sw1 = _mm512_load_ps(pb + 512 + 64 * hf);
+#pragma GCC unroll 6
+            for (int i = 0; i < nr; i++) {
+                __m512 d = _mm512_set1_ps(dx[i * nb + b]);
+                c0[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0[i]), _mm512_mul_ps(sw0, d), c0[i]);
+                c1[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[i]), _mm512_mul_ps(sw1, d), c1[i]);
+            }
+        }
+    }
+    __mmask16 k0 = (__mmask16)(mr >= 16 ? 0xffffu : (1u << mr) - 1);
+    __mmask16 k1 = (__mmask16)(mr >= 32 ? 0xffffu : mr > 16 ? (1u << (mr - 16)) - 1 : 0);
+#pragma GCC unroll 6
+    for (int i = 0; i < nr; i++) {
+        float *y = j->Y + (i0 + i) * j->ldy + m0;
+        __m512 v0 = c0[i], v1 = c1[i];
+        if (j->acc) {
+            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, y), v0);
+            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, y + 16), v1);
+        }
+        _mm512_mask_storeu_ps(y, k0, v0);
+        _mm512_mask_storeu_ps(y + 16, k1, v1);
+    }
+}
+
+TGT static void tile6_n(const ig_job *j, const uint8_t *pa, size_t i0, int nr, size_t m0,
+                        size_t mr)
+{
+    switch (nr) {
+    case 6: tile6(j, pa, i0, 6, m0, mr); break;
+    case 5: tile6(j, pa, i0, 5, m0, mr); break;
+    case 4: tile6(j, pa, i0, 4, m0, mr); break;
+    case 3: tile6(j, pa, i0, 3, m0, mr); break;
+    case 2: tile6(j, pa, i0, 2, m0, mr); break;
+    default: tile6(j, pa, i0, 1, m0, mr); break;
+    }
+}
+
 /* ---- tasks ---- */
 
-/* Activation rows [8t, 8t + 8) quantized (the bits of ingot__qx_quantize's 32-blocks). */
+/* Activation rows [8t, 8t + 8) quantized (the bits of ingot__qx_quantize's 32-blocks; for
+ * Q6_K also -32 times each 16 elements' sum of q). */
 TGT static void quant_task(void *ctx, size_t t, unsigned worker)
 {
     (void)worker;
@@ -257,13 +355,18 @@ TGT static void quant_task(void *ctx, size_t t, unsigned worker)
     for (size_t i = 8 * t; i < j->nx && i < 8 * t + 8; i++)
         for (size_t b = 0; b < j->nb; b++) {
             int32_t sum;
+            int16_t bs[2];
             float *d = j->dx + i * j->nb + b;
             if (!ingot__qx_block_avx512(j->X + i * j->ldx + 32 * b, 32, j->xq + i * j->xs + 32 * b,
-                                        d, &sum, NULL)) {
+                                        d, &sum, j->x16 ? bs : NULL)) {
                 atomic_store(&j->bad, 1);
                 return;
             }
             j->sx[i * j->nb + b] = *d * (float)sum;
+            if (j->x16) {
+                j->x16[(i * j->nb + b) * 2] = -32 * (int32_t)bs[0];
+                j->x16[(i * j->nb + b) * 2 + 1] = -32 * (int32_t)bs[1];
+            }
         }
 }
 
@@ -287,7 +390,10 @@ TGT static void mul_task(void *ctx, size_t t, unsigned worker)
         size_t m0 = r0 + 32 * p, mr = n - 32 * p < 32 ? n - 32 * p : 32;
         for (size_t i0 = 0; i0 < j->nx; i0 += NR) {
             int nr = j->nx - i0 < NR ? (int)(j->nx - i0) : NR;
-            tile_n(j, panel + 2 * p * gbytes, i0, nr, m0, mr);
+            if (j->x16)
+                tile6_n(j, panel + 2 * p * gbytes, i0, nr, m0, mr);
+            else
+                tile_n(j, panel + 2 * p * gbytes, i0, nr, m0, mr);
         }
     }
 }
@@ -308,7 +414,8 @@ bool ingot__igemm_ok(ingot_dtype wt, size_t K)
     case INGOT_DTYPE_Q8_0:
     case INGOT_DTYPE_Q4_0: return K % 32 == 0;
     case INGOT_DTYPE_Q4_K:
-    case INGOT_DTYPE_Q5_K: return K % 256 == 0;
+    case INGOT_DTYPE_Q5_K:
+    case INGOT_DTYPE_Q6_K: return K % 256 == 0;
     default: return false;
     }
 }
@@ -332,7 +439,9 @@ ingot_status ingot__igemm(ingot__pool *pool, ingot_dtype wt, bool rp, size_t M, 
     atomic_init(&j.bad, 0);
     size_t ub = unit_blocks(wt);
     j.panel = PROWS / 16 * nb * GB + ub * (512 + 2 * 16 * sizeof(float));
-    j.lead = up64(np * xs) + 2 * up64(np * nb * sizeof(float));
+    bool q6 = wt == INGOT_DTYPE_Q6_K;
+    j.lead = up64(np * xs) + 2 * up64(np * nb * sizeof(float)) +
+             (q6 ? up64(np * 2 * nb * sizeof(int32_t)) : 0);
     /* Every worker's scratch grown now (worker 0's last: it holds the activations), so the
      * tasks cannot fail halfway through Y. */
     bool ok = true;
@@ -346,6 +455,7 @@ ingot_status ingot__igemm(ingot__pool *pool, ingot_dtype wt, bool rp, size_t M, 
     j.xq = (int8_t *)s;
     j.dx = (float *)(void *)(s + up64(np * xs));
     j.sx = j.dx + up64(np * nb * sizeof(float)) / sizeof(float);
+    if (q6) j.x16 = (int32_t *)(void *)(j.sx + up64(np * nb * sizeof(float)) / sizeof(float));
     for (size_t n0 = 0; n0 < nx; n0 += NXC) {
         j.nx = nx - n0 < NXC ? nx - n0 : NXC;
         j.X = X + n0 * ldx;

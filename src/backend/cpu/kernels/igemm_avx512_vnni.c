@@ -202,6 +202,27 @@ TGT static void decode_group(const ig_job *j, size_t r0, size_t n, uint8_t *grp,
     }
 }
 
+/* A tile's rows of Y (mr <= 32 weight rows from m0, nr activation rows from i0): c0 / c1 hold
+ * weight rows 0-15 / 16-31; stored, or added to Y with accumulate. */
+__attribute__((always_inline)) TGT static inline void tile_store(const ig_job *j, const __m512 *c0,
+                                                                 const __m512 *c1, size_t i0,
+                                                                 int nr, size_t m0, size_t mr)
+{
+    __mmask16 k0 = (__mmask16)(mr >= 16 ? 0xffffu : (1u << mr) - 1);
+    __mmask16 k1 = (__mmask16)(mr >= 32 ? 0xffffu : mr > 16 ? (1u << (mr - 16)) - 1 : 0);
+#pragma GCC unroll 6
+    for (int i = 0; i < nr; i++) {
+        float *y = j->Y + (i0 + i) * j->ldy + m0;
+        __m512 v0 = c0[i], v1 = c1[i];
+        if (j->acc) {
+            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, y), v0);
+            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, y + 16), v1);
+        }
+        _mm512_mask_storeu_ps(y, k0, v0);
+        _mm512_mask_storeu_ps(y + 16, k1, v1);
+    }
+}
+
 /* ---- the tile: 32 weight rows (groups at pa, pa + nb GB) x nr activation rows from i0 ---- */
 
 __attribute__((always_inline)) TGT static inline void tile(const ig_job *j, const uint8_t *pa,
@@ -243,19 +264,7 @@ __attribute__((always_inline)) TGT static inline void tile(const ig_job *j, cons
             c1[i] = _mm512_fmadd_ps(mw1, sm, c1[i]);
         }
     }
-    __mmask16 k0 = (__mmask16)(mr >= 16 ? 0xffffu : (1u << mr) - 1);
-    __mmask16 k1 = (__mmask16)(mr >= 32 ? 0xffffu : mr > 16 ? (1u << (mr - 16)) - 1 : 0);
-#pragma GCC unroll 6
-    for (int i = 0; i < nr; i++) {
-        float *y = j->Y + (i0 + i) * j->ldy + m0;
-        __m512 v0 = c0[i], v1 = c1[i];
-        if (j->acc) {
-            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, y), v0);
-            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, y + 16), v1);
-        }
-        _mm512_mask_storeu_ps(y, k0, v0);
-        _mm512_mask_storeu_ps(y + 16, k1, v1);
-    }
+    tile_store(j, c0, c1, i0, nr, m0, mr);
 }
 
 TGT static void tile_n(const ig_job *j, const uint8_t *pa, size_t i0, int nr, size_t m0,
@@ -316,19 +325,7 @@ __attribute__((always_inline)) TGT static inline void tile6(const ig_job *j, con
             }
         }
     }
-    __mmask16 k0 = (__mmask16)(mr >= 16 ? 0xffffu : (1u << mr) - 1);
-    __mmask16 k1 = (__mmask16)(mr >= 32 ? 0xffffu : mr > 16 ? (1u << (mr - 16)) - 1 : 0);
-#pragma GCC unroll 6
-    for (int i = 0; i < nr; i++) {
-        float *y = j->Y + (i0 + i) * j->ldy + m0;
-        __m512 v0 = c0[i], v1 = c1[i];
-        if (j->acc) {
-            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, y), v0);
-            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, y + 16), v1);
-        }
-        _mm512_mask_storeu_ps(y, k0, v0);
-        _mm512_mask_storeu_ps(y + 16, k1, v1);
-    }
+    tile_store(j, c0, c1, i0, nr, m0, mr);
 }
 
 TGT static void tile6_n(const ig_job *j, const uint8_t *pa, size_t i0, int nr, size_t m0,

@@ -218,20 +218,31 @@ void ingot__set_l2_bytes(size_t bytes)
  * F16 / BF16 ones (ingot__gemv_streams_half); 0 = not chosen yet. */
 static atomic_uint streams[2];
 
+/* *slot once chosen, else def or the environment variable name when it holds one of the values
+ * in allowed (0-terminated); a concurrent setter (ingot__set_*) wins. */
+static unsigned choose_once(atomic_uint *slot, unsigned def, const char *name,
+                            const unsigned *allowed)
+{
+    unsigned v = atomic_load_explicit(slot, memory_order_relaxed);
+    if (v) return v;
+    const char *env = getenv(name);
+    char *end = NULL;
+    unsigned long e = env ? strtoul(env, &end, 10) : 0;
+    for (const unsigned *a = allowed; env && end != env && !*end && *a; a++)
+        if (e == *a) def = *a;
+    unsigned expect = 0;
+    atomic_compare_exchange_strong(slot, &expect, def);
+    return atomic_load_explicit(slot, memory_order_relaxed);
+}
+
 static unsigned streams_get(int half)
 {
-    unsigned s = atomic_load_explicit(&streams[half], memory_order_relaxed);
-    if (s) return s;
+    static const unsigned allowed[] = {1, 2, 4, 8, 0};
     /* Intel: 4 for both; Zen 5: 1 for the quantized dots (4 read 0.6-0.9x as fast as 1) and 4
      * for F16 / BF16 (1.0-1.05 of the read rate, against 0.51-0.55 with one); elsewhere 1 */
     int k = cpu_kind();
-    s = k == 1 || (k == 2 && half) ? 4 : 1;
-    const char *env = getenv("INGOT_GEMV_STREAMS");
-    if (env && (!strcmp(env, "1") || !strcmp(env, "2") || !strcmp(env, "4") || !strcmp(env, "8")))
-        s = (unsigned)(env[0] - '0');
-    unsigned expect = 0; /* a concurrent ingot__set_gemv_streams wins */
-    atomic_compare_exchange_strong(&streams[half], &expect, s);
-    return atomic_load_explicit(&streams[half], memory_order_relaxed);
+    return choose_once(&streams[half], k == 1 || (k == 2 && half) ? 4 : 1, "INGOT_GEMV_STREAMS",
+                       allowed);
 }
 
 unsigned ingot__gemv_streams(void) { return streams_get(0); }
@@ -250,17 +261,10 @@ static atomic_uint sgemv_rows;
 
 unsigned ingot__sgemv_rows(void)
 {
-    unsigned r = atomic_load_explicit(&sgemv_rows, memory_order_relaxed);
-    if (r) return r;
+    static const unsigned allowed[] = {1, 8, 16, 0};
     /* Zen 5: one row (one read stream) at a time; the F32 decode of the llama-bench model ran
      * 1.6-1.8x as fast as with eight or sixteen (docs/PERFORMANCE.md) */
-    r = cpu_kind() == 2 ? 1 : 16;
-    const char *env = getenv("INGOT_SGEMV_ROWS");
-    if (env && (!strcmp(env, "1") || !strcmp(env, "8") || !strcmp(env, "16")))
-        r = (unsigned)atoi(env);
-    unsigned expect = 0;
-    atomic_compare_exchange_strong(&sgemv_rows, &expect, r);
-    return atomic_load_explicit(&sgemv_rows, memory_order_relaxed);
+    return choose_once(&sgemv_rows, cpu_kind() == 2 ? 1 : 16, "INGOT_SGEMV_ROWS", allowed);
 }
 
 unsigned ingot__set_sgemv_rows(unsigned r)

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 
+#include "cpu/kernels/kernels.h"
 #include "export/backend_export.h"
 #include "harness.h"
 
@@ -165,8 +166,9 @@ TEST(keys8_matches_definition)
     };
     ingot_cpu_isa lv[2], best = ingot_cpu_isa_current();
     int nl = kernel_levels(lv);
-    fprintf(stderr, "  decode kernel (four query heads a task): ran %s\n",
-            nl == 2 ? "the AVX-512 and the AVX2 forms" : "the AVX2 form (no AVX-512 here)");
+    fprintf(stderr, "  decode kernel (four query heads a task): ran %s, cache rows %s\n",
+            nl == 2 ? "the AVX-512 and the AVX2 forms" : "the AVX2 form (no AVX-512 here)",
+            ingot__cpu_prefetch() ? "prefetched" : "not prefetched");
     for (int li = 0; li < nl; li++) {
         ingot_cpu_isa_set_cap(lv[li]);
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {

@@ -17,6 +17,7 @@
 #define K8_X86 1
 #define K8_TARGET __attribute__((target("avx2,fma,f16c")))
 #define K16_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma,f16c")))
+#include "cpu/kernels/kernels.h"
 #include "cpu/kernels/tree16.h"
 #endif
 
@@ -209,6 +210,33 @@ static inline void kgroup_begin(const k8_job *j, int64_t r, kgroup *g, float (*a
     }
 }
 
+/* Software prefetch of a decode task's cache rows (where ingot__cpu_prefetch says the streaming
+ * kernels prefetch): the key rows KV_PF_BYTES ahead of the scores being computed and the value
+ * rows of those scores, which the block's values pass reads next. Without it the step waited on
+ * the cache's reads one stream at a time: on Zen 5 a layer's attention over 144 positions took
+ * 21 us, as long as its o product (docs/PERFORMANCE.md). Rows past the last are not touched. */
+#define KV_PF_BYTES 4096
+
+static inline void kv_prefetch_rows(const k8_job *j, bool value, int64_t base, int64_t r0,
+                                    int64_t rows, int64_t last)
+{
+    int64_t stride = value ? j->vs[2] : j->ks[2], len = value ? j->Dv : j->D;
+    size_t es = j->half ? 2 : 4;
+    const uint8_t *p = j->half ? (const uint8_t *)(value ? j->vh : j->kh)
+                               : (const uint8_t *)(value ? j->v : j->k);
+    for (int64_t r = r0; r < r0 + rows && r <= last; r++) {
+        uintptr_t a = (uintptr_t)(p + (size_t)(base + r * stride) * es), e = a + (size_t)len * es;
+        for (a &= ~(uintptr_t)63; a < e; a += 64) _mm_prefetch((const char *)a, _MM_HINT_T0);
+    }
+}
+
+/* Rows of keys a task prefetches ahead: KV_PF_BYTES of them, at least 4. */
+static inline int64_t kv_prefetch_ahead(const k8_job *j)
+{
+    int64_t row = j->D * (j->half ? 2 : 4), n = (KV_PF_BYTES + row - 1) / row;
+    return n < 4 ? 4 : n;
+}
+
 static inline void kgroup_end(const k8_job *j, const kgroup *g, const float (*acc)[K16_MAX_D])
 {
     for (int h = 0; h < K16_G; h++) {
@@ -238,16 +266,22 @@ K16_TARGET static inline __attribute__((always_inline)) void
 k16_body(const k8_job *j, int64_t begin, int64_t end, bool half)
 {
     _Alignas(64) float acc[K16_G][K16_MAX_D], sc[K16_G][K8_BLOCK];
-    const int64_t D = j->D, last = j->Lk - 1;
+    const int64_t D = j->D, last = j->Lk - 1, ahead = kv_prefetch_ahead(j);
+    const bool pf = ingot__cpu_prefetch();
     for (int64_t r = begin; r < end; r++) {
         kgroup G;
         kgroup_begin(j, r, &G, acc);
         const float *const *q = G.q;
         const int64_t kb = G.kb, vb = G.vb;
         float *mx = G.mx, *sum = G.sum;
+        if (pf) kv_prefetch_rows(j, false, kb, 0, ahead, last);
         for (int64_t j0 = 0; j0 <= last; j0 += K8_BLOCK) {
             int64_t n = last + 1 - j0 < K8_BLOCK ? last + 1 - j0 : K8_BLOCK;
             for (int64_t t = 0; t < n; t += 4) { /* keys past the last repeat it (unused) */
+                if (pf) {
+                    kv_prefetch_rows(j, false, kb, j0 + t + ahead, 4, last);
+                    kv_prefetch_rows(j, true, vb, j0 + t, 4, last);
+                }
                 int64_t kr[4];
                 for (int k = 0; k < 4; k++)
                     kr[k] = kb + (j0 + (t + k < n ? t + k : n - 1)) * j->ks[2];
@@ -353,7 +387,8 @@ K8_TARGET static inline __attribute__((always_inline)) void
 k8d_body(const k8_job *j, int64_t begin, int64_t end, bool half)
 {
     _Alignas(32) float acc[K16_G][K16_MAX_D], sc[K16_G][K8_BLOCK + 8];
-    const int64_t D = j->D, last = j->Lk - 1;
+    const int64_t D = j->D, last = j->Lk - 1, ahead = kv_prefetch_ahead(j);
+    const bool pf = ingot__cpu_prefetch();
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int64_t r = begin; r < end; r++) {
         kgroup G;
@@ -361,9 +396,14 @@ k8d_body(const k8_job *j, int64_t begin, int64_t end, bool half)
         const float *const *q = G.q;
         const int64_t kb = G.kb, vb = G.vb;
         float *mx = G.mx, *sum = G.sum;
+        if (pf) kv_prefetch_rows(j, false, kb, 0, ahead, last);
         for (int64_t j0 = 0; j0 <= last; j0 += K8_BLOCK) {
             int64_t n = last + 1 - j0 < K8_BLOCK ? last + 1 - j0 : K8_BLOCK;
             for (int64_t t = 0; t < n; t += 2) { /* a key past the last repeats it (unused) */
+                if (pf) {
+                    kv_prefetch_rows(j, false, kb, j0 + t + ahead, 2, last);
+                    kv_prefetch_rows(j, true, vb, j0 + t, 2, last);
+                }
                 int64_t k0 = kb + (j0 + t) * j->ks[2];
                 int64_t k1 = kb + (j0 + (t + 1 < n ? t + 1 : t)) * j->ks[2];
                 __m256 a[8];

@@ -553,6 +553,51 @@ TEST(test_cpu_rowops_equal_ref)
     free(r2);
 }
 
+/* Same-shape binary ops updating an operand in place (d = a or d = c: the runtime's residual adds
+ * and gate products) at the scalar level and the CPU's best, lengths with every tail past the
+ * eight-lane steps: ref's bits. */
+TEST(test_cpu_binary_in_place)
+{
+    enum { N = 2816 + 7 };
+    float a[N], c[N], d[2][N];
+    for (int i = 0; i < N; i++) a[i] = frand() * 3, c[i] = frand() + (i % 7 ? 0.0f : 2.0f);
+    ingot_backend *be[2];
+    ASSERT_OK(ingot_backend_new("ref", NULL, &be[0], NULL));
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be[1], NULL));
+    ingot_cpu_isa best = ingot_cpu_isa_current(), lv[2] = {INGOT_CPU_ISA_SCALAR, best};
+    int checks = 0;
+    for (int li = 0; li < 2; li++) {
+        ingot_cpu_isa_set_cap(lv[li]);
+        for (int op = INGOT_BINARY_ADD; op <= INGOT_BINARY_DIV; op++)
+            for (int which = 0; which < 2; which++) /* d = a, d = c */
+                for (int n = N - 8; n <= N; n++) {
+                    for (int k = 0; k < 2; k++) {
+                        memcpy(d[k], which ? c : a, (size_t)n * 4);
+                        ingot_buffer *bo, *bd;
+                        ASSERT_OK(ingot_buffer_wrap(be[k], which ? a : c, (size_t)n * 4, false,
+                                                    &bo, NULL));
+                        ASSERT_OK(ingot_buffer_wrap(be[k], d[k], (size_t)n * 4, true, &bd, NULL));
+                        ingot_tensor to, td;
+                        int64_t sh[1] = {n};
+                        ASSERT_OK(ingot_tensor_init(&to, bo, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+                        ASSERT_OK(ingot_tensor_init(&td, bd, 0, INGOT_DTYPE_F32, 1, sh, NULL));
+                        ASSERT_OK(ingot_op_binary(be[k], (ingot_binary_op)op, &td,
+                                                  which ? &to : &td, which ? &td : &to, NULL));
+                        ingot_buffer_free(bo);
+                        ingot_buffer_free(bd);
+                    }
+                    CHECK(!memcmp(d[0], d[1], (size_t)n * 4),
+                          "level %d binary op %d in place (d = %s), %d elements: cpu differs "
+                          "from ref", (int)lv[li], op, which ? "c" : "a", n);
+                    checks++;
+                }
+    }
+    ingot_cpu_isa_set_cap(best);
+    CHECK(checks == 2 * 4 * 2 * 9, "checks %d", checks);
+    ingot_backend_free(be[0]);
+    ingot_backend_free(be[1]);
+}
+
 /* One-position RoPE (decode) keeps the angles of its last position for the next call
  * (cpu_rowops.c): a sequence of calls that changes one key at a time (position, theta, head
  * size, the mode, several positions in between, the same position again) gives ref's bits at
@@ -839,7 +884,7 @@ TEST(test_cleanup) { cleanup(); }
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
           T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
           T(test_cpu_attention_rows_independent),
-          T(test_cpu_rowops_equal_ref), T(test_cpu_rope_one_position_calls),
+          T(test_cpu_rowops_equal_ref), T(test_cpu_binary_in_place), T(test_cpu_rope_one_position_calls),
           T(test_cpu_rms_norm_matches_ref),
           T(test_cpu_layer_norm_matches_ref),
           T(test_cpu_silu_accuracy), T(test_cpu_copy_views_equal_ref), T(test_cleanup))

@@ -71,13 +71,49 @@ static void bin_task(void *arg, int64_t b, int64_t e)
     }
 }
 
-/* Same-shape f32 operands: one loop per op, which the compiler vectorises (the same roundings
- * as bin_task: one f32 operation per element). */
+#ifdef ROW_X86
+/* bin_task_vv's loop eight lanes a step: d may be a or c (x += y, the runtime's residual adds
+ * and gate products run in place), which the compiler's overlap check sends to its scalar loop
+ * (2816 elements: 0.9 us where the arithmetic takes 0.1). The ops validate that d is exactly a
+ * or c or apart from both, so lane order does not matter; the same roundings. */
+ROW_AVX2 static void bin_vv_avx2(ingot_binary_op op, const float *a, const float *c, float *d,
+                                 int64_t b, int64_t e)
+{
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8) {
+        __m256 x = _mm256_loadu_ps(a + i), y = _mm256_loadu_ps(c + i), r;
+        switch (op) {
+        case INGOT_BINARY_ADD: r = _mm256_add_ps(x, y); break;
+        case INGOT_BINARY_SUB: r = _mm256_sub_ps(x, y); break;
+        case INGOT_BINARY_MUL: r = _mm256_mul_ps(x, y); break;
+        default: r = _mm256_div_ps(x, y); break;
+        }
+        _mm256_storeu_ps(d + i, r);
+    }
+    for (; i < e; i++) {
+        switch (op) {
+        case INGOT_BINARY_ADD: d[i] = a[i] + c[i]; break;
+        case INGOT_BINARY_SUB: d[i] = a[i] - c[i]; break;
+        case INGOT_BINARY_MUL: d[i] = a[i] * c[i]; break;
+        default: d[i] = a[i] / c[i]; break;
+        }
+    }
+}
+#endif
+
+/* Same-shape f32 operands: one loop per op (the same roundings as bin_task: one f32 operation
+ * per element); eight lanes a step at the AVX2 levels. */
 static void bin_task_vv(void *arg, int64_t b, int64_t e)
 {
     const bin_job *j = arg;
     const float *a = j->a, *c = j->c;
     float *d = j->d;
+#ifdef ROW_X86
+    if (ingot__get_isa() >= INGOT__ISA_AVX2) {
+        bin_vv_avx2(j->op, a, c, d, b, e);
+        return;
+    }
+#endif
     switch (j->op) {
     case INGOT_BINARY_ADD:
         for (int64_t i = b; i < e; i++) d[i] = a[i] + c[i];

@@ -743,36 +743,45 @@ static void *read_words(void *arg)
     return NULL;
 }
 
-/* Streaming read bandwidth (bytes/s) of `threads` threads over a 1 GiB buffer, best of 3; *cpu:
- * the same bytes per second of process CPU time (best of 3). */
-static double read_bandwidth(unsigned threads, double *cpu)
+/* Streaming read bandwidth: a 1 GiB buffer, filled once, read by `threads` threads (one
+ * contiguous slice each) per sample. bench generate samples it after every decode repetition as
+ * well as three times at the end and takes the best, so the bound comes from the same minutes as
+ * the decode it divides on a machine whose speed drifts (a shared host; one sample varies
+ * 3-36 GB/s there, the best of eight far less). */
+typedef struct read_buf {
+    uint64_t *p;
+    size_t words;
+} read_buf;
+
+static bool read_buf_new(read_buf *r)
 {
-    size_t bytes = (size_t)1 << 30, words = bytes / 8;
-    uint64_t *buf = malloc(bytes);
-    if (!buf) return 0;
-    for (size_t i = 0; i < words; i++) buf[i] = i;
-    double best = 0;
+    r->words = ((size_t)1 << 30) / 8;
+    r->p = malloc(r->words * 8);
+    if (!r->p) return false;
+    for (size_t i = 0; i < r->words; i++) r->p[i] = i;
+    return true;
+}
+
+/* One pass: bytes/s of wall time, *cpu: of process CPU time (0 when not measurable). */
+static double read_sample(const read_buf *r, unsigned threads, double *cpu)
+{
     pthread_t th[64];
     read_job jobs[64];
     if (threads > 64) threads = 64;
-    *cpu = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        zero_upper();
-        double t0 = now_s(), c0 = cpu_s();
-        for (unsigned k = 0; k < threads; k++) {
-            size_t b = words / threads * k;
-            size_t e = k + 1 == threads ? words : words / threads * (k + 1);
-            jobs[k] = (read_job){buf + b, e - b, 0};
-            if (k) pthread_create(&th[k], NULL, read_words, &jobs[k]);
-        }
-        read_words(&jobs[0]);
-        for (unsigned k = 1; k < threads; k++) pthread_join(th[k], NULL);
-        double t = now_s() - t0, c = cpu_s() - c0;
-        if (bytes / t > best) best = bytes / t;
-        if (c > 0 && bytes / c > *cpu) *cpu = bytes / c;
+    size_t bytes = r->words * 8;
+    zero_upper();
+    double t0 = now_s(), c0 = cpu_s();
+    for (unsigned k = 0; k < threads; k++) {
+        size_t b = r->words / threads * k;
+        size_t e = k + 1 == threads ? r->words : r->words / threads * (k + 1);
+        jobs[k] = (read_job){r->p + b, e - b, 0};
+        if (k) pthread_create(&th[k], NULL, read_words, &jobs[k]);
     }
-    free(buf);
-    return best;
+    read_words(&jobs[0]);
+    for (unsigned k = 1; k < threads; k++) pthread_join(th[k], NULL);
+    double t = now_s() - t0, c = cpu_s() - c0;
+    *cpu = c > 0 ? bytes / c : 0;
+    return bytes / t;
 }
 
 /* f32 GEMM rate (FLOP/s) of the backend's linear on [512, 2048] x [2048, 2048]^T, best of 3:
@@ -896,9 +905,17 @@ int ingot_cli_bench_generate(int argc, char **argv)
         fail("bench generate", "prefill", &e);
         goto done;
     }
-    /* per repetition: tokens/s of wall time and of process CPU time, prefill and decode */
+    /* per repetition: tokens/s of wall time and of process CPU time, prefill and decode, and
+     * a read-bandwidth sample right after the decode (the bound: the best of them all) */
     double best_pre = 0, best_dec = 0, r_pre[99], r_dec[99], c_pre[99], c_dec[99];
+    double bw = 0, bw_cpu = 0;
     unsigned done = 0;
+    read_buf rb;
+    if (!read_buf_new(&rb)) {
+        free(lg);
+        fprintf(stderr, "ingot: bench generate: no memory for the 1 GiB read-bandwidth buffer\n");
+        goto done;
+    }
     for (unsigned rep = 0; rep < reps; rep++, done++) {
         ingot_lm_session_rewind(s, 0, NULL);
         double t0 = now_s(), c0 = cpu_s();
@@ -912,7 +929,9 @@ int ingot_cli_bench_generate(int argc, char **argv)
                 INGOT_OK)
                 break;
         if (i < decode) break;
-        double td = now_s() - t0, cd = cpu_s() - c0;
+        double td = now_s() - t0, cd = cpu_s() - c0, bc, b1 = read_sample(&rb, threads, &bc);
+        if (b1 > bw) bw = b1;
+        if (bc > bw_cpu) bw_cpu = bc;
         r_pre[rep] = prompt / tp, r_dec[rep] = decode / td;
         c_pre[rep] = cp > 0 ? prompt / cp : 0, c_dec[rep] = cd > 0 ? decode / cd : 0;
         if (r_pre[rep] > best_pre) best_pre = r_pre[rep];
@@ -920,6 +939,7 @@ int ingot_cli_bench_generate(int argc, char **argv)
     }
     free(lg);
     if (done < reps) {
+        free(rb.p);
         fail("bench generate", "eval", &e);
         goto done;
     }
@@ -927,8 +947,13 @@ int ingot_cli_bench_generate(int argc, char **argv)
     double cpu_pre = median(c_pre, done), cpu_dec = median(c_dec, done);
     ingot_lm_session_free(s);
     s = NULL;
-    double bw_cpu = 0, gf_cpu = 0, bw = read_bandwidth(threads, &bw_cpu);
-    double gf = sgemm_rate(be, &gf_cpu);
+    for (int q = 0; q < 3; q++) { /* three more samples after the repetitions */
+        double bc, b1 = read_sample(&rb, threads, &bc);
+        if (b1 > bw) bw = b1;
+        if (bc > bw_cpu) bw_cpu = bc;
+    }
+    free(rb.p);
+    double gf_cpu = 0, gf = sgemm_rate(be, &gf_cpu);
     double dec_bound = est.weight_bytes ? bw / (double)est.weight_bytes : 0;
     double pre_bound = est.flops_per_token ? gf / (double)est.flops_per_token : 0;
     /* the same in CPU time: work per CPU second against the bound per CPU second, which a

@@ -598,6 +598,103 @@ TEST(test_cpu_binary_in_place)
     ingot_backend_free(be[1]);
 }
 
+/* cast f32 -> f16 and f16 -> f32 (cpu_rowops.c: the f16 KV cache's stores and widenings) give
+ * ref's bits at the scalar level and the CPU's best: every f16 pattern widened; narrowed, every
+ * half's f32 value, its neighbours and the ties and near-ties above it, a sweep of the f32
+ * patterns, signaling and quiet NaNs; flat and as strided [heads, positions, head] views with
+ * rows of 37 (tails past the eight-lane steps). */
+static ingot_status cast_on(ingot_backend *be, ingot_dtype dt, ingot_dtype st, void *dst,
+                            const void *src, int64_t n, bool strided)
+{
+    size_t ed = dt == INGOT_DTYPE_F16 ? 2 : 4, es = st == INGOT_DTYPE_F16 ? 2 : 4;
+    ingot_buffer *bs, *bd;
+    ingot_status r = ingot_buffer_wrap(be, (void *)src, (size_t)n * es, false, &bs, NULL);
+    if (r != INGOT_OK) return r;
+    r = ingot_buffer_wrap(be, dst, (size_t)n * ed, true, &bd, NULL);
+    if (r != INGOT_OK) {
+        ingot_buffer_free(bs);
+        return r;
+    }
+    ingot_tensor ts, td;
+    if (strided) { /* [3, P, 37] inside rows of 40 (source) and 41 (destination) elements */
+        int64_t P = n / (3 * 41), sh[3] = {3, P, 37}, ss[3] = {P * 40, 40, 1},
+                ds[3] = {P * 41, 41, 1};
+        r = ingot_tensor_init_strided(&ts, bs, 0, st, 3, sh, ss, NULL);
+        if (r == INGOT_OK) r = ingot_tensor_init_strided(&td, bd, 0, dt, 3, sh, ds, NULL);
+    } else {
+        int64_t sh[1] = {n};
+        r = ingot_tensor_init(&ts, bs, 0, st, 1, sh, NULL);
+        if (r == INGOT_OK) r = ingot_tensor_init(&td, bd, 0, dt, 1, sh, NULL);
+    }
+    if (r == INGOT_OK) r = ingot_op_cast(be, &td, &ts, NULL);
+    ingot_buffer_free(bs);
+    ingot_buffer_free(bd);
+    return r;
+}
+
+TEST(test_cpu_cast_f16_equal_ref)
+{
+    /* f32 inputs: per half h, its value's bits + {-1, 0, 1, 0xFFF, 0x1000, 0x1001}; a sweep */
+    size_t nh = 65536, n32 = nh * 6 + (((size_t)1 << 32) - 1) / 4093 + 1 + 8;
+    uint32_t *f = malloc(n32 * 4);
+    uint16_t *h = malloc(nh * 2), *o16[2] = {malloc(n32 * 2), malloc(n32 * 2)};
+    float *o32[2] = {malloc(nh * 4), malloc(nh * 4)};
+    ASSERT_TRUE(f && h && o16[0] && o16[1] && o32[0] && o32[1]);
+    for (size_t i = 0; i < nh; i++) h[i] = (uint16_t)i;
+    ingot_backend *be[2];
+    ASSERT_OK(ingot_backend_new("ref", NULL, &be[0], NULL));
+    ASSERT_OK(ingot_backend_new("cpu", NULL, &be[1], NULL));
+    /* the halves' values through ref */
+    ASSERT_OK(cast_on(be[0], INGOT_DTYPE_F32, INGOT_DTYPE_F16, o32[0], h, (int64_t)nh, false));
+    size_t m = 0;
+    static const int32_t near[6] = {-1, 0, 1, 0xFFF, 0x1000, 0x1001};
+    for (size_t i = 0; i < nh; i++) {
+        uint32_t u;
+        memcpy(&u, &o32[0][i], 4);
+        for (int k = 0; k < 6; k++) f[m++] = u + (uint32_t)near[k];
+    }
+    for (uint64_t u = 0; u < ((uint64_t)1 << 32); u += 4093) f[m++] = (uint32_t)u;
+    static const uint32_t nans[8] = {0x7f800001u, 0x7fa00000u, 0xff800001u, 0x7fc00000u,
+                                     0xffffffffu, 0x7f802000u, 0x7fffe000u, 0x7f801fffu};
+    for (int k = 0; k < 8; k++) f[m++] = nans[k];
+    ASSERT_TRUE(m == n32);
+    ingot_cpu_isa best = ingot_cpu_isa_current(), lv[2] = {INGOT_CPU_ISA_SCALAR, best};
+    int checks = 0;
+    for (int li = 0; li < 2; li++) {
+        ingot_cpu_isa_set_cap(lv[li]);
+        for (int strided = 0; strided < 2; strided++) {
+            int64_t n = strided ? 3 * 41 * 1000 : (int64_t)n32, cmp = strided ? n - 41 : n;
+            for (int k = 0; k < 2; k++) {
+                memset(o16[k], 0, (size_t)n * 2);
+                ASSERT_OK(cast_on(be[k], INGOT_DTYPE_F16, INGOT_DTYPE_F32, o16[k], f, n, strided));
+            }
+            CHECK(!memcmp(o16[0], o16[1], (size_t)cmp * 2),
+                  "level %d f32 -> f16 (%s): cpu differs from ref", (int)lv[li],
+                  strided ? "strided" : "flat");
+            int64_t nw = strided ? 3 * 41 * 500 : (int64_t)nh;
+            for (int k = 0; k < 2; k++) {
+                memset(o32[k], 0, (size_t)nw * 4);
+                ASSERT_OK(cast_on(be[k], INGOT_DTYPE_F32, INGOT_DTYPE_F16, o32[k], h, nw,
+                                  strided));
+            }
+            CHECK(!memcmp(o32[0], o32[1], (size_t)(strided ? nw - 41 : nw) * 4),
+                  "level %d f16 -> f32 (%s): cpu differs from ref", (int)lv[li],
+                  strided ? "strided" : "flat");
+            checks += 2;
+        }
+    }
+    ingot_cpu_isa_set_cap(best);
+    CHECK(checks == 8, "checks %d", checks);
+    ingot_backend_free(be[0]);
+    ingot_backend_free(be[1]);
+    free(f);
+    free(h);
+    free(o16[0]);
+    free(o16[1]);
+    free(o32[0]);
+    free(o32[1]);
+}
+
 /* One-position RoPE (decode) keeps the angles of its last position for the next call
  * (cpu_rowops.c): a sequence of calls that changes one key at a time (position, theta, head
  * size, the mode, several positions in between, the same position again) gives ref's bits at
@@ -884,7 +981,7 @@ TEST(test_cleanup) { cleanup(); }
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
           T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
           T(test_cpu_attention_rows_independent),
-          T(test_cpu_rowops_equal_ref), T(test_cpu_binary_in_place), T(test_cpu_rope_one_position_calls),
+          T(test_cpu_rowops_equal_ref), T(test_cpu_binary_in_place), T(test_cpu_cast_f16_equal_ref), T(test_cpu_rope_one_position_calls),
           T(test_cpu_rms_norm_matches_ref),
           T(test_cpu_layer_norm_matches_ref),
           T(test_cpu_silu_accuracy), T(test_cpu_copy_views_equal_ref), T(test_cleanup))

@@ -63,6 +63,8 @@ ingot_status ingot__cpu_layer_norm(ingot_backend *b, ingot_tensor *dst, const in
                                    ingot_error *err);
 ingot_status ingot__cpu_copy(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *src,
                              ingot_error *err);
+ingot_status ingot__cpu_cast(ingot_backend *b, ingot_tensor *dst, const ingot_tensor *src,
+                             ingot_error *err);
 /* d[i] = a[i] / (1 + e^-a[i]) for i < n (d may be a): at the AVX2 level and above eight lanes
  * a step with a polynomial e^x within 2 ulp of expf (the tail through the same lanes, so an
  * element's value does not depend on where it sits), else expf. */

@@ -490,7 +490,8 @@ TEST(test_cpu_attention_rows_independent)
 }
 
 /* The per-row routes (cpu_rowops.c) give ref's values bit for bit: binary with same-shape and
- * scalar operands, in place, binary_scalar, and RoPE in both pairings on a strided head view. */
+ * scalar operands (in place: test_cpu_binary_in_place), binary_scalar, and RoPE in both pairings
+ * on a strided head view. */
 TEST(test_cpu_rowops_equal_ref)
 {
     enum { H = 3, S = 5, D = 12, N = 40000 };
@@ -981,7 +982,8 @@ TEST(test_cleanup) { cleanup(); }
 RUN_TESTS(T(test_cpu_routes_match_ref_and_thread_count), T(test_cpu_f32_paths_do_not_allocate),
           T(test_cpu_one_pool), T(test_cpu_attention_matches_ref),
           T(test_cpu_attention_rows_independent),
-          T(test_cpu_rowops_equal_ref), T(test_cpu_binary_in_place), T(test_cpu_cast_f16_equal_ref), T(test_cpu_rope_one_position_calls),
+          T(test_cpu_rowops_equal_ref), T(test_cpu_binary_in_place),
+          T(test_cpu_cast_f16_equal_ref), T(test_cpu_rope_one_position_calls),
           T(test_cpu_rms_norm_matches_ref),
           T(test_cpu_layer_norm_matches_ref),
           T(test_cpu_silu_accuracy), T(test_cpu_copy_views_equal_ref), T(test_cleanup))

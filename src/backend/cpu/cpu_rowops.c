@@ -419,7 +419,8 @@ ingot_status ingot__cpu_layer_norm(ingot_backend *b, ingot_tensor *dst, const in
 /* ---- copies ---- */
 
 /* The rows of two views of one shape whose last axes are contiguous (rank 2-4): the leading
- * axes right-aligned into three, their strides in bytes of each view's element size. */
+ * axes right-aligned into three, their strides in bytes of each view's element size; false for
+ * other views. */
 typedef struct {
     int64_t sh[3], ss[3], ds[3], n; /* n: elements a row */
 } row_views;
@@ -500,8 +501,10 @@ ROW_F16C static void narrow_row(const float *s, uint16_t *d, int64_t n)
 ROW_F16C static void widen_row(const uint16_t *s, float *d, int64_t n)
 {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + i))));
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+    }
     for (; i < n; i++) d[i] = widen1(s[i]);
 }
 #endif

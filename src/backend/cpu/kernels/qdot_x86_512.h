@@ -477,7 +477,16 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
     __m256i Ms[16];
     _Alignas(64) uint16_t dv[16], dmv[16];
     _Alignas(64) float xd[16];
-    const uint8_t *row = rp[0];
+    /* pointers walked a super-block at a time (the row's block, the activations' quants, their
+     * 16-element sums and scale), reset at each row's first super-block b0: the index
+     * arithmetic they replace was a quarter of a super-block's instructions */
+    const int8_t *const xq0 = x->q + b0 * 256;
+    const int16_t *const bs0 = x->bs + b0 * 16;
+    const float *const xd0 = x->d + b0;
+    const uint8_t *blk = rp[0] + b0 * bb;
+    const int8_t *xq = xq0;
+    const int16_t *bsp = bs0;
+    const float *xdp = xd0;
     size_t j = 0, ri = 0; /* super-block index within the current row's range, the row */
     for (size_t e0 = 0; e0 < total; e0 += 16) {
         size_t n = total - e0 < 16 ? total - e0 : 16;
@@ -489,9 +498,7 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
                 dv[i] = dmv[i] = 0, xd[i] = 0.0f;
                 continue;
             }
-            size_t b = b0 + j;
-            const uint8_t *blk = row + b * bb, *qs = blk + (five ? 48 : 16);
-            const int8_t *xq = x->q + b * 256;
+            const uint8_t *qs = blk + (five ? 48 : 16);
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
@@ -518,12 +525,14 @@ FA void q45_terms(const uint8_t *const *rp, size_t nrows, size_t b0, size_t nbs,
                                       _mm512_shuffle_epi8(scb, ld512(k_ctl[2 * h + k])));
                 }
             }
-            Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
+            Ms[i] = _mm256_madd_epi16(mn16, ld256(bsp));
             Av[i] = A;
             memcpy(&dv[i], blk, 2);
             memcpy(&dmv[i], blk + 2, 2);
-            xd[i] = x->d[b];
-            if (++j == nbs && ++ri < nrows) j = 0, row = rp[ri];
+            xd[i] = *xdp;
+            blk += bb, xq += 256, bsp += 16, xdp++;
+            if (++j == nbs && ++ri < nrows)
+                j = 0, blk = rp[ri] + b0 * bb, xq = xq0, bsp = bs0, xdp = xd0;
         }
         k_store16(Av, Ms, dv, dmv, xd, n, t + e0);
     }
@@ -574,7 +583,14 @@ TGTV static void q4kr_terms(const uint8_t *const *rp, size_t nrows, size_t b0, s
     __m256i Ms[16];
     _Alignas(64) uint16_t dv[16], dmv[16];
     _Alignas(64) float xd[16];
-    const uint8_t *row = rp[0];
+    /* pointers walked a super-block at a time, as in q45_terms */
+    const int8_t *const xq0 = x->q + b0 * 256;
+    const int16_t *const bs0 = x->bs + b0 * 16;
+    const float *const xd0 = x->d + b0;
+    const uint8_t *blk = rp[0] + b0 * 144;
+    const int8_t *xq = xq0;
+    const int16_t *bsp = bs0;
+    const float *xdp = xd0;
     size_t j = 0, ri = 0;
     for (size_t e0 = 0; e0 < total; e0 += 16) {
         size_t n = total - e0 < 16 ? total - e0 : 16;
@@ -586,9 +602,7 @@ TGTV static void q4kr_terms(const uint8_t *const *rp, size_t nrows, size_t b0, s
                 dv[i] = dmv[i] = 0, xd[i] = 0.0f;
                 continue;
             }
-            size_t b = b0 + j;
-            const uint8_t *blk = row + b * 144, *qs = blk + 16;
-            const int8_t *xq = x->q + b * 256;
+            const uint8_t *qs = blk + 16;
             PF(blk, 0);
             PF(blk, 64);
             PF(blk, 128);
@@ -607,12 +621,14 @@ TGTV static void q4kr_terms(const uint8_t *const *rp, size_t nrows, size_t b0, s
             /* vpmaddwd, then vpdpwssd onto it: no zeroed accumulator to copy in */
             __m512i A = _mm512_madd_epi16(p[0], _mm512_shuffle_epi8(scb, ld512(rctl[0])));
             A = _mm512_dpwssd_epi32(A, p[1], _mm512_shuffle_epi8(scb, ld512(rctl[1])));
-            Ms[i] = _mm256_madd_epi16(mn16, ld256(x->bs + b * 16));
+            Ms[i] = _mm256_madd_epi16(mn16, ld256(bsp));
             Av[i] = A;
             memcpy(&dv[i], blk + 6, 2);
             memcpy(&dmv[i], blk + 14, 2);
-            xd[i] = x->d[b];
-            if (++j == nbs && ++ri < nrows) j = 0, row = rp[ri];
+            xd[i] = *xdp;
+            blk += 144, xq += 256, bsp += 16, xdp++;
+            if (++j == nbs && ++ri < nrows)
+                j = 0, blk = rp[ri] + b0 * 144, xq = xq0, bsp = bs0, xdp = xd0;
         }
         k_store16(Av, Ms, dv, dmv, xd, n, t + e0);
     }

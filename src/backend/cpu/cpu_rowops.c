@@ -76,9 +76,10 @@ static void bin_task(void *arg, int64_t b, int64_t e)
 /* bin_task_vv's loop eight lanes a step: d may be a or c (x += y, the runtime's residual adds
  * and gate products run in place), which the compiler's overlap check sends to its scalar loop
  * (2816 elements: 0.9 us where the arithmetic takes 0.1). The ops validate that d is exactly a
- * or c or apart from both, so lane order does not matter; the same roundings. */
-ROW_AVX2 static void bin_vv_avx2(ingot_binary_op op, const float *a, const float *c, float *d,
-                                 int64_t b, int64_t e)
+ * or c or apart from both, so lane order does not matter; the same roundings. Returns where the
+ * whole steps end (the tail is bin_task_vv's). */
+ROW_AVX2 static int64_t bin_vv_avx2(ingot_binary_op op, const float *a, const float *c, float *d,
+                                    int64_t b, int64_t e)
 {
     int64_t i = b;
     for (; i + 8 <= e; i += 8) {
@@ -91,14 +92,7 @@ ROW_AVX2 static void bin_vv_avx2(ingot_binary_op op, const float *a, const float
         }
         _mm256_storeu_ps(d + i, r);
     }
-    for (; i < e; i++) {
-        switch (op) {
-        case INGOT_BINARY_ADD: d[i] = a[i] + c[i]; break;
-        case INGOT_BINARY_SUB: d[i] = a[i] - c[i]; break;
-        case INGOT_BINARY_MUL: d[i] = a[i] * c[i]; break;
-        default: d[i] = a[i] / c[i]; break;
-        }
-    }
+    return i;
 }
 #endif
 
@@ -110,10 +104,7 @@ static void bin_task_vv(void *arg, int64_t b, int64_t e)
     const float *a = j->a, *c = j->c;
     float *d = j->d;
 #ifdef ROW_X86
-    if (ingot__get_isa() >= INGOT__ISA_AVX2) {
-        bin_vv_avx2(j->op, a, c, d, b, e);
-        return;
-    }
+    if (ingot__get_isa() >= INGOT__ISA_AVX2) b = bin_vv_avx2(j->op, a, c, d, b, e);
 #endif
     switch (j->op) {
     case INGOT_BINARY_ADD:
@@ -418,9 +409,9 @@ ingot_status ingot__cpu_layer_norm(ingot_backend *b, ingot_tensor *dst, const in
 
 /* ---- copies ---- */
 
-/* The rows of two views of one shape whose last axes are contiguous (rank 2-4): the leading
- * axes right-aligned into three, their strides in bytes of each view's element size; false for
- * other views. */
+/* The rows of two views of one shape: both contiguous, one row of every element; else last axes
+ * contiguous (rank 2-4), the leading axes right-aligned into three, their strides in bytes of
+ * each view's element size; false for other views. */
 typedef struct {
     int64_t sh[3], ss[3], ds[3], n; /* n: elements a row */
 } row_views;
@@ -428,11 +419,14 @@ typedef struct {
 static bool rows_of(const ingot_tensor *dst, const ingot_tensor *src, row_views *v)
 {
     uint32_t r = src->rank;
-    if (!ing_ptr(src) || !ing_ptr(dst) || r < 2 || r > 4 || src->strides[r - 1] != 1 ||
-        dst->strides[r - 1] != 1)
-        return false;
-    int64_t es = (int64_t)ing_esize(src->dtype), ed = (int64_t)ing_esize(dst->dtype);
+    if (!ing_ptr(src) || !ing_ptr(dst)) return false;
     for (int k = 0; k < 3; k++) v->sh[k] = 1, v->ss[k] = v->ds[k] = 0;
+    if (ingot_tensor_is_contiguous(src) && ingot_tensor_is_contiguous(dst)) {
+        v->n = ing_nelem(src);
+        return true;
+    }
+    if (r < 2 || r > 4 || src->strides[r - 1] != 1 || dst->strides[r - 1] != 1) return false;
+    int64_t es = (int64_t)ing_esize(src->dtype), ed = (int64_t)ing_esize(dst->dtype);
     for (uint32_t a = 0; a + 1 < r; a++) {
         uint32_t k = 3 - (r - 1) + a;
         v->sh[k] = src->shape[a];
@@ -519,12 +513,7 @@ ingot_status ingot__cpu_cast(ingot_backend *b, ingot_tensor *dst, const ingot_te
     bool widen = src->dtype == INGOT_DTYPE_F16 && dst->dtype == INGOT_DTYPE_F32;
     const uint8_t *ps = ing_ptr(src);
     uint8_t *pd = ing_ptr(dst);
-    bool flat = ps && pd && ingot_tensor_is_contiguous(src) && ingot_tensor_is_contiguous(dst);
-    if (flat) { /* one row */
-        for (int k = 0; k < 3; k++) v.sh[k] = 1, v.ss[k] = v.ds[k] = 0;
-        v.n = ing_nelem(src);
-    }
-    if ((!narrow && !widen) || (!flat && !rows_of(dst, src, &v)) ||
+    if ((!narrow && !widen) || !rows_of(dst, src, &v) ||
         (uintptr_t)(narrow ? ps : pd) % 4 || (uintptr_t)(narrow ? pd : ps) % 2)
         return ingot__ref_cast(b, dst, src, err);
 #ifdef ROW_X86
